@@ -1,0 +1,59 @@
+// The compute backend: every operation the models need, on one device. Model code is written
+// against this interface only, so a CUDA backend sits beside the CPU one without model changes.
+//
+// Conventions: activations are float32 tensors of shape [rows, ...]; weights are row-major
+// [out, in] in f32, f16 or bf16 (y = W x); integer inputs (token ids, positions, key counts) are
+// int32 tensors on the backend's device. Launches are ordered; results are visible to the host
+// after copy_to_host.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kernels/tensor.h"
+
+namespace flashq {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+
+  // Memory on this device, zero-filled.
+  virtual Tensor allocate(DType dtype, Shape shape) = 0;
+  // A weight for this device. The CPU backend returns the same view (no copy); a GPU backend
+  // uploads it, possibly converting the dtype.
+  virtual Tensor upload_weight(const Tensor& host) = 0;
+  virtual void copy_to_host(const Tensor& src, void* dst) = 0;
+  virtual void copy_from_host(const void* src, Tensor& dst) = 0;
+  // dst rows [first_row, first_row + src.dim(0)) = src; same dtype and row size.
+  virtual void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) = 0;
+
+  // y[M, N] = x[M, K] * w[N, K]^T
+  virtual void matmul(const Tensor& x, const Tensor& w, Tensor& y) = 0;
+  // y = x * rsqrt(mean(x^2) + eps) * w, row by row over the last dimension (w has that length).
+  virtual void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
+  // h += delta, then y = rmsnorm(h) * w (the residual add fused with the next norm).
+  virtual void add_rmsnorm(Tensor& h, const Tensor& delta, const Tensor& w, float eps, Tensor& y) = 0;
+  // h += delta
+  virtual void add(Tensor& h, const Tensor& delta) = 0;
+  // Rotate-half RoPE in place on x[M, heads, head_dim]; row m uses positions[m].
+  virtual void rope(Tensor& x, const Tensor& positions, float theta) = 0;
+  // Grouped-query attention. q[M, Hq, D]; k, v[T, Hkv, D]; query row m attends keys
+  // [0, key_counts[m]), which expresses causal, non-causal and context-only masks alike.
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
+                         Tensor& out) = 0;
+  // out = silu(gate) * up, element-wise.
+  virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+  // out[M, H] = table[ids[m]] widened to float32; ids outside the table are an error.
+  virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
+  // ids[m] = argmax over row m of logits[M, V] (lowest index on ties).
+  virtual void argmax(const Tensor& logits, Tensor& ids) = 0;
+};
+
+// The CPU backend (always available) and, where built and a GPU is present, the CUDA backend.
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace flashq

@@ -1,0 +1,16 @@
+// Choosing a backend by name: "cpu", "cuda" or "auto" (CUDA when built and a GPU is present).
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "kernels/backend.h"
+
+namespace flashq {
+
+std::unique_ptr<Backend> make_backend(std::string_view device);
+
+// Number of CUDA devices usable by this build (0 when built without CUDA or without a GPU).
+int cuda_device_count();
+
+}  // namespace flashq

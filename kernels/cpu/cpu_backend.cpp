@@ -1,0 +1,123 @@
+// The CPU backend: the reference every other backend is tested against, and the embedded
+// default. Checks shapes and dtypes at the interface, then calls the kernels in this folder.
+#include <cstring>
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error(ErrorCode::kInternal, "cpu backend: " + what);
+}
+
+void require_f32(const Tensor& t, const char* name) {
+  require(t.defined() && t.dtype() == DType::kF32, std::string(name) + " must be a float32 tensor");
+}
+
+cpu::WeightVector weight_vector(const Tensor& w) { return {w.raw(), w.dtype()}; }
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::kCpu; }
+  std::string name() const override { return "cpu"; }
+
+  Tensor allocate(DType dtype, Shape shape) override { return Tensor::zeros_cpu(dtype, std::move(shape)); }
+  Tensor upload_weight(const Tensor& host) override { return host; }
+  void copy_to_host(const Tensor& src, void* dst) override { std::memcpy(dst, src.raw(), src.nbytes()); }
+  void copy_from_host(const void* src, Tensor& dst) override { std::memcpy(dst.raw(), src, dst.nbytes()); }
+
+  void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override {
+    auto row_elements = [](const Tensor& t) { return t.dim(0) == 0 ? 0 : t.numel() / t.dim(0); };
+    require(src.dtype() == dst.dtype() && (src.dim(0) == 0 || row_elements(src) == row_elements(dst)),
+            "copy_rows: dtypes or row sizes differ");
+    require(first_row >= 0 && first_row + src.dim(0) <= dst.dim(0), "copy_rows: rows out of range");
+    Tensor target = dst.slice_rows(first_row, src.dim(0));
+    std::memcpy(target.raw(), src.raw(), src.nbytes());
+  }
+
+  void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
+    require_f32(x, "matmul x");
+    require_f32(y, "matmul y");
+    require(w.rank() == 2 && x.cols() == w.dim(1) && y.rows() == x.rows() && y.cols() == w.dim(0),
+            "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
+                shape_to_string(y.shape()));
+    cpu::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1));
+  }
+
+  void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
+    require_f32(x, "rmsnorm x");
+    require(x.numel() == y.numel() && w.numel() == x.cols(), "rmsnorm shapes");
+    cpu::rmsnorm(x.data<float>(), weight_vector(w), eps, y.data<float>(), x.rows(), x.cols());
+  }
+
+  void add_rmsnorm(Tensor& h, const Tensor& delta, const Tensor& w, float eps, Tensor& y) override {
+    require_f32(h, "add_rmsnorm h");
+    require(h.numel() == delta.numel() && h.numel() == y.numel() && w.numel() == h.cols(), "add_rmsnorm shapes");
+    cpu::add_rmsnorm(h.data<float>(), delta.data<float>(), weight_vector(w), eps, y.data<float>(), h.rows(),
+                     h.cols());
+  }
+
+  void add(Tensor& h, const Tensor& delta) override {
+    require_f32(h, "add h");
+    require(h.numel() == delta.numel(), "add shapes");
+    cpu::add(h.data<float>(), delta.data<float>(), h.numel());
+  }
+
+  void rope(Tensor& x, const Tensor& positions, float theta) override {
+    require_f32(x, "rope x");
+    require(x.rank() == 3 && positions.dtype() == DType::kI32 && positions.numel() == x.dim(0), "rope shapes");
+    cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
+  }
+
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
+                 Tensor& out) override {
+    require(q.rank() == 3 && k.rank() == 3 && v.shape() == k.shape() && out.shape() == q.shape(),
+            "attention shapes");
+    require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
+    require(key_counts.dtype() == DType::kI32 && key_counts.numel() == q.dim(0), "attention key_counts");
+    const int32_t* counts = key_counts.data<int32_t>();
+    for (int64_t m = 0; m < q.dim(0); ++m) require(counts[m] <= k.dim(0), "attention key count beyond keys");
+    cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(),
+                   {q.dim(0), q.dim(1), k.dim(1), q.dim(2)});
+  }
+
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
+    require(gate.numel() == up.numel() && gate.numel() == out.numel(), "swiglu shapes");
+    cpu::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel());
+  }
+
+  void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
+    require(table.rank() == 2 && ids.dtype() == DType::kI32 && out.rows() == ids.numel() &&
+                out.cols() == table.dim(1),
+            "embedding shapes");
+    const int32_t* id = ids.data<int32_t>();
+    for (int64_t m = 0; m < ids.numel(); ++m) {
+      if (id[m] < 0 || id[m] >= table.dim(0)) {
+        throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(id[m]) +
+                                                     " is outside the embedding table of " +
+                                                     std::to_string(table.dim(0)) + " rows");
+      }
+    }
+    cpu::embedding(table.raw(), table.dtype(), id, out.data<float>(), ids.numel(), table.dim(1));
+  }
+
+  void argmax(const Tensor& logits, Tensor& ids) override {
+    require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows(), "argmax shapes");
+    cpu::argmax(logits.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace flashq

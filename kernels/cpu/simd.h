@@ -1,0 +1,49 @@
+// Small AVX2 helpers shared by the CPU kernels: widening loads of weight dtypes and a float
+// dot product. x86-64-v3 (AVX2, FMA, F16C) is the build baseline.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace flashq::cpu {
+
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* bf16) {  // bf16 -> f32 is a 16-bit shift
+  __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bf16));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+}
+struct F16 {  // tag for f16 weights: same storage as bf16, other widening
+  uint16_t bits;
+};
+inline __m256 load8(const F16* f16) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f16)));
+}
+
+inline float to_f32(float v) { return v; }
+inline float to_f32(uint16_t bf16) { return __builtin_bit_cast(float, static_cast<uint32_t>(bf16) << 16); }
+inline float to_f32(F16 v) { return _cvtsh_ss(v.bits); }
+
+inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v);
+  __m128 hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+inline float dot(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+}  // namespace flashq::cpu

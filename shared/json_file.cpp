@@ -1,0 +1,44 @@
+#include "shared/json_file.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace flashq {
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(ErrorCode::kNotFound, path.string() + ": no such file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, path.string() + ": cannot open for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(ErrorCode::kIo, path.string() + ": read failed");
+  return text.str();
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path, ErrorCode code_on_error) {
+  std::string text = read_text_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(code_on_error, path.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(ErrorCode::kIo, tmp.string() + ": cannot open for writing");
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out) throw Error(ErrorCode::kIo, tmp.string() + ": write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error(ErrorCode::kIo, path.string() + ": rename failed: " + ec.message());
+}
+
+}  // namespace flashq
