@@ -30,6 +30,20 @@ struct SafetensorsHeader {
   std::map<std::string, std::string> metadata;  // "__metadata__", if present
 };
 
+// Where the parts of a file lie: the 8-byte length, then `header_json`, then the data section.
+struct SafetensorsLayout {
+  std::string_view header_json;  // a view into the bytes given to split_safetensors_file
+  uint64_t data_start = 0;       // offset of the data section from the start of the file
+  uint64_t data_size = 0;
+};
+
+// Headers longer than this are refused before reading them (the reference implementation's limit).
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+// Splits the bytes of a whole file into header and data, checking the length field against the
+// file size and kMaxSafetensorsHeaderBytes. Throws kBadCheckpoint naming `file_label`.
+SafetensorsLayout split_safetensors_file(std::string_view file_bytes, const std::string& file_label);
+
 // Parses and validates a header (the JSON text) against a data section of `data_size` bytes.
 // `file_label` names the file in error messages. Throws kBadCheckpoint (malformed, lying or
 // overlapping entries) or kUnsupported (a real dtype we do not load, e.g. F8_E4M3, naming it).
@@ -86,7 +100,8 @@ class SafetensorsWriter {
   // `bytes` must hold exactly numel(shape) * dtype_size(dtype) bytes.
   void add(const std::string& name, DType dtype, const Shape& shape, std::string bytes);
   void set_metadata(const std::string& key, const std::string& value);
-  // Tensors are written in name order, data 8-byte aligned after the header (as the format asks).
+  // Tensors are written contiguously in name order; the header is padded with spaces so that
+  // the data section starts 8-byte aligned (as the format asks).
   void write(const std::filesystem::path& path) const;
   size_t tensor_count() const { return tensors_.size(); }
 
