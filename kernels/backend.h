@@ -30,6 +30,8 @@ class Backend {
   virtual void copy_from_host(const void* src, Tensor& dst) = 0;
   // dst rows [first_row, first_row + src.dim(0)) = src; same dtype and row size.
   virtual void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) = 0;
+  // dst[m, first_col + c] = src[m, c] for 2-D tensors with the same number of rows.
+  virtual void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) = 0;
 
   // y[M, N] = x[M, K] * w[N, K]^T
   virtual void matmul(const Tensor& x, const Tensor& w, Tensor& y) = 0;

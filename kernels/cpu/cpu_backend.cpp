@@ -44,6 +44,18 @@ class CpuBackend final : public Backend {
     std::memcpy(target.raw(), src.raw(), src.nbytes());
   }
 
+  void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
+    require(src.dtype() == dst.dtype() && src.rows() == dst.rows() && first_col >= 0 &&
+                first_col + src.cols() <= dst.cols(),
+            "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape()));
+    const size_t element = dtype_size(src.dtype());
+    const char* from = static_cast<const char*>(src.raw());
+    char* to = static_cast<char*>(dst.raw());
+    for (int64_t m = 0; m < src.rows(); ++m) {
+      std::memcpy(to + (m * dst.cols() + first_col) * element, from + m * src.cols() * element, src.cols() * element);
+    }
+  }
+
   void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
     require_f32(x, "matmul x");
     require_f32(y, "matmul y");

@@ -57,24 +57,26 @@ void stream_rows(const float* x, const W* w, float* y, int64_t m, int64_t n, int
   }
 }
 
-template <typename W>
-void widen_rows(const W* w, float* out, int64_t count) {
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) out[i] = to_f32(w[i]);
-}
-
-// Weights widened to f32 in panels of about 4 MiB, each multiplied by sgemm into its columns of y.
+// Weights widened to f32 in panels of about 1 MiB; each OpenMP thread takes whole panels and
+// multiplies them with a single-threaded sgemm into its columns of y. One thread pool (OpenMP)
+// does all the work: OpenBLAS's own threads would fight OpenMP's spinning workers for the cores.
 template <typename W>
 void gemm_by_panels(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k) {
-  const int64_t panel_rows = std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(k, 1), 16, n);
-  thread_local std::vector<float> panel;
-  panel.resize(static_cast<size_t>(panel_rows * k));
-  for (int64_t j0 = 0; j0 < n; j0 += panel_rows) {
-    const int64_t rows = std::min(panel_rows, n - j0);
-    widen_rows(w + j0 * k, panel.data(), rows * k);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(rows),
-                static_cast<int>(k), 1.0f, x, static_cast<int>(k), panel.data(), static_cast<int>(k), 0.0f,
-                y + j0, static_cast<int>(n));
+  const int64_t panel_rows = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(k, 1), 16, n);
+  const int64_t panels = (n + panel_rows - 1) / panel_rows;
+#pragma omp parallel
+  {
+    std::vector<float> panel(static_cast<size_t>(panel_rows * k));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t j0 = p * panel_rows;
+      const int64_t rows = std::min(panel_rows, n - j0);
+      const W* src = w + j0 * k;
+      for (int64_t i = 0; i < rows * k; ++i) panel[static_cast<size_t>(i)] = to_f32(src[i]);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(rows),
+                  static_cast<int>(k), 1.0f, x, static_cast<int>(k), panel.data(), static_cast<int>(k), 0.0f,
+                  y + j0, static_cast<int>(n));
+    }
   }
 }
 
@@ -91,14 +93,17 @@ void matmul_typed(const float* x, const W* w, float* y, int64_t m, int64_t n, in
 
 void matmul(const float* x, const void* w, DType w_dtype, float* y, int64_t m, int64_t n, int64_t k) {
   if (m == 0 || n == 0) return;
+  static const bool single_threaded_blas = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)single_threaded_blas;
   switch (w_dtype) {
     case DType::kF32:
       if (m <= kStreamingMaxRows) {
         stream_rows(x, static_cast<const float*>(w), y, m, n, k);
       } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
-                    static_cast<int>(k), 1.0f, x, static_cast<int>(k), static_cast<const float*>(w),
-                    static_cast<int>(k), 0.0f, y, static_cast<int>(n));
+        gemm_by_panels(x, static_cast<const float*>(w), y, m, n, k);
       }
       return;
     case DType::kBF16: return matmul_typed(x, static_cast<const uint16_t*>(w), y, m, n, k);

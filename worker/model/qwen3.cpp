@@ -1,1 +1,194 @@
-// placeholder
+#include "worker/model/qwen3.h"
+
+#include <algorithm>
+#include <string>
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
+
+Tensor int32_tensor(Backend& backend, Workspace& workspace, const std::string& slot,
+                    const std::vector<int32_t>& values) {
+  Tensor t = workspace.get(slot, DType::kI32, {static_cast<int64_t>(values.size())});
+  backend.copy_from_host(values.data(), t);
+  return t;
+}
+
+}  // namespace
+
+std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::filesystem::path& dir, Backend& backend) {
+  ModelConfig config = load_model_config(dir);
+  WeightStore weights = WeightStore::open(dir);
+  return std::make_unique<Qwen3Model>(std::move(config), weights, backend);
+}
+
+Qwen3Model::Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& backend)
+    : config_(std::move(config)), backend_(backend), workspace_(backend) {
+  const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
+  const int64_t q_width = config_.num_heads * config_.head_dim;
+  const int64_t kv_width = config_.num_kv_heads * config_.head_dim;
+  auto weight = [&](const std::string& name, const Shape& shape) {
+    Tensor host = weights.get(name, shape);
+    if (host.dtype() == DType::kI32) {
+      throw Error(ErrorCode::kBadCheckpoint, "tensor '" + name + "' in " + weights.dir().string() +
+                                                 " is I32; weights must be F32, F16 or BF16");
+    }
+    return backend_.upload_weight(host);
+  };
+
+  embed_tokens_ = weight("model.embed_tokens.weight", {config_.vocab_size, hidden});
+  final_norm_ = weight("model.norm.weight", {hidden});
+  if (weights.contains("lm_head.weight")) {
+    lm_head_ = weight("lm_head.weight", {config_.vocab_size, hidden});
+  } else if (config_.tie_word_embeddings) {
+    lm_head_ = embed_tokens_;
+  } else {
+    throw Error(ErrorCode::kBadCheckpoint, "tensor 'lm_head.weight' not found in " + weights.dir().string() +
+                                               " and tie_word_embeddings is false");
+  }
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const std::string p = layer_prefix(i);
+    layers_.push_back(Layer{
+        .input_norm = weight(p + "input_layernorm.weight", {hidden}),
+        .q_proj = weight(p + "self_attn.q_proj.weight", {q_width, hidden}),
+        .k_proj = weight(p + "self_attn.k_proj.weight", {kv_width, hidden}),
+        .v_proj = weight(p + "self_attn.v_proj.weight", {kv_width, hidden}),
+        .o_proj = weight(p + "self_attn.o_proj.weight", {hidden, q_width}),
+        .q_norm = weight(p + "self_attn.q_norm.weight", {config_.head_dim}),
+        .k_norm = weight(p + "self_attn.k_norm.weight", {config_.head_dim}),
+        .post_attention_norm = weight(p + "post_attention_layernorm.weight", {hidden}),
+        .gate_proj = weight(p + "mlp.gate_proj.weight", {inter, hidden}),
+        .up_proj = weight(p + "mlp.up_proj.weight", {inter, hidden}),
+        .down_proj = weight(p + "mlp.down_proj.weight", {hidden, inter}),
+    });
+  }
+}
+
+KvCache Qwen3Model::make_cache(int64_t max_length) const {
+  return KvCache(backend_, config_.num_layers, config_.num_kv_heads, config_.head_dim,
+                 std::min(max_length, config_.max_position_embeddings));
+}
+
+ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+  const int64_t hidden = config_.hidden_size;
+  std::vector<int32_t> ids, positions;
+  for (const SequenceChunk& chunk : chunks) {
+    check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
+    for (size_t i = 0; i < chunk.tokens.size(); ++i) {
+      ids.push_back(chunk.tokens[i]);
+      positions.push_back(static_cast<int32_t>(chunk.cache->length() + static_cast<int64_t>(i)));
+    }
+  }
+  for (int64_t layer : options.tap_layers) {
+    if (layer < 0 || layer >= config_.num_layers) {
+      throw Error(ErrorCode::kInvalidArgument, "tap layer " + std::to_string(layer) + " is outside the model's " +
+                                                   std::to_string(config_.num_layers) + " layers");
+    }
+  }
+  for (const SequenceChunk& chunk : chunks) {
+    chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
+  }
+  const int64_t rows = static_cast<int64_t>(ids.size());
+
+  Tensor id_tensor = int32_tensor(backend_, workspace_, "ids", ids);
+  Tensor position_tensor = int32_tensor(backend_, workspace_, "positions", positions);
+  Tensor h = workspace_.get("residual", DType::kF32, {rows, hidden});
+  Tensor normed = workspace_.get("normed", DType::kF32, {rows, hidden});
+  Tensor delta = workspace_.get("delta", DType::kF32, {rows, hidden});
+  backend_.embedding(embed_tokens_, id_tensor, h);
+
+  ForwardOutput out;
+  const int64_t tap_count = static_cast<int64_t>(options.tap_layers.size());
+  if (tap_count > 0) out.taps = workspace_.get("taps", DType::kF32, {rows, tap_count * hidden});
+
+  backend_.rmsnorm(h, layers_[0].input_norm, config_.rms_norm_eps, normed);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const Layer& layer = layers_[l];
+    run_attention(layer, l, chunks, normed, position_tensor, delta);
+    backend_.add_rmsnorm(h, delta, layer.post_attention_norm, config_.rms_norm_eps, normed);
+    run_mlp(layer, normed, delta);
+    // The residual add is fused with the next layer's input norm; the last layer adds plainly.
+    if (l + 1 < config_.num_layers) {
+      backend_.add_rmsnorm(h, delta, layers_[l + 1].input_norm, config_.rms_norm_eps, normed);
+    } else {
+      backend_.add(h, delta);
+    }
+    for (int64_t t = 0; t < tap_count; ++t) {
+      if (options.tap_layers[t] == l) backend_.copy_columns(h, out.taps, t * hidden);
+    }
+  }
+  for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
+  if (options.logits != LogitRows::kNone) out.logits = compute_logits(chunks, h, options.logits);
+  return out;
+}
+
+void Qwen3Model::run_attention(const Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
+                               const Tensor& normed, const Tensor& positions, Tensor& attention_out) {
+  const int64_t rows = normed.dim(0), head_dim = config_.head_dim;
+  const int64_t q_heads = config_.num_heads, kv_heads = config_.num_kv_heads;
+  Tensor q = workspace_.get("q", DType::kF32, {rows, q_heads, head_dim});
+  Tensor k = workspace_.get("k", DType::kF32, {rows, kv_heads, head_dim});
+  Tensor v = workspace_.get("v", DType::kF32, {rows, kv_heads, head_dim});
+  Tensor attended = workspace_.get("attended", DType::kF32, {rows, q_heads, head_dim});
+  Tensor q_flat = q.reshape({rows, q_heads * head_dim});
+  Tensor k_flat = k.reshape({rows, kv_heads * head_dim});
+  Tensor v_flat = v.reshape({rows, kv_heads * head_dim});
+  backend_.matmul(normed, layer.q_proj, q_flat);
+  backend_.matmul(normed, layer.k_proj, k_flat);
+  backend_.matmul(normed, layer.v_proj, v_flat);
+  Tensor q_heads_view = q.reshape({rows * q_heads, head_dim});
+  Tensor k_heads_view = k.reshape({rows * kv_heads, head_dim});
+  backend_.rmsnorm(q_heads_view, layer.q_norm, config_.rms_norm_eps, q_heads_view);
+  backend_.rmsnorm(k_heads_view, layer.k_norm, config_.rms_norm_eps, k_heads_view);
+  backend_.rope(q, positions, static_cast<float>(config_.rope_theta));
+  backend_.rope(k, positions, static_cast<float>(config_.rope_theta));
+
+  int64_t first = 0;
+  for (const SequenceChunk& chunk : chunks) {
+    const int64_t n = static_cast<int64_t>(chunk.tokens.size());
+    const int64_t start = chunk.cache->length();  // committed only after the last layer
+    backend_.copy_rows(k.slice_rows(first, n), chunk.cache->keys(layer_index), start);
+    backend_.copy_rows(v.slice_rows(first, n), chunk.cache->values(layer_index), start);
+    // Causal: row i sees the cache and the chunk's rows up to itself.
+    std::vector<int32_t> key_counts(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) key_counts[i] = static_cast<int32_t>(start + i + 1);
+    Tensor counts = int32_tensor(backend_, workspace_, "key_counts", key_counts);
+    Tensor chunk_out = attended.slice_rows(first, n);
+    backend_.attention(q.slice_rows(first, n), chunk.cache->keys(layer_index), chunk.cache->values(layer_index),
+                       counts, chunk_out);
+    first += n;
+  }
+  backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
+}
+
+void Qwen3Model::run_mlp(const Layer& layer, const Tensor& normed, Tensor& mlp_out) {
+  const int64_t rows = normed.dim(0), inter = config_.intermediate_size;
+  Tensor gate = workspace_.get("gate", DType::kF32, {rows, inter});
+  Tensor up = workspace_.get("up", DType::kF32, {rows, inter});
+  backend_.matmul(normed, layer.gate_proj, gate);
+  backend_.matmul(normed, layer.up_proj, up);
+  backend_.swiglu(gate, up, gate);
+  backend_.matmul(gate, layer.down_proj, mlp_out);
+}
+
+Tensor Qwen3Model::compute_logits(std::span<const SequenceChunk> chunks, const Tensor& hidden, LogitRows rows) {
+  Tensor selected = hidden;
+  if (rows == LogitRows::kLastOfEachChunk) {
+    selected = workspace_.get("last_rows", DType::kF32, {static_cast<int64_t>(chunks.size()), config_.hidden_size});
+    int64_t end = 0;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      end += static_cast<int64_t>(chunks[c].tokens.size());
+      backend_.copy_rows(hidden.slice_rows(end - 1, 1), selected, static_cast<int64_t>(c));
+    }
+  }
+  Tensor normed = workspace_.get("final_normed", DType::kF32, selected.shape());
+  backend_.rmsnorm(selected, final_norm_, config_.rms_norm_eps, normed);
+  Tensor logits = workspace_.get("logits", DType::kF32, {selected.dim(0), config_.vocab_size});
+  backend_.matmul(normed, lm_head_, logits);
+  return logits;
+}
+
+}  // namespace flashq

@@ -1,0 +1,125 @@
+// The executables end to end: flashq-model make-tiny / inspect / tokenize and flashq generate,
+// including the exit code 2 and a message naming the file for every kind of bad input.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "shared/json_file.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace flashq::testing {
+namespace {
+
+class Cli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = new TempDir();
+    CommandResult made = run_command(bin_path("flashq-model") + " make-tiny --seed 3 --out " + model_->path().string());
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  static void TearDownTestSuite() { delete model_; }
+
+  // A copy of the tiny model in a fresh dir, for breaking one file.
+  std::filesystem::path copy_model() {
+    std::filesystem::copy(model_->path(), scratch_.path() / "model");
+    return scratch_.path() / "model";
+  }
+
+  CommandResult generate(const std::filesystem::path& dir, const std::string& extra = "") {
+    return run_command(bin_path("flashq") + " generate --model " + dir.string() + " --prompt 'hello queue' " + extra);
+  }
+
+  static TempDir* model_;
+  TempDir scratch_;
+};
+TempDir* Cli::model_ = nullptr;
+
+TEST_F(Cli, GenerateJsonReportsTextTokensAndStats) {
+  CommandResult r = generate(model_->path(), "--max-tokens 9 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json out = nlohmann::json::parse(r.output);
+  EXPECT_EQ(out.at("tokens").size(), 9u);
+  EXPECT_EQ(out.at("finish_reason"), "length");
+  EXPECT_TRUE(out.at("text").is_string());
+  for (const char* key : {"prompt_tokens", "completion_tokens", "prefill_tokens_per_s", "decode_tokens_per_s"}) {
+    EXPECT_TRUE(out.at("stats").contains(key)) << key;
+  }
+  EXPECT_EQ(out["stats"]["completion_tokens"], 9);
+}
+
+TEST_F(Cli, GenerateStreamsTheSameTextItReportsInJson) {
+  CommandResult json = generate(model_->path(), "--max-tokens 12 --ignore-eos --json");
+  CommandResult plain = generate(model_->path(), "--max-tokens 12 --ignore-eos");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output, nlohmann::json::parse(json.output).at("text").get<std::string>() + "\n");
+}
+
+TEST_F(Cli, TruncatedSafetensorsExitsTwoNamingTheFile) {
+  std::filesystem::path dir = copy_model();
+  std::filesystem::resize_file(dir / "model.safetensors", std::filesystem::file_size(dir / "model.safetensors") / 2);
+  CommandResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.safetensors"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BrokenConfigExitsTwoNamingTheFile) {
+  std::filesystem::path dir = copy_model();
+  write_text_file(dir / "config.json", "{\"hidden_size\": ");
+  CommandResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("config.json"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, MissingTensorExitsTwoNamingTheTensor) {
+  std::filesystem::path dir = copy_model();
+  nlohmann::json config = read_json_file(dir / "config.json");
+  config["num_hidden_layers"] = 3;  // the file holds two layers
+  write_text_file(dir / "config.json", config.dump());
+  CommandResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.layers.2."), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, WrongShapeExitsTwoNamingTheTensor) {
+  std::filesystem::path dir = copy_model();
+  nlohmann::json config = read_json_file(dir / "config.json");
+  config["intermediate_size"] = 100;
+  write_text_file(dir / "config.json", config.dump());
+  CommandResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("mlp."), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, MissingModelDirAndBadFlagsExitTwo) {
+  EXPECT_EQ(generate(scratch_.path() / "nothing").exit_code, 2);
+  EXPECT_EQ(generate(model_->path(), "--temperature -1").exit_code, 2);
+  EXPECT_EQ(generate(model_->path(), "--no-such-flag").exit_code, 2);
+  EXPECT_EQ(generate(model_->path(), "--device tpu").exit_code, 2);
+}
+
+TEST_F(Cli, TokenizeWorksOnADirectoryWithOnlyTokenizerFiles) {
+  std::filesystem::path dir = scratch_.path() / "tokenizer-only";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(model_->path() / "tokenizer.json", dir / "tokenizer.json");
+  write_text_file(scratch_.path() / "lines.txt", "hello world\n  spaces  and 123\n");
+  CommandResult ids = run_command(bin_path("flashq-model") + " tokenize --model " + dir.string() + " < " +
+                                  (scratch_.path() / "lines.txt").string());
+  ASSERT_EQ(ids.exit_code, 0) << ids.output;
+  write_text_file(scratch_.path() / "ids.txt", ids.output);
+  CommandResult text = run_command(bin_path("flashq-model") + " tokenize --decode --model " + dir.string() + " < " +
+                                   (scratch_.path() / "ids.txt").string());
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_EQ(text.output, "\"hello world\"\n\"  spaces  and 123\"\n");
+}
+
+TEST_F(Cli, InspectPrintsConfigAndTensors) {
+  CommandResult r = run_command(bin_path("flashq-model") + " inspect " + model_->path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("model.layers.1.mlp.down_proj.weight BF16 [64, 128]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("head_dim 16"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace flashq::testing

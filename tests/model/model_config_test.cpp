@@ -1,0 +1,125 @@
+// config.json parsing: what Hugging Face writes loads; what we do not implement is refused
+// naming the key; broken files name the file and the problem.
+#include <gtest/gtest.h>
+
+#include "shared/error.h"
+#include "shared/json_file.h"
+#include "tests/support/temp_dir.h"
+#include "worker/model/model_config.h"
+
+namespace flashq {
+namespace {
+
+nlohmann::json qwen3_0_6b_config() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+    "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+    "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+    "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})");
+}
+
+ErrorCode code_of(const nlohmann::json& config, std::string* message = nullptr) {
+  try {
+    parse_model_config(config, "dir/config.json");
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  ADD_FAILURE() << "config was accepted";
+  return ErrorCode::kInternal;
+}
+
+TEST(ModelConfig, ReadsTheRealQwen3Config) {
+  ModelConfig c = parse_model_config(qwen3_0_6b_config(), "config.json");
+  EXPECT_EQ(c.architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+}
+
+TEST(ModelConfig, ReadsHeadDimInsteadOfDerivingIt) {
+  auto json = qwen3_0_6b_config();
+  json["head_dim"] = 96;  // hidden / heads would be 64
+  EXPECT_EQ(parse_model_config(json, "config.json").head_dim, 96);
+}
+
+TEST(ModelConfig, ReadsRopeThetaFromRopeParameters) {
+  auto json = qwen3_0_6b_config();
+  json.erase("rope_theta");
+  json["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 5e5}};
+  EXPECT_EQ(parse_model_config(json, "config.json").rope_theta, 5e5);
+}
+
+TEST(ModelConfig, RefusesUnimplementedFeaturesNamingTheKey) {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+  };
+  for (const Case& c : {Case{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}},
+                        Case{"use_sliding_window", true}, Case{"attention_bias", true},
+                        Case{"hidden_act", "gelu"}, Case{"model_type", "llama"},
+                        Case{"layer_types", {"sliding_attention", "full_attention"}}}) {
+    auto json = qwen3_0_6b_config();
+    json[c.key] = c.value;
+    std::string message;
+    EXPECT_EQ(code_of(json, &message), ErrorCode::kUnsupported) << c.key;
+    EXPECT_NE(message.find(c.key), std::string::npos) << message;
+    EXPECT_NE(message.find("dir/config.json"), std::string::npos) << message;
+  }
+}
+
+TEST(ModelConfig, RejectsMissingAndMistypedKeysNamingThem) {
+  for (const char* key : {"hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size"}) {
+    auto json = qwen3_0_6b_config();
+    json.erase(key);
+    std::string message;
+    EXPECT_EQ(code_of(json, &message), ErrorCode::kBadConfig) << key;
+    EXPECT_NE(message.find(key), std::string::npos) << message;
+  }
+  auto json = qwen3_0_6b_config();
+  json["hidden_size"] = "1024";
+  EXPECT_EQ(code_of(json), ErrorCode::kBadConfig);
+  json = qwen3_0_6b_config();
+  json["num_key_value_heads"] = 5;  // does not divide 16
+  EXPECT_EQ(code_of(json), ErrorCode::kBadConfig);
+  json = qwen3_0_6b_config();
+  json["rms_norm_eps"] = -1;
+  EXPECT_EQ(code_of(json), ErrorCode::kBadConfig);
+  EXPECT_EQ(code_of(nlohmann::json::array()), ErrorCode::kBadConfig);
+}
+
+TEST(ModelConfig, TakesEosIdsFromGenerationConfigToo) {
+  flashq::testing::TempDir dir;
+  write_text_file(dir / "config.json", qwen3_0_6b_config().dump());
+  write_text_file(dir / "generation_config.json", R"({"eos_token_id": [151645, 151643]})");
+  EXPECT_EQ(load_model_config(dir.path()).eos_token_ids, (std::vector<int32_t>{151645, 151643}));
+}
+
+TEST(ModelConfig, BrokenJsonNamesTheFile) {
+  flashq::testing::TempDir dir;
+  write_text_file(dir / "config.json", "{\"hidden_size\": 10,");
+  try {
+    load_model_config(dir.path());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
+  flashq::testing::TempDir empty;
+  try {
+    load_model_config(empty.path());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  }
+}
+
+}  // namespace
+}  // namespace flashq

@@ -1,0 +1,15 @@
+// flashq-bench: benchmarks. Speed is measured here, never in timed unit tests.
+#include "shared/cli.h"
+#include "tools/flashq_bench/engine_bench.h"
+#include "tools/flashq_bench/kernel_bench.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"flashq-bench: benchmarks"};
+  app.require_subcommand(1);
+  auto engine = flashq::add_engine_bench(app);
+  auto kernels = flashq::add_kernel_bench(app);
+  return flashq::run_cli(app, argc, argv, [&] {
+    engine();
+    kernels();
+  });
+}

@@ -1,0 +1,42 @@
+#include "tools/flashq_model/inspect_model.h"
+
+#include <ostream>
+
+#include "worker/model/model_config.h"
+#include "worker/model/safetensors.h"
+#include "worker/tokenizer/tokenizer.h"
+
+namespace flashq {
+
+void inspect_model(const std::filesystem::path& dir, std::ostream& out) {
+  ModelConfig c = load_model_config(dir);
+  out << "model " << dir.string() << "\n"
+      << "  architecture " << c.architecture << "\n"
+      << "  layers " << c.num_layers << ", hidden " << c.hidden_size << ", intermediate " << c.intermediate_size
+      << "\n"
+      << "  heads " << c.num_heads << " (kv " << c.num_kv_heads << "), head_dim " << c.head_dim << "\n"
+      << "  vocab " << c.vocab_size << ", context " << c.max_position_embeddings << ", rope_theta " << c.rope_theta
+      << ", rms_norm_eps " << c.rms_norm_eps << "\n"
+      << "  lm_head " << (c.tie_word_embeddings ? "tied to the embedding" : "separate") << "\n"
+      << "  eos ids";
+  for (int32_t id : c.eos_token_ids) out << " " << id;
+  out << "\n";
+
+  WeightStore weights = WeightStore::open(dir);
+  int64_t parameters = 0;
+  size_t bytes = 0;
+  std::vector<std::string> names = weights.names();
+  out << "tensors " << names.size() << "\n";
+  for (const std::string& name : names) {
+    Tensor t = weights.get(name);
+    parameters += t.numel();
+    bytes += t.nbytes();
+    out << "  " << name << " " << dtype_name(t.dtype()) << " " << shape_to_string(t.shape()) << "\n";
+  }
+  out << "parameters " << parameters << " (" << bytes / (1024.0 * 1024.0) << " MiB)\n";
+
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
+  out << "tokenizer vocab " << tokenizer->vocab_size() << "\n";
+}
+
+}  // namespace flashq

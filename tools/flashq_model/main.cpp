@@ -1,0 +1,70 @@
+// flashq-model: model tools. make-tiny writes random test and benchmark models, inspect shows
+// what a directory holds, tokenize runs the tokenizer over lines of stdin.
+#include <iostream>
+
+#include "kernels/dtype.h"
+#include "shared/cli.h"
+#include "shared/error.h"
+#include "tools/flashq_model/inspect_model.h"
+#include "tools/flashq_model/make_tiny.h"
+#include "tools/flashq_model/tokenize_lines.h"
+
+namespace {
+
+flashq::DType parse_dtype(const std::string& name) {
+  if (name == "bf16") return flashq::DType::kBF16;
+  if (name == "f16") return flashq::DType::kF16;
+  if (name == "f32") return flashq::DType::kF32;
+  throw flashq::Error(flashq::ErrorCode::kInvalidArgument, "unknown --dtype '" + name + "' (bf16, f16, f32)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flashq-model: make, inspect and tokenize models"};
+  app.require_subcommand(1);
+
+  flashq::TinyModelSpec spec;
+  std::string out_dir, preset, dtype = "bf16";
+  CLI::App* make_tiny = app.add_subcommand("make-tiny", "write a random Qwen3-architecture model directory");
+  make_tiny->add_option("--out", out_dir, "directory to write")->required();
+  make_tiny->add_option("--seed", spec.seed, "random seed")->capture_default_str();
+  make_tiny->add_option("--preset", preset, "real shapes with random weights: qwen3-0.6b, qwen3-4b, qwen3-8b");
+  make_tiny->add_option("--layers", spec.layers)->capture_default_str();
+  make_tiny->add_option("--hidden", spec.hidden)->capture_default_str();
+  make_tiny->add_option("--heads", spec.heads)->capture_default_str();
+  make_tiny->add_option("--kv-heads", spec.kv_heads)->capture_default_str();
+  make_tiny->add_option("--head-dim", spec.head_dim)->capture_default_str();
+  make_tiny->add_option("--inter", spec.inter)->capture_default_str();
+  make_tiny->add_option("--vocab", spec.vocab)->capture_default_str();
+  make_tiny->add_option("--max-position", spec.max_position)->capture_default_str();
+  make_tiny->add_flag("--tie", spec.tie_embeddings, "tie the LM head to the embedding");
+  make_tiny->add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str();
+
+  std::string model_dir;
+  CLI::App* inspect = app.add_subcommand("inspect", "print config and tensors of a model directory");
+  inspect->add_option("dir", model_dir, "model directory")->required();
+
+  bool decode = false;
+  CLI::App* tokenize = app.add_subcommand("tokenize", "text lines on stdin -> JSON id arrays on stdout");
+  tokenize->add_option("--model", model_dir, "directory with tokenizer.json or tokenizer.model")->required();
+  tokenize->add_flag("--decode", decode, "the reverse: JSON id arrays -> JSON strings");
+
+  return flashq::run_cli(app, argc, argv, [&] {
+    if (*make_tiny) {
+      if (!preset.empty()) {
+        uint64_t seed = spec.seed;
+        spec = flashq::preset_spec(preset);
+        spec.seed = seed;
+      } else {
+        spec.dtype = parse_dtype(dtype);
+      }
+      flashq::write_tiny_model(spec, out_dir);
+      std::cout << "wrote " << out_dir << "\n";
+    } else if (*inspect) {
+      flashq::inspect_model(model_dir, std::cout);
+    } else if (*tokenize) {
+      flashq::tokenize_lines(model_dir, decode, std::cin, std::cout);
+    }
+  });
+}

@@ -1,0 +1,40 @@
+#include "tools/flashq_model/tokenize_lines.h"
+
+#include <istream>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/error.h"
+#include "worker/tokenizer/tokenizer.h"
+
+namespace flashq {
+
+void tokenize_lines(const std::filesystem::path& dir, bool decode, std::istream& in, std::ostream& out) {
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
+  std::string line;
+  int64_t line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!decode) {
+      out << nlohmann::json(tokenizer->encode(line)).dump() << "\n";
+      continue;
+    }
+    nlohmann::json ids = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!ids.is_array()) {
+      throw Error(ErrorCode::kInvalidArgument, "line " + std::to_string(line_number) + ": expected a JSON array of ids");
+    }
+    std::vector<int32_t> tokens;
+    for (const auto& id : ids) {
+      if (!id.is_number_integer()) {
+        throw Error(ErrorCode::kInvalidArgument, "line " + std::to_string(line_number) + ": ids must be integers");
+      }
+      tokens.push_back(id.get<int32_t>());
+    }
+    out << nlohmann::json(tokenizer->decode(tokens)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
+  }
+}
+
+}  // namespace flashq

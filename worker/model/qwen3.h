@@ -1,0 +1,76 @@
+// The Qwen3 dense target model (DFLASH.md §1) on any backend. One forward pass runs a batch of
+// sequence chunks together: every chunk's tokens are appended on top of its own KV cache, the
+// projections run once over all rows, attention runs per chunk. Prefill (N tokens), decode
+// (1 token) and verification (B tokens) are the same call. The residual stream after any list
+// of layers can be captured (the DFlash taps, DFLASH.md §2.1).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "worker/model/kv_cache.h"
+#include "worker/model/model_config.h"
+#include "worker/model/safetensors.h"
+#include "worker/model/workspace.h"
+
+namespace flashq {
+
+struct SequenceChunk {
+  std::span<const int32_t> tokens;  // run at positions cache->length() ...
+  KvCache* cache;
+};
+
+enum class LogitRows { kNone, kLastOfEachChunk, kAll };
+
+struct ForwardOptions {
+  LogitRows logits = LogitRows::kLastOfEachChunk;
+  std::vector<int64_t> tap_layers;  // 0-based; residual stream after each, in this order
+};
+
+// Views into the model's workspace: valid until the next forward call.
+struct ForwardOutput {
+  Tensor logits;  // [rows, vocab]: one row per chunk, or per token, as asked
+  Tensor taps;    // [tokens, tap_layers.size() * hidden] when taps were asked for
+};
+
+class Qwen3Model {
+ public:
+  // Loads dir/config.json, generation_config.json and the safetensors weights.
+  static std::unique_ptr<Qwen3Model> load(const std::filesystem::path& dir, Backend& backend);
+  Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& backend);
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() const { return backend_; }
+
+  // A cache for one sequence of at most max_length positions (capped at the model's context).
+  KvCache make_cache(int64_t max_length) const;
+
+  ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
+
+  // Borrowed by the DFlash drafter, which has neither of its own.
+  const Tensor& embedding_table() const { return embed_tokens_; }
+  const Tensor& lm_head() const { return lm_head_; }
+
+ private:
+  struct Layer {
+    Tensor input_norm, q_proj, k_proj, v_proj, o_proj, q_norm, k_norm;
+    Tensor post_attention_norm, gate_proj, up_proj, down_proj;
+  };
+
+  void run_attention(const Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
+                     const Tensor& normed, const Tensor& positions, Tensor& attention_out);
+  void run_mlp(const Layer& layer, const Tensor& normed, Tensor& mlp_out);
+  Tensor compute_logits(std::span<const SequenceChunk> chunks, const Tensor& hidden, LogitRows rows);
+
+  ModelConfig config_;
+  Backend& backend_;
+  Workspace workspace_;
+  Tensor embed_tokens_, final_norm_, lm_head_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace flashq
