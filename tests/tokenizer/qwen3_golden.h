@@ -1,0 +1,39 @@
+// The golden cases of tests/golden/qwen3_tokenizer_golden.jsonl (made by
+// tests/golden/make_tokenizer_golden.js with Hugging Face tokenizers) and the path of the real
+// Qwen3 tokenizer.json that scripts/setup installs.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace flashq::test {
+
+struct GoldenEncode {
+  size_t line = 0;
+  std::string input;  // may be invalid UTF-8 (cases written as bytes_hex)
+  std::vector<int32_t> ids;
+};
+
+struct GoldenDecode {
+  size_t line = 0;
+  std::vector<int32_t> ids;
+  bool skip_special_tokens = false;
+  std::string text;
+};
+
+struct GoldenSet {
+  std::vector<GoldenEncode> encodes;
+  std::vector<GoldenDecode> decodes;
+};
+
+// The repository root: $FLASHQ_SOURCE_DIR, else the working directory.
+std::filesystem::path source_dir();
+std::filesystem::path qwen3_tokenizer_dir();
+GoldenSet read_qwen3_golden_set();
+
+// `text` as a JSON string, for failure messages that show every character.
+std::string quoted(const std::string& text);
+
+}  // namespace flashq::test

@@ -1,0 +1,75 @@
+#include "worker/tokenizer/split_pattern.h"
+
+#include <gtest/gtest.h>
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+constexpr const char* kQwenPattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+std::vector<std::string> split(const SplitPattern& pattern, std::string_view text) {
+  std::vector<std::string_view> pieces;
+  pattern.split_isolated(text, pieces);
+  return {pieces.begin(), pieces.end()};
+}
+
+TEST(SplitPattern, SplitsLikeQwensPreTokenizer) {
+  SplitPattern pattern(kQwenPattern);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split(pattern, "Hello world"), (V{"Hello", " world"}));
+  EXPECT_EQ(split(pattern, "it's 2024!"), (V{"it", "'s", " ", "2", "0", "2", "4", "!"}));
+  EXPECT_EQ(split(pattern, "a  \n\n  b"), (V{"a", "  \n\n", " ", " b"}));
+  EXPECT_EQ(split(pattern, "IT'S"), (V{"IT", "'S"}));
+  EXPECT_EQ(split(pattern, ""), V{});
+}
+
+TEST(SplitPattern, UsesOnigurumasWhiteSpaceForBackslashS) {
+  SplitPattern pattern(kQwenPattern);
+  using V = std::vector<std::string>;
+  // U+0085 is white space for Oniguruma: the first one stands alone before " b"-like letters.
+  EXPECT_EQ(split(pattern, "a\xC2\x85\xC2\x85" "b"), (V{"a", "\xC2\x85", "\xC2\x85" "b"}));
+  // U+180E is not (PCRE2's own \s would take it): it joins the punctuation-like run.
+  EXPECT_EQ(split(pattern, "x \xE1\xA0\x8E y"), (V{"x", " \xE1\xA0\x8E", " y"}));
+}
+
+TEST(SplitPattern, TranslatesBackslashSInsideAndOutsideClasses) {
+  std::string translated = translate_oniguruma_pattern("\\s+(?!\\S)|[^\\s\\p{L}]|[]\\s]");
+  EXPECT_EQ(translated.find("\\s"), std::string::npos) << translated;
+  EXPECT_EQ(translated.find("\\S"), std::string::npos) << translated;
+  EXPECT_NE(translated.find("[^\\t-\\r"), std::string::npos) << translated;
+  EXPECT_EQ(translate_oniguruma_pattern("a\\\\s"), "a\\\\s") << "an escaped backslash is not \\s";
+}
+
+TEST(SplitPattern, KeepsTextBetweenMatchesAsPieces) {
+  SplitPattern digits("[0-9]+");
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split(digits, "ab12cd345"), (V{"ab", "12", "cd", "345"}));
+  SplitPattern empty_matches("x*");
+  EXPECT_EQ(split(empty_matches, "abxxc"), (V{"ab", "xx", "c"}));
+}
+
+TEST(SplitPattern, RefusesARegexThatDoesNotCompile) {
+  try {
+    SplitPattern bad("(unclosed");
+    ADD_FAILURE() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadTokenizer);
+    EXPECT_NE(std::string(e.what()).find("(unclosed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SplitPattern, SplitsVeryLongWhiteSpaceRuns) {
+  SplitPattern pattern(kQwenPattern);
+  std::string text = "a" + std::string(200000, ' ') + "b";
+  std::vector<std::string> pieces = split(pattern, text);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[1].size(), 199999u);
+  EXPECT_EQ(pieces[2], " b");
+}
+
+}  // namespace
+}  // namespace flashq

@@ -1,0 +1,203 @@
+// Writes the tiny Qwen2-style tokenizer: a deterministic BPE trainer over an embedded text, then
+// tokenizer.json and tokenizer_config.json in the layout of Qwen's own files.
+#include "tools/flashq_model/tiny_tokenizer.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/error.h"
+#include "shared/json_file.h"
+#include "worker/tokenizer/byte_level.h"
+#include "worker/tokenizer/split_pattern.h"
+#include "worker/tokenizer/utf8.h"
+
+namespace flashq {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr int32_t kMinVocab = 300;
+constexpr const char* kSpecialTokens[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+
+// Qwen2/Qwen3's pre-tokenizer regex, verbatim from their tokenizer.json.
+constexpr const char* kQwenSplitPattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+constexpr const char* kChatTemplate =
+    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+    "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- "
+    "'<|im_start|>assistant\\n' }}{%- endif %}";
+
+constexpr const char* kTrainingText = R"TEXT(
+The queue accepts generation jobs from producers and hands them to workers. Each worker runs the
+model on one GPU, decodes tokens, and streams them back to the broker, which fans them out to the
+subscribers. When a worker dies, its jobs are requeued as continuations, so no accepted job is lost.
+A tokenizer turns text into ids and ids back into text. The model reads ids; people read text.
+Speculative decoding drafts a block of tokens with a small model and verifies the whole block with
+the target model in one pass. The longest accepted prefix is committed; the rest is thrown away.
+It's simple, and it's fast: we've measured it, they'll see it, you'd like it, I'm sure.
+Hello, world! How are you today? The weather is fine, the sky is blue, and the river is calm.
+Numbers: 0 1 2 3 4 5 6 7 8 9 10 42 100 256 1024 3.14159 2025-01-31 12:30:45 +1 -1 50% $9.99
+int main(int argc, char** argv) {
+  std::vector<int32_t> ids = tokenizer.encode("hello world");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::printf("%d\n", ids[i]);
+  }
+  return 0;
+}
+def generate(model, prompt, max_tokens=128, temperature=0.0):
+    ids = tokenizer.encode(prompt)
+    for _ in range(max_tokens):
+        logits = model(ids)
+        next_id = int(logits[-1].argmax())
+        if next_id == eos_id:
+            break
+        ids.append(next_id)
+    return tokenizer.decode(ids)
+class Queue:
+    def __init__(self):
+        self.jobs = []
+    def push(self, job):
+        self.jobs.append(job)
+    def pop(self):
+        return self.jobs.pop(0) if self.jobs else None
+{"id": "job-1", "prompt": "Write a haiku about the sea.", "max_tokens": 64, "stream": true}
+The quick brown fox jumps over the lazy dog. The lazy dog sleeps in the sun all day long.
+Every test states the behaviour it checks, and the failure message names what differed.
+)TEXT";
+
+using Word = std::vector<std::string>;  // symbols in the byte-level alphabet
+
+std::vector<std::pair<Word, int64_t>> count_words(std::string_view text) {
+  SplitPattern pattern(kQwenSplitPattern);
+  std::vector<std::string_view> pieces;
+  pattern.split_isolated(text, pieces);
+  std::map<std::string, int64_t> counts;  // ordered, so training does not depend on hashing
+  for (std::string_view piece : pieces) ++counts[std::string(piece)];
+  std::vector<std::pair<Word, int64_t>> words;
+  for (const auto& [piece, count] : counts) {
+    Word word;
+    for (char byte : piece) word.emplace_back(byte_level_char(static_cast<uint8_t>(byte)));
+    words.emplace_back(std::move(word), count);
+  }
+  return words;
+}
+
+// The most frequent adjacent pair (ties: the smallest pair), or nothing when no pair occurs twice.
+std::optional<std::pair<std::string, std::string>> most_frequent_pair(
+    const std::vector<std::pair<Word, int64_t>>& words) {
+  std::map<std::pair<std::string, std::string>, int64_t> counts;
+  for (const auto& [word, count] : words) {
+    for (size_t i = 0; i + 1 < word.size(); ++i) counts[{word[i], word[i + 1]}] += count;
+  }
+  std::optional<std::pair<std::string, std::string>> best;
+  int64_t best_count = 1;
+  for (const auto& [pair, count] : counts) {
+    if (count > best_count) {
+      best = pair;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+void apply_merge(const std::pair<std::string, std::string>& merge, Word& word) {
+  Word merged;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (i + 1 < word.size() && word[i] == merge.first && word[i + 1] == merge.second) {
+      merged.push_back(word[i] + word[i + 1]);
+      ++i;
+    } else {
+      merged.push_back(word[i]);
+    }
+  }
+  word.swap(merged);
+}
+
+ordered_json added_token_json(int32_t id, const char* content) {
+  return {{"id", id},           {"content", content}, {"single_word", false}, {"lstrip", false},
+          {"rstrip", false},    {"normalized", false}, {"special", true}};
+}
+
+}  // namespace
+
+TinyTokenizerIds write_tiny_tokenizer(const std::filesystem::path& dir, int32_t max_vocab) {
+  if (max_vocab < kMinVocab) {
+    throw Error(ErrorCode::kInvalidArgument, "tiny tokenizer: max_vocab " +
+                                                 std::to_string(max_vocab) + " is below " +
+                                                 std::to_string(kMinVocab));
+  }
+  ordered_json vocab = ordered_json::object();
+  for (int byte = 0; byte < 256; ++byte) {
+    vocab[std::string(byte_level_char(static_cast<uint8_t>(byte)))] = byte;
+  }
+  int32_t next_id = 256;
+  const int32_t regular_limit = max_vocab - static_cast<int32_t>(std::size(kSpecialTokens));
+  ordered_json merges = ordered_json::array();
+  auto words = count_words(kTrainingText);
+  while (next_id < regular_limit) {
+    auto pair = most_frequent_pair(words);
+    if (!pair) break;
+    for (auto& [word, count] : words) apply_merge(*pair, word);
+    merges.push_back(ordered_json::array({pair->first, pair->second}));
+    std::string merged = pair->first + pair->second;
+    if (!vocab.contains(merged)) vocab[merged] = next_id++;
+  }
+
+  TinyTokenizerIds ids{next_id, next_id + 1, next_id + 2};
+  ordered_json added_tokens = ordered_json::array();
+  ordered_json added_tokens_decoder = ordered_json::object();
+  for (int32_t i = 0; i < 3; ++i) {
+    ordered_json token = added_token_json(next_id + i, kSpecialTokens[i]);
+    added_tokens.push_back(token);
+    token.erase("id");
+    added_tokens_decoder[std::to_string(next_id + i)] = token;
+  }
+  ordered_json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  ordered_json tokenizer = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added_tokens},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"},
+           {"pattern", {{"Regex", kQwenSplitPattern}}},
+           {"behavior", "Isolated"},
+           {"invert", false}},
+          byte_level}}}},
+      {"post_processor", byte_level},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
+        {"byte_fallback", false}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merges}}}};
+  ordered_json config = {
+      {"add_bos_token", false},      {"add_prefix_space", false},
+      {"added_tokens_decoder", added_tokens_decoder},
+      {"bos_token", nullptr},         {"chat_template", kChatTemplate},
+      {"clean_up_tokenization_spaces", false},
+      {"eos_token", "<|im_end|>"},    {"errors", "replace"},
+      {"model_max_length", 32768},    {"pad_token", "<|endoftext|>"},
+      {"split_special_tokens", false}, {"tokenizer_class", "Qwen2Tokenizer"},
+      {"unk_token", nullptr}};
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::kIo, dir.string() + ": cannot create directory: " + ec.message());
+  write_text_file(dir / "tokenizer.json", tokenizer.dump(2) + "\n");
+  write_text_file(dir / "tokenizer_config.json", config.dump(2) + "\n");
+  return ids;
+}
+
+}  // namespace flashq
