@@ -25,7 +25,9 @@ std::string_view dtype_name(DType dtype) {
 }
 
 // F16C is part of the x86-64-v3 baseline we build for.
-float f16_to_f32(uint16_t bits) { return _cvtsh_ss(bits); }
-uint16_t f32_to_f16(float value) { return _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT); }
+float f16_to_f32(uint16_t bits) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits))); }
+uint16_t f32_to_f16(float value) {
+  return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(value), _MM_FROUND_TO_NEAREST_INT), 0));
+}
 
 }  // namespace flashq

@@ -13,47 +13,51 @@
 namespace flashq::cpu {
 namespace {
 
-// Rows of x handled together against one weight row: 4 accumulators stay in registers.
-constexpr int64_t kRowGroup = 4;
+// Dot products of R rows of x with one weight row. Every output element is computed the same
+// way whatever R is (two 8-lane accumulators over 16-wide steps, an 8-wide step, a scalar tail),
+// so a row's result does not depend on which other rows share the call: decoding one token,
+// verifying a block and running a batch give bit-identical logits for the same row.
+template <int R, typename W>
+inline void dot_rows(const float* x, int64_t k, const W* w, float* out) {
+  __m256 even[R], odd[R];
+  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 16 <= k; p += 16) {
+    const __m256 w0 = load8(w + p), w1 = load8(w + p + 8);
+    for (int r = 0; r < R; ++r) {
+      even[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * k + p), even[r]);
+      odd[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * k + p + 8), odd[r]);
+    }
+  }
+  if (p + 8 <= k) {
+    const __m256 w0 = load8(w + p);
+    for (int r = 0; r < R; ++r) even[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * k + p), even[r]);
+    p += 8;
+  }
+  for (int r = 0; r < R; ++r) {
+    float sum = hsum(_mm256_add_ps(even[r], odd[r]));
+    for (int64_t q = p; q < k; ++q) sum += to_f32(w[q]) * x[r * k + q];
+    out[r] = sum;
+  }
+}
 
+// Few rows: each weight row is widened once and used for all rows of x while it sits in L1.
 template <typename W>
 void stream_rows(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k) {
-  const int64_t k8 = k / 8 * 8;
 #pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < n; ++j) {
     const W* wj = w + j * k;
+    float out[4];
     int64_t i = 0;
-    for (; i + kRowGroup <= m; i += kRowGroup) {
-      const float* x0 = x + i * k;
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-      for (int64_t p = 0; p < k8; p += 8) {
-        __m256 wv = load8(wj + p);
-        a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + p), a0);
-        a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + k + p), a1);
-        a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + 2 * k + p), a2);
-        a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + 3 * k + p), a3);
-      }
-      float s[kRowGroup] = {hsum(a0), hsum(a1), hsum(a2), hsum(a3)};
-      for (int64_t p = k8; p < k; ++p) {
-        float wf = to_f32(wj[p]);
-        for (int64_t r = 0; r < kRowGroup; ++r) s[r] += wf * x0[r * k + p];
-      }
-      for (int64_t r = 0; r < kRowGroup; ++r) y[(i + r) * n + j] = s[r];
+    for (; i + 4 <= m; i += 4) {
+      dot_rows<4>(x + i * k, k, wj, out);
+      for (int r = 0; r < 4; ++r) y[(i + r) * n + j] = out[r];
     }
-    for (; i < m; ++i) {  // leftover rows; for m == 1 this is the decode path
-      const float* xi = x + i * k;
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      int64_t p = 0;
-      for (; p + 16 <= k8; p += 16) {
-        a0 = _mm256_fmadd_ps(load8(wj + p), _mm256_loadu_ps(xi + p), a0);
-        a1 = _mm256_fmadd_ps(load8(wj + p + 8), _mm256_loadu_ps(xi + p + 8), a1);
-      }
-      for (; p < k8; p += 8) a0 = _mm256_fmadd_ps(load8(wj + p), _mm256_loadu_ps(xi + p), a0);
-      float s = hsum(_mm256_add_ps(a0, a1));
-      for (; p < k; ++p) s += to_f32(wj[p]) * xi[p];
-      y[i * n + j] = s;
-    }
+    const int64_t left = m - i;
+    if (left == 3) dot_rows<3>(x + i * k, k, wj, out);
+    if (left == 2) dot_rows<2>(x + i * k, k, wj, out);
+    if (left == 1) dot_rows<1>(x + i * k, k, wj, out);
+    for (int64_t r = 0; r < left; ++r) y[(i + r) * n + j] = out[r];
   }
 }
 

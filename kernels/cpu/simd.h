@@ -22,7 +22,7 @@ inline __m256 load8(const F16* f16) {
 
 inline float to_f32(float v) { return v; }
 inline float to_f32(uint16_t bf16) { return __builtin_bit_cast(float, static_cast<uint32_t>(bf16) << 16); }
-inline float to_f32(F16 v) { return _cvtsh_ss(v.bits); }
+inline float to_f32(F16 v) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(v.bits))); }
 
 inline float hsum(__m256 v) {
   __m128 lo = _mm256_castps256_ps128(v);

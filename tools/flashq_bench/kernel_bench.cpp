@@ -35,7 +35,25 @@ double time_per_call(double min_seconds, F&& body) {
   return elapsed / static_cast<double>(calls);
 }
 
+// The floor for weight-streaming kernels: how fast this machine reads memory it did not just
+// write (a 1 GiB buffer, far beyond the caches), with the same threads the kernels use.
+void report_read_bandwidth(double min_seconds) {
+  const int64_t count = int64_t{1} << 28;  // 4-byte words: 1 GiB
+  std::vector<uint32_t> buffer(static_cast<size_t>(count), 1u);
+  uint32_t sink = 0;
+  const double seconds = time_per_call(min_seconds, [&] {
+    uint32_t total = 0;  // integer sums vectorise (float sums would be latency-bound)
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (int64_t i = 0; i < count; ++i) total += buffer[static_cast<size_t>(i)];
+    sink += total;
+  });
+  nlohmann::json row = {{"kernel", "read_bandwidth"}, {"bytes", count * 4}, {"gb_per_s", count * 4.0 / seconds / 1e9},
+                        {"checksum", sink}};
+  std::cout << row.dump() << std::endl;
+}
+
 void run_kernel_bench(const KernelBenchOptions& o) {
+  report_read_bandwidth(o.min_seconds);
   Tensor w = Tensor::zeros_cpu(DType::kBF16, {o.n, o.k});
   for (int64_t i = 0; i < w.numel(); ++i) w.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f);
   for (int64_t m : o.rows) {

@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
   make_tiny->add_option("--max-position", spec.max_position)->capture_default_str();
   make_tiny->add_flag("--tie", spec.tie_embeddings, "tie the LM head to the embedding");
   make_tiny->add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str();
+  std::string drafter_for;
+  int64_t block_size = 16;
+  make_tiny->add_option("--drafter-for", drafter_for, "write a random DFlash drafter for this target directory");
+  make_tiny->add_option("--block-size", block_size, "drafter block size")->capture_default_str();
 
   std::string model_dir;
   CLI::App* inspect = app.add_subcommand("inspect", "print config and tensors of a model directory");
@@ -51,7 +55,14 @@ int main(int argc, char** argv) {
   tokenize->add_flag("--decode", decode, "the reverse: JSON id arrays -> JSON strings");
 
   return flashq::run_cli(app, argc, argv, [&] {
-    if (*make_tiny) {
+    if (*make_tiny && !drafter_for.empty()) {
+      flashq::TinyDrafterSpec drafter;
+      drafter.layers = make_tiny->count("--layers") ? spec.layers : 1;
+      drafter.block_size = block_size;
+      drafter.seed = spec.seed;
+      flashq::write_tiny_drafter(drafter, drafter_for, out_dir);
+      std::cout << "wrote " << out_dir << "\n";
+    } else if (*make_tiny) {
       if (!preset.empty()) {
         uint64_t seed = spec.seed;
         spec = flashq::preset_spec(preset);

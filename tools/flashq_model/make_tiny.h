@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "kernels/dtype.h"
 
@@ -31,5 +32,18 @@ TinyModelSpec preset_spec(const std::string& name);
 
 // Writes the directory (created if needed). kInvalidArgument for impossible shapes.
 void write_tiny_model(const TinyModelSpec& spec, const std::filesystem::path& out);
+
+struct TinyDrafterSpec {
+  int64_t layers = 1;
+  int64_t block_size = 16;
+  uint64_t seed = 0;
+  std::vector<int64_t> target_layer_ids;  // empty: spread over the target's layers
+};
+
+// `flashq-model make-tiny --drafter-for TARGET`: a random DFlash drafter in the z-lab layout
+// (DFLASH.md §3) for the target in `target_dir`: same hidden size, heads and vocabulary; MASK is
+// the target's last embedding row, beyond its tokenizer.
+void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path& target_dir,
+                        const std::filesystem::path& out);
 
 }  // namespace flashq

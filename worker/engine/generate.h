@@ -16,7 +16,7 @@
 
 namespace flashq {
 
-enum class FinishReason { kStop, kLength };
+enum class FinishReason { kStop, kLength, kCancelled };
 std::string_view finish_reason_name(FinishReason reason);
 
 struct GenerationRequest {

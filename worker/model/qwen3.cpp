@@ -27,22 +27,11 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::filesystem::path& dir, B
 
 Qwen3Model::Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& backend)
     : config_(std::move(config)), backend_(backend), workspace_(backend) {
-  const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
-  const int64_t q_width = config_.num_heads * config_.head_dim;
-  const int64_t kv_width = config_.num_kv_heads * config_.head_dim;
-  auto weight = [&](const std::string& name, const Shape& shape) {
-    Tensor host = weights.get(name, shape);
-    if (host.dtype() == DType::kI32) {
-      throw Error(ErrorCode::kBadCheckpoint, "tensor '" + name + "' in " + weights.dir().string() +
-                                                 " is I32; weights must be F32, F16 or BF16");
-    }
-    return backend_.upload_weight(host);
-  };
-
-  embed_tokens_ = weight("model.embed_tokens.weight", {config_.vocab_size, hidden});
-  final_norm_ = weight("model.norm.weight", {hidden});
+  const int64_t hidden = config_.hidden_size;
+  embed_tokens_ = load_weight(weights, "model.embed_tokens.weight", {config_.vocab_size, hidden}, backend_);
+  final_norm_ = load_weight(weights, "model.norm.weight", {hidden}, backend_);
   if (weights.contains("lm_head.weight")) {
-    lm_head_ = weight("lm_head.weight", {config_.vocab_size, hidden});
+    lm_head_ = load_weight(weights, "lm_head.weight", {config_.vocab_size, hidden}, backend_);
   } else if (config_.tie_word_embeddings) {
     lm_head_ = embed_tokens_;
   } else {
@@ -50,20 +39,7 @@ Qwen3Model::Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& 
                                                " and tie_word_embeddings is false");
   }
   for (int64_t i = 0; i < config_.num_layers; ++i) {
-    const std::string p = layer_prefix(i);
-    layers_.push_back(Layer{
-        .input_norm = weight(p + "input_layernorm.weight", {hidden}),
-        .q_proj = weight(p + "self_attn.q_proj.weight", {q_width, hidden}),
-        .k_proj = weight(p + "self_attn.k_proj.weight", {kv_width, hidden}),
-        .v_proj = weight(p + "self_attn.v_proj.weight", {kv_width, hidden}),
-        .o_proj = weight(p + "self_attn.o_proj.weight", {hidden, q_width}),
-        .q_norm = weight(p + "self_attn.q_norm.weight", {config_.head_dim}),
-        .k_norm = weight(p + "self_attn.k_norm.weight", {config_.head_dim}),
-        .post_attention_norm = weight(p + "post_attention_layernorm.weight", {hidden}),
-        .gate_proj = weight(p + "mlp.gate_proj.weight", {inter, hidden}),
-        .up_proj = weight(p + "mlp.up_proj.weight", {inter, hidden}),
-        .down_proj = weight(p + "mlp.down_proj.weight", {hidden, inter}),
-    });
+    layers_.push_back(load_qwen3_layer(weights, layer_prefix(i), config_, backend_));
   }
 }
 
@@ -106,10 +82,10 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
 
   backend_.rmsnorm(h, layers_[0].input_norm, config_.rms_norm_eps, normed);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
-    const Layer& layer = layers_[l];
+    const Qwen3Layer& layer = layers_[l];
     run_attention(layer, l, chunks, normed, position_tensor, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, config_.rms_norm_eps, normed);
-    run_mlp(layer, normed, delta);
+    run_swiglu_mlp(backend_, workspace_, layer, config_.intermediate_size, normed, delta);
     // The residual add is fused with the next layer's input norm; the last layer adds plainly.
     if (l + 1 < config_.num_layers) {
       backend_.add_rmsnorm(h, delta, layers_[l + 1].input_norm, config_.rms_norm_eps, normed);
@@ -125,7 +101,7 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
   return out;
 }
 
-void Qwen3Model::run_attention(const Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
+void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
                                const Tensor& normed, const Tensor& positions, Tensor& attention_out) {
   const int64_t rows = normed.dim(0), head_dim = config_.head_dim;
   const int64_t q_heads = config_.num_heads, kv_heads = config_.num_kv_heads;
@@ -133,18 +109,7 @@ void Qwen3Model::run_attention(const Layer& layer, int64_t layer_index, std::spa
   Tensor k = workspace_.get("k", DType::kF32, {rows, kv_heads, head_dim});
   Tensor v = workspace_.get("v", DType::kF32, {rows, kv_heads, head_dim});
   Tensor attended = workspace_.get("attended", DType::kF32, {rows, q_heads, head_dim});
-  Tensor q_flat = q.reshape({rows, q_heads * head_dim});
-  Tensor k_flat = k.reshape({rows, kv_heads * head_dim});
-  Tensor v_flat = v.reshape({rows, kv_heads * head_dim});
-  backend_.matmul(normed, layer.q_proj, q_flat);
-  backend_.matmul(normed, layer.k_proj, k_flat);
-  backend_.matmul(normed, layer.v_proj, v_flat);
-  Tensor q_heads_view = q.reshape({rows * q_heads, head_dim});
-  Tensor k_heads_view = k.reshape({rows * kv_heads, head_dim});
-  backend_.rmsnorm(q_heads_view, layer.q_norm, config_.rms_norm_eps, q_heads_view);
-  backend_.rmsnorm(k_heads_view, layer.k_norm, config_.rms_norm_eps, k_heads_view);
-  backend_.rope(q, positions, static_cast<float>(config_.rope_theta));
-  backend_.rope(k, positions, static_cast<float>(config_.rope_theta));
+  project_qkv(backend_, layer, config_, normed, positions, q, k, v);
 
   int64_t first = 0;
   for (const SequenceChunk& chunk : chunks) {
@@ -162,16 +127,6 @@ void Qwen3Model::run_attention(const Layer& layer, int64_t layer_index, std::spa
     first += n;
   }
   backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
-}
-
-void Qwen3Model::run_mlp(const Layer& layer, const Tensor& normed, Tensor& mlp_out) {
-  const int64_t rows = normed.dim(0), inter = config_.intermediate_size;
-  Tensor gate = workspace_.get("gate", DType::kF32, {rows, inter});
-  Tensor up = workspace_.get("up", DType::kF32, {rows, inter});
-  backend_.matmul(normed, layer.gate_proj, gate);
-  backend_.matmul(normed, layer.up_proj, up);
-  backend_.swiglu(gate, up, gate);
-  backend_.matmul(gate, layer.down_proj, mlp_out);
 }
 
 Tensor Qwen3Model::compute_logits(std::span<const SequenceChunk> chunks, const Tensor& hidden, LogitRows rows) {

@@ -14,6 +14,7 @@
 #include "kernels/backend.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
+#include "worker/model/qwen3_layer.h"
 #include "worker/model/safetensors.h"
 #include "worker/model/workspace.h"
 
@@ -56,21 +57,15 @@ class Qwen3Model {
   const Tensor& lm_head() const { return lm_head_; }
 
  private:
-  struct Layer {
-    Tensor input_norm, q_proj, k_proj, v_proj, o_proj, q_norm, k_norm;
-    Tensor post_attention_norm, gate_proj, up_proj, down_proj;
-  };
-
-  void run_attention(const Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
+  void run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
                      const Tensor& normed, const Tensor& positions, Tensor& attention_out);
-  void run_mlp(const Layer& layer, const Tensor& normed, Tensor& mlp_out);
   Tensor compute_logits(std::span<const SequenceChunk> chunks, const Tensor& hidden, LogitRows rows);
 
   ModelConfig config_;
   Backend& backend_;
   Workspace workspace_;
   Tensor embed_tokens_, final_norm_, lm_head_;
-  std::vector<Layer> layers_;
+  std::vector<Qwen3Layer> layers_;
 };
 
 }  // namespace flashq

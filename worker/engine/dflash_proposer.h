@@ -1,0 +1,26 @@
+// The DFlash drafter as a proposer: observing injects committed tokens into the sequence's draft
+// context cache; proposing runs one non-causal pass over all blocks and takes the argmax of
+// rows 1..B-1 (DFLASH.md §2.3).
+#pragma once
+
+#include "worker/engine/proposer.h"
+#include "worker/model/dflash_drafter.h"
+
+namespace flashq {
+
+class DFlashProposer final : public Proposer {
+ public:
+  explicit DFlashProposer(DFlashDrafter& drafter) : drafter_(drafter) {}
+
+  int64_t max_block_size() const override { return drafter_.config().block_size; }
+  std::vector<int64_t> tap_layers() const override { return drafter_.config().target_layer_ids; }
+  std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override;
+  void observe(std::span<const Observation> observations) override;
+  void propose(std::span<const ProposalRequest> requests) override;
+
+ private:
+  DFlashDrafter& drafter_;
+  std::vector<float> logits_;
+};
+
+}  // namespace flashq

@@ -1,0 +1,315 @@
+#include "worker/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "shared/error.h"
+#include "worker/engine/acceptance.h"
+
+namespace flashq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+
+}  // namespace
+
+Engine::Engine(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      proposer_(proposer),
+      options_(std::move(options)),
+      policy_(proposer ? proposer->max_block_size() : 1) {
+  if (options_.max_slots <= 0) throw Error(ErrorCode::kInvalidArgument, "the engine needs at least one slot");
+}
+
+Engine::~Engine() = default;
+
+void Engine::add(uint64_t id, SequenceRequest request) {
+  const ModelConfig& config = model_.config();
+  const GenerationRequest& g = request.generation;
+  const int64_t prompt_length = static_cast<int64_t>(g.prompt_tokens.size());
+  if (prompt_length == 0) throw Error(ErrorCode::kInvalidArgument, "the prompt is empty");
+  if (prompt_length >= config.max_position_embeddings) {
+    throw Error(ErrorCode::kInvalidArgument, "prompt of " + std::to_string(prompt_length) +
+                                                 " tokens does not fit the model's context of " +
+                                                 std::to_string(config.max_position_embeddings));
+  }
+  if (g.max_tokens <= 0) throw Error(ErrorCode::kInvalidArgument, "max_tokens must be positive");
+  for (int32_t token : g.prompt_tokens) {
+    if (token < 0 || token >= config.vocab_size) {
+      throw Error(ErrorCode::kInvalidArgument, "prompt token id " + std::to_string(token) + " is outside the vocabulary");
+    }
+  }
+  validate_sampling(g.sampling);
+  if (request.spec == SpecMode::kDflash && !proposer_) {
+    throw Error(ErrorCode::kInvalidArgument, "spec 'dflash' needs a drafter, and this engine has none");
+  }
+  const int64_t max_block = proposer_ ? proposer_->max_block_size() : 1;
+  if (request.block_size < 0 || request.block_size > max_block || request.block_size == 1) {
+    throw Error(ErrorCode::kInvalidArgument, "block_size must be between 2 and " + std::to_string(max_block) +
+                                                 " (0: the drafter's own)");
+  }
+  KvCache cache = model_.make_cache(prompt_length + g.max_tokens);
+  waiting_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(cache), tokenizer_));
+}
+
+void Engine::cancel(uint64_t id) {
+  for (auto& s : running_) {
+    if (s->id == id) s->cancelled = true;
+  }
+  for (auto& s : waiting_) {
+    if (s->id == id) s->cancelled = true;
+  }
+}
+
+bool Engine::speculates(const Sequence& sequence) const {
+  return proposer_ != nullptr && sequence.request.spec != SpecMode::kOff;
+}
+
+void Engine::step() {
+  for (auto& s : running_) {
+    if (s->cancelled && !s->finish_reason) {
+      StepEvent event{.id = s->id};
+      finish(*s, FinishReason::kCancelled, event);
+      if (options_.on_event) options_.on_event(event);
+    }
+  }
+  admit();
+  decode_step();
+  retire();
+}
+
+void Engine::run_until_idle() {
+  while (!idle()) step();
+}
+
+void Engine::admit() {
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_slots) {
+    std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (sequence->cancelled) {
+      StepEvent event{.id = sequence->id};
+      finish(*sequence, FinishReason::kCancelled, event);
+      if (options_.on_event) options_.on_event(event);
+    } else {
+      prefill(*sequence);
+    }
+    running_.push_back(std::move(sequence));
+  }
+}
+
+// One pass per prompt, so a sequence's numbers never depend on what it was admitted with.
+void Engine::prefill(Sequence& s) {
+  const auto start = Clock::now();
+  const std::vector<int32_t>& prompt = s.request.generation.prompt_tokens;
+  const bool observe = speculates(s);
+  if (observe) s.proposer_state = proposer_->start_sequence(s.target_cache.max_length());
+
+  SequenceChunk chunk{prompt, &s.target_cache};
+  ForwardOptions forward{.logits = LogitRows::kLastOfEachChunk};
+  if (observe) forward.tap_layers = proposer_->tap_layers();
+  ForwardOutput out = model_.forward({&chunk, 1}, forward);
+  logits_.resize(static_cast<size_t>(out.logits.numel()));
+  model_.backend().copy_to_host(out.logits, logits_.data());
+  const int32_t first = s.sampler.sample(logits_);
+  if (observe) {
+    Observation o{s.proposer_state.get(), prompt, 0, out.taps};
+    proposer_->observe({&o, 1});
+  }
+  phases_.prefill += seconds_since(start);
+
+  s.first_token_at = Clock::now();
+  StepEvent event{.id = s.id};
+  s.next_token = first;
+  emit(s, {&first, 1}, event);
+  if (options_.on_event) options_.on_event(event);
+}
+
+int64_t Engine::block_size_for(Sequence& s, int64_t batch) {
+  if (!speculates(s)) return 1;
+  const int64_t max_block = s.request.block_size > 0 ? s.request.block_size : proposer_->max_block_size();
+  if (s.request.spec == SpecMode::kDflash) return max_block;
+  return std::min(max_block, policy_.choose(s.spec_state, batch));
+}
+
+void Engine::decode_step() {
+  std::vector<Sequence*> batch;
+  for (auto& s : running_) {
+    if (!s->finish_reason) batch.push_back(s.get());
+  }
+  if (batch.empty()) return;
+  auto other_start = Clock::now();
+
+  // Block sizes, clamped so no step runs past max_tokens or the context.
+  std::vector<int64_t> blocks;
+  std::vector<std::vector<int32_t>> drafts(batch.size());
+  std::vector<ProposalRequest> proposals;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Sequence& s = *batch[i];
+    const int64_t remaining = s.request.generation.max_tokens - static_cast<int64_t>(s.output.size());
+    const int64_t room = s.target_cache.max_length() - s.target_cache.length();
+    int64_t b = std::min({block_size_for(s, static_cast<int64_t>(batch.size())), remaining, room});
+    blocks.push_back(std::max<int64_t>(b, 0));
+    if (b >= 2) {
+      proposals.push_back({s.proposer_state.get(), s.next_token, s.target_cache.length(), b, &drafts[i]});
+    }
+  }
+  std::vector<Sequence*> active;
+  std::vector<SequenceChunk> chunks;
+  std::vector<std::vector<int32_t>> block_tokens(batch.size());
+  bool want_taps = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (blocks[i] == 0) {  // the context is full
+      StepEvent event{.id = batch[i]->id};
+      finish(*batch[i], FinishReason::kLength, event);
+      if (options_.on_event) options_.on_event(event);
+    }
+  }
+  phases_.other += seconds_since(other_start);
+
+  if (!proposals.empty()) {
+    const auto start = Clock::now();
+    proposer_->propose(proposals);
+    int64_t rows = 0;
+    for (const ProposalRequest& p : proposals) rows += p.block_size;
+    const double seconds = seconds_since(start);
+    phases_.draft += seconds;
+    policy_.record_draft_pass(rows, seconds);
+  }
+
+  other_start = Clock::now();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (blocks[i] == 0) continue;
+    block_tokens[i].push_back(batch[i]->next_token);
+    block_tokens[i].insert(block_tokens[i].end(), drafts[i].begin(), drafts[i].end());
+    chunks.push_back({block_tokens[i], &batch[i]->target_cache});
+    active.push_back(batch[i]);
+    want_taps = want_taps || batch[i]->proposer_state != nullptr;
+  }
+  if (chunks.empty()) return;
+  ForwardOptions forward{.logits = LogitRows::kAll};
+  if (want_taps) forward.tap_layers = proposer_->tap_layers();
+  phases_.other += seconds_since(other_start);
+
+  const auto verify_start = Clock::now();
+  ForwardOutput out = model_.forward(chunks, forward);
+  logits_.resize(static_cast<size_t>(out.logits.numel()));
+  model_.backend().copy_to_host(out.logits, logits_.data());
+  int64_t total_rows = 0;
+  for (const SequenceChunk& c : chunks) total_rows += static_cast<int64_t>(c.tokens.size());
+  const double verify_seconds = seconds_since(verify_start);
+  phases_.verify += verify_seconds;
+  policy_.record_target_pass(total_rows, verify_seconds);
+
+  other_start = Clock::now();
+  const int64_t vocab = model_.config().vocab_size;
+  std::vector<Observation> observations;
+  int64_t row = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    Sequence& s = *active[i];
+    const std::span<const int32_t> block = chunks[i].tokens;
+    const int64_t b = static_cast<int64_t>(block.size());
+    const std::span<const int32_t> draft = block.subspan(1);
+    const std::span<const float> rows(logits_.data() + row * vocab, static_cast<size_t>(b * vocab));
+    const Acceptance acceptance = s.request.generation.sampling.greedy()
+                                      ? accept_longest_prefix(draft, rows, vocab)
+                                      : accept_speculative_sampling(draft, rows, vocab, s.sampler);
+    const int64_t start = s.target_cache.length() - b;
+    s.target_cache.truncate(start + acceptance.accepted + 1);
+    if (s.proposer_state) {
+      observations.push_back({s.proposer_state.get(), block.first(static_cast<size_t>(acceptance.accepted + 1)), start,
+                              out.taps.slice_rows(row, acceptance.accepted + 1)});
+    }
+    if (b > 1) {
+      s.spec_stats.draft_steps += 1;
+      s.spec_stats.drafted_tokens += b - 1;
+      s.spec_stats.accepted_tokens += acceptance.accepted;
+      SpecPolicy::record_acceptance(s.spec_state, b - 1, acceptance.accepted);
+      if (options_.on_trace) {
+        options_.on_trace({s.id, start, std::vector<int32_t>(draft.begin(), draft.end()), acceptance.accepted,
+                           acceptance.bonus});
+      }
+    }
+    s.spec_stats.target_passes += 1;
+    s.spec_stats.committed_tokens += acceptance.accepted + 1;
+
+    std::vector<int32_t> produced(draft.begin(), draft.begin() + acceptance.accepted);
+    produced.push_back(acceptance.bonus);
+    s.next_token = acceptance.bonus;
+    StepEvent event{.id = s.id};
+    emit(s, produced, event);
+    if (options_.on_event) options_.on_event(event);
+    row += b;
+  }
+  // Taps are views into the model's workspace: inject before the next target pass.
+  if (!observations.empty()) proposer_->observe(observations);
+  phases_.other += seconds_since(other_start);
+}
+
+void Engine::emit(Sequence& s, std::span<const int32_t> tokens, StepEvent& event) {
+  const GenerationRequest& g = s.request.generation;
+  const ModelConfig& config = model_.config();
+  for (int32_t token : tokens) {
+    if (s.finish_reason) return;
+    if ((!g.ignore_eos && contains(config.eos_token_ids, token)) || contains(g.stop_token_ids, token)) {
+      finish(s, FinishReason::kStop, event);
+      return;
+    }
+    s.output.push_back(token);
+    event.token_ids.push_back(token);
+    // Ids past the tokenizer (padding rows of the embedding) have no text.
+    const std::string piece = token < tokenizer_.vocab_size() ? s.detokenizer.push({&token, 1}) : std::string();
+    StopMatcher::Result text = s.stops.push(piece);
+    s.text += text.text;
+    event.text += text.text;
+    if (text.stopped) {
+      s.finish_reason = FinishReason::kStop;  // the held-back text is the stop string: dropped
+      event.finished = true;
+      event.finish_reason = FinishReason::kStop;
+      return;
+    }
+    if (static_cast<int64_t>(s.output.size()) >= g.max_tokens) {
+      finish(s, FinishReason::kLength, event);
+      return;
+    }
+  }
+}
+
+void Engine::finish(Sequence& s, FinishReason reason, StepEvent& event) {
+  // Release text held back for an incomplete character or a possible stop string.
+  StopMatcher::Result tail = s.stops.push(s.detokenizer.flush());
+  std::string rest = tail.text + (tail.stopped ? std::string() : s.stops.flush());
+  if (tail.stopped && reason != FinishReason::kCancelled) reason = FinishReason::kStop;
+  s.text += rest;
+  event.text += rest;
+  s.finish_reason = reason;
+  event.finished = true;
+  event.finish_reason = reason;
+  event.cancelled = reason == FinishReason::kCancelled;
+}
+
+void Engine::retire() {
+  auto done = [](const std::unique_ptr<Sequence>& s) { return s->finish_reason.has_value(); };
+  for (auto& s : running_) {
+    if (!done(s)) continue;
+    const auto now = Clock::now();
+    const bool produced = s->first_token_at.time_since_epoch().count() != 0;
+    finished_.push_back({s->id, s->output, s->text, *s->finish_reason, s->cancelled,
+                         static_cast<int64_t>(s->request.generation.prompt_tokens.size()), s->spec_stats,
+                         produced ? std::chrono::duration<double>(s->first_token_at - s->admitted_at).count() : 0.0,
+                         std::chrono::duration<double>(now - s->admitted_at).count()});
+  }
+  running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
+}
+
+std::vector<FinishedSequence> Engine::take_finished() {
+  std::vector<FinishedSequence> out;
+  out.swap(finished_);
+  return out;
+}
+
+}  // namespace flashq

@@ -1,0 +1,107 @@
+// The speculative engine with continuous batching (DESIGN.md §5, DFLASH.md §2.4). Per step:
+// admit waiting sequences (prefill, one pass each), draft a block for every speculating sequence
+// (one drafter pass for all), verify every sequence's block in one batched target pass, accept,
+// commit and truncate, emit one event per sequence, retire finished sequences.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/engine/proposer.h"
+#include "worker/engine/sequence.h"
+#include "worker/engine/spec_policy.h"
+#include "worker/model/qwen3.h"
+#include "worker/tokenizer/tokenizer.h"
+
+namespace flashq {
+
+// What one step produced for one sequence.
+struct StepEvent {
+  uint64_t id;
+  std::vector<int32_t> token_ids;  // new output tokens
+  std::string text;                // new text, whole characters only
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kLength;
+  bool cancelled = false;
+};
+
+// One JSON-able record per engine step per speculating sequence (flashq generate --trace).
+struct TraceRecord {
+  uint64_t id;
+  int64_t start;
+  std::vector<int32_t> draft;
+  int64_t accepted;
+  int32_t bonus;
+};
+
+struct EngineOptions {
+  int64_t max_slots = 8;  // sequences decoding at once
+  std::function<void(const StepEvent&)> on_event;
+  std::function<void(const TraceRecord&)> on_trace;
+};
+
+struct PhaseSeconds {
+  double prefill = 0, draft = 0, verify = 0, other = 0;
+};
+
+struct FinishedSequence {
+  uint64_t id;
+  std::vector<int32_t> tokens;
+  std::string text;
+  FinishReason finish_reason;
+  bool cancelled;
+  int64_t prompt_tokens;
+  SpecStats spec_stats;
+  double time_to_first_token_s;
+  double total_s;
+};
+
+class Engine {
+ public:
+  // `proposer` may be null (no speculation at all).
+  Engine(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options = {});
+  ~Engine();
+
+  // Queues a sequence; validates it first (kInvalidArgument naming the problem).
+  void add(uint64_t id, SequenceRequest request);
+  // Takes effect at the next step; the sequence ends with a cancelled event.
+  void cancel(uint64_t id);
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  size_t running() const { return running_.size(); }
+
+  void step();
+  // Runs steps until every sequence finished.
+  void run_until_idle();
+
+  // Sequences finished since the last call.
+  std::vector<FinishedSequence> take_finished();
+  const PhaseSeconds& phase_seconds() const { return phases_; }
+
+ private:
+  void admit();
+  void prefill(Sequence& sequence);
+  void decode_step();
+  bool speculates(const Sequence& sequence) const;
+  int64_t block_size_for(Sequence& sequence, int64_t batch);
+  // Appends tokens to the output in order, applying every stop; returns the ids emitted.
+  void emit(Sequence& sequence, std::span<const int32_t> tokens, StepEvent& event);
+  void finish(Sequence& sequence, FinishReason reason, StepEvent& event);
+  void retire();
+
+  Qwen3Model& model_;
+  const Tokenizer& tokenizer_;
+  Proposer* proposer_;
+  EngineOptions options_;
+  SpecPolicy policy_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::vector<FinishedSequence> finished_;
+  PhaseSeconds phases_;
+  std::vector<float> logits_;
+};
+
+}  // namespace flashq

@@ -1,0 +1,51 @@
+// A proposer drafts the next tokens of a sequence for the target to verify (DESIGN.md §5). The
+// DFlash drafter is one; tests use a double that replays a known continuation.
+//
+// Protocol, per sequence: start_sequence once; observe every run of committed tokens, in order,
+// with the target's hidden states at the proposer's tap layers; propose a block whenever the
+// engine speculates. Positions are absolute: the first prompt token is position 0.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/tensor.h"
+
+namespace flashq {
+
+// Whatever a proposer keeps per sequence (the DFlash draft context cache).
+class ProposerState {
+ public:
+  virtual ~ProposerState() = default;
+};
+
+struct Observation {
+  ProposerState* state;
+  std::span<const int32_t> tokens;  // newly committed tokens, at positions first_position ...
+  int64_t first_position;
+  Tensor taps;  // [tokens.size(), tap_layers().size() * target_hidden] (undefined if no taps)
+};
+
+struct ProposalRequest {
+  ProposerState* state;
+  int32_t last_token;  // chosen by the target, not yet run through it; at position `start`
+  int64_t start;       // number of committed tokens
+  int64_t block_size;  // the draft has block_size - 1 tokens, for positions start+1 ...
+  std::vector<int32_t>* draft;  // output
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+
+  virtual int64_t max_block_size() const = 0;
+  // Target layers whose residual stream the proposer needs in observe().
+  virtual std::vector<int64_t> tap_layers() const = 0;
+  virtual std::unique_ptr<ProposerState> start_sequence(int64_t max_length) = 0;
+  virtual void observe(std::span<const Observation> observations) = 0;
+  virtual void propose(std::span<const ProposalRequest> requests) = 0;
+};
+
+}  // namespace flashq

@@ -1,0 +1,73 @@
+#include "worker/engine/spec_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace flashq {
+
+SpecPolicy::SpecPolicy(int64_t max_block_size) : max_block_size_(max_block_size) {}
+
+int SpecPolicy::bucket_of(int64_t rows) {
+  int bucket = 0;
+  while ((int64_t{1} << (bucket + 1)) <= rows && bucket + 1 < kBuckets) ++bucket;
+  return bucket;
+}
+
+void SpecPolicy::update(Average& average, double seconds) {
+  average.seconds = average.measured ? 0.8 * average.seconds + 0.2 * seconds : seconds;
+  average.measured = true;
+}
+
+void SpecPolicy::record_target_pass(int64_t rows, double seconds) { update(target_[bucket_of(rows)], seconds); }
+void SpecPolicy::record_draft_pass(int64_t rows, double seconds) { update(draft_[bucket_of(rows)], seconds); }
+
+void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, int64_t accepted) {
+  if (drafted <= 0) return;
+  // Per drafted token, as a rate: a block accepted up to a of b-1 says the first a were right.
+  const double rate = static_cast<double>(accepted) / static_cast<double>(std::min(drafted, accepted + 1));
+  state.acceptance = 0.7 * state.acceptance + 0.3 * rate;
+}
+
+double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows) const {
+  const int bucket = bucket_of(rows);
+  for (int b = bucket; b >= 0; --b) {
+    if (table[b].measured) return table[b].seconds;  // optimistic for an unmeasured larger pass
+  }
+  for (int b = bucket + 1; b < kBuckets; ++b) {
+    if (table[b].measured) return table[b].seconds;
+  }
+  return 0.0;
+}
+
+double SpecPolicy::expected_tokens(double acceptance, int64_t b) {
+  const double alpha = std::clamp(acceptance, 0.0, 0.999);
+  return (1.0 - std::pow(alpha, static_cast<double>(b))) / (1.0 - alpha);
+}
+
+double SpecPolicy::step_cost(int64_t batch, int64_t b) const {
+  double cost = estimate(target_, batch * b);
+  if (b > 1) cost += estimate(draft_, batch * b);
+  return cost;
+}
+
+int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) const {
+  auto rate = [&](int64_t b) {
+    const double cost = step_cost(batch, b);
+    return cost > 0 ? expected_tokens(state.acceptance, b) / cost : expected_tokens(state.acceptance, b);
+  };
+  int64_t best = 1;
+  for (int64_t b = 2; b <= max_block_size_; b *= 2) {
+    if (rate(b) > rate(best)) best = b;
+  }
+  if (state.block_size == 0 || rate(best) >= 1.1 * rate(std::min(state.block_size, max_block_size_))) {
+    state.block_size = best;
+  }
+  // A sequence that stopped drafting keeps a stale acceptance; let it try again now and then.
+  if (state.block_size == 1 && ++state.steps_without_draft >= 32) {
+    state.steps_without_draft = 0;
+    return std::min<int64_t>(4, max_block_size_);
+  }
+  return state.block_size;
+}
+
+}  // namespace flashq

@@ -1,0 +1,54 @@
+// When and how far to speculate (`spec: auto`). DFlash pays off when a verify pass of B rows costs
+// little more than a decode pass and the drafter's tokens are accepted; both change with the
+// batch size and the text. The policy measures instead of assuming:
+//  - the cost of target passes and drafter passes by row count (moving averages per power-of-two
+//    bucket), as the engine runs them;
+//  - each sequence's acceptance rate (a moving average of accepted / drafted).
+// Each step it picks, for each `auto` sequence, the block size with the best expected tokens per
+// second, E(b) / cost(b), where E(b) = (1 - alpha^b) / (1 - alpha). A block size never measured
+// is assumed to cost what the nearest smaller measured one costs (optimism, so it gets tried
+// once and measured). Hysteresis: the block changes only for a predicted gain of 10% or more.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace flashq {
+
+struct SequenceSpecState {
+  double acceptance = 0.7;  // prior, before anything was measured
+  int64_t block_size = 0;   // current choice; 0 = not chosen yet
+  int64_t steps_without_draft = 0;
+};
+
+class SpecPolicy {
+ public:
+  explicit SpecPolicy(int64_t max_block_size);
+
+  void record_target_pass(int64_t rows, double seconds);
+  void record_draft_pass(int64_t rows, double seconds);
+  static void record_acceptance(SequenceSpecState& state, int64_t drafted, int64_t accepted);
+
+  // Block size (1 = no speculation) for one auto sequence among `batch` sequences this step.
+  int64_t choose(SequenceSpecState& state, int64_t batch) const;
+
+  // Predicted cost of one step of `batch` sequences with blocks of b (seconds).
+  double step_cost(int64_t batch, int64_t b) const;
+  static double expected_tokens(double acceptance, int64_t b);
+
+ private:
+  static constexpr int kBuckets = 16;  // rows up to 2^15
+  struct Average {
+    double seconds = 0;
+    bool measured = false;
+  };
+  static int bucket_of(int64_t rows);
+  static void update(Average& average, double seconds);
+  double estimate(const std::array<Average, kBuckets>& table, int64_t rows) const;
+
+  int64_t max_block_size_;
+  std::array<Average, kBuckets> target_;
+  std::array<Average, kBuckets> draft_;
+};
+
+}  // namespace flashq

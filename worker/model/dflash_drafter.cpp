@@ -1,0 +1,153 @@
+#include "worker/model/dflash_drafter.h"
+
+#include <string>
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+Tensor int32_tensor(Backend& backend, Workspace& workspace, const std::string& slot, const std::vector<int32_t>& values) {
+  Tensor t = workspace.get(slot, DType::kI32, {static_cast<int64_t>(values.size())});
+  backend.copy_from_host(values.data(), t);
+  return t;
+}
+
+}  // namespace
+
+std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& dir, const Qwen3Model& target,
+                                                   Backend& backend) {
+  DrafterConfig config = load_drafter_config(dir, target.config());
+  WeightStore weights = WeightStore::open(dir);
+  return std::make_unique<DFlashDrafter>(std::move(config), weights, target, backend);
+}
+
+DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, const Qwen3Model& target,
+                             Backend& backend)
+    : config_(std::move(config)), backend_(backend), workspace_(backend), embed_tokens_(target.embedding_table()),
+      lm_head_(target.lm_head()) {
+  const ModelConfig& c = config_.layers;
+  const int64_t features = static_cast<int64_t>(config_.target_layer_ids.size()) * target.config().hidden_size;
+  fc_ = load_weight(weights, "fc.weight", {c.hidden_size, features}, backend_);
+  hidden_norm_ = load_weight(weights, "hidden_norm.weight", {c.hidden_size}, backend_);
+  final_norm_ = load_weight(weights, "norm.weight", {c.hidden_size}, backend_);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    layers_.push_back(load_qwen3_layer(weights, "layers." + std::to_string(i) + ".", c, backend_));
+  }
+}
+
+KvCache DFlashDrafter::make_context_cache(int64_t max_length) const {
+  const ModelConfig& c = config_.layers;
+  return KvCache(backend_, c.num_layers, c.num_kv_heads, c.head_dim, max_length + config_.block_size);
+}
+
+void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
+  const ModelConfig& c = config_.layers;
+  int64_t rows = 0;
+  for (const ContextChunk& chunk : chunks) rows += chunk.taps.dim(0);
+  if (rows == 0) return;
+
+  Tensor taps = workspace_.get("taps", DType::kF32, {rows, fc_.dim(1)});
+  std::vector<int32_t> positions;
+  int64_t first = 0;
+  for (const ContextChunk& chunk : chunks) {
+    const int64_t n = chunk.taps.dim(0);
+    check_invariant(chunk.taps.cols() == fc_.dim(1), "drafter taps have K * target_hidden columns");
+    backend_.copy_rows(chunk.taps, taps, first);
+    for (int64_t i = 0; i < n; ++i) positions.push_back(static_cast<int32_t>(chunk.context->length() + i));
+    chunk.context->reserve(chunk.context->length() + n);
+    first += n;
+  }
+  Tensor position_tensor = int32_tensor(backend_, workspace_, "inject_positions", positions);
+  Tensor context = workspace_.get("context", DType::kF32, {rows, c.hidden_size});
+  backend_.matmul(taps, fc_, context);
+  backend_.rmsnorm(context, hidden_norm_, c.rms_norm_eps, context);
+
+  // The context rows skip input_layernorm, the residual stream and the MLP: only k and v.
+  Tensor k = workspace_.get("inject_k", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
+  Tensor v = workspace_.get("inject_v", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
+  Tensor k_flat = k.reshape({rows, c.num_kv_heads * c.head_dim});
+  Tensor v_flat = v.reshape({rows, c.num_kv_heads * c.head_dim});
+  Tensor k_heads = k.reshape({rows * c.num_kv_heads, c.head_dim});
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    backend_.matmul(context, layers_[l].k_proj, k_flat);
+    backend_.matmul(context, layers_[l].v_proj, v_flat);
+    backend_.rmsnorm(k_heads, layers_[l].k_norm, c.rms_norm_eps, k_heads);
+    backend_.rope(k, position_tensor, static_cast<float>(c.rope_theta));
+    first = 0;
+    for (const ContextChunk& chunk : chunks) {
+      const int64_t n = chunk.taps.dim(0);
+      backend_.copy_rows(k.slice_rows(first, n), chunk.context->keys(static_cast<int64_t>(l)), chunk.context->length());
+      backend_.copy_rows(v.slice_rows(first, n), chunk.context->values(static_cast<int64_t>(l)), chunk.context->length());
+      first += n;
+    }
+  }
+  for (const ContextChunk& chunk : chunks) chunk.context->commit(chunk.taps.dim(0));
+}
+
+Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
+  const ModelConfig& c = config_.layers;
+  std::vector<int32_t> ids, positions, key_counts;
+  int64_t output_rows = 0;
+  for (const DraftBlock& block : blocks) {
+    check_invariant(block.block_size >= 2, "a draft block has at least 2 rows");
+    const int64_t start = block.context->length();
+    // The block's own keys and values sit after the context, uncommitted: thrown away after the pass.
+    block.context->reserve(start + block.block_size);
+    for (int64_t j = 0; j < block.block_size; ++j) {
+      ids.push_back(j == 0 ? block.last_token : config_.mask_token_id);
+      positions.push_back(static_cast<int32_t>(start + j));
+      key_counts.push_back(static_cast<int32_t>(start + block.block_size));  // no mask inside the block
+    }
+    output_rows += block.block_size - 1;
+  }
+  const int64_t rows = static_cast<int64_t>(ids.size());
+  Tensor id_tensor = int32_tensor(backend_, workspace_, "draft_ids", ids);
+  Tensor position_tensor = int32_tensor(backend_, workspace_, "draft_positions", positions);
+  Tensor count_tensor = int32_tensor(backend_, workspace_, "draft_key_counts", key_counts);
+  Tensor h = workspace_.get("draft_residual", DType::kF32, {rows, c.hidden_size});
+  Tensor normed = workspace_.get("draft_normed", DType::kF32, {rows, c.hidden_size});
+  Tensor delta = workspace_.get("draft_delta", DType::kF32, {rows, c.hidden_size});
+  Tensor q = workspace_.get("draft_q", DType::kF32, {rows, c.num_heads, c.head_dim});
+  Tensor k = workspace_.get("draft_k", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
+  Tensor v = workspace_.get("draft_v", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
+  Tensor attended = workspace_.get("draft_attended", DType::kF32, {rows, c.num_heads, c.head_dim});
+  backend_.embedding(embed_tokens_, id_tensor, h);
+
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Qwen3Layer& layer = layers_[l];
+    backend_.rmsnorm(h, layer.input_norm, c.rms_norm_eps, normed);
+    project_qkv(backend_, layer, c, normed, position_tensor, q, k, v);
+    int64_t first = 0;
+    for (const DraftBlock& block : blocks) {
+      const int64_t start = block.context->length(), n = block.block_size;
+      KvCache& context = *block.context;
+      backend_.copy_rows(k.slice_rows(first, n), context.keys(static_cast<int64_t>(l)), start);
+      backend_.copy_rows(v.slice_rows(first, n), context.values(static_cast<int64_t>(l)), start);
+      Tensor block_out = attended.slice_rows(first, n);
+      backend_.attention(q.slice_rows(first, n), context.keys(static_cast<int64_t>(l)),
+                         context.values(static_cast<int64_t>(l)), count_tensor.slice_rows(first, n), block_out);
+      first += n;
+    }
+    backend_.matmul(attended.reshape({rows, c.num_heads * c.head_dim}), layer.o_proj, delta);
+    backend_.add_rmsnorm(h, delta, layer.post_attention_norm, c.rms_norm_eps, normed);
+    run_swiglu_mlp(backend_, workspace_, layer, c.intermediate_size, normed, delta);
+    backend_.add(h, delta);
+  }
+
+  // Row j predicts the token at position start + j: rows 1..B-1 carry the draft.
+  Tensor selected = workspace_.get("draft_selected", DType::kF32, {output_rows, c.hidden_size});
+  int64_t first = 0, out = 0;
+  for (const DraftBlock& block : blocks) {
+    backend_.copy_rows(h.slice_rows(first + 1, block.block_size - 1), selected, out);
+    first += block.block_size;
+    out += block.block_size - 1;
+  }
+  Tensor final_normed = workspace_.get("draft_final_normed", DType::kF32, {output_rows, c.hidden_size});
+  backend_.rmsnorm(selected, final_norm_, c.rms_norm_eps, final_normed);
+  Tensor logits = workspace_.get("draft_logits", DType::kF32, {output_rows, lm_head_.dim(0)});
+  backend_.matmul(final_normed, lm_head_, logits);
+  return logits;
+}
+
+}  // namespace flashq

@@ -1,0 +1,67 @@
+// The DFlash drafter (DFLASH.md §2): a small Qwen3-style layer stack that fills a whole block of
+// future positions in one non-causal forward pass, conditioned on the target's hidden states
+// through KV injection. It has no embedding or LM head of its own: it borrows the target's.
+//
+// Per sequence it keeps a draft context cache (a KvCache over the drafter's layers) holding the
+// injected keys and values of every committed token. The cache holds only committed positions,
+// so a rejected draft needs no rollback; its length always equals the target KV length.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "worker/model/drafter_config.h"
+#include "worker/model/kv_cache.h"
+#include "worker/model/qwen3.h"
+#include "worker/model/qwen3_layer.h"
+#include "worker/model/workspace.h"
+
+namespace flashq {
+
+// Target hidden states (taps) of newly committed tokens of one sequence, [n, K * target_hidden],
+// to be injected at positions context->length() ...
+struct ContextChunk {
+  Tensor taps;
+  KvCache* context;
+};
+
+// One block to draft: [last_token, MASK x (block_size - 1)] at positions context->length() ...
+struct DraftBlock {
+  int32_t last_token;
+  int64_t block_size;
+  KvCache* context;
+};
+
+class DFlashDrafter {
+ public:
+  static std::unique_ptr<DFlashDrafter> load(const std::filesystem::path& dir, const Qwen3Model& target,
+                                             Backend& backend);
+  DFlashDrafter(DrafterConfig config, const WeightStore& weights, const Qwen3Model& target, Backend& backend);
+
+  const DrafterConfig& config() const { return config_; }
+  Backend& backend() const { return backend_; }
+  // A draft context cache for a sequence of up to max_length tokens (plus room for one block).
+  KvCache make_context_cache(int64_t max_length) const;
+
+  // c(t) = hidden_norm(fc * taps(t)); per layer K = rope(k_norm(k_proj c)), V = v_proj c, appended.
+  void inject(std::span<const ContextChunk> chunks);
+
+  // One non-causal pass over every block. Returns the logits of rows 1..B-1 of each block, in
+  // block order: [sum(block_size - 1), vocab]. Valid until the next call.
+  Tensor draft(std::span<const DraftBlock> blocks);
+
+ private:
+  DrafterConfig config_;
+  Backend& backend_;
+  Workspace workspace_;
+  const Tensor embed_tokens_;  // the target's
+  const Tensor lm_head_;       // the target's
+  Tensor fc_, hidden_norm_, final_norm_;
+  std::vector<Qwen3Layer> layers_;
+};
+
+}  // namespace flashq

@@ -1,0 +1,81 @@
+#include "worker/model/drafter_config.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shared/json_file.h"
+#include "worker/model/config_reader.h"
+
+namespace flashq {
+
+std::vector<int64_t> default_target_layer_ids(int64_t target_layers, int64_t count) {
+  if (count == 1) return {target_layers / 2};  // as z-lab's code does; DFLASH.md §2.1 covers K >= 2
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < count; ++i) {
+    ids.push_back(static_cast<int64_t>(
+        std::lround(1.0 + static_cast<double>(i) * static_cast<double>(target_layers - 4) / static_cast<double>(count - 1))));
+  }
+  return ids;
+}
+
+DrafterConfig load_drafter_config(const std::filesystem::path& dir, const ModelConfig& target) {
+  const std::filesystem::path path = dir / "config.json";
+  nlohmann::json json = read_json_file(path);
+  ConfigReader reader(json, path.string());
+  const std::string label = path.string();
+
+  // Architecture first: a drafter we do not implement must not half-load.
+  std::string architecture;
+  if (reader.has("architectures") && reader.raw("architectures").is_array() && !reader.raw("architectures").empty()) {
+    architecture = reader.raw("architectures")[0].is_string() ? reader.raw("architectures")[0].get<std::string>() : "";
+  }
+  reader.refuse_if(architecture == "DFlash2DraftModel", "architectures", "DFlash2DraftModel");
+  if (architecture != "DFlashDraftModel") reader.fail("architectures", "must be [\"DFlashDraftModel\"] for a DFlash drafter");
+
+  const nlohmann::json dflash = reader.has("dflash_config") ? reader.raw("dflash_config") : nlohmann::json::object();
+  ConfigReader dflash_reader(dflash, label + " dflash_config");
+
+  DrafterConfig config;
+  // The layer stack is Qwen3-shaped; model_type names the drafter family, not the layer type.
+  nlohmann::json layer_json = json;
+  layer_json.erase("model_type");
+  config.layers = parse_model_config(layer_json, label);
+  config.block_size = dflash_reader.has("block_size") ? dflash_reader.positive_int("block_size")
+                                                      : reader.positive_int("block_size", 16);
+  if (!dflash_reader.has("mask_token_id")) dflash_reader.fail("mask_token_id", "is missing");
+  const int64_t mask = dflash_reader.positive_int("mask_token_id");
+  config.mask_token_id = static_cast<int32_t>(mask);
+
+  if (dflash_reader.has("target_layer_ids")) {
+    for (const auto& id : dflash_reader.raw("target_layer_ids")) {
+      if (!id.is_number_integer()) dflash_reader.fail("target_layer_ids", "must be a list of layer indices");
+      config.target_layer_ids.push_back(id.get<int64_t>());
+    }
+  } else {
+    const int64_t target_layers = reader.positive_int("num_target_layers", target.num_layers);
+    config.target_layer_ids = default_target_layer_ids(target_layers, config.layers.num_layers);
+  }
+
+  if (config.block_size < 2) reader.fail("block_size", "must be at least 2");
+  if (config.target_layer_ids.empty()) dflash_reader.fail("target_layer_ids", "must not be empty");
+  for (int64_t id : config.target_layer_ids) {
+    if (id < 0 || id >= target.num_layers) {
+      dflash_reader.fail("target_layer_ids", "holds layer " + std::to_string(id) + " but the target has " +
+                                                 std::to_string(target.num_layers) + " layers");
+    }
+  }
+  if (config.layers.vocab_size != target.vocab_size) {
+    reader.fail("vocab_size", "is " + std::to_string(config.layers.vocab_size) + " but the target's is " +
+                                  std::to_string(target.vocab_size));
+  }
+  if (config.layers.hidden_size != target.hidden_size) {
+    reader.fail("hidden_size", "must equal the target's " + std::to_string(target.hidden_size) +
+                                   " (the drafter embeds with the target's table)");
+  }
+  if (mask >= target.vocab_size) {
+    dflash_reader.fail("mask_token_id", "is outside the target's embedding of " + std::to_string(target.vocab_size) + " rows");
+  }
+  return config;
+}
+
+}  // namespace flashq

@@ -1,0 +1,27 @@
+// The hyper-parameters of a z-lab DFlash drafter directory (DFLASH.md §3): a Qwen3-style layer
+// stack plus the block size, the MASK token and the target layers whose hidden states it reads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "worker/model/model_config.h"
+
+namespace flashq {
+
+struct DrafterConfig {
+  ModelConfig layers;  // hidden size, heads, head_dim, intermediate size, eps, rope theta, ...
+  int64_t block_size = 16;
+  int32_t mask_token_id = 0;
+  std::vector<int64_t> target_layer_ids;  // 0-based target layers, in concatenation order
+};
+
+// DFLASH.md §2.1: K layers evenly spread from layer 1 to layer L-3.
+std::vector<int64_t> default_target_layer_ids(int64_t target_layers, int64_t count);
+
+// Reads dir/config.json and checks it against the target it will serve. Refuses (kUnsupported,
+// naming the key) what we do not implement; kBadConfig for anything inconsistent.
+DrafterConfig load_drafter_config(const std::filesystem::path& dir, const ModelConfig& target);
+
+}  // namespace flashq
