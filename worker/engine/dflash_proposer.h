@@ -18,6 +18,9 @@ class DFlashProposer final : public Proposer {
   void observe(std::span<const Observation> observations) override;
   void propose(std::span<const ProposalRequest> requests) override;
 
+  // The drafter logits of the last propose(): rows 1..B-1 of each block, in request order.
+  const std::vector<float>& last_logits() const { return logits_; }
+
  private:
   DFlashDrafter& drafter_;
   std::vector<float> logits_;

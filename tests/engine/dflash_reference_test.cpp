@@ -1,0 +1,100 @@
+// The DFlash drafter and the greedy speculative loop against the independent NumPy reference
+// (tests/reference/dflash_reference.py): every step's start, draft tokens, acceptance and bonus
+// identical, and the drafter's logits within 1e-4 (relative to their scale).
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "shared/json_file.h"
+#include "tests/engine/dflash_test_pair.h"
+#include "tests/support/run_command.h"
+
+namespace flashq::testing {
+namespace {
+
+// Delegates to the DFlash proposer and keeps the drafter logits of every step.
+class RecordingProposer final : public Proposer {
+ public:
+  explicit RecordingProposer(DFlashProposer& inner) : inner_(inner) {}
+  int64_t max_block_size() const override { return inner_.max_block_size(); }
+  std::vector<int64_t> tap_layers() const override { return inner_.tap_layers(); }
+  std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override { return inner_.start_sequence(max_length); }
+  void observe(std::span<const Observation> observations) override { inner_.observe(observations); }
+  void propose(std::span<const ProposalRequest> requests) override {
+    inner_.propose(requests);
+    logits.insert(logits.end(), inner_.last_logits().begin(), inner_.last_logits().end());
+  }
+  std::vector<float> logits;
+
+ private:
+  DFlashProposer& inner_;
+};
+
+std::vector<float> read_f32(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+struct ReferenceCase {
+  const char* name;
+  TinyModelSpec target;
+  int64_t drafter_layers;
+  int64_t block_size;
+};
+
+class DFlashReference : public ::testing::TestWithParam<ReferenceCase> {};
+
+TEST_P(DFlashReference, DraftsAcceptanceAndLogitsMatchNumpy) {
+  const ReferenceCase& c = GetParam();
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed + 1});
+  std::vector<int32_t> prompt = some_tokens(11, 459, static_cast<uint32_t>(c.target.seed));
+  const int64_t steps = 6;
+
+  std::string tokens;
+  for (size_t i = 0; i < prompt.size(); ++i) tokens += (i ? "," : "") + std::to_string(prompt[i]);
+  const std::string prefix = (pair.drafter_dir / "reference").string();
+  CommandResult ref = run_command("/usr/bin/python3 tests/reference/dflash_reference.py --target " +
+                                  pair.target.dir.path().string() + " --drafter " + pair.drafter_dir.path().string() +
+                                  " --tokens " + tokens + " --steps " + std::to_string(steps) + " --block-size " +
+                                  std::to_string(c.block_size) + " --out " + prefix);
+  ASSERT_EQ(ref.exit_code, 0) << ref.output;
+  nlohmann::json expected = nlohmann::json::parse(read_text_file(prefix + ".json"));
+  std::vector<float> expected_logits = read_f32(prefix + ".draft_logits.f32");
+
+  RecordingProposer recorder(*pair.proposer);
+  SequenceRequest request;
+  request.generation.prompt_tokens = prompt;
+  request.generation.max_tokens = 1 + steps * c.block_size;  // no step of the first `steps` is clamped
+  request.generation.ignore_eos = true;
+  request.spec = SpecMode::kDflash;
+  request.block_size = c.block_size;
+  std::vector<TraceRecord> trace;
+  run_engine(*pair.target.model, *pair.tokenizer, &recorder, {request}, 1, &trace);
+
+  ASSERT_GE(trace.size(), static_cast<size_t>(steps));
+  for (int64_t s = 0; s < steps; ++s) {
+    const nlohmann::json& want = expected["steps"][s];
+    EXPECT_EQ(trace[s].start, want["start"].get<int64_t>()) << c.name << " step " << s;
+    EXPECT_EQ(trace[s].draft, want["draft"].get<std::vector<int32_t>>()) << c.name << " step " << s;
+    EXPECT_EQ(trace[s].accepted, want["accepted"].get<int64_t>()) << c.name << " step " << s;
+    EXPECT_EQ(trace[s].bonus, want["bonus"].get<int32_t>()) << c.name << " step " << s;
+  }
+  const size_t compared = expected_logits.size();
+  ASSERT_GE(recorder.logits.size(), compared);
+  std::vector<float> ours(recorder.logits.begin(), recorder.logits.begin() + static_cast<std::ptrdiff_t>(compared));
+  EXPECT_LT(max_normalized_error(ours, expected_logits), 1e-4) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RandomPairs, DFlashReference,
+    ::testing::Values(ReferenceCase{"OneLayerBlock8", f32_target(51), 1, 8},
+                      ReferenceCase{"TwoLayersBlock16", f32_target(52, 4, 48, 4, 4, 12), 2, 16},
+                      ReferenceCase{"OneKvHeadBlock4", f32_target(53, 2, 32, 8, 1, 8), 1, 4}),
+    [](const ::testing::TestParamInfo<ReferenceCase>& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace flashq::testing

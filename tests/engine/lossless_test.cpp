@@ -1,0 +1,80 @@
+// Lossless speculative decoding (DFLASH.md §2.4): at temperature 0 the output with DFlash equals
+// the output without it, token for token, for many prompts over several random target/drafter
+// pairs, block sizes 2..16, alone and in mixed batches where sequences join and leave.
+#include <gtest/gtest.h>
+
+#include "tests/engine/dflash_test_pair.h"
+
+namespace flashq::testing {
+namespace {
+
+SequenceRequest request_for(std::vector<int32_t> prompt, SpecMode spec, int64_t block_size, int64_t max_tokens) {
+  SequenceRequest r;
+  r.generation.prompt_tokens = std::move(prompt);
+  r.generation.max_tokens = max_tokens;
+  r.generation.ignore_eos = true;
+  r.spec = spec;
+  r.block_size = block_size;
+  return r;
+}
+
+struct PairCase {
+  const char* name;
+  TinyModelSpec target;
+  int64_t drafter_layers;
+};
+
+class Lossless : public ::testing::TestWithParam<PairCase> {};
+
+TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
+  const PairCase& c = GetParam();
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  Qwen3Model& model = *pair.target.model;
+  for (int prompt_index = 0; prompt_index < 17; ++prompt_index) {
+    const int64_t block = 2 + prompt_index % 15;  // 2..16
+    std::vector<int32_t> prompt = some_tokens(3 + static_cast<size_t>(prompt_index * 5 % 23), 459,
+                                              static_cast<uint32_t>(prompt_index * 7 + c.target.seed));
+    const int64_t max_tokens = 20 + prompt_index % 7;
+    auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, max_tokens)}, 1);
+    std::vector<TraceRecord> trace;
+    auto speculative = run_engine(model, *pair.tokenizer, pair.proposer.get(),
+                                  {request_for(prompt, SpecMode::kDflash, block, max_tokens)}, 1, &trace);
+    ASSERT_EQ(speculative[0], plain[0]) << c.name << " prompt " << prompt_index << " block " << block;
+    ASSERT_FALSE(trace.empty());
+    for (const TraceRecord& step : trace) EXPECT_LE(static_cast<int64_t>(step.draft.size()), block - 1);
+  }
+}
+
+TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
+  const PairCase& c = GetParam();
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  Qwen3Model& model = *pair.target.model;
+  const SpecMode modes[] = {SpecMode::kDflash, SpecMode::kOff, SpecMode::kAuto};
+  std::vector<SequenceRequest> requests;
+  for (int i = 0; i < 8; ++i) {
+    requests.push_back(request_for(some_tokens(4 + static_cast<size_t>(i * 3), 459, static_cast<uint32_t>(100 + i)),
+                                   modes[i % 3], i % 3 == 1 ? 0 : 2 + 2 * i, 12 + 3 * i));
+  }
+  std::vector<std::vector<int32_t>> alone;
+  for (const SequenceRequest& r : requests) {
+    alone.push_back(run_engine(model, *pair.tokenizer, nullptr, {request_for(r.generation.prompt_tokens, SpecMode::kOff,
+                                                                             0, r.generation.max_tokens)},
+                               1)[0]);
+  }
+  // 3 slots: sequences join as others finish; all 8 at once: the batch with 7 others.
+  for (int64_t slots : {3, 8}) {
+    auto together = run_engine(model, *pair.tokenizer, pair.proposer.get(), requests, slots);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(together[i], alone[i]) << c.name << " sequence " << i << " with " << slots << " slots";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RandomPairs, Lossless,
+    ::testing::Values(PairCase{"Gqa3Layers", f32_target(41), 1}, PairCase{"Mha4Layers", f32_target(42, 4, 48, 4, 4, 12), 2},
+                      PairCase{"OneKvHead2Layers", f32_target(43, 2, 32, 8, 1, 8), 1}),
+    [](const ::testing::TestParamInfo<PairCase>& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace flashq::testing
