@@ -1,13 +1,16 @@
 #include "client/cli/generate_command.h"
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend_factory.h"
-#include "worker/engine/generate.h"
+#include "shared/error.h"
+#include "worker/engine/dflash_proposer.h"
+#include "worker/engine/engine.h"
 #include "worker/tokenizer/chat_template.h"
 
 namespace flashq {
@@ -15,42 +18,68 @@ namespace {
 
 struct GenerateOptions {
   std::string model_dir;
+  std::string drafter_dir;
   std::string prompt;
   std::string device = "auto";
+  std::string spec = "auto";
+  std::string trace_path;
   bool chat = false;
   bool json = false;
-  GenerationRequest request;
+  SequenceRequest request;
 };
 
 void run_generate(GenerateOptions& options) {
   std::unique_ptr<Backend> backend = make_backend(options.device);
   std::unique_ptr<Qwen3Model> model = Qwen3Model::load(options.model_dir, *backend);
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(options.model_dir);
-
+  std::unique_ptr<DFlashDrafter> drafter;
+  std::unique_ptr<DFlashProposer> proposer;
+  if (!options.drafter_dir.empty()) {
+    drafter = DFlashDrafter::load(options.drafter_dir, *model, *backend);
+    proposer = std::make_unique<DFlashProposer>(*drafter);
+  }
+  options.request.spec = parse_spec_mode(options.spec);
   std::string text = options.chat ? format_chatml({{"user", options.prompt}}) : options.prompt;
-  options.request.prompt_tokens = tokenizer->encode(text);
+  options.request.generation.prompt_tokens = tokenizer->encode(text);
 
-  StreamCallback print_text;
+  EngineOptions engine_options{.max_slots = 1};
   if (!options.json) {
-    print_text = [](std::span<const int32_t>, std::string_view piece) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    engine_options.on_event = [](const StepEvent& event) {
+      std::fwrite(event.text.data(), 1, event.text.size(), stdout);
       std::fflush(stdout);
     };
   }
-  GenerationResult result = generate(*model, *tokenizer, options.request, print_text);
+  std::ofstream trace;
+  if (!options.trace_path.empty()) {
+    trace.open(options.trace_path);
+    if (!trace) throw Error(ErrorCode::kIo, options.trace_path + ": cannot open for writing");
+    engine_options.on_trace = [&trace](const TraceRecord& r) {
+      trace << nlohmann::json{{"start", r.start}, {"draft", r.draft}, {"accepted", r.accepted}, {"bonus", r.bonus}}.dump()
+            << "\n";
+    };
+  }
+  Engine engine(*model, *tokenizer, proposer.get(), engine_options);
+  engine.add(0, options.request);
+  engine.run_until_idle();
+  FinishedSequence done = std::move(engine.take_finished().at(0));
   if (!options.json) {
     std::printf("\n");
     return;
   }
+  const double decode_seconds = done.total_s - done.time_to_first_token_s;
+  const int64_t completion = static_cast<int64_t>(done.tokens.size());
   nlohmann::json out = {
-      {"text", result.text},
-      {"tokens", result.tokens},
-      {"finish_reason", finish_reason_name(result.finish_reason)},
+      {"text", done.text},
+      {"tokens", done.tokens},
+      {"finish_reason", finish_reason_name(done.finish_reason)},
       {"stats",
-       {{"prompt_tokens", result.stats.prompt_tokens},
-        {"completion_tokens", result.stats.completion_tokens},
-        {"prefill_tokens_per_s", result.stats.prefill_tokens_per_s()},
-        {"decode_tokens_per_s", result.stats.decode_tokens_per_s()}}},
+       {{"prompt_tokens", done.prompt_tokens},
+        {"completion_tokens", completion},
+        {"prefill_tokens_per_s", done.time_to_first_token_s > 0 ? done.prompt_tokens / done.time_to_first_token_s : 0.0},
+        {"decode_tokens_per_s", decode_seconds > 0 && completion > 1 ? (completion - 1) / decode_seconds : 0.0},
+        {"draft_steps", done.spec_stats.draft_steps},
+        {"accepted_tokens", done.spec_stats.accepted_tokens},
+        {"tau", done.spec_stats.tau()}}},
   };
   std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
@@ -59,16 +88,22 @@ void run_generate(GenerateOptions& options) {
 
 std::function<void()> add_generate_command(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
+  GenerationRequest& g = options->request.generation;
   CLI::App* cmd = app.add_subcommand("generate", "run one prompt through a model in this process");
   cmd->add_option("--model", options->model_dir, "model directory")->required();
   cmd->add_option("--prompt", options->prompt, "prompt text")->required();
-  cmd->add_option("--max-tokens", options->request.max_tokens, "tokens to generate at most")->capture_default_str();
-  cmd->add_option("--temperature", options->request.sampling.temperature, "0 is greedy")->capture_default_str();
-  cmd->add_option("--top-p", options->request.sampling.top_p)->capture_default_str();
-  cmd->add_option("--top-k", options->request.sampling.top_k, "0: no limit")->capture_default_str();
-  cmd->add_option("--seed", options->request.sampling.seed)->capture_default_str();
-  cmd->add_option("--stop", options->request.stop, "stop string (repeatable)");
-  cmd->add_flag("--ignore-eos", options->request.ignore_eos, "generate max-tokens tokens");
+  cmd->add_option("--drafter", options->drafter_dir, "DFlash drafter directory (speculative decoding)");
+  cmd->add_option("--spec", options->spec, "off, dflash or auto")->capture_default_str();
+  cmd->add_option("--block-size", options->request.block_size, "draft block size (0: the drafter's)")
+      ->capture_default_str();
+  cmd->add_option("--trace", options->trace_path, "write one JSON line per speculative step");
+  cmd->add_option("--max-tokens", g.max_tokens, "tokens to generate at most")->capture_default_str();
+  cmd->add_option("--temperature", g.sampling.temperature, "0 is greedy")->capture_default_str();
+  cmd->add_option("--top-p", g.sampling.top_p)->capture_default_str();
+  cmd->add_option("--top-k", g.sampling.top_k, "0: no limit")->capture_default_str();
+  cmd->add_option("--seed", g.sampling.seed)->capture_default_str();
+  cmd->add_option("--stop", g.stop, "stop string (repeatable)");
+  cmd->add_flag("--ignore-eos", g.ignore_eos, "generate max-tokens tokens");
   cmd->add_flag("--chat", options->chat, "wrap the prompt as a user turn (ChatML)");
   cmd->add_flag("--json", options->json, "print one JSON object with text, tokens and stats");
   cmd->add_option("--device", options->device, "cpu, cuda or auto")->capture_default_str();
