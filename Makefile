@@ -27,7 +27,10 @@ test: build
 # Real shapes with random weights: the CPU figures of docs/perf.md.
 bench: build
 	@test -f $(BUILD)/models/qwen3-0.6b/model.safetensors || $(BUILD)/bin/flashq-model make-tiny --preset qwen3-0.6b --out $(BUILD)/models/qwen3-0.6b
+	@test -f $(BUILD)/models/qwen3-0.6b-drafter/model.safetensors || $(BUILD)/bin/flashq-model make-tiny --drafter-for $(BUILD)/models/qwen3-0.6b --layers 1 --block-size 16 --out $(BUILD)/models/qwen3-0.6b-drafter
+	$(BUILD)/bin/flashq-bench kernels
 	$(BUILD)/bin/flashq-bench engine --model $(BUILD)/models/qwen3-0.6b --mode ar --json
+	$(BUILD)/bin/flashq-bench engine --model $(BUILD)/models/qwen3-0.6b --drafter $(BUILD)/models/qwen3-0.6b-drafter --mode ar,dflash,auto --concurrency 1,4,16 --prompt-tokens 64 --decode-tokens 32 --repeats 1 --passes --json
 
 clean:
 	rm -rf $(BUILD)

@@ -1,32 +1,48 @@
 #include "tools/flashq_bench/engine_bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend_factory.h"
 #include "shared/error.h"
-#include "worker/engine/generate.h"
+#include "worker/engine/dflash_proposer.h"
+#include "worker/engine/engine.h"
 #include "worker/model/safetensors.h"
 
 namespace flashq {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct EngineBenchOptions {
   std::string model_dir;
-  std::string mode = "ar";
+  std::string drafter_dir;
+  std::string modes = "ar";
+  std::string concurrency = "1";
   std::string device = "auto";
   int64_t prompt_tokens = 259;
   int64_t decode_tokens = 64;
+  int64_t block_size = 0;
   int repeats = 3;
   uint64_t seed = 1;
+  bool passes = false;
   bool json = false;
 };
 
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');) parts.push_back(part);
+  return parts;
+}
+
 // Bytes of weights one decode step reads: every matrix once (a tied LM head is the embedding).
-size_t weight_bytes_per_token(const std::string& dir) {
+size_t weight_bytes(const std::string& dir) {
   WeightStore weights = WeightStore::open(dir);
   size_t bytes = 0;
   for (const std::string& name : weights.names()) bytes += weights.get(name).nbytes();
@@ -38,54 +54,157 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+std::vector<int32_t> random_prompt(int64_t length, int64_t ordinary, uint64_t seed) {
+  std::vector<int32_t> prompt;
+  uint64_t state = seed;
+  for (int64_t i = 0; i < length; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    prompt.push_back(static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(ordinary)));
+  }
+  return prompt;
+}
+
+struct Bench {
+  const EngineBenchOptions& o;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Qwen3Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<DFlashDrafter> drafter;
+  std::unique_ptr<DFlashProposer> proposer;
+  int64_t ordinary = 0;
+
+  // One run of `concurrency` sequences; decode speed counts tokens after each one's first.
+  nlohmann::json run(const std::string& mode, int64_t concurrency) {
+    const bool speculative = mode != "ar";
+    Engine engine(*model, *tokenizer, speculative ? proposer.get() : nullptr, {.max_slots = concurrency});
+    for (int64_t i = 0; i < concurrency; ++i) {
+      SequenceRequest r;
+      r.generation.prompt_tokens = random_prompt(o.prompt_tokens, ordinary, o.seed + static_cast<uint64_t>(i));
+      r.generation.max_tokens = o.decode_tokens;
+      r.generation.ignore_eos = true;
+      r.spec = mode == "ar" ? SpecMode::kOff : parse_spec_mode(mode);
+      r.block_size = speculative ? o.block_size : 0;
+      engine.add(static_cast<uint64_t>(i), std::move(r));
+    }
+    const auto start = Clock::now();
+    engine.run_until_idle();
+    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    const PhaseSeconds phases = engine.phase_seconds();
+    int64_t tokens = 0, passes = 0, committed = 0, prompt = 0;
+    for (const FinishedSequence& done : engine.take_finished()) {
+      tokens += static_cast<int64_t>(done.tokens.size()) - 1;
+      passes += done.spec_stats.target_passes;
+      committed += done.spec_stats.committed_tokens;
+      prompt += done.prompt_tokens;
+    }
+    const double decode_seconds = total - phases.prefill;
+    return {{"mode", mode},
+            {"concurrency", concurrency},
+            {"prefill_tokens_per_s", phases.prefill > 0 ? prompt / phases.prefill : 0.0},
+            {"decode_tokens_per_s", decode_seconds > 0 ? tokens / decode_seconds : 0.0},
+            {"tau", passes > 0 ? static_cast<double>(committed) / static_cast<double>(passes) : 0.0},
+            {"seconds", {{"prefill", phases.prefill}, {"draft", phases.draft}, {"verify", phases.verify},
+                         {"other", phases.other}}}};
+  }
+
+  // Median seconds of one target pass of `rows` tokens on a cache holding the prompt.
+  double time_target_pass(int64_t rows) {
+    KvCache cache = model->make_cache(o.prompt_tokens + 32);
+    std::vector<int32_t> prompt = random_prompt(o.prompt_tokens, ordinary, o.seed);
+    SequenceChunk chunk{prompt, &cache};
+    model->forward({&chunk, 1}, {});
+    std::vector<int32_t> block = random_prompt(rows, ordinary, o.seed + 99);
+    std::vector<double> times;
+    for (int r = 0; r < o.repeats + 1; ++r) {
+      SequenceChunk step{block, &cache};
+      const auto start = Clock::now();
+      model->forward({&step, 1}, {.logits = LogitRows::kAll});
+      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      cache.truncate(o.prompt_tokens);
+    }
+    times.erase(times.begin());  // warm-up
+    return median(times);
+  }
+
+  double time_draft_pass(int64_t block) {
+    KvCache context = drafter->make_context_cache(o.prompt_tokens + 32);
+    Tensor taps = backend->allocate(DType::kF32, {o.prompt_tokens, static_cast<int64_t>(drafter->config().target_layer_ids.size()) * model->config().hidden_size});
+    ContextChunk chunk{taps, &context};
+    drafter->inject({&chunk, 1});
+    std::vector<double> times;
+    for (int r = 0; r < o.repeats + 1; ++r) {
+      DraftBlock request{1, block, &context};
+      const auto start = Clock::now();
+      drafter->draft({&request, 1});
+      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    times.erase(times.begin());
+    return median(times);
+  }
+};
+
 void run_engine_bench(const EngineBenchOptions& o) {
-  if (o.mode != "ar") throw Error(ErrorCode::kInvalidArgument, "--mode " + o.mode + ": only 'ar' exists so far");
   if (o.prompt_tokens <= 0 || o.decode_tokens <= 1 || o.repeats <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "--prompt-tokens, --decode-tokens (> 1) and --repeats must be positive");
   }
-  std::unique_ptr<Backend> backend = make_backend(o.device);
-  std::unique_ptr<Qwen3Model> model = Qwen3Model::load(o.model_dir, *backend);
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(o.model_dir);
-
-  // A fixed pseudo-random prompt of ordinary tokens (no special ids).
-  GenerationRequest request;
-  const int64_t ordinary = std::min<int64_t>(tokenizer->vocab_size(), model->config().vocab_size) - 8;
-  uint64_t state = o.seed;
-  for (int64_t i = 0; i < o.prompt_tokens; ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    request.prompt_tokens.push_back(static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(ordinary)));
+  std::vector<std::string> modes = split(o.modes);
+  for (const std::string& mode : modes) {
+    if (mode != "ar" && mode != "dflash" && mode != "auto") {
+      throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + ": ar, dflash or auto");
+    }
+    if (mode != "ar" && o.drafter_dir.empty()) throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + " needs --drafter");
   }
-  request.max_tokens = o.decode_tokens;
-  request.ignore_eos = true;
-
-  GenerationRequest warmup = request;
-  warmup.max_tokens = 2;
-  generate(*model, *tokenizer, warmup);
-
-  std::vector<double> prefill, decode;
-  for (int r = 0; r < o.repeats; ++r) {
-    GenerationResult result = generate(*model, *tokenizer, request);
-    prefill.push_back(result.stats.prefill_tokens_per_s());
-    decode.push_back(result.stats.decode_tokens_per_s());
+  Bench bench{o};
+  bench.backend = make_backend(o.device);
+  bench.model = Qwen3Model::load(o.model_dir, *bench.backend);
+  bench.tokenizer = load_tokenizer(o.model_dir);
+  if (!o.drafter_dir.empty()) {
+    bench.drafter = DFlashDrafter::load(o.drafter_dir, *bench.model, *bench.backend);
+    bench.proposer = std::make_unique<DFlashProposer>(*bench.drafter);
   }
-  const size_t bytes = weight_bytes_per_token(o.model_dir);
-  const double decode_rate = median(decode);
-  nlohmann::json out = {
-      {"mode", o.mode},
-      {"backend", backend->name()},
-      {"prompt_tokens", o.prompt_tokens},
-      {"decode_tokens", o.decode_tokens},
-      {"repeats", o.repeats},
-      {"prefill_tokens_per_s", median(prefill)},
-      {"decode_tokens_per_s", decode_rate},
-      {"weight_bytes_per_token", bytes},
-      {"decode_weight_gb_per_s", decode_rate * static_cast<double>(bytes) / 1e9},
-  };
-  if (o.json) {
-    std::cout << out.dump() << std::endl;
-  } else {
-    std::cout << out.dump(2) << std::endl;
+  bench.ordinary = std::min<int64_t>(bench.tokenizer->vocab_size(), bench.model->config().vocab_size) - 8;
+  const size_t bytes = weight_bytes(o.model_dir);
+
+  nlohmann::json report = {{"backend", bench.backend->name()}, {"prompt_tokens", o.prompt_tokens},
+                           {"decode_tokens", o.decode_tokens}, {"weight_bytes_per_token", bytes},
+                           {"runs", nlohmann::json::array()}};
+  bench.run(modes[0], 1);  // warm-up: page in the weights, start the thread pools
+  for (const std::string& c : split(o.concurrency)) {
+    const int64_t concurrency = std::stoll(c);
+    nlohmann::json ar_run;
+    for (const std::string& mode : modes) {
+      std::vector<nlohmann::json> runs;
+      for (int r = 0; r < o.repeats; ++r) runs.push_back(bench.run(mode, concurrency));
+      std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+        return a["decode_tokens_per_s"].template get<double>() < b["decode_tokens_per_s"].template get<double>();
+      });
+      nlohmann::json run = runs[runs.size() / 2];
+      run["decode_weight_gb_per_s"] = run["decode_tokens_per_s"].get<double>() * static_cast<double>(bytes) / 1e9 /
+                                      static_cast<double>(concurrency);
+      if (mode == "ar") ar_run = run;
+      if (mode != "ar" && !ar_run.is_null()) {
+        const double speedup = run["decode_tokens_per_s"].get<double>() / ar_run["decode_tokens_per_s"].get<double>();
+        run["speedup"] = speedup;
+        run["efficiency"] = speedup / run["tau"].get<double>();
+      }
+      report["runs"].push_back(run);
+    }
   }
+  if (o.passes) {
+    const double decode = bench.time_target_pass(1);
+    nlohmann::json passes = {{"decode_s", decode}};
+    for (int64_t b : {2, 4, 8, 16}) {
+      passes["verify_" + std::to_string(b) + "_over_decode"] = bench.time_target_pass(b) / decode;
+      if (bench.drafter && b <= bench.drafter->config().block_size) {
+        passes["draft_" + std::to_string(b) + "_over_decode"] = bench.time_draft_pass(b) / decode;
+      }
+    }
+    report["passes"] = passes;
+  }
+  // Compatibility with the first version of this benchmark: the first run's figures at top level.
+  report["prefill_tokens_per_s"] = report["runs"][0]["prefill_tokens_per_s"];
+  report["decode_tokens_per_s"] = report["runs"][0]["decode_tokens_per_s"];
+  std::cout << (o.json ? report.dump() : report.dump(2)) << std::endl;
 }
 
 }  // namespace
@@ -93,13 +212,17 @@ void run_engine_bench(const EngineBenchOptions& o) {
 std::function<void()> add_engine_bench(CLI::App& app) {
   auto o = std::make_shared<EngineBenchOptions>();
   CLI::App* cmd = app.add_subcommand("engine", "prefill and decode speed of the engine");
-  cmd->add_option("--model", o->model_dir, "model directory")->required();
-  cmd->add_option("--mode", o->mode, "ar (plain autoregressive decoding)")->capture_default_str();
+  cmd->add_option("--model", o->model_dir, "target model directory")->required();
+  cmd->add_option("--drafter", o->drafter_dir, "DFlash drafter directory");
+  cmd->add_option("--mode", o->modes, "ar, dflash, auto, or several side by side: ar,dflash,auto")->capture_default_str();
+  cmd->add_option("--concurrency", o->concurrency, "sequences at once, e.g. 1,4,16")->capture_default_str();
   cmd->add_option("--device", o->device, "cpu, cuda or auto")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens)->capture_default_str();
-  cmd->add_option("--decode-tokens", o->decode_tokens)->capture_default_str();
-  cmd->add_option("--repeats", o->repeats, "runs; the median is reported")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "seed of the random prompt")->capture_default_str();
+  cmd->add_option("--decode-tokens", o->decode_tokens, "tokens generated per sequence")->capture_default_str();
+  cmd->add_option("--block-size", o->block_size, "draft block size (0: the drafter's)")->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "runs per case; the median is reported")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed of the random prompts")->capture_default_str();
+  cmd->add_flag("--passes", o->passes, "also time one decode, verify(B) and draft(B) pass");
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {
     if (*cmd) run_engine_bench(*o);
