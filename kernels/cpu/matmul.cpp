@@ -13,52 +13,65 @@
 namespace flashq::cpu {
 namespace {
 
-// Dot products of R rows of x with one weight row. Every output element is computed the same
-// way whatever R is (two 8-lane accumulators over 16-wide steps, an 8-wide step, a scalar tail),
-// so a row's result does not depend on which other rows share the call: decoding one token,
-// verifying a block and running a batch give bit-identical logits for the same row.
-template <int R, typename W>
-inline void dot_rows(const float* x, int64_t k, const W* w, float* out) {
-  __m256 even[R], odd[R];
-  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
+// One tile: R rows of x against C consecutive weight rows, one 8-lane accumulator per output
+// element, k in order, then a horizontal sum and a scalar tail. Every output element is computed
+// the same way whatever R and C are, so a row's result does not depend on which other rows share
+// the call: decoding one token, verifying a block and running a batch give bit-identical logits.
+// R * C accumulators stay in registers (at most 12 of AVX2's 16).
+template <int R, int C, typename W>
+inline void multiply_tile(const float* x, const W* w, float* y, int64_t n, int64_t k) {
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  }
   int64_t p = 0;
-  for (; p + 16 <= k; p += 16) {
-    const __m256 w0 = load8(w + p), w1 = load8(w + p + 8);
+  for (; p + 8 <= k; p += 8) {
+    __m256 wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = load8(w + c * k + p);
     for (int r = 0; r < R; ++r) {
-      even[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * k + p), even[r]);
-      odd[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * k + p + 8), odd[r]);
+      const __m256 xv = _mm256_loadu_ps(x + r * k + p);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv[c], xv, acc[r][c]);
     }
   }
-  if (p + 8 <= k) {
-    const __m256 w0 = load8(w + p);
-    for (int r = 0; r < R; ++r) even[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * k + p), even[r]);
-    p += 8;
-  }
   for (int r = 0; r < R; ++r) {
-    float sum = hsum(_mm256_add_ps(even[r], odd[r]));
-    for (int64_t q = p; q < k; ++q) sum += to_f32(w[q]) * x[r * k + q];
-    out[r] = sum;
+    for (int c = 0; c < C; ++c) {
+      float sum = hsum(acc[r][c]);
+      for (int64_t q = p; q < k; ++q) sum += to_f32(w[c * k + q]) * x[r * k + q];
+      y[r * n + c] = sum;
+    }
   }
 }
 
-// Few rows: each weight row is widened once and used for all rows of x while it sits in L1.
+// All rows of x (in groups of up to 4) against C weight rows starting at row j.
+template <int C, typename W>
+inline void multiply_weight_rows(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k, int64_t j) {
+  const W* wj = w + j * k;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) multiply_tile<4, C>(x + i * k, wj, y + i * n + j, n, k);
+  switch (m - i) {
+    case 3: multiply_tile<3, C>(x + i * k, wj, y + i * n + j, n, k); break;
+    case 2: multiply_tile<2, C>(x + i * k, wj, y + i * n + j, n, k); break;
+    case 1: multiply_tile<1, C>(x + i * k, wj, y + i * n + j, n, k); break;
+    default: break;
+  }
+}
+
+// Few rows: bound by reading the weights, which are widened once per tile and used for every
+// row of x while they sit in L1. One row (decode) takes 8 weight rows per tile so enough
+// independent accumulators hide the FMA latency; more rows take 3 (4 x 3 accumulators).
 template <typename W>
 void stream_rows(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k) {
+  const int64_t tile = m == 1 ? 8 : 3;
+  const int64_t tiles = n / tile;
 #pragma omp parallel for schedule(static)
-  for (int64_t j = 0; j < n; ++j) {
-    const W* wj = w + j * k;
-    float out[4];
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) {
-      dot_rows<4>(x + i * k, k, wj, out);
-      for (int r = 0; r < 4; ++r) y[(i + r) * n + j] = out[r];
+  for (int64_t t = 0; t < tiles; ++t) {
+    if (m == 1) {
+      multiply_weight_rows<8>(x, w, y, m, n, k, t * tile);
+    } else {
+      multiply_weight_rows<3>(x, w, y, m, n, k, t * tile);
     }
-    const int64_t left = m - i;
-    if (left == 3) dot_rows<3>(x + i * k, k, wj, out);
-    if (left == 2) dot_rows<2>(x + i * k, k, wj, out);
-    if (left == 1) dot_rows<1>(x + i * k, k, wj, out);
-    for (int64_t r = 0; r < left; ++r) y[(i + r) * n + j] = out[r];
   }
+  for (int64_t j = tiles * tile; j < n; ++j) multiply_weight_rows<1>(x, w, y, m, n, k, j);
 }
 
 // Weights widened to f32 in panels of about 1 MiB; each OpenMP thread takes whole panels and

@@ -221,8 +221,10 @@ void Engine::decode_step() {
     const int64_t start = s.target_cache.length() - b;
     s.target_cache.truncate(start + acceptance.accepted + 1);
     if (s.proposer_state) {
-      observations.push_back({s.proposer_state.get(), block.first(static_cast<size_t>(acceptance.accepted + 1)), start,
-                              out.taps.slice_rows(row, acceptance.accepted + 1)});
+      // A proposer that asked for no tap layers gets no hidden states.
+      Tensor taps = out.taps.defined() ? out.taps.slice_rows(row, acceptance.accepted + 1) : Tensor();
+      observations.push_back(
+          {s.proposer_state.get(), block.first(static_cast<size_t>(acceptance.accepted + 1)), start, taps});
     }
     if (b > 1) {
       s.spec_stats.draft_steps += 1;
