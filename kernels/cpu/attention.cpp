@@ -1,5 +1,6 @@
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -13,7 +14,8 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
   const int64_t group = s.q_heads / s.kv_heads;
   const int64_t kv_stride = s.kv_heads * s.head_dim;  // floats between one key row and the next
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-#pragma omp parallel
+  const int64_t max_keys = s.rows > 0 ? *std::max_element(key_counts, key_counts + s.rows) : 0;
+#pragma omp parallel if (s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18))
   {
     std::vector<float> scores;
 #pragma omp for schedule(dynamic, 1) collapse(2)

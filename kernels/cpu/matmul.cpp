@@ -63,7 +63,8 @@ template <typename W>
 void stream_rows(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k) {
   const int64_t tile = m == 1 ? 8 : 3;
   const int64_t tiles = n / tile;
-#pragma omp parallel for schedule(static)
+  // Below about a million multiply-adds, waking a second thread costs more than it saves.
+#pragma omp parallel for schedule(static) if (m * n * k >= (int64_t{1} << 20))
   for (int64_t t = 0; t < tiles; ++t) {
     if (m == 1) {
       multiply_weight_rows<8>(x, w, y, m, n, k, t * tile);

@@ -22,7 +22,7 @@ void validate(const TinyModelSpec& s) {
   }
   if (s.heads % s.kv_heads != 0) fail("--kv-heads must divide --heads");
   if (s.head_dim % 2 != 0) fail("--head-dim must be even");
-  if (s.vocab < 300) fail("--vocab must be at least 300 (256 byte tokens, merges and special tokens)");
+  if (s.vocab < 301) fail("--vocab must be at least 301 (300 tokenizer ids and one padding row)");
 }
 
 std::string dtype_torch_name(DType dtype) {
