@@ -1,0 +1,393 @@
+#include "broker/broker.h"
+
+#include <algorithm>
+#include <random>
+
+#include <spdlog/spdlog.h>
+#include <zmq_addon.hpp>
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+using protocol::FinishReason;
+using protocol::MessageType;
+
+int64_t ms_between(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+
+void configure_router(zmq::socket_t& socket, int high_water_mark) {
+  socket.set(zmq::sockopt::router_mandatory, 1);
+  socket.set(zmq::sockopt::sndhwm, high_water_mark);
+  socket.set(zmq::sockopt::rcvhwm, high_water_mark);
+  socket.set(zmq::sockopt::linger, 0);
+}
+
+void bind_or_throw(zmq::socket_t& socket, const std::string& endpoint) {
+  try {
+    socket.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw Error(ErrorCode::kIo, "cannot bind " + endpoint + ": " + e.what());
+  }
+}
+
+// Roughly 4 bytes of text per token: the queue's bound on prompt tokens before tokenizing.
+int64_t estimate_prompt_tokens(const protocol::Job& job) {
+  if (const auto* text = std::get_if<std::string>(&job.prompt)) return static_cast<int64_t>(text->size()) / 4 + 1;
+  if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) return static_cast<int64_t>(ids->size());
+  int64_t bytes = 0;
+  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) bytes += static_cast<int64_t>(m.content.size());
+  return bytes / 4 + 1;
+}
+
+std::string new_job_id(uint64_t number) {
+  static const uint64_t salt = std::random_device{}();
+  char text[40];
+  std::snprintf(text, sizeof text, "job-%012llx-%llu", static_cast<unsigned long long>(salt & 0xffffffffffffull),
+                static_cast<unsigned long long>(number));
+  return text;
+}
+
+protocol::FinalResult final_with(FinishReason reason, std::optional<std::string> error = std::nullopt) {
+  protocol::FinalResult result;
+  result.finish_reason = reason;
+  result.error = std::move(error);
+  return result;
+}
+
+}  // namespace
+
+Broker::Broker(zmq::context_t& context, BrokerOptions options)
+    : options_(std::move(options)),
+      frontend_(context, zmq::socket_type::router),
+      backend_(context, zmq::socket_type::router),
+      stream_(context, zmq::socket_type::xpub),
+      queue_(options_.queue) {
+  configure_router(frontend_, options_.send_high_water_mark);
+  configure_router(backend_, options_.send_high_water_mark);
+  stream_.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
+  stream_.set(zmq::sockopt::linger, 0);
+  bind_or_throw(frontend_, options_.frontend);
+  bind_or_throw(backend_, options_.backend);
+  bind_or_throw(stream_, options_.stream);
+}
+
+std::string Broker::frontend_endpoint() const { return frontend_.get(zmq::sockopt::last_endpoint); }
+std::string Broker::backend_endpoint() const { return backend_.get(zmq::sockopt::last_endpoint); }
+std::string Broker::stream_endpoint() const { return stream_.get(zmq::sockopt::last_endpoint); }
+
+void Broker::run(const std::atomic<bool>& stop) {
+  SteadyClock::time_point drain_started;
+  while (true) {
+    if (stop.load() && !draining_) {
+      draining_ = true;
+      drain_started = SteadyClock::now();
+      spdlog::info("broker draining: no new jobs, {} running", jobs_.size());
+    }
+    if (draining_) {
+      const bool busy = std::any_of(jobs_.begin(), jobs_.end(),
+                                    [](const auto& entry) { return entry.second.phase != JobPhase::kFinished; });
+      if (!busy) break;
+      if (ms_between(drain_started, SteadyClock::now()) > options_.drain_timeout_ms) {
+        for (auto& [id, job] : jobs_) {
+          if (job.phase != JobPhase::kFinished) finish(job, final_with(FinishReason::kError, "broker shut down"));
+        }
+        break;
+      }
+    }
+    zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0}, {backend_.handle(), 0, ZMQ_POLLIN, 0},
+                               {stream_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 3, std::chrono::milliseconds(50));
+    if (items[0].revents & ZMQ_POLLIN) serve_frontend();
+    if (items[1].revents & ZMQ_POLLIN) serve_backend();
+    if (items[2].revents & ZMQ_POLLIN) {
+      zmq::message_t subscription;  // subscriptions carry nothing we act on yet
+      (void)stream_.recv(subscription, zmq::recv_flags::dontwait);
+    }
+    check_timers();
+  }
+  for (const auto& [identity, worker] : workers_.all()) send_to(backend_, identity, protocol::Disconnect{});
+}
+
+bool Broker::send(zmq::socket_t& socket, const std::string& identity, const protocol::WireMessage& message) {
+  std::vector<zmq::const_buffer> frames;
+  std::vector<std::string> parts = protocol::to_frames(message);
+  frames.push_back(zmq::buffer(identity));
+  for (const std::string& part : parts) frames.push_back(zmq::buffer(part));
+  try {
+    return zmq::send_multipart(socket, frames, zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t& e) {
+    return false;  // EHOSTUNREACH: the peer is gone; its loss is found by other means
+  }
+}
+
+void Broker::serve_frontend() {
+  for (int budget = 0; budget < 1000; ++budget) {
+    std::vector<zmq::message_t> parts;
+    if (!zmq::recv_multipart(frontend_, std::back_inserter(parts), zmq::recv_flags::dontwait)) return;
+    const std::string producer = parts.empty() ? std::string() : parts[0].to_string();
+    std::vector<std::string_view> frames;
+    for (size_t i = 1; i < parts.size(); ++i) frames.push_back(parts[i].to_string_view());
+    try {
+      protocol::WireMessage message = protocol::from_frames(frames);
+      switch (message.type) {
+        case MessageType::kSubmit: on_submit(producer, protocol::from_wire<protocol::Submit>(message)); break;
+        case MessageType::kCancel: on_cancel(producer, protocol::from_wire<protocol::Cancel>(message)); break;
+        case MessageType::kStatus: on_status(producer, protocol::from_wire<protocol::Status>(message)); break;
+        case MessageType::kHeartbeat: break;
+        default:
+          throw Error(ErrorCode::kProtocol, std::string(protocol::message_type_name(message.type)) +
+                                                " is not a message producers send");
+      }
+    } catch (const Error& e) {
+      send_to(frontend_, producer, protocol::error_reply(e));
+    }
+  }
+}
+
+void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
+  protocol::Job& job = submit.job;
+  if (job.id.empty()) job.id = new_job_id(++next_job_number_);
+  auto existing = jobs_.find(job.id);
+  if (existing != jobs_.end()) {  // idempotent: the same id is the same job
+    send_to(frontend_, producer, protocol::Accepted{job.id});
+    if (existing->second.final_result) {
+      protocol::Event last{.id = job.id, .seq = existing->second.next_seq - 1, .final_result = existing->second.final_result};
+      send_to(frontend_, producer, last);
+    }
+    return;
+  }
+  if (draining_) {
+    send_to(frontend_, producer, protocol::Rejected{job.id, "shutting_down", 0});
+    return;
+  }
+  if (job.deadline_ms < 0 || job.deadline_ms > options_.max_deadline_ms) {
+    send_to(frontend_, producer, protocol::Rejected{job.id, "bad_deadline", 0});
+    return;
+  }
+  const int64_t prompt_tokens = estimate_prompt_tokens(job);
+  if (!queue_.push_back(job.id, job.priority, prompt_tokens)) {
+    send_to(frontend_, producer, protocol::Rejected{job.id, "overloaded", options_.retry_after_ms});
+    return;
+  }
+  const auto now = SteadyClock::now();
+  JobRecord record;
+  record.producer = producer;
+  record.prompt_tokens_estimate = prompt_tokens;
+  record.submitted_at = now;
+  record.deadline_at = now + std::chrono::milliseconds(job.deadline_ms > 0 ? job.deadline_ms : options_.default_deadline_ms);
+  const std::string id = job.id;
+  record.job = std::move(job);
+  jobs_.emplace(id, std::move(record));
+  send_to(frontend_, producer, protocol::Accepted{id});
+  dispatch();
+}
+
+void Broker::on_cancel(const std::string& producer, const protocol::Cancel& cancel) {
+  auto it = jobs_.find(cancel.id);
+  if (it == jobs_.end()) {
+    send_to(frontend_, producer, protocol::ErrorReply{"not_found", "no job '" + cancel.id + "'", cancel.id});
+    return;
+  }
+  JobRecord& job = it->second;
+  if (job.phase == JobPhase::kQueued) {
+    queue_.remove(job.job.id);
+    finish(job, final_with(FinishReason::kCancelled));
+  } else if (job.phase == JobPhase::kRunning && !job.cancel_requested) {
+    job.cancel_requested = true;
+    send_to(backend_, job.worker, protocol::Cancel{job.job.id});
+  }
+}
+
+void Broker::on_status(const std::string& producer, const protocol::Status& status) {
+  protocol::StatusReply reply{.id = status.id};
+  auto it = jobs_.find(status.id);
+  if (it != jobs_.end()) {
+    const JobRecord& job = it->second;
+    reply.state = job.phase == JobPhase::kQueued    ? protocol::JobState::kQueued
+                  : job.phase == JobPhase::kRunning ? protocol::JobState::kRunning
+                                                    : protocol::JobState::kFinished;
+    reply.attempt = job.attempt;
+    reply.seq = job.next_seq;
+    reply.final_result = job.final_result;
+  }
+  send_to(frontend_, producer, reply);
+}
+
+void Broker::serve_backend() {
+  for (int budget = 0; budget < 1000; ++budget) {
+    std::vector<zmq::message_t> parts;
+    if (!zmq::recv_multipart(backend_, std::back_inserter(parts), zmq::recv_flags::dontwait)) return;
+    const std::string identity = parts.empty() ? std::string() : parts[0].to_string();
+    std::vector<std::string_view> frames;
+    for (size_t i = 1; i < parts.size(); ++i) frames.push_back(parts[i].to_string_view());
+    try {
+      protocol::WireMessage message = protocol::from_frames(frames);
+      if (message.type == MessageType::kReady) {
+        on_ready(identity, protocol::from_wire<protocol::Ready>(message));
+        continue;
+      }
+      WorkerRecord* worker = workers_.find(identity);
+      if (!worker) {  // traffic from a worker we do not know (e.g. after our restart): re-register
+        send_to(backend_, identity, protocol::Disconnect{});
+        continue;
+      }
+      worker->last_seen = SteadyClock::now();  // any message counts as a heartbeat
+      switch (message.type) {
+        case MessageType::kHeartbeat: (void)protocol::from_wire<protocol::WorkerHeartbeat>(message); break;
+        case MessageType::kTokens: on_tokens(*worker, protocol::from_wire<protocol::Tokens>(message)); break;
+        case MessageType::kFinal: on_final(*worker, protocol::from_wire<protocol::Final>(message)); break;
+        case MessageType::kDisconnect: lose_worker(identity, "it disconnected"); break;
+        default:
+          throw Error(ErrorCode::kProtocol, std::string(protocol::message_type_name(message.type)) +
+                                                " is not a message workers send");
+      }
+    } catch (const Error& e) {
+      spdlog::warn("backend: bad message from a worker: {}", e.what());
+      send_to(backend_, identity, protocol::error_reply(e));
+    }
+  }
+}
+
+void Broker::on_ready(const std::string& identity, protocol::Ready ready) {
+  if (ready.slots <= 0 || ready.slots > 4096) {
+    throw Error(ErrorCode::kProtocol, "READY slots must be in 1..4096, got " + std::to_string(ready.slots));
+  }
+  if (workers_.find(identity)) lose_worker(identity, "it registered again");  // it restarted: its jobs are gone
+  spdlog::info("worker {} ready: model {}, {} slots, backend {}", ready.worker_id, ready.model, ready.slots, ready.backend);
+  workers_.add(identity, std::move(ready), SteadyClock::now());
+  dispatch();
+}
+
+void Broker::on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens) {
+  auto it = jobs_.find(tokens.id);
+  if (it == jobs_.end()) return;
+  JobRecord& job = it->second;
+  // Late traffic of an attempt we already gave up on is dropped: subscribers see one stream.
+  if (job.phase != JobPhase::kRunning || job.worker != worker.identity || job.attempt != tokens.attempt) return;
+  if (tokens.seq != job.worker_seq) {
+    spdlog::warn("job {}: TOKENS seq {} from worker {}, expected {}", job.job.id, tokens.seq, worker.ready.worker_id,
+                 job.worker_seq);
+  }
+  job.worker_seq = tokens.seq + 1;
+  if (!job.first_token_at && !tokens.token_ids.empty()) job.first_token_at = SteadyClock::now();
+  job.streamed.insert(job.streamed.end(), tokens.token_ids.begin(), tokens.token_ids.end());
+  publish(job, protocol::Event{.id = job.job.id, .token_ids = tokens.token_ids, .text = tokens.text});
+}
+
+void Broker::on_final(WorkerRecord& worker, const protocol::Final& final_message) {
+  auto it = jobs_.find(final_message.id);
+  if (it == jobs_.end()) return;
+  JobRecord& job = it->second;
+  if (job.phase != JobPhase::kRunning || job.worker != worker.identity || job.attempt != final_message.attempt) return;
+  worker.jobs.erase(job.job.id);
+  protocol::FinalResult result = final_message.result;
+  if (job.deadline_expired && result.finish_reason == FinishReason::kCancelled) result.finish_reason = FinishReason::kDeadline;
+  // Figures for the whole job, across attempts, as the producer sees it.
+  const auto now = SteadyClock::now();
+  result.usage.completion_tokens = static_cast<int64_t>(job.streamed.size());
+  result.timings.queue_ms = ms_between(job.submitted_at, job.first_assigned_at) + result.timings.queue_ms;
+  result.timings.ttft_ms = job.first_token_at ? ms_between(job.submitted_at, *job.first_token_at) : 0;
+  result.timings.total_ms = ms_between(job.submitted_at, now);
+  finish(job, std::move(result));
+  dispatch();
+}
+
+void Broker::dispatch() {
+  while (!queue_.empty()) {
+    WorkerRecord* worker = workers_.least_loaded();
+    if (!worker) return;
+    const std::string id = *queue_.pop();
+    JobRecord& job = jobs_.at(id);
+    job.phase = JobPhase::kRunning;
+    job.worker = worker->identity;
+    job.worker_seq = 0;
+    job.attempt += 1;
+    if (job.attempt == 1) job.first_assigned_at = SteadyClock::now();
+    protocol::Assign assign{.job = job.job, .attempt = job.attempt, .resume_tokens = job.streamed};
+    assign.job.deadline_ms = std::max<int64_t>(1, ms_between(SteadyClock::now(), job.deadline_at));
+    worker->jobs.insert(id);
+    if (!send_to(backend_, worker->identity, assign)) {
+      lose_worker(worker->identity, "it cannot be reached");
+    }
+  }
+}
+
+void Broker::check_timers() {
+  const auto now = SteadyClock::now();
+  if (ms_between(last_heartbeat_sent_, now) >= options_.heartbeat_ms) {
+    last_heartbeat_sent_ = now;
+    for (const auto& [identity, worker] : workers_.all()) send_to(backend_, identity, protocol::BrokerHeartbeat{});
+  }
+  const auto oldest_allowed = now - std::chrono::milliseconds(options_.heartbeat_ms * options_.liveness);
+  for (const std::string& identity : workers_.expired(oldest_allowed)) lose_worker(identity, "its heartbeats stopped");
+
+  for (auto& [id, job] : jobs_) {
+    if (job.phase == JobPhase::kFinished || job.deadline_at > now) continue;
+    if (job.phase == JobPhase::kQueued) {
+      queue_.remove(id);
+      finish(job, final_with(FinishReason::kDeadline));
+    } else if (!job.deadline_expired) {
+      job.deadline_expired = true;  // the worker's cancelled FINAL becomes `deadline`
+      send_to(backend_, job.worker, protocol::Cancel{id});
+    }
+  }
+  forget_old_jobs();
+}
+
+void Broker::lose_worker(const std::string& identity, const std::string& why) {
+  WorkerRecord* worker = workers_.find(identity);
+  if (!worker) return;
+  spdlog::warn("worker {} lost: {}; re-queueing {} jobs", worker->ready.worker_id, why, worker->jobs.size());
+  for (const std::string& id : workers_.remove(identity)) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.phase == JobPhase::kRunning) requeue_as_continuation(it->second);
+  }
+  dispatch();
+}
+
+void Broker::requeue_as_continuation(JobRecord& job) {
+  job.worker.clear();
+  if (job.cancel_requested) {
+    finish(job, final_with(FinishReason::kCancelled));
+    return;
+  }
+  if (job.attempt >= options_.max_attempts) {
+    finish(job, final_with(FinishReason::kError, "the job's worker was lost " + std::to_string(job.attempt) + " times"));
+    return;
+  }
+  job.phase = JobPhase::kQueued;
+  queue_.push_front(job.job.id, job.job.priority, job.prompt_tokens_estimate + static_cast<int64_t>(job.streamed.size()));
+}
+
+void Broker::finish(JobRecord& job, protocol::FinalResult result) {
+  job.phase = JobPhase::kFinished;
+  if (!job.worker.empty()) {
+    if (WorkerRecord* worker = workers_.find(job.worker)) worker->jobs.erase(job.job.id);
+    job.worker.clear();
+  }
+  job.final_result = result;
+  publish(job, protocol::Event{.id = job.job.id, .final_result = std::move(result)});
+  finished_order_.push_back(job.job.id);
+}
+
+void Broker::publish(JobRecord& job, protocol::Event event) {
+  event.seq = job.next_seq++;
+  std::vector<std::string> frames = protocol::to_stream_frames(event);
+  std::vector<zmq::const_buffer> buffers;
+  for (const std::string& frame : frames) buffers.push_back(zmq::buffer(frame));
+  (void)zmq::send_multipart(stream_, buffers, zmq::send_flags::dontwait);  // XPUB drops for slow subscribers
+  // The submitter gets every event when it asked to stream, and always the final one.
+  if (job.job.stream || event.final_result) send_to(frontend_, job.producer, event);
+}
+
+void Broker::forget_old_jobs() {
+  while (static_cast<int64_t>(finished_order_.size()) > options_.finished_jobs_kept) {
+    jobs_.erase(finished_order_.front());
+    finished_order_.pop_front();
+  }
+}
+
+}  // namespace flashq

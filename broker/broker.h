@@ -1,0 +1,80 @@
+// The broker (DESIGN.md §1, §4): one thread, one poll loop over three sockets.
+//  - frontend ROUTER: producers SUBMIT, CANCEL and ask STATUS;
+//  - backend ROUTER: workers register (READY), beat, stream TOKENS and report FINAL;
+//  - stream XPUB: every job's events under "job/<id>", for any subscriber.
+// Sends never block: every socket sends with ZMQ_DONTWAIT and ROUTER_MANDATORY, and a peer that
+// cannot take a message (gone, or over its high-water mark) loses that message, never the broker's
+// time. A slow subscriber only loses its own events.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "broker/broker_options.h"
+#include "broker/job_queue.h"
+#include "broker/job_record.h"
+#include "broker/worker_registry.h"
+#include "shared/protocol/messages.h"
+#include "shared/protocol/stream.h"
+#include "shared/protocol/wire.h"
+
+namespace flashq {
+
+class Broker {
+ public:
+  // Binds the three sockets (kIo naming the endpoint when one cannot be bound).
+  Broker(zmq::context_t& context, BrokerOptions options);
+
+  // Serves until `stop` is set, then drains: refuses new jobs and lets running ones finish for up
+  // to drain_timeout_ms; jobs still unfinished then end with `error`.
+  void run(const std::atomic<bool>& stop);
+
+  // The endpoints actually bound (a "tcp://127.0.0.1:*" request becomes a real port).
+  std::string frontend_endpoint() const;
+  std::string backend_endpoint() const;
+  std::string stream_endpoint() const;
+
+ private:
+  using Frames = std::vector<std::string>;
+
+  void serve_frontend();
+  void serve_backend();
+  void on_submit(const std::string& producer, protocol::Submit submit);
+  void on_cancel(const std::string& producer, const protocol::Cancel& cancel);
+  void on_status(const std::string& producer, const protocol::Status& status);
+  void on_ready(const std::string& worker, protocol::Ready ready);
+  void on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens);
+  void on_final(WorkerRecord& worker, const protocol::Final& final_message);
+
+  void dispatch();
+  void check_timers();
+  void lose_worker(const std::string& identity, const std::string& why);
+  void requeue_as_continuation(JobRecord& job);
+  void finish(JobRecord& job, protocol::FinalResult result);
+  void publish(JobRecord& job, protocol::Event event);
+  void forget_old_jobs();
+
+  bool send(zmq::socket_t& socket, const std::string& identity, const protocol::WireMessage& message);
+  template <typename Message>
+  bool send_to(zmq::socket_t& socket, const std::string& identity, const Message& message) {
+    return send(socket, identity, protocol::to_wire(message));
+  }
+
+  BrokerOptions options_;
+  zmq::socket_t frontend_, backend_, stream_;
+  JobQueue queue_;
+  WorkerRegistry workers_;
+  std::map<std::string, JobRecord> jobs_;
+  std::deque<std::string> finished_order_;  // oldest first, for bounded retention
+  bool draining_ = false;
+  uint64_t next_job_number_ = 0;
+  SteadyClock::time_point last_heartbeat_sent_;
+};
+
+}  // namespace flashq

@@ -1,0 +1,39 @@
+// flashq-broker: the queue, scheduler, worker registry and stream fan-out (DESIGN.md §1).
+#include <csignal>
+
+#include <spdlog/spdlog.h>
+
+#include "broker/broker.h"
+#include "shared/cli.h"
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+void request_stop(int) { stop_requested.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flashq-broker: assigns generation jobs to workers and streams their tokens"};
+  flashq::BrokerOptions o;
+  app.add_option("--frontend", o.frontend, "producers' endpoint (ROUTER)")->capture_default_str();
+  app.add_option("--backend", o.backend, "workers' endpoint (ROUTER)")->capture_default_str();
+  app.add_option("--stream", o.stream, "subscribers' endpoint (XPUB)")->capture_default_str();
+  app.add_option("--max-queued-jobs", o.queue.max_jobs)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-queued-prompt-tokens", o.queue.max_prompt_tokens)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--heartbeat-ms", o.heartbeat_ms)->capture_default_str()->check(CLI::Range(10, 60000));
+  app.add_option("--max-attempts", o.max_attempts, "attempts per job before it fails")->capture_default_str()->check(CLI::Range(1, 100));
+  app.add_option("--default-deadline-ms", o.default_deadline_ms)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--finished-jobs-kept", o.finished_jobs_kept)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--drain-timeout-ms", o.drain_timeout_ms)->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--send-hwm", o.send_high_water_mark, "messages queued per peer")->capture_default_str()->check(CLI::PositiveNumber);
+  return flashq::run_cli(app, argc, argv, [&] {
+    std::signal(SIGTERM, request_stop);
+    std::signal(SIGINT, request_stop);
+    zmq::context_t context;
+    flashq::Broker broker(context, o);
+    spdlog::info("broker: frontend {}, backend {}, stream {}", broker.frontend_endpoint(), broker.backend_endpoint(),
+                 broker.stream_endpoint());
+    broker.run(stop_requested);
+  });
+}

@@ -1,0 +1,38 @@
+// What the broker knows about one job, from SUBMIT to its final event.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shared/protocol/final_result.h"
+#include "shared/protocol/job.h"
+
+namespace flashq {
+
+using SteadyClock = std::chrono::steady_clock;
+
+enum class JobPhase { kQueued, kRunning, kFinished };
+
+struct JobRecord {
+  protocol::Job job;
+  std::string producer;  // ROUTER identity of the submitting producer
+  JobPhase phase = JobPhase::kQueued;
+  int64_t attempt = 0;              // attempts started so far
+  std::string worker;               // backend identity while running
+  int64_t worker_seq = 0;           // next TOKENS seq expected from the current attempt
+  int64_t next_seq = 0;             // next stream event seq (continues across attempts)
+  std::vector<int32_t> streamed;    // every token published, the prefix of a continuation
+  int64_t prompt_tokens_estimate = 0;
+  SteadyClock::time_point submitted_at;
+  SteadyClock::time_point deadline_at;
+  SteadyClock::time_point first_assigned_at;
+  std::optional<SteadyClock::time_point> first_token_at;
+  bool cancel_requested = false;
+  bool deadline_expired = false;
+  std::optional<protocol::FinalResult> final_result;
+};
+
+}  // namespace flashq

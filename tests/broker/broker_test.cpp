@@ -1,0 +1,287 @@
+// The broker over real ZeroMQ sockets on loopback, with the test playing producers, workers and
+// subscribers at the wire level (docs/protocol.md).
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <zmq_addon.hpp>
+
+#include "broker/broker.h"
+
+namespace flashq {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::MessageType;
+
+class BrokerFixture : public ::testing::Test {
+ protected:
+  void start(BrokerOptions options = {}) {
+    options.frontend = options.backend = options.stream = "tcp://127.0.0.1:*";
+    options.heartbeat_ms = 200;  // a silent worker is dead after 600 ms
+    options.drain_timeout_ms = 0;
+    broker_ = std::make_unique<Broker>(context_, options);
+    thread_ = std::thread([this] { broker_->run(stop_); });
+  }
+  ~BrokerFixture() override {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  zmq::socket_t connect(zmq::socket_type type, const std::string& endpoint) {
+    zmq::socket_t socket(context_, type);
+    socket.set(zmq::sockopt::linger, 0);
+    socket.connect(endpoint);
+    return socket;
+  }
+  zmq::socket_t producer() { return connect(zmq::socket_type::dealer, broker_->frontend_endpoint()); }
+  zmq::socket_t worker(const std::string& name, int64_t slots = 1) {
+    zmq::socket_t socket = connect(zmq::socket_type::dealer, broker_->backend_endpoint());
+    send(socket, protocol::Ready{.worker_id = name, .model = "tiny", .slots = slots, .backend = "cpu"});
+    return socket;
+  }
+
+  template <typename Message>
+  static void send(zmq::socket_t& socket, const Message& message) {
+    send_frames(socket, protocol::to_frames(protocol::to_wire(message)));
+  }
+  static void send_frames(zmq::socket_t& socket, const std::vector<std::string>& frames) {
+    std::vector<zmq::const_buffer> buffers;
+    for (const std::string& f : frames) buffers.push_back(zmq::buffer(f));
+    zmq::send_multipart(socket, buffers);
+  }
+  // The next message that is not a heartbeat, within `timeout`.
+  static std::optional<protocol::WireMessage> receive(zmq::socket_t& socket, std::chrono::milliseconds timeout = 3000ms) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> parts;
+      (void)zmq::recv_multipart(socket, std::back_inserter(parts));
+      std::vector<std::string_view> frames;
+      for (auto& p : parts) frames.push_back(p.to_string_view());
+      protocol::WireMessage message = protocol::from_frames(frames);
+      if (message.type != MessageType::kHeartbeat) return message;
+    }
+    return std::nullopt;
+  }
+  template <typename Message>
+  static Message expect(zmq::socket_t& socket) {
+    std::optional<protocol::WireMessage> message = receive(socket);
+    if (!message) throw std::runtime_error("no message arrived");
+    return protocol::from_wire<Message>(*message);
+  }
+  // Like expect, for a worker that keeps beating while it waits (so it is not declared dead).
+  template <typename Message>
+  static Message expect_while_beating(zmq::socket_t& worker_socket) {
+    for (int i = 0; i < 60; ++i) {
+      send(worker_socket, protocol::WorkerHeartbeat{.load = 0});
+      if (std::optional<protocol::WireMessage> message = receive(worker_socket, 50ms)) {
+        return protocol::from_wire<Message>(*message);
+      }
+    }
+    throw std::runtime_error("no message arrived");
+  }
+  static protocol::Job job(const std::string& id, bool stream = true) {
+    protocol::Job j;
+    j.id = id;
+    j.prompt = std::string("hello");
+    j.stream = stream;
+    return j;
+  }
+
+  zmq::context_t context_;
+  std::unique_ptr<Broker> broker_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST_F(BrokerFixture, SubmittedJobIsAssignedStreamedAndEndsWithOneFinal) {
+  start();
+  zmq::socket_t w = worker("w1");
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("a")});
+  EXPECT_EQ(expect<protocol::Accepted>(p).id, "a");
+  protocol::Assign assign = expect<protocol::Assign>(w);
+  EXPECT_EQ(assign.job.id, "a");
+  EXPECT_EQ(assign.attempt, 1);
+  EXPECT_TRUE(assign.resume_tokens.empty());
+
+  send(w, protocol::Tokens{.id = "a", .attempt = 1, .seq = 0, .token_ids = {1, 2}, .text = "ab"});
+  send(w, protocol::Tokens{.id = "a", .attempt = 1, .seq = 1, .token_ids = {3}, .text = "c"});
+  send(w, protocol::Final{.id = "a", .attempt = 1, .result = {.finish_reason = protocol::FinishReason::kLength}});
+  protocol::Event e0 = expect<protocol::Event>(p), e1 = expect<protocol::Event>(p), e2 = expect<protocol::Event>(p);
+  EXPECT_EQ(e0.seq, 0);
+  EXPECT_EQ(e0.token_ids, (protocol::TokenIds{1, 2}));
+  EXPECT_EQ(e1.seq, 1);
+  EXPECT_EQ(e1.text, "c");
+  EXPECT_EQ(e2.seq, 2);
+  ASSERT_TRUE(e2.final_result);
+  EXPECT_EQ(e2.final_result->finish_reason, protocol::FinishReason::kLength);
+  EXPECT_EQ(e2.final_result->usage.completion_tokens, 3);
+  EXPECT_FALSE(receive(p, 300ms)) << "a second final";
+}
+
+TEST_F(BrokerFixture, SubscribersSeeTheSameGaplessStream) {
+  start();
+  zmq::socket_t sub = connect(zmq::socket_type::sub, broker_->stream_endpoint());
+  sub.set(zmq::sockopt::subscribe, protocol::stream_topic("s"));
+  std::this_thread::sleep_for(200ms);  // let the subscription reach the broker
+  zmq::socket_t w = worker("w1");
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("s", /*stream=*/false)});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(w);
+  for (int64_t seq = 0; seq < 5; ++seq) {
+    send(w, protocol::Tokens{.id = "s", .attempt = 1, .seq = seq, .token_ids = {static_cast<int32_t>(seq)}});
+  }
+  send(w, protocol::Final{.id = "s", .attempt = 1, .result = {.finish_reason = protocol::FinishReason::kStop}});
+  for (int64_t seq = 0; seq <= 5; ++seq) {
+    std::vector<zmq::message_t> parts;
+    zmq::pollitem_t item{sub.handle(), 0, ZMQ_POLLIN, 0};
+    ASSERT_EQ(zmq::poll(&item, 1, 3000ms), 1);
+    (void)zmq::recv_multipart(sub, std::back_inserter(parts));
+    std::vector<std::string_view> frames;
+    for (auto& part : parts) frames.push_back(part.to_string_view());
+    protocol::Event event = protocol::from_stream_frames(frames);
+    EXPECT_EQ(event.seq, seq);
+    EXPECT_EQ(event.final_result.has_value(), seq == 5);
+  }
+  // Without stream: true the producer still gets the final event, and only it.
+  protocol::Event final_event = expect<protocol::Event>(p);
+  EXPECT_TRUE(final_event.final_result);
+}
+
+TEST_F(BrokerFixture, WorkerDeathRequeuesTheJobAsAContinuation) {
+  start();
+  zmq::socket_t p = producer();
+  auto w1 = std::make_unique<zmq::socket_t>(worker("w1"));
+  send(p, protocol::Submit{job("c")});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(*w1);
+  send(*w1, protocol::Tokens{.id = "c", .attempt = 1, .seq = 0, .token_ids = {5, 6}, .text = "xy"});
+  EXPECT_EQ(expect<protocol::Event>(p).seq, 0);
+  w1.reset();  // the worker dies: no more heartbeats
+
+  zmq::socket_t w2 = worker("w2");
+  protocol::Assign retry = expect_while_beating<protocol::Assign>(w2);
+  EXPECT_EQ(retry.attempt, 2);
+  EXPECT_EQ(retry.resume_tokens, (protocol::TokenIds{5, 6}));
+  send(w2, protocol::Tokens{.id = "c", .attempt = 2, .seq = 0, .token_ids = {7}, .text = "z"});
+  send(w2, protocol::Final{.id = "c", .attempt = 2, .result = {.finish_reason = protocol::FinishReason::kLength}});
+  protocol::Event e1 = expect<protocol::Event>(p), e2 = expect<protocol::Event>(p);
+  EXPECT_EQ(e1.seq, 1);
+  EXPECT_EQ(e1.token_ids, (protocol::TokenIds{7}));
+  EXPECT_EQ(e2.seq, 2);
+  ASSERT_TRUE(e2.final_result);
+  EXPECT_EQ(e2.final_result->usage.completion_tokens, 3);
+}
+
+TEST_F(BrokerFixture, AJobWhoseWorkersKeepDyingFailsWithError) {
+  start({.max_attempts = 2});
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("doomed")});
+  expect<protocol::Accepted>(p);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    auto w = std::make_unique<zmq::socket_t>(worker("w" + std::to_string(attempt)));
+    EXPECT_EQ(expect<protocol::Assign>(*w).attempt, attempt);
+    send(*w, protocol::Disconnect{});
+  }
+  protocol::Event final_event = expect<protocol::Event>(p);
+  ASSERT_TRUE(final_event.final_result);
+  EXPECT_EQ(final_event.final_result->finish_reason, protocol::FinishReason::kError);
+}
+
+TEST_F(BrokerFixture, OverloadIsRejectedWithARetryHintAndRecovers) {
+  start({.queue = {.max_jobs = 1, .max_prompt_tokens = 1000}, .retry_after_ms = 250});
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("first")});
+  expect<protocol::Accepted>(p);
+  send(p, protocol::Submit{job("second")});
+  protocol::Rejected rejected = expect<protocol::Rejected>(p);
+  EXPECT_EQ(rejected.reason, "overloaded");
+  EXPECT_EQ(rejected.retry_after_ms, 250);
+  send(p, protocol::Cancel{"first"});
+  EXPECT_EQ(expect<protocol::Event>(p).final_result->finish_reason, protocol::FinishReason::kCancelled);
+  send(p, protocol::Submit{job("third")});
+  EXPECT_EQ(expect<protocol::Accepted>(p).id, "third");
+}
+
+TEST_F(BrokerFixture, CancelOfARunningJobGoesToItsWorker) {
+  start();
+  zmq::socket_t w = worker("w1");
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("k")});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(w);
+  send(p, protocol::Cancel{"k"});
+  EXPECT_EQ(expect<protocol::Cancel>(w).id, "k");
+  send(w, protocol::Final{.id = "k", .attempt = 1, .result = {.finish_reason = protocol::FinishReason::kCancelled}});
+  EXPECT_EQ(expect<protocol::Event>(p).final_result->finish_reason, protocol::FinishReason::kCancelled);
+  send(p, protocol::Cancel{"nope"});
+  EXPECT_EQ(expect<protocol::ErrorReply>(p).code, "not_found");
+}
+
+TEST_F(BrokerFixture, AQueuedJobPastItsDeadlineEndsWithDeadline) {
+  start();
+  zmq::socket_t p = producer();
+  protocol::Job j = job("late");
+  j.deadline_ms = 150;
+  send(p, protocol::Submit{j});
+  expect<protocol::Accepted>(p);
+  EXPECT_EQ(expect<protocol::Event>(p).final_result->finish_reason, protocol::FinishReason::kDeadline);
+}
+
+TEST_F(BrokerFixture, ResubmittingAnIdIsIdempotent) {
+  start();
+  zmq::socket_t w = worker("w1", 4);
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("same")});
+  send(p, protocol::Submit{job("same")});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(w);
+  EXPECT_FALSE(receive(w, 300ms)) << "the job was assigned twice";
+}
+
+TEST_F(BrokerFixture, StatusReportsWhereAJobStands) {
+  start();
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("q", false)});
+  expect<protocol::Accepted>(p);
+  send(p, protocol::Status{"q"});
+  EXPECT_EQ(expect<protocol::StatusReply>(p).state, protocol::JobState::kQueued);
+  send(p, protocol::Status{"unknown"});
+  EXPECT_EQ(expect<protocol::StatusReply>(p).state, protocol::JobState::kUnknown);
+}
+
+TEST_F(BrokerFixture, GarbageGetsATypedErrorAndTheBrokerKeepsServing) {
+  start();
+  zmq::socket_t p = producer();
+  const std::vector<std::vector<std::string>> garbage = {
+      {"XX"}, {"FQ1", std::string(1, '\x7f'), "\x80"}, {"FQ1", std::string(1, '\x10'), "\xc1"},
+      {"FQ2", std::string(1, '\x10'), "\x80"}, {"FQ1", std::string(1, '\x10'), "\x80"},  // SUBMIT without a job
+      {"FQ1", std::string(1, '\x30'), "\x80"}};                                        // READY on the frontend
+  for (const auto& frames : garbage) {
+    send_frames(p, frames);
+    protocol::ErrorReply error = expect<protocol::ErrorReply>(p);
+    EXPECT_EQ(error.code, "protocol") << error.message;
+  }
+  zmq::socket_t w = worker("w1");
+  send(p, protocol::Submit{job("fine")});
+  EXPECT_EQ(expect<protocol::Accepted>(p).id, "fine");
+  EXPECT_EQ(expect<protocol::Assign>(w).job.id, "fine");
+}
+
+TEST_F(BrokerFixture, TrafficFromAnUnknownWorkerIsAnsweredWithDisconnect) {
+  start();
+  zmq::socket_t stranger = connect(zmq::socket_type::dealer, broker_->backend_endpoint());
+  send(stranger, protocol::WorkerHeartbeat{.load = 0});
+  std::optional<protocol::WireMessage> reply = receive(stranger);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->type, MessageType::kDisconnect);
+}
+
+}  // namespace
+}  // namespace flashq
