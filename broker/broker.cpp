@@ -72,6 +72,7 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
   bind_or_throw(frontend_, options_.frontend);
   bind_or_throw(backend_, options_.backend);
   bind_or_throw(stream_, options_.stream);
+  if (!options_.http.empty()) http_ = std::make_unique<HttpEndpoint>(options_.http, metrics_);
 }
 
 std::string Broker::frontend_endpoint() const { return frontend_.get(zmq::sockopt::last_endpoint); }
@@ -161,15 +162,18 @@ void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
   }
   if (draining_) {
     send_to(frontend_, producer, protocol::Rejected{job.id, "shutting_down", 0});
+    metrics_.job_rejected("shutting_down");
     return;
   }
   if (job.deadline_ms < 0 || job.deadline_ms > options_.max_deadline_ms) {
     send_to(frontend_, producer, protocol::Rejected{job.id, "bad_deadline", 0});
+    metrics_.job_rejected("bad_deadline");
     return;
   }
   const int64_t prompt_tokens = estimate_prompt_tokens(job);
   if (!queue_.push_back(job.id, job.priority, prompt_tokens)) {
     send_to(frontend_, producer, protocol::Rejected{job.id, "overloaded", options_.retry_after_ms});
+    metrics_.job_rejected("overloaded");
     return;
   }
   const auto now = SteadyClock::now();
@@ -182,6 +186,7 @@ void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
   record.job = std::move(job);
   jobs_.emplace(id, std::move(record));
   send_to(frontend_, producer, protocol::Accepted{id});
+  metrics_.job_admitted();
   dispatch();
 }
 
@@ -272,7 +277,17 @@ void Broker::on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens) {
                  job.worker_seq);
   }
   job.worker_seq = tokens.seq + 1;
-  if (!job.first_token_at && !tokens.token_ids.empty()) job.first_token_at = SteadyClock::now();
+  const auto now = SteadyClock::now();
+  if (!tokens.token_ids.empty()) {
+    if (!job.first_token_at) {
+      job.first_token_at = now;
+      metrics_.time_to_first_token(std::chrono::duration<double>(now - job.submitted_at).count());
+    } else {
+      metrics_.inter_token_latency(std::chrono::duration<double>(now - job.last_token_at).count());
+    }
+    job.last_token_at = now;
+    metrics_.tokens_streamed(static_cast<int64_t>(tokens.token_ids.size()));
+  }
   job.streamed.insert(job.streamed.end(), tokens.token_ids.begin(), tokens.token_ids.end());
   publish(job, protocol::Event{.id = job.job.id, .token_ids = tokens.token_ids, .text = tokens.text});
 }
@@ -291,6 +306,7 @@ void Broker::on_final(WorkerRecord& worker, const protocol::Final& final_message
   result.timings.queue_ms = ms_between(job.submitted_at, job.first_assigned_at) + result.timings.queue_ms;
   result.timings.ttft_ms = job.first_token_at ? ms_between(job.submitted_at, *job.first_token_at) : 0;
   result.timings.total_ms = ms_between(job.submitted_at, now);
+  metrics_.speculation(result.spec_stats.draft_steps, result.spec_stats.accepted_tokens);
   finish(job, std::move(result));
   dispatch();
 }
@@ -335,6 +351,20 @@ void Broker::check_timers() {
     }
   }
   forget_old_jobs();
+  update_gauges();
+}
+
+void Broker::update_gauges() {
+  BrokerGauges gauges;
+  for (const auto& [priority, ids] : queue_.levels()) gauges.queue_depth[priority] = static_cast<int64_t>(ids.size());
+  gauges.queued_prompt_tokens = queue_.prompt_tokens();
+  for (const auto& [identity, worker] : workers_.all()) {
+    gauges.jobs_running += static_cast<int64_t>(worker.jobs.size());
+    gauges.worker_slots += worker.ready.slots;
+  }
+  gauges.workers = static_cast<int64_t>(workers_.all().size());
+  gauges.draining = draining_;
+  metrics_.set_gauges(std::move(gauges));
 }
 
 void Broker::lose_worker(const std::string& identity, const std::string& why) {
@@ -359,6 +389,7 @@ void Broker::requeue_as_continuation(JobRecord& job) {
     return;
   }
   job.phase = JobPhase::kQueued;
+  metrics_.job_retried();
   queue_.push_front(job.job.id, job.job.priority, job.prompt_tokens_estimate + static_cast<int64_t>(job.streamed.size()));
 }
 
@@ -369,6 +400,7 @@ void Broker::finish(JobRecord& job, protocol::FinalResult result) {
     job.worker.clear();
   }
   job.final_result = result;
+  metrics_.job_finished(std::string(protocol::finish_reason_name(result.finish_reason)));
   publish(job, protocol::Event{.id = job.job.id, .final_result = std::move(result)});
   finished_order_.push_back(job.job.id);
 }

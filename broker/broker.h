@@ -17,8 +17,10 @@
 #include <zmq.hpp>
 
 #include "broker/broker_options.h"
+#include "broker/http_endpoint.h"
 #include "broker/job_queue.h"
 #include "broker/job_record.h"
+#include "broker/metrics.h"
 #include "broker/worker_registry.h"
 #include "shared/protocol/messages.h"
 #include "shared/protocol/stream.h"
@@ -39,6 +41,8 @@ class Broker {
   std::string frontend_endpoint() const;
   std::string backend_endpoint() const;
   std::string stream_endpoint() const;
+  int http_port() const { return http_ ? http_->port() : 0; }
+  const BrokerMetrics& metrics() const { return metrics_; }
 
  private:
   using Frames = std::vector<std::string>;
@@ -59,6 +63,7 @@ class Broker {
   void finish(JobRecord& job, protocol::FinalResult result);
   void publish(JobRecord& job, protocol::Event event);
   void forget_old_jobs();
+  void update_gauges();
 
   bool send(zmq::socket_t& socket, const std::string& identity, const protocol::WireMessage& message);
   template <typename Message>
@@ -67,6 +72,8 @@ class Broker {
   }
 
   BrokerOptions options_;
+  BrokerMetrics metrics_;
+  std::unique_ptr<HttpEndpoint> http_;
   zmq::socket_t frontend_, backend_, stream_;
   JobQueue queue_;
   WorkerRegistry workers_;

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   app.add_option("--frontend", o.frontend, "producers' endpoint (ROUTER)")->capture_default_str();
   app.add_option("--backend", o.backend, "workers' endpoint (ROUTER)")->capture_default_str();
   app.add_option("--stream", o.stream, "subscribers' endpoint (XPUB)")->capture_default_str();
+  app.add_option("--http", o.http, "host:port of /metrics, /healthz, /readyz (empty: none)")->capture_default_str();
   app.add_option("--max-queued-jobs", o.queue.max_jobs)->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-queued-prompt-tokens", o.queue.max_prompt_tokens)->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--heartbeat-ms", o.heartbeat_ms)->capture_default_str()->check(CLI::Range(10, 60000));

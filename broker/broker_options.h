@@ -12,6 +12,7 @@ struct BrokerOptions {
   std::string frontend = "tcp://127.0.0.1:5555";  // producers (ROUTER)
   std::string backend = "tcp://127.0.0.1:5556";   // workers (ROUTER)
   std::string stream = "tcp://127.0.0.1:5557";    // subscribers (XPUB)
+  std::string http = "127.0.0.1:9464";            // /metrics, /healthz, /readyz; empty: none
   QueueLimits queue;
   int64_t heartbeat_ms = 1000;        // both ways
   int64_t liveness = 3;               // missed beats before a worker is dead

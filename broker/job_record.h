@@ -30,6 +30,7 @@ struct JobRecord {
   SteadyClock::time_point deadline_at;
   SteadyClock::time_point first_assigned_at;
   std::optional<SteadyClock::time_point> first_token_at;
+  SteadyClock::time_point last_token_at;
   bool cancel_requested = false;
   bool deadline_expired = false;
   std::optional<protocol::FinalResult> final_result;

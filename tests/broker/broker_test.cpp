@@ -4,6 +4,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <zmq_addon.hpp>
 
 #include "broker/broker.h"
@@ -18,6 +19,7 @@ class BrokerFixture : public ::testing::Test {
  protected:
   void start(BrokerOptions options = {}) {
     options.frontend = options.backend = options.stream = "tcp://127.0.0.1:*";
+    options.http = "127.0.0.1:0";
     options.heartbeat_ms = 200;  // a silent worker is dead after 600 ms
     options.drain_timeout_ms = 0;
     broker_ = std::make_unique<Broker>(context_, options);
@@ -281,6 +283,30 @@ TEST_F(BrokerFixture, TrafficFromAnUnknownWorkerIsAnsweredWithDisconnect) {
   std::optional<protocol::WireMessage> reply = receive(stranger);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->type, MessageType::kDisconnect);
+}
+
+TEST_F(BrokerFixture, HttpServesMetricsHealthAndReadiness) {
+  start();
+  httplib::Client http("127.0.0.1", broker_->http_port());
+  EXPECT_EQ(http.Get("/healthz")->status, 200);
+  EXPECT_EQ(http.Get("/readyz")->status, 503) << "ready without a worker";
+  zmq::socket_t w = worker("w1");
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("m")});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(w);
+  send(w, protocol::Tokens{.id = "m", .attempt = 1, .seq = 0, .token_ids = {1, 2, 3}});
+  send(w, protocol::Final{.id = "m", .attempt = 1, .result = {.finish_reason = protocol::FinishReason::kStop}});
+  expect<protocol::Event>(p);
+  expect<protocol::Event>(p);
+  std::this_thread::sleep_for(100ms);  // the gauges refresh with the broker's loop
+  EXPECT_EQ(http.Get("/readyz")->status, 200);
+  const std::string metrics = http.Get("/metrics")->body;
+  for (const char* expected : {"flashq_jobs_admitted_total 1", "flashq_generation_tokens_total 3",
+                               "flashq_jobs_finished_total{finish_reason=\"stop\"} 1", "flashq_workers 1",
+                               "flashq_time_to_first_token_seconds_count 1"}) {
+    EXPECT_NE(metrics.find(expected), std::string::npos) << expected << " in\n" << metrics;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,137 @@
+#include "broker/metrics.h"
+
+#include <cstdio>
+
+namespace flashq {
+namespace {
+
+void line(std::string& out, const std::string& text) {
+  out += text;
+  out += '\n';
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+void counter(std::string& out, const std::string& name, const std::string& help, uint64_t value) {
+  line(out, "# HELP " + name + " " + help);
+  line(out, "# TYPE " + name + " counter");
+  line(out, name + " " + std::to_string(value));
+}
+
+void gauge(std::string& out, const std::string& name, const std::string& help, double value) {
+  line(out, "# HELP " + name + " " + help);
+  line(out, "# TYPE " + name + " gauge");
+  line(out, name + " " + number(value));
+}
+
+void labelled_counter(std::string& out, const std::string& name, const std::string& help, const std::string& label,
+                      const std::map<std::string, uint64_t>& values) {
+  line(out, "# HELP " + name + " " + help);
+  line(out, "# TYPE " + name + " counter");
+  for (const auto& [key, value] : values) line(out, name + "{" + label + "=\"" + key + "\"} " + std::to_string(value));
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t bucket = 0;
+  while (bucket < bounds_.size() && value > bounds_[bucket]) ++bucket;
+  ++counts_[bucket];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  line(out, "# HELP " + name + " " + help);
+  line(out, "# TYPE " + name + " histogram");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    line(out, name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative));
+  }
+  line(out, name + "_bucket{le=\"+Inf\"} " + std::to_string(count_));
+  line(out, name + "_sum " + number(sum_));
+  line(out, name + "_count " + std::to_string(count_));
+}
+
+BrokerMetrics::BrokerMetrics()
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
+      inter_token_({0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5}) {}
+
+void BrokerMetrics::job_admitted() {
+  std::lock_guard lock(mutex_);
+  ++admitted_;
+}
+void BrokerMetrics::job_rejected(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  ++rejected_[reason];
+}
+void BrokerMetrics::job_retried() {
+  std::lock_guard lock(mutex_);
+  ++retries_;
+}
+void BrokerMetrics::job_finished(const std::string& finish_reason) {
+  std::lock_guard lock(mutex_);
+  ++finished_[finish_reason];
+}
+void BrokerMetrics::tokens_streamed(int64_t count) {
+  std::lock_guard lock(mutex_);
+  generation_tokens_ += static_cast<uint64_t>(count);
+}
+void BrokerMetrics::time_to_first_token(double seconds) {
+  std::lock_guard lock(mutex_);
+  ttft_.observe(seconds);
+}
+void BrokerMetrics::inter_token_latency(double seconds) {
+  std::lock_guard lock(mutex_);
+  inter_token_.observe(seconds);
+}
+void BrokerMetrics::speculation(int64_t draft_steps, int64_t accepted_tokens) {
+  std::lock_guard lock(mutex_);
+  drafts_ += static_cast<uint64_t>(draft_steps);
+  accepted_ += static_cast<uint64_t>(accepted_tokens);
+}
+void BrokerMetrics::set_gauges(BrokerGauges gauges) {
+  std::lock_guard lock(mutex_);
+  gauges_ = std::move(gauges);
+}
+bool BrokerMetrics::draining() const {
+  std::lock_guard lock(mutex_);
+  return gauges_.draining;
+}
+int64_t BrokerMetrics::workers() const {
+  std::lock_guard lock(mutex_);
+  return gauges_.workers;
+}
+
+std::string BrokerMetrics::render() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  line(out, "# HELP flashq_queue_depth Jobs waiting for a worker, by priority.");
+  line(out, "# TYPE flashq_queue_depth gauge");
+  for (const auto& [priority, depth] : gauges_.queue_depth) {
+    line(out, "flashq_queue_depth{priority=\"" + std::to_string(priority) + "\"} " + std::to_string(depth));
+  }
+  gauge(out, "flashq_queue_prompt_tokens", "Prompt tokens (estimated) held by queued jobs.", static_cast<double>(gauges_.queued_prompt_tokens));
+  gauge(out, "flashq_jobs_running", "Jobs assigned to a worker.", static_cast<double>(gauges_.jobs_running));
+  gauge(out, "flashq_workers", "Workers registered.", static_cast<double>(gauges_.workers));
+  gauge(out, "flashq_worker_slots", "Slots advertised by all workers.", static_cast<double>(gauges_.worker_slots));
+  counter(out, "flashq_jobs_admitted_total", "Jobs accepted into the queue.", admitted_);
+  labelled_counter(out, "flashq_jobs_rejected_total", "Submissions refused, by reason.", "reason", rejected_);
+  labelled_counter(out, "flashq_jobs_finished_total", "Jobs ended, by finish reason.", "finish_reason", finished_);
+  counter(out, "flashq_job_retries_total", "Jobs re-queued as continuations after losing their worker.", retries_);
+  counter(out, "flashq_generation_tokens_total", "Tokens streamed to clients (rate() of it is tokens/s).", generation_tokens_);
+  counter(out, "flashq_spec_decode_num_drafts_total", "Verify passes that carried a draft.", drafts_);
+  counter(out, "flashq_spec_decode_num_accepted_tokens_total", "Draft tokens the target accepted.", accepted_);
+  ttft_.render(out, "flashq_time_to_first_token_seconds", "From submission to the first streamed token.");
+  inter_token_.render(out, "flashq_inter_token_latency_seconds", "Between consecutive token events of a job.");
+  return out;
+}
+
+}  // namespace flashq

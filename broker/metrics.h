@@ -1,0 +1,63 @@
+// The broker's metrics, rendered in the Prometheus text format for /metrics. Names follow vLLM's
+// where one exists (time to first token, inter-token latency, speculative decoding counters),
+// with the flashq_ prefix. The broker thread records; the HTTP thread renders; a mutex between.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace flashq {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, cumulative when rendered
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+struct BrokerGauges {
+  std::map<int64_t, int64_t> queue_depth;  // per priority
+  int64_t queued_prompt_tokens = 0;
+  int64_t jobs_running = 0;
+  int64_t workers = 0;
+  int64_t worker_slots = 0;
+  bool draining = false;
+};
+
+class BrokerMetrics {
+ public:
+  BrokerMetrics();
+
+  void job_admitted();
+  void job_rejected(const std::string& reason);
+  void job_retried();
+  void job_finished(const std::string& finish_reason);
+  void tokens_streamed(int64_t count);
+  void time_to_first_token(double seconds);
+  void inter_token_latency(double seconds);
+  void speculation(int64_t draft_steps, int64_t accepted_tokens);
+  void set_gauges(BrokerGauges gauges);
+
+  std::string render() const;
+  bool draining() const;
+  int64_t workers() const;
+
+ private:
+  mutable std::mutex mutex_;
+  uint64_t admitted_ = 0, retries_ = 0, generation_tokens_ = 0, drafts_ = 0, accepted_ = 0;
+  std::map<std::string, uint64_t> rejected_, finished_;
+  Histogram ttft_, inter_token_;
+  BrokerGauges gauges_;
+};
+
+}  // namespace flashq
