@@ -1,5 +1,6 @@
 // flashq-bench: benchmarks. Speed is measured here, never in timed unit tests.
 #include "shared/cli.h"
+#include "tools/flashq_bench/broker_bench.h"
 #include "tools/flashq_bench/engine_bench.h"
 #include "tools/flashq_bench/kernel_bench.h"
 
@@ -8,8 +9,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto engine = flashq::add_engine_bench(app);
   auto kernels = flashq::add_kernel_bench(app);
+  auto broker = flashq::add_broker_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
+    broker();
   });
 }

@@ -1,0 +1,276 @@
+#include "tools/flashq_bench/broker_bench.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <zmq_addon.hpp>
+
+#include "broker/broker.h"
+#include "shared/protocol/messages.h"
+#include "shared/protocol/stream.h"
+#include "shared/protocol/wire.h"
+
+namespace flashq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct BrokerBenchOptions {
+  int64_t jobs = 20000;
+  int64_t events = 200000;
+  int64_t latency_rate = 10000;  // events/s while measuring latency
+  int64_t latency_events = 20000;
+  int64_t window = 1000;  // submissions in flight per producer
+  bool json = false;
+};
+
+int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+
+void send_frames(zmq::socket_t& socket, const std::vector<std::string>& frames) {
+  std::vector<zmq::const_buffer> buffers;
+  for (const std::string& f : frames) buffers.push_back(zmq::buffer(f));
+  (void)zmq::send_multipart(socket, buffers);
+}
+
+template <typename Message>
+void send_message(zmq::socket_t& socket, const Message& message) {
+  send_frames(socket, protocol::to_frames(protocol::to_wire(message)));
+}
+
+std::optional<protocol::WireMessage> receive(zmq::socket_t& socket, std::chrono::milliseconds timeout) {
+  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, timeout) <= 0) return std::nullopt;
+  std::vector<zmq::message_t> parts;
+  (void)zmq::recv_multipart(socket, std::back_inserter(parts));
+  std::vector<std::string_view> frames;
+  for (auto& p : parts) frames.push_back(p.to_string_view());
+  return protocol::from_frames(frames);
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[static_cast<size_t>(p * static_cast<double>(values.size() - 1))];
+}
+
+struct RunningBroker {
+  zmq::context_t& context;
+  std::unique_ptr<Broker> broker;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  explicit RunningBroker(zmq::context_t& c, int64_t max_jobs) : context(c) {
+    BrokerOptions options;
+    options.frontend = options.backend = options.stream = "tcp://127.0.0.1:*";
+    options.http = "";
+    options.queue.max_jobs = max_jobs;
+    options.queue.max_prompt_tokens = max_jobs * 16;
+    options.drain_timeout_ms = 0;
+    broker = std::make_unique<Broker>(context, options);
+    thread = std::thread([this] { broker->run(stop); });
+  }
+  ~RunningBroker() {
+    stop = true;
+    thread.join();
+  }
+};
+
+zmq::socket_t make_socket(zmq::context_t& context, zmq::socket_type type, const std::string& endpoint) {
+  zmq::socket_t socket(context, type);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::sndhwm, 0);
+  socket.set(zmq::sockopt::rcvhwm, 0);
+  socket.connect(endpoint);
+  return socket;
+}
+
+// Submissions/s: one producer keeps `window` SUBMITs in flight until every job is accepted.
+double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o) {
+  RunningBroker running(context, o.jobs + 1);
+  zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, running.broker->frontend_endpoint());
+  protocol::Job job;
+  job.prompt = std::string("synthetic job");
+  int64_t sent = 0, accepted = 0;
+  const auto start = Clock::now();
+  while (accepted < o.jobs) {
+    while (sent < o.jobs && sent - accepted < o.window) {
+      job.id = "bench-" + std::to_string(sent++);
+      send_message(producer, protocol::Submit{job});
+    }
+    if (auto reply = receive(producer, 5000ms); reply && reply->type == protocol::MessageType::kAccepted) ++accepted;
+    else if (!reply) break;
+  }
+  return static_cast<double>(accepted) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Events/s: synthetic workers stream TOKENS for their jobs as fast as they can; one subscriber
+// receives every event through the broker's XPUB.
+double measure_fanout(zmq::context_t& context, const BrokerBenchOptions& o) {
+  RunningBroker running(context, 1000);
+  zmq::socket_t subscriber = make_socket(context, zmq::socket_type::sub, running.broker->stream_endpoint());
+  subscriber.set(zmq::sockopt::subscribe, std::string(protocol::kStreamTopicPrefix));
+  zmq::socket_t worker = make_socket(context, zmq::socket_type::dealer, running.broker->backend_endpoint());
+  send_message(worker, protocol::Ready{.worker_id = "synthetic-worker", .model = "none", .slots = 64, .backend = "none"});
+  zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, running.broker->frontend_endpoint());
+  std::this_thread::sleep_for(200ms);
+  const int64_t jobs = 16;
+  protocol::Job job;
+  job.prompt = std::string("synthetic job");
+  for (int64_t j = 0; j < jobs; ++j) {
+    job.id = "fan-" + std::to_string(j);
+    send_message(producer, protocol::Submit{job});
+  }
+  std::vector<protocol::Assign> assigned;
+  while (static_cast<int64_t>(assigned.size()) < jobs) {
+    auto message = receive(worker, 5000ms);
+    if (!message) return 0;
+    if (message->type == protocol::MessageType::kAssign) assigned.push_back(protocol::from_wire<protocol::Assign>(*message));
+  }
+  std::atomic<int64_t> received{0};
+  std::thread reader([&] {
+    while (received < o.events) {
+      zmq::pollitem_t item{subscriber.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, 2000ms) <= 0) return;
+      std::vector<zmq::message_t> parts;
+      (void)zmq::recv_multipart(subscriber, std::back_inserter(parts));
+      ++received;
+    }
+  });
+  const auto start = Clock::now();
+  std::vector<int64_t> seq(jobs, 0);
+  for (int64_t e = 0; e < o.events; ++e) {
+    const int64_t j = e % jobs;
+    send_message(worker, protocol::Tokens{.id = assigned[j].job.id, .attempt = 1, .seq = seq[j]++,
+                                          .token_ids = {static_cast<int32_t>(e & 0xffff)}, .text = "tok"});
+  }
+  reader.join();
+  return static_cast<double>(received) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One event path's latency at a fixed rate: `send` emits an event carrying its send time in
+// `text`; the subscriber measures arrival minus send time.
+std::vector<double> measure_latency(zmq::socket_t& subscriber, const std::function<void(int64_t)>& send,
+                                    const BrokerBenchOptions& o) {
+  std::vector<double> latencies_us;
+  std::thread reader([&] {
+    while (true) {
+      zmq::pollitem_t item{subscriber.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, 500ms) <= 0) return;
+      std::vector<zmq::message_t> parts;
+      (void)zmq::recv_multipart(subscriber, std::back_inserter(parts));
+      std::vector<std::string_view> frames;
+      for (auto& p : parts) frames.push_back(p.to_string_view());
+      protocol::Event event = protocol::from_stream_frames(frames);
+      latencies_us.push_back(static_cast<double>(now_ns() - std::stoll(event.text)) / 1000.0);
+      if (static_cast<int64_t>(latencies_us.size()) >= o.latency_events) return;
+    }
+  });
+  const auto interval = std::chrono::nanoseconds(1'000'000'000 / o.latency_rate);
+  auto next = Clock::now();
+  for (int64_t e = 0; e < o.latency_events; ++e) {
+    std::this_thread::sleep_until(next);
+    next += interval;
+    send(e);
+  }
+  reader.join();
+  return latencies_us;
+}
+
+nlohmann::json measure_added_latency(zmq::context_t& context, const BrokerBenchOptions& o) {
+  // Through the broker.
+  std::vector<double> through_broker;
+  {
+    RunningBroker running(context, 1000);
+    zmq::socket_t subscriber = make_socket(context, zmq::socket_type::sub, running.broker->stream_endpoint());
+    subscriber.set(zmq::sockopt::subscribe, std::string(protocol::kStreamTopicPrefix));
+    zmq::socket_t worker = make_socket(context, zmq::socket_type::dealer, running.broker->backend_endpoint());
+    send_message(worker, protocol::Ready{.worker_id = "synthetic-worker", .model = "none", .slots = 1, .backend = "none"});
+    zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, running.broker->frontend_endpoint());
+    std::this_thread::sleep_for(200ms);
+    protocol::Job job;
+    job.id = "latency";
+    job.prompt = std::string("synthetic job");
+    send_message(producer, protocol::Submit{job});
+    while (auto message = receive(worker, 5000ms)) {
+      if (message->type == protocol::MessageType::kAssign) break;
+    }
+    through_broker = measure_latency(subscriber, [&](int64_t e) {
+      send_message(worker, protocol::Tokens{.id = "latency", .attempt = 1, .seq = e, .token_ids = {1},
+                                            .text = std::to_string(now_ns())});
+    }, o);
+  }
+  // A bare forwarder: ROUTER in, XPUB out, the same frames, no protocol work.
+  std::vector<double> bare;
+  {
+    zmq::socket_t in(context, zmq::socket_type::router), out(context, zmq::socket_type::xpub);
+    in.bind("tcp://127.0.0.1:*");
+    out.bind("tcp://127.0.0.1:*");
+    std::atomic<bool> stop{false};
+    std::thread forwarder([&] {
+      while (!stop) {
+        zmq::pollitem_t items[] = {{in.handle(), 0, ZMQ_POLLIN, 0}, {out.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 2, 50ms);
+        if (items[1].revents & ZMQ_POLLIN) {
+          zmq::message_t subscription;
+          (void)out.recv(subscription);
+        }
+        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        std::vector<zmq::message_t> parts;
+        (void)zmq::recv_multipart(in, std::back_inserter(parts));
+        parts.erase(parts.begin());  // the identity; the rest is already [topic, tag, type, body]
+        (void)zmq::send_multipart(out, parts, zmq::send_flags::dontwait);
+      }
+    });
+    zmq::socket_t subscriber = make_socket(context, zmq::socket_type::sub, out.get(zmq::sockopt::last_endpoint));
+    subscriber.set(zmq::sockopt::subscribe, std::string(protocol::kStreamTopicPrefix));
+    zmq::socket_t sender = make_socket(context, zmq::socket_type::dealer, in.get(zmq::sockopt::last_endpoint));
+    std::this_thread::sleep_for(200ms);
+    bare = measure_latency(subscriber, [&](int64_t e) {
+      send_frames(sender, protocol::to_stream_frames(protocol::Event{.id = "latency", .seq = e, .token_ids = {1},
+                                                                      .text = std::to_string(now_ns())}));
+    }, o);
+    stop = true;
+    forwarder.join();
+  }
+  const double broker_p50 = percentile(through_broker, 0.5), broker_p99 = percentile(through_broker, 0.99);
+  const double bare_p50 = percentile(bare, 0.5), bare_p99 = percentile(bare, 0.99);
+  return {{"rate_events_per_s", o.latency_rate},
+          {"events", through_broker.size()},
+          {"broker_p50_us", broker_p50},
+          {"broker_p99_us", broker_p99},
+          {"bare_forwarder_p50_us", bare_p50},
+          {"bare_forwarder_p99_us", bare_p99},
+          {"added_p50_us", broker_p50 - bare_p50},
+          {"added_p99_us", broker_p99 - bare_p99}};
+}
+
+void run_broker_bench(const BrokerBenchOptions& o) {
+  zmq::context_t context;
+  nlohmann::json report = {{"synthetic", "producers and workers are test programs; no model runs"}};
+  report["submissions_per_s"] = measure_submissions(context, o);
+  report["token_events_per_s"] = measure_fanout(context, o);
+  report["latency"] = measure_added_latency(context, o);
+  std::cout << (o.json ? report.dump() : report.dump(2)) << std::endl;
+}
+
+}  // namespace
+
+std::function<void()> add_broker_bench(CLI::App& app) {
+  auto o = std::make_shared<BrokerBenchOptions>();
+  CLI::App* cmd = app.add_subcommand("broker", "broker throughput and added latency with synthetic peers");
+  cmd->add_option("--jobs", o->jobs, "submissions to time")->capture_default_str();
+  cmd->add_option("--events", o->events, "token events to time")->capture_default_str();
+  cmd->add_option("--latency-rate", o->latency_rate, "events/s while measuring latency")->capture_default_str();
+  cmd->add_option("--latency-events", o->latency_events)->capture_default_str();
+  cmd->add_flag("--json", o->json, "one JSON line");
+  return [cmd, o] {
+    if (*cmd) run_broker_bench(*o);
+  };
+}
+
+}  // namespace flashq
