@@ -11,6 +11,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kNotFound: return "not_found";
     case ErrorCode::kIo: return "io";
+    case ErrorCode::kProtocol: return "protocol";
     case ErrorCode::kInternal: return "internal";
   }
   return "unknown";

@@ -16,6 +16,7 @@ enum class ErrorCode {
   kUnsupported,      // something real that we do not implement (named in the message)
   kNotFound,         // a file, tensor, job or model that does not exist
   kIo,               // the operating system said no
+  kProtocol,         // a message that breaks the wire protocol (docs/protocol.md)
   kInternal,         // a bug: an invariant of ours did not hold
 };
 

@@ -1,0 +1,65 @@
+// A generation job as it travels in SUBMIT and ASSIGN (docs/protocol.md, "The job map").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace flashq::protocol {
+
+class FieldReader;
+
+using TokenIds = std::vector<std::int32_t>;
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant", ...: the worker's chat template decides
+  std::string content;
+  bool operator==(const ChatMessage&) const = default;
+};
+
+// Exactly one of: prompt text, prompt token ids, chat messages. Keys prompt / prompt_tokens /
+// messages on the wire.
+using Prompt = std::variant<std::string, TokenIds, std::vector<ChatMessage>>;
+
+enum class SpecMode : std::uint8_t { kAuto, kOff, kDflash };
+std::string_view spec_mode_name(SpecMode mode);  // "auto", "off", "dflash"
+
+struct Job {
+  std::string id;  // empty only in SUBMIT, where the broker then assigns one
+  Prompt prompt;
+  std::int64_t max_tokens = 256;
+  double temperature = 0;
+  double top_p = 1;
+  std::int64_t top_k = 0;  // 0: no top-k cut
+  std::uint64_t seed = 0;
+  std::vector<std::string> stop;
+  TokenIds stop_token_ids;
+  std::int64_t priority = 0;     // lower runs first
+  std::int64_t deadline_ms = 0;  // SUBMIT: from submission, 0 = broker default; ASSIGN: time left
+  SpecMode spec = SpecMode::kAuto;
+  std::optional<std::string> model;
+  std::optional<std::string> metadata;  // one msgpack value, opaque, passed through
+  bool stream = false;                  // also send the stream events to the submitting producer
+  std::int64_t block_size = 0;          // DFlash block size, 0 = the worker's choice
+
+  bool operator==(const Job&) const = default;
+};
+
+// Job ids and worker ids: 1..128 bytes of printable ASCII without space (0x21..0x7E).
+bool is_valid_id(std::string_view id);
+
+enum class JobIdRule { kOptional, kRequired };
+
+// The job as a msgpack map. kProtocol when `metadata` is not exactly one msgpack value.
+std::string encode_job(const Job& job);
+// Validates every field of the job map in `fields` (docs/protocol.md, "The job map").
+Job read_job(const FieldReader& fields, JobIdRule id_rule);
+
+// An id field (`key`) of any message, validated with is_valid_id.
+std::string read_id(const FieldReader& fields, std::string_view key);
+std::optional<std::string> read_optional_id(const FieldReader& fields, std::string_view key);
+
+}  // namespace flashq::protocol

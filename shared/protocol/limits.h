@@ -1,0 +1,39 @@
+// The protocol's size limits (docs/protocol.md, "Limits"). Decoding refuses anything beyond them,
+// so a hostile peer can make us allocate at most a small multiple of the body it sent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace flashq::protocol {
+
+inline constexpr std::size_t kMaxBodyBytes = 16u << 20;  // frame 2
+// Nesting of maps and arrays, the body map itself being level 1 (so metadata inside a job inside
+// a body may nest 29 more levels).
+inline constexpr std::size_t kMaxDepth = 32;
+// msgpack values in a body (each map key and each value counts): the decoded tree costs 16 bytes
+// a value, so at most 32 MiB. A maximal ASSIGN (262,144 prompt and 1,000,000 resume tokens)
+// needs about 1.3 million.
+inline constexpr std::size_t kMaxBodyValues = 2u << 20;
+
+inline constexpr std::size_t kMaxIdBytes = 128;          // job ids, worker ids, backend names
+inline constexpr std::size_t kMaxNameBytes = 256;        // model names
+inline constexpr std::size_t kMaxCodeBytes = 128;        // error codes, rejection reasons, roles
+inline constexpr std::size_t kMaxMessageBytes = 64u << 10;     // human-readable error text
+inline constexpr std::size_t kMaxPromptBytes = 1u << 20;       // prompt text, or all chat content
+inline constexpr std::size_t kMaxPromptTokens = 262'144;
+inline constexpr std::size_t kMaxChatMessages = 4096;
+inline constexpr std::size_t kMaxStopStrings = 16;
+inline constexpr std::size_t kMaxStopStringBytes = 1024;
+inline constexpr std::size_t kMaxStopTokenIds = 1024;
+inline constexpr std::int64_t kMaxMaxTokens = 1'000'000;
+inline constexpr std::int64_t kMaxBlockSize = 1024;
+inline constexpr std::int64_t kMaxDeadlineMs = 0xFFFF'FFFFll;  // about 49.7 days
+// Output carried by one TOKENS or EVENT message, and resume_tokens in ASSIGN: at most a whole
+// completion.
+inline constexpr std::size_t kMaxOutputTokens = 1'000'000;
+inline constexpr std::size_t kMaxOutputTextBytes = 8u << 20;
+
+inline constexpr std::int32_t kMaxTokenId = 0x7FFF'FFFF;
+
+}  // namespace flashq::protocol
