@@ -1,0 +1,32 @@
+// Whole multipart messages in and out of a ZeroMQ socket, with millisecond deadlines: the small
+// layer under Client and StreamSubscriber.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <zmq.hpp>
+
+namespace flashq {
+
+inline constexpr std::int64_t kNoDeadline = -1;
+
+// Milliseconds on a monotonic clock.
+std::int64_t steady_now_ms();
+// The deadline `timeout_ms` from now; 0 means none (kNoDeadline).
+std::int64_t deadline_after_ms(int timeout_ms);
+
+// Sends all frames without blocking; kIo when the socket cannot take them (its queue is full).
+void send_frames(zmq::socket_t& socket, std::span<const std::string> frames, std::string_view endpoint);
+
+// One whole message, or nothing once `deadline_ms` passes (kNoDeadline: wait as long as it takes).
+std::optional<std::vector<std::string>> receive_frames(zmq::socket_t& socket, std::int64_t deadline_ms);
+
+// The frames as views, for the protocol's decoders.
+std::vector<std::string_view> frame_views(const std::vector<std::string>& frames);
+
+}  // namespace flashq
