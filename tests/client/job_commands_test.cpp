@@ -1,7 +1,9 @@
 // `flashq submit | stream | cancel | status` end to end: the binary (FLASHQ_BIN) against a
 // scripted broker over real ZeroMQ on loopback, checking output and exit codes (0 done, 1 the
 // job failed, 2 bad input or a refusal or no answer, 3 stream events missed).
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
