@@ -100,7 +100,12 @@ void Broker::run(const std::atomic<bool>& stop) {
     }
     zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0}, {backend_.handle(), 0, ZMQ_POLLIN, 0},
                                {stream_.handle(), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 3, std::chrono::milliseconds(50));
+    try {
+      zmq::poll(items, 3, std::chrono::milliseconds(50));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;  // a signal (SIGTERM starts the drain): look at `stop` again
+    }
     if (items[0].revents & ZMQ_POLLIN) serve_frontend();
     if (items[1].revents & ZMQ_POLLIN) serve_backend();
     if (items[2].revents & ZMQ_POLLIN) {
