@@ -294,6 +294,7 @@ void Broker::on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens) {
     metrics_.tokens_streamed(static_cast<int64_t>(tokens.token_ids.size()));
   }
   job.streamed.insert(job.streamed.end(), tokens.token_ids.begin(), tokens.token_ids.end());
+  job.streamed_text_bytes += static_cast<int64_t>(tokens.text.size());
   publish(job, protocol::Event{.id = job.job.id, .token_ids = tokens.token_ids, .text = tokens.text});
 }
 
@@ -327,7 +328,10 @@ void Broker::dispatch() {
     job.worker_seq = 0;
     job.attempt += 1;
     if (job.attempt == 1) job.first_assigned_at = SteadyClock::now();
-    protocol::Assign assign{.job = job.job, .attempt = job.attempt, .resume_tokens = job.streamed};
+    protocol::Assign assign{.job = job.job,
+                            .attempt = job.attempt,
+                            .resume_tokens = job.streamed,
+                            .resume_text_bytes = job.streamed_text_bytes};
     assign.job.deadline_ms = std::max<int64_t>(1, ms_between(SteadyClock::now(), job.deadline_at));
     worker->jobs.insert(id);
     if (!send_to(backend_, worker->identity, assign)) {

@@ -25,6 +25,7 @@ struct JobRecord {
   int64_t worker_seq = 0;           // next TOKENS seq expected from the current attempt
   int64_t next_seq = 0;             // next stream event seq (continues across attempts)
   std::vector<int32_t> streamed;    // every token published, the prefix of a continuation
+  int64_t streamed_text_bytes = 0;  // the text published with them (a continuation resumes after it)
   int64_t prompt_tokens_estimate = 0;
   SteadyClock::time_point submitted_at;
   SteadyClock::time_point deadline_at;

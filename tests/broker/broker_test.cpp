@@ -170,6 +170,7 @@ TEST_F(BrokerFixture, WorkerDeathRequeuesTheJobAsAContinuation) {
   protocol::Assign retry = expect_while_beating<protocol::Assign>(w2);
   EXPECT_EQ(retry.attempt, 2);
   EXPECT_EQ(retry.resume_tokens, (protocol::TokenIds{5, 6}));
+  EXPECT_EQ(retry.resume_text_bytes, 2);
   send(w2, protocol::Tokens{.id = "c", .attempt = 2, .seq = 0, .token_ids = {7}, .text = "z"});
   send(w2, protocol::Final{.id = "c", .attempt = 2, .result = {.finish_reason = protocol::FinishReason::kLength}});
   protocol::Event e1 = expect<protocol::Event>(p), e2 = expect<protocol::Event>(p);
