@@ -1,0 +1,508 @@
+// flashq-worker end to end: the test is the broker (a ROUTER on loopback) and runs the real
+// executable on a random tiny model. Outputs are checked against the engine run in-process.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+
+#include "tests/support/temp_dir.h"
+#include "tests/worker_process/worker_harness.h"
+#include "tools/flashq_model/make_tiny.h"
+#include "worker/engine/engine.h"
+#include "worker/tokenizer/chat_template.h"
+
+namespace flashq::testing {
+namespace {
+
+constexpr int64_t kLongJobTokens = 4000;  // about a second: runs well past a cancel, a lost link or a drain timeout
+
+struct Reference {
+  std::vector<int32_t> tokens;
+  std::string text;
+  FinishReason finish_reason;
+};
+
+class WorkerProcessTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new TempDir();
+    TinyModelSpec spec;
+    spec.dtype = DType::kF32;
+    spec.seed = 7;
+    write_tiny_model(spec, target_dir());
+    write_tiny_drafter({.layers = 1, .block_size = 8, .seed = 7}, target_dir(), drafter_dir());
+    backend_ = make_cpu_backend().release();
+    model_ = Qwen3Model::load(target_dir(), *backend_).release();
+    tokenizer_ = load_tokenizer(target_dir()).release();
+  }
+  static void TearDownTestSuite() {
+    delete tokenizer_;
+    delete model_;
+    delete backend_;
+    delete root_;
+  }
+
+  void TearDown() override {
+    if (HasFailure() && worker_) std::cerr << "---- flashq-worker log ----\n" << worker_->log() << "----\n";
+  }
+
+  static std::filesystem::path target_dir() { return root_->path() / "tiny-target"; }
+  static std::filesystem::path drafter_dir() { return root_->path() / "tiny-drafter"; }
+
+  static std::vector<int32_t> some_tokens(size_t count, int32_t vocab, uint32_t seed) {
+    std::vector<int32_t> tokens;
+    uint64_t state = seed + 1;
+    for (size_t i = 0; i < count; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      tokens.push_back(static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(vocab)));
+    }
+    return tokens;
+  }
+
+  // The engine in this process, target only, greedy: what the worker must stream.
+  static Reference reference(const std::vector<int32_t>& prompt, int64_t max_tokens,
+                             std::vector<std::string> stop = {}) {
+    Engine engine(*model_, *tokenizer_, nullptr, {.max_slots = 1});
+    SequenceRequest request{.spec = SpecMode::kOff};
+    request.generation.prompt_tokens = prompt;
+    request.generation.max_tokens = max_tokens;
+    request.generation.stop = std::move(stop);
+    engine.add(0, request);
+    engine.run_until_idle();
+    FinishedSequence done = engine.take_finished().at(0);
+    return {done.tokens, done.text, done.finish_reason};
+  }
+
+  // Starts the worker and waits for its READY.
+  std::optional<protocol::Ready> start_worker(bool with_drafter, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--broker", broker_.endpoint(), "--model", target_dir().string(), "--id",
+                                     "wp-test",  "--device",         "cpu",     "--log-level",         "info"};
+    if (std::find(extra.begin(), extra.end(), "--slots") == extra.end()) args.insert(args.end(), {"--slots", "2"});
+    if (with_drafter) args.insert(args.end(), {"--drafter", drafter_dir().string()});
+    args.insert(args.end(), extra.begin(), extra.end());
+    worker_ = std::make_unique<WorkerProcess>(args, scratch_.path() / "worker.log");
+    if (!worker_->started()) return std::nullopt;
+    return broker_.expect_ready();
+  }
+
+  static protocol::Assign assign(const std::string& id, protocol::Prompt prompt, int64_t max_tokens) {
+    protocol::Assign a;
+    a.job.id = id;
+    a.job.prompt = std::move(prompt);
+    a.job.max_tokens = max_tokens;
+    return a;
+  }
+
+  // No TOKENS or FINAL for `id` arrives within `window` (heartbeats and other jobs aside).
+  ::testing::AssertionResult stays_quiet(const std::string& id, milliseconds window) {
+    const auto until = Clock::now() + window;
+    while (Clock::now() < until) {
+      auto m = broker_.next_non_heartbeat(std::chrono::duration_cast<milliseconds>(until - Clock::now()));
+      if (!m) break;
+      if (m->wire.type == protocol::MessageType::kTokens && protocol::from_wire<protocol::Tokens>(m->wire).id == id) {
+        return ::testing::AssertionFailure() << "TOKENS for " << id;
+      }
+      if (m->wire.type == protocol::MessageType::kFinal && protocol::from_wire<protocol::Final>(m->wire).id == id) {
+        return ::testing::AssertionFailure() << "FINAL for " << id;
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  // A prompt whose greedy output does not end early: long jobs for cancel, link and drain tests.
+  static const std::vector<int32_t>& long_prompt() {
+    static const std::vector<int32_t> prompt = [] {
+      for (uint32_t seed = 0; seed < 50; ++seed) {
+        std::vector<int32_t> p = some_tokens(6, 300, seed);
+        if (reference(p, kLongJobTokens).finish_reason == FinishReason::kLength) return p;
+      }
+      return std::vector<int32_t>();
+    }();
+    return prompt;
+  }
+
+  static TempDir* root_;
+  static Backend* backend_;
+  static Qwen3Model* model_;
+  static Tokenizer* tokenizer_;
+
+  TempDir scratch_;
+  FakeBroker broker_;
+  std::unique_ptr<WorkerProcess> worker_;
+};
+TempDir* WorkerProcessTest::root_ = nullptr;
+Backend* WorkerProcessTest::backend_ = nullptr;
+Qwen3Model* WorkerProcessTest::model_ = nullptr;
+Tokenizer* WorkerProcessTest::tokenizer_ = nullptr;
+
+TEST_F(WorkerProcessTest, RegistersWithReadyNamingModelSlotsBlockSizeAndBackend) {
+  std::optional<protocol::Ready> ready = start_worker(true, {"--slots", "3"});
+  ASSERT_TRUE(ready) << "no READY";
+  EXPECT_EQ(ready->worker_id, "wp-test");
+  EXPECT_EQ(ready->model, "tiny-target");
+  EXPECT_EQ(ready->slots, 3);
+  EXPECT_EQ(ready->block_size, 8);
+  EXPECT_EQ(ready->backend, "cpu");
+}
+
+TEST_F(WorkerProcessTest, WithoutDrafterReadyAdvertisesBlockSizeZero) {
+  std::optional<protocol::Ready> ready = start_worker(false);
+  ASSERT_TRUE(ready) << "no READY";
+  EXPECT_EQ(ready->block_size, 0);
+  EXPECT_EQ(ready->slots, 2);
+}
+
+TEST_F(WorkerProcessTest, StreamsGapFreeTokensThenOneFinalEqualToTheEngine) {
+  ASSERT_TRUE(start_worker(false));
+  const std::string prompt = "the broker hands jobs to workers";
+  const Reference want = reference(tokenizer_->encode(prompt), 16);
+  broker_.send(assign("job-1", prompt, 16));
+  AttemptOutput got = collect_attempt(broker_, "job-1");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.ids(), want.tokens);
+  EXPECT_EQ(got.text(), want.text);
+  const protocol::FinalResult& r = got.final_message->result;
+  EXPECT_EQ(protocol::finish_reason_name(r.finish_reason), finish_reason_name(want.finish_reason));
+  EXPECT_FALSE(r.error);
+  EXPECT_EQ(r.usage.prompt_tokens, static_cast<int64_t>(tokenizer_->encode(prompt).size()));
+  EXPECT_EQ(r.usage.completion_tokens, static_cast<int64_t>(want.tokens.size()));
+  EXPECT_EQ(r.spec_stats.draft_steps, 0);
+  EXPECT_GE(r.timings.queue_ms, 0);
+  EXPECT_LE(r.timings.ttft_ms, r.timings.total_ms);
+  for (const protocol::Tokens& t : got.tokens) EXPECT_FALSE(t.token_ids.empty()) << "seq " << t.seq;
+  EXPECT_TRUE(stays_quiet("job-1", milliseconds(300)));
+}
+
+TEST_F(WorkerProcessTest, SpeculativeJobMatchesTheTargetAndReportsSpecStats) {
+  ASSERT_TRUE(start_worker(true));
+  const std::vector<int32_t> prompt = some_tokens(7, 300, 11);
+  const Reference want = reference(prompt, 24);
+  protocol::Assign job = assign("spec-1", prompt, 24);
+  job.job.spec = protocol::SpecMode::kDflash;
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "spec-1");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.ids(), want.tokens);
+  const protocol::SpecStats& stats = got.final_message->result.spec_stats;
+  EXPECT_GT(stats.draft_steps, 0);
+  EXPECT_GE(stats.accepted_tokens, 0);
+  EXPECT_GE(stats.tau, 1.0);
+}
+
+TEST_F(WorkerProcessTest, JobsInSeveralSlotsStreamSideBySideEachGapFree) {
+  ASSERT_TRUE(start_worker(true, {"--slots", "3"}));
+  const std::vector<std::vector<int32_t>> prompts = {some_tokens(5, 300, 21), some_tokens(9, 300, 22),
+                                                     some_tokens(3, 300, 23)};
+  std::map<std::string, AttemptOutput> outputs;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    protocol::Assign job = assign("side-" + std::to_string(i), prompts[i], 20);
+    job.job.spec = i == 1 ? protocol::SpecMode::kOff : protocol::SpecMode::kAuto;
+    broker_.send(job);
+    outputs[job.job.id];
+  }
+  size_t finals = 0;
+  while (finals < prompts.size()) {
+    auto m = broker_.next_non_heartbeat(milliseconds(10000));
+    ASSERT_TRUE(m) << finals << " FINALs only";
+    if (m->wire.type == protocol::MessageType::kTokens) {
+      protocol::Tokens t = protocol::from_wire<protocol::Tokens>(m->wire);
+      AttemptOutput& out = outputs.at(t.id);
+      EXPECT_FALSE(out.final_message) << t.id << ": TOKENS after FINAL";
+      EXPECT_EQ(t.seq, static_cast<int64_t>(out.tokens.size())) << t.id;
+      out.tokens.push_back(std::move(t));
+    } else if (m->wire.type == protocol::MessageType::kFinal) {
+      protocol::Final f = protocol::from_wire<protocol::Final>(m->wire);
+      EXPECT_FALSE(outputs.at(f.id).final_message) << f.id << ": a second FINAL";
+      outputs.at(f.id).final_message = std::move(f);
+      ++finals;
+    }
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(outputs.at("side-" + std::to_string(i)).ids(), reference(prompts[i], 20).tokens) << "job " << i;
+  }
+}
+
+TEST_F(WorkerProcessTest, ContinuationStreamsExactlyTheRemainingTokensAndText) {
+  ASSERT_TRUE(start_worker(false));
+  const std::string prompt = "a queue of jobs, café and 東京";
+  const int64_t max_tokens = 12;
+  broker_.send(assign("whole", prompt, max_tokens));
+  AttemptOutput whole = collect_attempt(broker_, "whole");
+  ASSERT_TRUE(whole.final_message) << describe(whole);
+  const std::vector<int32_t> all = whole.ids();
+  ASSERT_GE(all.size(), 4u) << "the tiny model stopped early; pick another prompt";
+  for (const protocol::Tokens& t : whole.tokens)
+    ASSERT_EQ(t.token_ids.size(), 1u) << "one token per step without a drafter";
+
+  // A broker re-queues a job whose worker died after k TOKENS: resume with those k tokens and
+  // the bytes of text they carried.
+  for (size_t k = 1; k < all.size(); ++k) {
+    SCOPED_TRACE("resumed after " + std::to_string(k) + " tokens");
+    std::string streamed;
+    for (size_t i = 0; i < k; ++i) streamed += whole.tokens[i].text;
+    protocol::Assign job = assign("resumed-" + std::to_string(k), prompt, max_tokens);
+    job.attempt = 2;
+    job.resume_tokens.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k));
+    job.resume_text_bytes = static_cast<int64_t>(streamed.size());
+    broker_.send(job);
+    AttemptOutput rest = collect_attempt(broker_, job.job.id, 2);
+    ASSERT_TRUE(rest.final_message) << describe(rest);
+    EXPECT_TRUE(rest.problems.empty()) << describe(rest);
+    EXPECT_EQ(rest.ids(), std::vector<int32_t>(all.begin() + static_cast<std::ptrdiff_t>(k), all.end()));
+    EXPECT_EQ(streamed + rest.text(), whole.text());
+    EXPECT_EQ(rest.final_message->result.finish_reason, whole.final_message->result.finish_reason);
+    // usage is job-level: the job's prompt, and the output of all attempts.
+    EXPECT_EQ(rest.final_message->result.usage, whole.final_message->result.usage);
+  }
+}
+
+TEST_F(WorkerProcessTest, StopStringEndsTheJobAsInTheEngine) {
+  ASSERT_TRUE(start_worker(false));
+  const std::vector<int32_t> prompt = some_tokens(6, 300, 9);
+  const Reference free_run = reference(prompt, 24);
+  ASSERT_GE(free_run.text.size(), 8u);
+  const std::string stop = free_run.text.substr(free_run.text.size() / 2, 3);  // a piece of what it would say
+  const Reference want = reference(prompt, 24, {stop});
+  ASSERT_EQ(want.finish_reason, FinishReason::kStop);
+  protocol::Assign job = assign("stopping", prompt, 24);
+  job.job.stop = {stop};
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "stopping");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_EQ(got.ids(), want.tokens);
+  EXPECT_EQ(got.text(), want.text);
+  EXPECT_EQ(got.text().find(stop), std::string::npos);
+  EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kStop);
+}
+
+TEST_F(WorkerProcessTest, JobPastItsDeadlineEndsWithDeadline) {
+  ASSERT_FALSE(long_prompt().empty());
+  ASSERT_TRUE(start_worker(false));
+  protocol::Assign job = assign("late", long_prompt(), kLongJobTokens);
+  job.job.deadline_ms = 100;
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "late", 1, milliseconds(20000), [](const AttemptOutput&) {});
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kDeadline);
+  EXPECT_LT(got.ids().size(), static_cast<size_t>(kLongJobTokens));
+}
+
+TEST_F(WorkerProcessTest, ResumeTokensThatReachMaxTokensEndWithLengthAtOnce) {
+  ASSERT_TRUE(start_worker(false));
+  const std::vector<int32_t> prompt = some_tokens(5, 300, 3);
+  const Reference want = reference(prompt, 6);
+  ASSERT_EQ(want.finish_reason, FinishReason::kLength);
+  protocol::Assign job = assign("done-already", prompt, 6);
+  job.attempt = 3;
+  job.resume_tokens = want.tokens;
+  job.resume_text_bytes = static_cast<int64_t>(want.text.size());
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "done-already", 3);
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.tokens.empty()) << describe(got);
+  EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kLength);
+  EXPECT_EQ(got.final_message->result.usage.completion_tokens, 6);
+  EXPECT_EQ(got.final_message->result.usage.prompt_tokens, 5);
+}
+
+TEST_F(WorkerProcessTest, CancelMidStreamEndsWithFinalCancelled) {
+  ASSERT_FALSE(long_prompt().empty());
+  ASSERT_TRUE(start_worker(false));
+  broker_.send(assign("long", long_prompt(), kLongJobTokens));
+  bool cancelled = false;
+  AttemptOutput got = collect_attempt(broker_, "long", 1, milliseconds(20000), [&](const AttemptOutput&) {
+    if (!cancelled) broker_.send(protocol::Cancel{"long"});
+    cancelled = true;
+  });
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kCancelled);
+  EXPECT_LT(got.ids().size(), static_cast<size_t>(kLongJobTokens));
+  EXPECT_EQ(got.final_message->result.usage.completion_tokens, static_cast<int64_t>(got.ids().size()));
+}
+
+TEST_F(WorkerProcessTest, BadJobsEndWithFinalErrorAndTheWorkerKeepsServing) {
+  ASSERT_TRUE(start_worker(false));
+  struct Case {
+    std::string name;
+    protocol::Assign job;
+    std::string error_mentions;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"token-out-of-vocab", assign("bad-token", protocol::TokenIds{5, 100000, 7}, 4), "vocabulary"});
+  protocol::Assign other_model = assign("bad-model", "hello", 4);
+  other_model.job.model = "qwen3-8b";
+  cases.push_back({"unknown-model", other_model, "tiny-target"});
+  protocol::Assign dflash = assign("bad-spec", "hello", 4);
+  dflash.job.spec = protocol::SpecMode::kDflash;
+  cases.push_back({"dflash-without-drafter", dflash, "drafter"});
+  cases.push_back({"prompt-too-long", assign("bad-length", protocol::TokenIds(5000, 17), 4), "context"});
+  cases.push_back(
+      {"unknown-chat-role", assign("bad-role", std::vector<protocol::ChatMessage>{{"wizard", "hi"}}, 4), "wizard"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    broker_.send(c.job);
+    AttemptOutput got = collect_attempt(broker_, c.job.job.id);
+    ASSERT_TRUE(got.final_message) << describe(got);
+    EXPECT_TRUE(got.tokens.empty()) << describe(got);
+    EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kError);
+    ASSERT_TRUE(got.final_message->result.error);
+    EXPECT_NE(got.final_message->result.error->find(c.error_mentions), std::string::npos)
+        << *got.final_message->result.error;
+  }
+  // Still serving: a chat job, formatted with ChatML.
+  const std::vector<protocol::ChatMessage> chat = {{"system", "be brief"}, {"user", "hello queue"}};
+  const Reference want =
+      reference(tokenizer_->encode(format_chatml({{"system", "be brief"}, {"user", "hello queue"}})), 8);
+  broker_.send(assign("good-chat", chat, 8));
+  AttemptOutput good = collect_attempt(broker_, "good-chat");
+  ASSERT_TRUE(good.final_message) << describe(good);
+  EXPECT_EQ(good.ids(), want.tokens);
+  EXPECT_NE(good.final_message->result.finish_reason, protocol::FinishReason::kError);
+}
+
+TEST_F(WorkerProcessTest, HeartbeatsArriveAboutEverySecond) {
+  ASSERT_TRUE(start_worker(false));
+  broker_.heartbeats().clear();
+  const auto until = Clock::now() + milliseconds(3300);
+  while (Clock::now() < until) broker_.next(std::chrono::duration_cast<milliseconds>(until - Clock::now()));
+  std::vector<FakeBroker::Message>& beats = broker_.heartbeats();
+  ASSERT_GE(beats.size(), 3u);
+  for (size_t i = 1; i < beats.size(); ++i) {
+    const auto gap = std::chrono::duration_cast<milliseconds>(beats[i].at - beats[i - 1].at).count();
+    EXPECT_GE(gap, 800);
+    EXPECT_LE(gap, 1300);
+  }
+  EXPECT_EQ(protocol::from_wire<protocol::WorkerHeartbeat>(beats.back().wire).load, 0);
+}
+
+TEST_F(WorkerProcessTest, RegistersAgainAfterABrokerRestartAndDropsTheJobsOfTheOldLink) {
+  ASSERT_FALSE(long_prompt().empty());
+  ASSERT_TRUE(start_worker(false));
+  broker_.send(assign("orphan", long_prompt(), kLongJobTokens));
+  auto m = broker_.next_non_heartbeat(milliseconds(5000));
+  ASSERT_TRUE(m && m->wire.type == protocol::MessageType::kTokens);
+  broker_.restart();
+  std::optional<protocol::Ready> again = broker_.expect_ready(milliseconds(5000));
+  ASSERT_TRUE(again) << "no READY after the restart";
+  EXPECT_EQ(again->worker_id, "wp-test");
+  // The new broker never hears of the old link's job (the old one re-queues it).
+  broker_.send(assign("after-restart", "hello", 4));
+  AttemptOutput got = collect_attempt(broker_, "after-restart");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_NE(got.final_message->result.finish_reason, protocol::FinishReason::kError);
+  EXPECT_TRUE(stays_quiet("orphan", milliseconds(300)));
+}
+
+TEST_F(WorkerProcessTest, RegistersAgainWhenTheBrokerSaysDisconnect) {
+  ASSERT_TRUE(start_worker(false));
+  const std::string first = broker_.worker();
+  broker_.send(protocol::Disconnect{});
+  std::optional<protocol::Ready> again = broker_.expect_ready(milliseconds(5000));
+  ASSERT_TRUE(again) << "no READY after DISCONNECT";
+  EXPECT_NE(broker_.worker(), first) << "a new DEALER connects";
+}
+
+TEST_F(WorkerProcessTest, SilentBrokerCountsAsDeadAndTheJobsOnThatLinkStopQuietly) {
+  ASSERT_FALSE(long_prompt().empty());
+  ASSERT_TRUE(start_worker(false, {"--heartbeat-ms", "100", "--liveness", "2"}));
+  const std::string first = broker_.worker();
+  broker_.send(assign("orphan", long_prompt(), kLongJobTokens));
+  auto m = broker_.next_non_heartbeat(milliseconds(5000));
+  ASSERT_TRUE(m && m->wire.type == protocol::MessageType::kTokens);
+  broker_.set_keep_alive(false);
+  // Until the worker registers again, the job streams on the old link; it must still be running
+  // when the link is given up, or this test shows nothing.
+  bool registered_again = false;
+  while (auto next = broker_.next(milliseconds(5000))) {
+    ASSERT_NE(next->wire.type, protocol::MessageType::kFinal) << "the job ended before the link was lost";
+    if (next->wire.type == protocol::MessageType::kReady) {
+      registered_again = true;
+      break;
+    }
+  }
+  ASSERT_TRUE(registered_again) << "no READY after 2 missed heartbeats";
+  EXPECT_NE(broker_.worker(), first) << "a new DEALER connects";
+  broker_.set_keep_alive(true);
+  EXPECT_TRUE(stays_quiet("orphan", milliseconds(500)));
+  // The job was stopped: the worker reports no load.
+  broker_.heartbeats().clear();
+  const auto until = Clock::now() + milliseconds(1000);
+  while (broker_.heartbeats().size() < 2 && Clock::now() < until) broker_.next(milliseconds(100));
+  ASSERT_FALSE(broker_.heartbeats().empty());
+  EXPECT_EQ(protocol::from_wire<protocol::WorkerHeartbeat>(broker_.heartbeats().back().wire).load, 0);
+}
+
+TEST_F(WorkerProcessTest, SigtermLetsTheRunningJobFinishThenDisconnectsAndExitsZero) {
+  ASSERT_TRUE(start_worker(false));
+  const std::vector<int32_t> prompt = some_tokens(6, 300, 5);
+  const Reference want = reference(prompt, 48);
+  broker_.send(assign("finishing", prompt, 48));
+  bool signalled = false;
+  AttemptOutput got = collect_attempt(broker_, "finishing", 1, milliseconds(10000), [&](const AttemptOutput&) {
+    if (!signalled) worker_->signal(SIGTERM);
+    signalled = true;
+  });
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.ids(), want.tokens);
+  EXPECT_EQ(protocol::finish_reason_name(got.final_message->result.finish_reason),
+            finish_reason_name(want.finish_reason));
+  auto bye = broker_.next_non_heartbeat(milliseconds(5000));
+  ASSERT_TRUE(bye) << "no DISCONNECT";
+  EXPECT_EQ(bye->wire.type, protocol::MessageType::kDisconnect);
+  EXPECT_EQ(worker_->wait_exit(milliseconds(5000)), std::optional<int>(0));
+}
+
+TEST_F(WorkerProcessTest, AssignWhileDrainingIsNotStartedAndGoesBackWithDisconnect) {
+  ASSERT_FALSE(long_prompt().empty());
+  ASSERT_TRUE(start_worker(false, {"--drain-timeout-ms", "1000"}));
+  broker_.send(assign("running", long_prompt(), kLongJobTokens));
+  auto first = broker_.next_non_heartbeat(milliseconds(5000));
+  ASSERT_TRUE(first && first->wire.type == protocol::MessageType::kTokens);
+  worker_->signal(SIGTERM);
+  std::this_thread::sleep_for(milliseconds(100));
+  broker_.send(assign("late", "hello", 4));
+  bool disconnected = false;
+  while (auto m = broker_.next_non_heartbeat(milliseconds(5000))) {
+    if (m->wire.type == protocol::MessageType::kDisconnect) {
+      disconnected = true;
+      break;
+    }
+    if (m->wire.type == protocol::MessageType::kTokens) {
+      EXPECT_EQ(protocol::from_wire<protocol::Tokens>(m->wire).id, "running");
+    }
+    if (m->wire.type == protocol::MessageType::kFinal) {
+      EXPECT_EQ(protocol::from_wire<protocol::Final>(m->wire).id, "running");
+    }
+  }
+  EXPECT_TRUE(disconnected);
+  EXPECT_EQ(worker_->wait_exit(milliseconds(5000)), std::optional<int>(0));
+}
+
+TEST_F(WorkerProcessTest, SigtermCancelsJobsStillRunningAtTheDrainTimeout) {
+  ASSERT_FALSE(long_prompt().empty());
+  ASSERT_TRUE(start_worker(false, {"--drain-timeout-ms", "100"}));
+  broker_.send(assign("too-long", long_prompt(), kLongJobTokens));
+  bool signalled = false;
+  AttemptOutput got = collect_attempt(broker_, "too-long", 1, milliseconds(20000), [&](const AttemptOutput&) {
+    if (!signalled) worker_->signal(SIGTERM);
+    signalled = true;
+  });
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kCancelled);
+  ASSERT_TRUE(got.final_message->result.error);
+  EXPECT_NE(got.final_message->result.error->find("drain"), std::string::npos);
+  auto bye = broker_.next_non_heartbeat(milliseconds(5000));
+  ASSERT_TRUE(bye) << "no DISCONNECT";
+  EXPECT_EQ(bye->wire.type, protocol::MessageType::kDisconnect);
+  EXPECT_EQ(worker_->wait_exit(milliseconds(5000)), std::optional<int>(0));
+}
+
+}  // namespace
+}  // namespace flashq::testing

@@ -1,0 +1,36 @@
+// From an ASSIGN to what the engine runs: the prompt (text through the tokenizer, token ids as
+// given, or chat messages through the ChatML template) followed by the resume tokens of a
+// continuation, max_tokens less what earlier attempts produced, sampling, stops and speculation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "shared/protocol/worker_messages.h"
+#include "worker/engine/sequence.h"
+#include "worker/tokenizer/tokenizer.h"
+
+namespace flashq {
+
+// What the worker serves, for checking a job against it.
+struct WorkerModel {
+  std::string name;  // a job naming another model is refused
+  bool has_drafter = false;
+};
+
+struct JobRequest {
+  SequenceRequest sequence;
+  // usage is job-level (docs/protocol.md, FINAL): the job's own prompt, and the output of every
+  // attempt, the resume tokens included.
+  int64_t job_prompt_tokens = 0;
+  int64_t resumed_tokens = 0;
+  bool nothing_left = false;  // the resume tokens already reach max_tokens: the job is done
+};
+
+// kInvalidArgument (with a message fit for the job's FINAL) for a job this worker cannot run:
+// another model, or a chat message with a role the template does not know. Everything the
+// engine checks itself (context, vocabulary, sampling, spec without a drafter, block size) is
+// left to Engine::add.
+JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tokenizer, const WorkerModel& model);
+
+}  // namespace flashq

@@ -1,0 +1,273 @@
+#include "worker/process/job_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+int64_t ms_between(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
+}
+
+protocol::FinishReason wire_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return protocol::FinishReason::kStop;
+    case FinishReason::kLength:
+      return protocol::FinishReason::kLength;
+    case FinishReason::kCancelled:
+      return protocol::FinishReason::kCancelled;
+  }
+  return protocol::FinishReason::kError;
+}
+
+protocol::FinalResult error_result(const std::string& message) {
+  protocol::FinalResult result{.finish_reason = protocol::FinishReason::kError};
+  result.error = message.empty() ? std::string("unknown error") : message;
+  return result;
+}
+
+// The FINAL of a job the worker cannot run. A bad request (the engine's or the tokenizer's
+// kInvalidArgument naming the problem: prompt too long, ids outside the vocabulary, bad
+// sampling, spec dflash without a drafter, another model) and a failure of our own both end with
+// `error`; the message tells them apart, bugs starting with "internal:".
+protocol::FinalResult refusal_result(const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  const bool internal = error == nullptr || error->code() == ErrorCode::kInternal;
+  return error_result(internal ? std::string("internal: ") + e.what() : std::string(e.what()));
+}
+
+}  // namespace
+
+struct JobRunner::Attempt {
+  std::string id;
+  int64_t attempt = 1;
+  uint64_t link = 0;
+  std::optional<JobText> text;  // set once the job is known to be valid
+  int64_t prompt_tokens = 0;    // the job's prompt, without resume tokens
+  int64_t resumed_tokens = 0;   // output of earlier attempts
+  int64_t next_seq = 0;
+  int64_t completion_tokens = 0;  // streamed by this attempt
+  SteadyClock::time_point received_at, admitted_at;
+  std::optional<SteadyClock::time_point> first_token_at;
+  // The worker decided how the attempt ends (a stop string found across a continuation's
+  // boundary, or in a flushed tail) before the engine knew: later events are not streamed.
+  std::optional<protocol::FinishReason> ended_by;
+  std::optional<std::string> cancel_reason;         // why the worker itself cancelled it
+  std::optional<SteadyClock::time_point> deadline;  // from the job's deadline_ms (time left)
+  bool deadline_passed = false;                     // cancelled by the worker at the deadline: FINAL says deadline
+  bool silent = false;                              // its connection was lost: nothing more of it is sent
+};
+
+JobRunner::JobRunner(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served,
+                     int64_t slots, WorkInbox& inbox, MessageOutbox& outbox)
+    : model_(model),
+      tokenizer_(tokenizer),
+      proposer_(proposer),
+      served_(std::move(served)),
+      slots_(slots),
+      inbox_(inbox),
+      outbox_(outbox) {
+  start_engine();
+}
+
+JobRunner::~JobRunner() = default;
+
+void JobRunner::start_engine() {
+  EngineOptions options{.max_slots = slots_};
+  options.on_event = [this](const StepEvent& event) { on_event(event); };
+  engine_ = std::make_unique<Engine>(model_, tokenizer_, proposer_, std::move(options));
+}
+
+void JobRunner::run() {
+  while (!stop_) {
+    std::vector<WorkItem> items = inbox_.take(/*wait=*/engine_->idle());
+    for (WorkItem& item : items) std::visit([this](auto& work) { handle(work); }, item);
+    if (stop_) break;
+    cancel_after_drain_deadline();
+    cancel_past_job_deadlines();
+    if (!engine_->idle()) step_engine();
+    if (drain_deadline_ && !drain_reported_ && engine_->idle()) {
+      drain_reported_ = true;
+      outbox_.mark_drained();
+    }
+  }
+}
+
+void JobRunner::handle(AssignWork& work) {
+  if (work.link < link_) return;  // came on a connection that is gone; the broker re-queued it
+  const protocol::Assign& assign = work.assign;
+  if (auto it = by_job_id_.find(assign.job.id); it != by_job_id_.end()) {
+    // The broker assigned the job again (it gave up on the earlier attempt): only the new one speaks.
+    spdlog::warn("job {}: assigned again (attempt {}) while attempt {} runs here; dropping that one", assign.job.id,
+                 assign.attempt, attempts_.at(it->second)->attempt);
+    attempts_.at(it->second)->silent = true;
+    engine_->cancel(it->second);
+    by_job_id_.erase(it);
+  }
+  const uint64_t engine_id = next_engine_id_++;
+  auto owned = std::make_unique<Attempt>();
+  Attempt& a = *owned;
+  a.id = assign.job.id;
+  a.attempt = assign.attempt;
+  a.link = work.link;
+  a.received_at = work.received_at;
+  if (assign.job.deadline_ms > 0) a.deadline = a.received_at + std::chrono::milliseconds(assign.job.deadline_ms);
+  attempts_.emplace(engine_id, std::move(owned));
+  by_job_id_[a.id] = engine_id;
+  load_.store(static_cast<int64_t>(attempts_.size()));
+  try {
+    JobRequest request = make_job_request(assign, tokenizer_, served_);
+    a.prompt_tokens = request.job_prompt_tokens;
+    a.resumed_tokens = request.resumed_tokens;
+    a.text.emplace(tokenizer_, assign.job.stop, assign.resume_tokens, assign.resume_text_bytes);
+    if (request.nothing_left) {  // earlier attempts produced max_tokens already
+      a.admitted_at = SteadyClock::now();
+      JobText::Step tail = a.text->finish();
+      send_tokens(a, {}, std::move(tail.text));
+      send_final(a, {.finish_reason = tail.stopped ? protocol::FinishReason::kStop : protocol::FinishReason::kLength});
+      forget(engine_id);
+      return;
+    }
+    engine_->add(engine_id, std::move(request.sequence));
+    a.admitted_at = SteadyClock::now();
+    spdlog::info("job {} attempt {}: {} prompt tokens, {} resumed", a.id, a.attempt, a.prompt_tokens, a.resumed_tokens);
+  } catch (const std::exception& e) {
+    spdlog::info("job {} attempt {} refused: {}", a.id, a.attempt, e.what());
+    a.admitted_at = SteadyClock::now();
+    send_final(a, refusal_result(e));
+    forget(engine_id);
+  }
+}
+
+void JobRunner::handle(const CancelWork& work) {
+  auto it = by_job_id_.find(work.id);
+  if (it == by_job_id_.end()) return;  // finished already: its FINAL is on the way
+  engine_->cancel(it->second);
+}
+
+void JobRunner::handle(const LinkLost& work) {
+  link_ = work.link;
+  for (auto& [engine_id, a] : attempts_) {
+    if (a->link >= link_ || a->silent) continue;
+    a->silent = true;
+    engine_->cancel(engine_id);
+    by_job_id_.erase(a->id);
+  }
+}
+
+void JobRunner::handle(const Drain& work) {
+  if (!drain_deadline_ || work.deadline < *drain_deadline_) drain_deadline_ = work.deadline;
+}
+
+void JobRunner::cancel_after_drain_deadline() {
+  if (!drain_deadline_ || drain_deadline_passed_ || SteadyClock::now() < *drain_deadline_) return;
+  drain_deadline_passed_ = true;
+  for (auto& [engine_id, a] : attempts_) {
+    if (a->silent || a->ended_by) continue;
+    spdlog::warn("job {}: cancelled, the worker is shutting down and the drain timeout passed", a->id);
+    a->cancel_reason = "the worker shut down before the job finished (drain timeout)";
+    engine_->cancel(engine_id);
+  }
+}
+
+void JobRunner::cancel_past_job_deadlines() {
+  const auto now = SteadyClock::now();
+  for (auto& [engine_id, a] : attempts_) {
+    if (!a->deadline || a->deadline_passed || a->silent || a->ended_by || now < *a->deadline) continue;
+    a->deadline_passed = true;
+    engine_->cancel(engine_id);
+  }
+}
+
+void JobRunner::step_engine() {
+  try {
+    engine_->step();
+  } catch (const std::exception& e) {
+    spdlog::error("engine step failed: {}; ending every running job and starting a fresh engine", e.what());
+    fail_all_running(std::string("internal: the engine failed: ") + e.what());
+    start_engine();
+    return;
+  }
+  for (const FinishedSequence& done : engine_->take_finished()) finish_attempt(done);
+}
+
+void JobRunner::fail_all_running(const std::string& why) {
+  for (auto& [engine_id, a] : attempts_) {
+    if (!a->silent) send_final(*a, error_result(why));
+  }
+  attempts_.clear();
+  by_job_id_.clear();
+  load_.store(0);
+}
+
+void JobRunner::on_event(const StepEvent& event) {
+  auto it = attempts_.find(event.id);
+  if (it == attempts_.end()) return;
+  Attempt& a = *it->second;
+  if (a.silent || a.ended_by) return;
+  JobText::Step step = a.text->push(event.token_ids);
+  std::vector<int32_t> ids(event.token_ids.begin(),
+                           event.token_ids.begin() + static_cast<std::ptrdiff_t>(step.tokens_kept));
+  if (step.stopped) {
+    a.ended_by = protocol::FinishReason::kStop;
+    if (!event.finished) engine_->cancel(event.id);  // the engine missed it: its text started later
+  } else if (event.finished) {
+    JobText::Step tail = a.text->finish();
+    step.text += tail.text;
+    if (tail.stopped && !event.cancelled) a.ended_by = protocol::FinishReason::kStop;
+  }
+  if (!ids.empty() && !a.first_token_at) a.first_token_at = SteadyClock::now();
+  send_tokens(a, std::move(ids), std::move(step.text));
+}
+
+void JobRunner::finish_attempt(const FinishedSequence& done) {
+  auto it = attempts_.find(done.id);
+  if (it == attempts_.end()) return;
+  Attempt& a = *it->second;
+  if (!a.silent) {
+    protocol::FinalResult result;
+    result.finish_reason = a.ended_by ? *a.ended_by : wire_reason(done.finish_reason);
+    if (result.finish_reason == protocol::FinishReason::kCancelled) {
+      if (a.deadline_passed) result.finish_reason = protocol::FinishReason::kDeadline;
+      result.error = a.cancel_reason;
+    }
+    result.spec_stats = {.draft_steps = done.spec_stats.draft_steps,
+                         .accepted_tokens = done.spec_stats.accepted_tokens,
+                         .tau = done.spec_stats.tau()};
+    send_final(a, std::move(result));
+    spdlog::info("job {} attempt {}: {} tokens", a.id, a.attempt, a.completion_tokens);
+  }
+  forget(done.id);
+}
+
+void JobRunner::send_tokens(Attempt& a, std::vector<int32_t> ids, std::string text) {
+  if (ids.empty() && text.empty()) return;
+  a.completion_tokens += static_cast<int64_t>(ids.size());
+  protocol::Tokens message{
+      .id = a.id, .attempt = a.attempt, .seq = a.next_seq++, .token_ids = std::move(ids), .text = std::move(text)};
+  outbox_.push({a.link, protocol::to_wire(message)});
+}
+
+void JobRunner::send_final(Attempt& a, protocol::FinalResult result) {
+  const auto now = SteadyClock::now();
+  result.usage = {.prompt_tokens = a.prompt_tokens, .completion_tokens = a.resumed_tokens + a.completion_tokens};
+  result.timings = {.queue_ms = ms_between(a.received_at, a.admitted_at),
+                    .ttft_ms = a.first_token_at ? ms_between(a.received_at, *a.first_token_at) : 0,
+                    .total_ms = ms_between(a.received_at, now)};
+  outbox_.push(
+      {a.link, protocol::to_wire(protocol::Final{.id = a.id, .attempt = a.attempt, .result = std::move(result)})});
+}
+
+void JobRunner::forget(uint64_t engine_id) {
+  auto it = attempts_.find(engine_id);
+  if (it == attempts_.end()) return;
+  auto by_id = by_job_id_.find(it->second->id);
+  if (by_id != by_job_id_.end() && by_id->second == engine_id) by_job_id_.erase(by_id);
+  attempts_.erase(it);
+  load_.store(static_cast<int64_t>(attempts_.size()));
+}
+
+}  // namespace flashq

@@ -1,0 +1,81 @@
+// The engine thread: turns the work in the inbox into engine sequences and every engine step's
+// events into TOKENS and FINAL messages in the outbox. It owns the engine (and through it the
+// model) and never touches a socket; it sleeps on the inbox when no job is running.
+//
+// Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text),
+// then exactly one FINAL. A job the engine refuses (Engine::add throws) gets a FINAL `error` with
+// the reason at once; so does every running job if an engine step fails, after which the engine
+// is rebuilt and the worker goes on serving.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "shared/protocol/final_result.h"
+#include "worker/engine/engine.h"
+#include "worker/process/job_request.h"
+#include "worker/process/job_text.h"
+#include "worker/process/message_outbox.h"
+#include "worker/process/work_inbox.h"
+
+namespace flashq {
+
+class JobRunner {
+ public:
+  JobRunner(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
+            WorkInbox& inbox, MessageOutbox& outbox);
+  ~JobRunner();
+
+  // The engine thread's loop; returns after StopEngine.
+  void run();
+  // Jobs running now (HEARTBEAT load); safe from any thread.
+  int64_t load() const { return load_.load(); }
+
+ private:
+  struct Attempt;
+
+  void handle(AssignWork& work);
+  void handle(const CancelWork& work);
+  void handle(const LinkLost& work);
+  void handle(const Drain& work);
+  void handle(const StopEngine&) { stop_ = true; }
+
+  void step_engine();
+  void on_event(const StepEvent& event);
+  void finish_attempt(const FinishedSequence& done);
+  void cancel_after_drain_deadline();
+  // A job's deadline_ms (the time it had left at ASSIGN) passed: it ends with `deadline`.
+  void cancel_past_job_deadlines();
+  void fail_all_running(const std::string& why);
+  void start_engine();
+
+  void send_tokens(Attempt& attempt, std::vector<int32_t> ids, std::string text);
+  void send_final(Attempt& attempt, protocol::FinalResult result);
+  void forget(uint64_t engine_id);
+
+  Qwen3Model& model_;
+  const Tokenizer& tokenizer_;
+  Proposer* proposer_;
+  WorkerModel served_;
+  int64_t slots_;
+  WorkInbox& inbox_;
+  MessageOutbox& outbox_;
+
+  std::unique_ptr<Engine> engine_;
+  std::map<uint64_t, std::unique_ptr<Attempt>> attempts_;  // by engine sequence id
+  std::unordered_map<std::string, uint64_t> by_job_id_;    // attempts that may still be cancelled
+  uint64_t next_engine_id_ = 1;
+  uint64_t link_ = 0;
+  std::optional<SteadyClock::time_point> drain_deadline_;
+  bool drain_deadline_passed_ = false;
+  bool drain_reported_ = false;
+  bool stop_ = false;
+  std::atomic<int64_t> load_{0};
+};
+
+}  // namespace flashq

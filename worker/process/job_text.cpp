@@ -1,0 +1,63 @@
+#include "worker/process/job_text.h"
+
+#include <algorithm>
+
+namespace flashq {
+namespace {
+
+// Ids past the tokenizer (padding rows of the embedding) have no text, as in the engine.
+bool has_text(const Tokenizer& tokenizer, int32_t id) { return id >= 0 && id < tokenizer.vocab_size(); }
+
+}  // namespace
+
+JobText::JobText(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
+                 std::span<const int32_t> resume_tokens, int64_t resume_text_bytes)
+    : tokenizer_(tokenizer), detokenizer_(tokenizer), stops_(std::move(stop_strings)) {
+  std::string resumed;
+  for (int32_t id : resume_tokens) {
+    if (has_text(tokenizer_, id)) resumed += detokenizer_.push({&id, 1});
+  }
+  const size_t streamed =
+      static_cast<size_t>(std::clamp<int64_t>(resume_text_bytes, 0, static_cast<int64_t>(resumed.size())));
+  carried_ = resumed.substr(streamed);
+}
+
+JobText::Step JobText::push(std::span<const int32_t> ids) {
+  Step step;
+  if (stopped_) return step;
+  if (!carried_.empty()) {
+    StopMatcher::Result result = stops_.push(carried_);
+    carried_.clear();
+    step.text += result.text;
+    if (result.stopped) {  // the earlier attempt's held-back text completes a stop string
+      stopped_ = step.stopped = true;
+      return step;
+    }
+  }
+  for (int32_t id : ids) {
+    ++step.tokens_kept;
+    const std::string piece = has_text(tokenizer_, id) ? detokenizer_.push({&id, 1}) : std::string();
+    StopMatcher::Result result = stops_.push(piece);
+    step.text += result.text;
+    if (result.stopped) {  // the held-back text is the stop string: dropped
+      stopped_ = step.stopped = true;
+      return step;
+    }
+  }
+  return step;
+}
+
+JobText::Step JobText::finish() {
+  Step step = push({});
+  if (stopped_) return step;
+  StopMatcher::Result tail = stops_.push(detokenizer_.flush());
+  step.text += tail.text;
+  if (tail.stopped) {
+    stopped_ = step.stopped = true;
+  } else {
+    step.text += stops_.flush();
+  }
+  return step;
+}
+
+}  // namespace flashq

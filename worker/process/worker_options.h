@@ -1,0 +1,24 @@
+// The flags of flashq-worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace flashq {
+
+struct WorkerOptions {
+  std::string broker = "tcp://127.0.0.1:5556";  // the broker's backend ROUTER
+  std::string model_dir;
+  std::string drafter_dir;  // empty: no speculation
+  std::string model_name;   // what READY advertises and jobs' `model` must match; default: the model dir's name
+  std::string worker_id;    // default: hostname-pid
+  std::string device = "auto";
+  int64_t slots = 8;  // sequences decoding at once
+  int64_t heartbeat_ms = 1000;
+  int64_t liveness = 3;             // missed heartbeats before the broker counts as dead
+  int64_t reconnect_min_ms = 100;   // first backoff after losing the broker, doubling ...
+  int64_t reconnect_max_ms = 5000;  // ... up to this
+  int64_t drain_timeout_ms = 30000;
+};
+
+}  // namespace flashq
