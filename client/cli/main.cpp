@@ -7,12 +7,14 @@
 #include "client/cli/status_command.h"
 #include "client/cli/stream_command.h"
 #include "client/cli/submit_command.h"
+#include "client/cli/up_command.h"
 #include "shared/cli.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"flashq: LLM generation as queued jobs"};
   app.require_subcommand(1);
   auto generate = flashq::add_generate_command(app);
+  auto up = flashq::add_up_command(app);
   // The job commands end with the job's outcome as exit code (client/cli/job_report.h).
   const std::vector<std::function<int()>> job_commands = {
       flashq::add_submit_command(app), flashq::add_stream_command(app), flashq::add_cancel_command(app),
@@ -20,6 +22,7 @@ int main(int argc, char** argv) {
   int job_exit = flashq::kExitOk;
   const int rc = flashq::run_cli(app, argc, argv, [&] {
     generate();
+    up();
     for (const auto& command : job_commands) {
       if (const int code = command(); code != flashq::kExitOk) job_exit = code;
     }

@@ -1,0 +1,62 @@
+#include "client/cli/up_command.h"
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "broker/broker.h"
+#include "shared/shutdown_signal.h"
+#include "worker/process/worker_service.h"
+
+namespace flashq {
+namespace {
+
+struct UpOptions {
+  BrokerOptions broker;
+  WorkerOptions worker;
+};
+
+void run_up(UpOptions& o) {
+  zmq::context_t context;
+  o.broker.backend = "inproc://flashq-backend";
+  o.worker.broker = o.broker.backend;
+  Broker broker(context, o.broker);
+  std::printf("flashq up: frontend %s  stream %s  http %s  model %s%s%s\n", broker.frontend_endpoint().c_str(),
+              broker.stream_endpoint().c_str(), o.broker.http.empty() ? "off" : o.broker.http.c_str(),
+              o.worker.model_dir.c_str(), o.worker.drafter_dir.empty() ? "" : "  drafter ",
+              o.worker.drafter_dir.c_str());
+  std::fflush(stdout);
+
+  std::atomic<bool> stop{false};
+  std::thread broker_thread([&] { broker.run(stop); });
+  struct StopBroker {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~StopBroker() {
+      stop = true;
+      thread.join();
+    }
+  } stop_broker{stop, broker_thread};
+  const int shutdown_fd = install_shutdown_signals();
+  serve_worker(context, o.worker, shutdown_fd);  // returns once SIGINT/SIGTERM drained the worker
+}
+
+}  // namespace
+
+std::function<void()> add_up_command(CLI::App& app) {
+  auto o = std::make_shared<UpOptions>();
+  CLI::App* cmd = app.add_subcommand("up", "run a broker and a worker in this process (the embedded default)");
+  cmd->add_option("--model", o->worker.model_dir, "model directory")->required();
+  cmd->add_option("--drafter", o->worker.drafter_dir, "DFlash drafter directory");
+  cmd->add_option("--slots", o->worker.slots, "sequences decoding at once")->capture_default_str();
+  cmd->add_option("--device", o->worker.device, "cpu, cuda or auto")->capture_default_str();
+  cmd->add_option("--frontend", o->broker.frontend, "producers' endpoint")->capture_default_str();
+  cmd->add_option("--stream", o->broker.stream, "subscribers' endpoint")->capture_default_str();
+  cmd->add_option("--http", o->broker.http, "host:port of /metrics, /healthz, /readyz (empty: none)")
+      ->capture_default_str();
+  return [cmd, o] {
+    if (*cmd) run_up(*o);
+  };
+}
+
+}  // namespace flashq

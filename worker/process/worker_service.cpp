@@ -1,0 +1,97 @@
+#include "worker/process/worker_service.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "kernels/backend_factory.h"
+#include "shared/cli.h"
+#include "shared/error.h"
+#include "shared/protocol/job.h"
+#include "worker/engine/dflash_proposer.h"
+#include "worker/model/dflash_drafter.h"
+#include "worker/process/broker_link.h"
+#include "worker/process/job_runner.h"
+
+namespace flashq {
+namespace {
+
+std::string default_worker_id() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "worker");
+  return std::string(host) + "-" + std::to_string(::getpid());
+}
+
+std::string default_model_name(const std::string& model_dir) {
+  return std::filesystem::weakly_canonical(std::filesystem::absolute(model_dir)).filename().string();
+}
+
+}  // namespace
+
+void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_fd) {
+  if (options.worker_id.empty()) options.worker_id = default_worker_id();
+  if (!protocol::is_valid_id(options.worker_id)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--id '" + options.worker_id + "': 1..128 printable ASCII characters without spaces");
+  }
+  if (options.model_name.empty()) options.model_name = default_model_name(options.model_dir);
+
+  std::unique_ptr<Backend> backend = make_backend(options.device);
+  std::unique_ptr<Qwen3Model> model = Qwen3Model::load(options.model_dir, *backend);
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(options.model_dir);
+  std::unique_ptr<DFlashDrafter> drafter;
+  std::unique_ptr<DFlashProposer> proposer;
+  if (!options.drafter_dir.empty()) {
+    drafter = DFlashDrafter::load(options.drafter_dir, *model, *backend);
+    proposer = std::make_unique<DFlashProposer>(*drafter);
+  }
+  const protocol::Ready ready{.worker_id = options.worker_id,
+                              .model = options.model_name,
+                              .slots = options.slots,
+                              .block_size = drafter ? drafter->config().block_size : 0,
+                              .backend = backend->name()};
+  spdlog::info("worker {}: model {} on {}, {} slots, block size {}", ready.worker_id, ready.model, ready.backend,
+               ready.slots, ready.block_size);
+
+  WorkInbox inbox;
+  MessageOutbox outbox;
+  JobRunner runner(*model, *tokenizer, proposer.get(), {options.model_name, drafter != nullptr}, options.slots, inbox,
+                   outbox);
+  std::thread engine_thread([&runner] {
+    try {
+      runner.run();
+    } catch (const std::exception& e) {  // a bug: JobRunner turns every job's failure into a FINAL
+      spdlog::critical("engine thread failed: {}", e.what());
+      spdlog::shutdown();
+      std::_Exit(kExitInternal);
+    }
+  });
+  struct JoinEngine {
+    WorkInbox& inbox;
+    std::thread& thread;
+    ~JoinEngine() {
+      inbox.push(StopEngine{});
+      thread.join();
+    }
+  } join_engine{inbox, engine_thread};
+
+  LinkOptions link_options{.endpoint = options.broker,
+                           .ready = ready,
+                           .heartbeat_ms = options.heartbeat_ms,
+                           .liveness = options.liveness,
+                           .reconnect_min_ms = options.reconnect_min_ms,
+                           .reconnect_max_ms = std::max(options.reconnect_min_ms, options.reconnect_max_ms),
+                           .drain_timeout_ms = options.drain_timeout_ms};
+  BrokerLink link(context, link_options, inbox, outbox, [&runner] { return runner.load(); });
+  link.run(shutdown_fd);
+  spdlog::info("worker {}: drained, exiting", ready.worker_id);
+}
+
+
+}  // namespace flashq
