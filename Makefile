@@ -3,7 +3,6 @@ BUILD ?= build
 JOBS ?= 2
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
-DEMO_MODEL ?= $(BUILD)/models/tiny
 
 .PHONY: setup configure build run test bench clean
 
@@ -16,10 +15,9 @@ configure: setup
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-# Until the broker lands, the main job is one generation on a random tiny model.
+# The main job on the embedded default: flashq up, one producer job streamed, shutdown.
 run: build
-	@test -f $(DEMO_MODEL)/model.safetensors || $(BUILD)/bin/flashq-model make-tiny --out $(DEMO_MODEL) --seed 1
-	$(BUILD)/bin/flashq generate --model $(DEMO_MODEL) --prompt "The queue hands each job to a worker" --max-tokens 48
+	BUILD=$(BUILD) ./scripts/demo
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

@@ -85,7 +85,7 @@ void Broker::run(const std::atomic<bool>& stop) {
     if (stop.load() && !draining_) {
       draining_ = true;
       drain_started = SteadyClock::now();
-      spdlog::info("broker draining: no new jobs, {} running", jobs_.size());
+      spdlog::info("broker draining: no new jobs");
     }
     if (draining_) {
       const bool busy = std::any_of(jobs_.begin(), jobs_.end(),
@@ -379,7 +379,9 @@ void Broker::update_gauges() {
 void Broker::lose_worker(const std::string& identity, const std::string& why) {
   WorkerRecord* worker = workers_.find(identity);
   if (!worker) return;
-  spdlog::warn("worker {} lost: {}; re-queueing {} jobs", worker->ready.worker_id, why, worker->jobs.size());
+  // A worker that says goodbye with nothing running is routine; anything else deserves a warning.
+  const auto level = worker->jobs.empty() && why == "it disconnected" ? spdlog::level::info : spdlog::level::warn;
+  spdlog::log(level, "worker {} lost: {}; re-queueing {} jobs", worker->ready.worker_id, why, worker->jobs.size());
   for (const std::string& id : workers_.remove(identity)) {
     auto it = jobs_.find(id);
     if (it != jobs_.end() && it->second.phase == JobPhase::kRunning) requeue_as_continuation(it->second);
