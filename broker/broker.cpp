@@ -278,8 +278,14 @@ void Broker::on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens) {
   // Late traffic of an attempt we already gave up on is dropped: subscribers see one stream.
   if (job.phase != JobPhase::kRunning || job.worker != worker.identity || job.attempt != tokens.attempt) return;
   if (tokens.seq != job.worker_seq) {
-    spdlog::warn("job {}: TOKENS seq {} from worker {}, expected {}", job.job.id, tokens.seq, worker.ready.worker_id,
-                 job.worker_seq);
+    // A gap loses this attempt (docs/protocol.md 9.5): cancel it and continue from what arrived.
+    spdlog::warn("job {}: TOKENS seq {} from worker {}, expected {}; re-queueing", job.job.id, tokens.seq,
+                 worker.ready.worker_id, job.worker_seq);
+    send_to(backend_, worker.identity, protocol::Cancel{job.job.id});
+    worker.jobs.erase(job.job.id);
+    requeue_as_continuation(job);
+    dispatch();
+    return;
   }
   job.worker_seq = tokens.seq + 1;
   const auto now = SteadyClock::now();
@@ -317,12 +323,17 @@ void Broker::on_final(WorkerRecord& worker, const protocol::Final& final_message
   dispatch();
 }
 
+// Jobs in queue order, each to the least-loaded worker serving its model; a job whose model no
+// free worker serves waits without holding up the jobs behind it.
 void Broker::dispatch() {
-  while (!queue_.empty()) {
-    WorkerRecord* worker = workers_.least_loaded();
-    if (!worker) return;
-    const std::string id = *queue_.pop();
-    JobRecord& job = jobs_.at(id);
+  while (!queue_.empty() && workers_.least_loaded()) {
+    WorkerRecord* worker = nullptr;
+    const std::optional<std::string> id = queue_.pop_first([&](const std::string& candidate) {
+      worker = workers_.least_loaded(jobs_.at(candidate).job.model);
+      return worker != nullptr;
+    });
+    if (!id) return;
+    JobRecord& job = jobs_.at(*id);
     job.phase = JobPhase::kRunning;
     job.worker = worker->identity;
     job.worker_seq = 0;
@@ -333,7 +344,7 @@ void Broker::dispatch() {
                             .resume_tokens = job.streamed,
                             .resume_text_bytes = job.streamed_text_bytes};
     assign.job.deadline_ms = std::max<int64_t>(1, ms_between(SteadyClock::now(), job.deadline_at));
-    worker->jobs.insert(id);
+    worker->jobs.insert(*id);
     if (!send_to(backend_, worker->identity, assign)) {
       lose_worker(worker->identity, "it cannot be reached");
     }

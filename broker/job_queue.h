@@ -27,6 +27,19 @@ class JobQueue {
   void push_front(const std::string& job_id, int64_t priority, int64_t prompt_tokens);
   // The next job to dispatch, removed from the queue.
   std::optional<std::string> pop();
+  // The first job in dispatch order for which `can_run` holds, removed from the queue.
+  template <typename Predicate>
+  std::optional<std::string> pop_first(Predicate can_run) {
+    for (const auto& [priority, ids] : levels_) {
+      for (const std::string& id : ids) {
+        if (!can_run(id)) continue;
+        std::string found = id;
+        remove(found);
+        return found;
+      }
+    }
+    return std::nullopt;
+  }
   // Removes a queued job (cancel, deadline); false when it is not queued.
   bool remove(const std::string& job_id);
 

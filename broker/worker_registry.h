@@ -28,8 +28,9 @@ class WorkerRegistry {
   // Removes the worker; returns the jobs it was running.
   std::set<std::string> remove(const std::string& identity);
   WorkerRecord* find(const std::string& identity);
-  // The worker with a free slot and the lowest share of its slots in use.
-  WorkerRecord* least_loaded();
+  // The worker with a free slot and the lowest share of its slots in use, among those serving
+  // `model` when one is named.
+  WorkerRecord* least_loaded(const std::optional<std::string>& model = std::nullopt);
   // Workers not heard from since `oldest_allowed`.
   std::vector<std::string> expired(SteadyClock::time_point oldest_allowed) const;
   const std::map<std::string, WorkerRecord>& all() const { return workers_; }

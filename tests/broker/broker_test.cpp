@@ -286,6 +286,39 @@ TEST_F(BrokerFixture, TrafficFromAnUnknownWorkerIsAnsweredWithDisconnect) {
   EXPECT_EQ(reply->type, MessageType::kDisconnect);
 }
 
+TEST_F(BrokerFixture, JobsGoOnlyToWorkersServingTheirModel) {
+  start();
+  zmq::socket_t p = producer();
+  zmq::socket_t tiny = worker("w-tiny");  // serves "tiny"
+  zmq::socket_t big = connect(zmq::socket_type::dealer, broker_->backend_endpoint());
+  send(big, protocol::Ready{.worker_id = "w-big", .model = "big", .slots = 1, .backend = "cpu"});
+  protocol::Job for_big = job("for-big");
+  for_big.model = "big";
+  protocol::Job for_nobody = job("for-nobody");
+  for_nobody.model = "absent";
+  send(p, protocol::Submit{for_nobody});  // first in the queue, but nobody serves it
+  send(p, protocol::Submit{for_big});
+  EXPECT_EQ(expect_while_beating<protocol::Assign>(big).job.id, "for-big");
+  send(p, protocol::Submit{job("any")});
+  EXPECT_EQ(expect<protocol::Assign>(tiny).job.id, "any");
+}
+
+TEST_F(BrokerFixture, AGapInAnAttemptsTokensRequeuesItAsAContinuation) {
+  start();
+  zmq::socket_t p = producer();
+  zmq::socket_t w = worker("w1");
+  send(p, protocol::Submit{job("gap")});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(w);
+  send(w, protocol::Tokens{.id = "gap", .attempt = 1, .seq = 0, .token_ids = {1}});
+  send(w, protocol::Tokens{.id = "gap", .attempt = 1, .seq = 2, .token_ids = {3}});  // seq 1 is missing
+  EXPECT_EQ(expect<protocol::Event>(p).token_ids, (protocol::TokenIds{1}));
+  EXPECT_EQ(expect<protocol::Cancel>(w).id, "gap");
+  protocol::Assign again = expect<protocol::Assign>(w);
+  EXPECT_EQ(again.attempt, 2);
+  EXPECT_EQ(again.resume_tokens, (protocol::TokenIds{1}));
+}
+
 TEST_F(BrokerFixture, HttpServesMetricsHealthAndReadiness) {
   start();
   httplib::Client http("127.0.0.1", broker_->http_port());

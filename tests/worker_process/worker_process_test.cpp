@@ -325,7 +325,7 @@ TEST_F(WorkerProcessTest, CancelMidStreamEndsWithFinalCancelled) {
   EXPECT_EQ(got.final_message->result.usage.completion_tokens, static_cast<int64_t>(got.ids().size()));
 }
 
-TEST_F(WorkerProcessTest, BadJobsEndWithFinalErrorAndTheWorkerKeepsServing) {
+TEST_F(WorkerProcessTest, BadJobsEndWithFinalRejectedAndTheWorkerKeepsServing) {
   ASSERT_TRUE(start_worker(false));
   struct Case {
     std::string name;
@@ -337,9 +337,6 @@ TEST_F(WorkerProcessTest, BadJobsEndWithFinalErrorAndTheWorkerKeepsServing) {
   protocol::Assign other_model = assign("bad-model", "hello", 4);
   other_model.job.model = "qwen3-8b";
   cases.push_back({"unknown-model", other_model, "tiny-target"});
-  protocol::Assign dflash = assign("bad-spec", "hello", 4);
-  dflash.job.spec = protocol::SpecMode::kDflash;
-  cases.push_back({"dflash-without-drafter", dflash, "drafter"});
   cases.push_back({"prompt-too-long", assign("bad-length", protocol::TokenIds(5000, 17), 4), "context"});
   cases.push_back(
       {"unknown-chat-role", assign("bad-role", std::vector<protocol::ChatMessage>{{"wizard", "hi"}}, 4), "wizard"});
@@ -349,7 +346,7 @@ TEST_F(WorkerProcessTest, BadJobsEndWithFinalErrorAndTheWorkerKeepsServing) {
     AttemptOutput got = collect_attempt(broker_, c.job.job.id);
     ASSERT_TRUE(got.final_message) << describe(got);
     EXPECT_TRUE(got.tokens.empty()) << describe(got);
-    EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kError);
+    EXPECT_EQ(got.final_message->result.finish_reason, protocol::FinishReason::kRejected);
     ASSERT_TRUE(got.final_message->result.error);
     EXPECT_NE(got.final_message->result.error->find(c.error_mentions), std::string::npos)
         << *got.final_message->result.error;
@@ -363,6 +360,18 @@ TEST_F(WorkerProcessTest, BadJobsEndWithFinalErrorAndTheWorkerKeepsServing) {
   ASSERT_TRUE(good.final_message) << describe(good);
   EXPECT_EQ(good.ids(), want.tokens);
   EXPECT_NE(good.final_message->result.finish_reason, protocol::FinishReason::kError);
+}
+
+TEST_F(WorkerProcessTest, DflashJobOnAWorkerWithoutDrafterRunsTargetOnly) {
+  ASSERT_TRUE(start_worker(false));
+  protocol::Assign dflash = assign("dflash-no-drafter", "hello", 8);
+  dflash.job.spec = protocol::SpecMode::kDflash;
+  const Reference want = reference(tokenizer_->encode("hello"), 8);
+  broker_.send(dflash);
+  AttemptOutput got = collect_attempt(broker_, "dflash-no-drafter");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_EQ(got.ids(), want.tokens);
+  EXPECT_EQ(got.final_message->result.spec_stats.draft_steps, 0);
 }
 
 TEST_F(WorkerProcessTest, HeartbeatsArriveAboutEverySecond) {

@@ -55,10 +55,10 @@ JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tok
   g.stop_token_ids = job.stop_token_ids;
 
   out.sequence.spec = engine_spec_mode(job.spec);
-  // A block size only means something where a draft can be made; `dflash` without a drafter is
-  // refused by the engine, naming the reason.
-  const bool may_draft =
-      out.sequence.spec == SpecMode::kDflash || (model.has_drafter && out.sequence.spec == SpecMode::kAuto);
+  // docs/protocol.md 9.5: a worker without a drafter runs any job target-only; speculation never
+  // changes the output, only its speed.
+  if (!model.has_drafter) out.sequence.spec = SpecMode::kOff;
+  const bool may_draft = out.sequence.spec != SpecMode::kOff;
   out.sequence.block_size = may_draft ? job.block_size : 0;
   return out;
 }

@@ -29,14 +29,17 @@ protocol::FinalResult error_result(const std::string& message) {
   return result;
 }
 
-// The FINAL of a job the worker cannot run. A bad request (the engine's or the tokenizer's
-// kInvalidArgument naming the problem: prompt too long, ids outside the vocabulary, bad
-// sampling, spec dflash without a drafter, another model) and a failure of our own both end with
-// `error`; the message tells them apart, bugs starting with "internal:".
+// The FINAL of a job the worker cannot run (docs/protocol.md 9.5): a bad request (the engine's or
+// the tokenizer's typed error naming the problem: prompt too long, ids outside the vocabulary,
+// bad sampling, another model) is `rejected`; a failure of our own is `error`, starting with
+// "internal:". Neither is success.
 protocol::FinalResult refusal_result(const std::exception& e) {
   const auto* error = dynamic_cast<const Error*>(&e);
   const bool internal = error == nullptr || error->code() == ErrorCode::kInternal;
-  return error_result(internal ? std::string("internal: ") + e.what() : std::string(e.what()));
+  if (internal) return error_result(std::string("internal: ") + e.what());
+  protocol::FinalResult result{.finish_reason = protocol::FinishReason::kRejected};
+  result.error = e.what();
+  return result;
 }
 
 }  // namespace
