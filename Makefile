@@ -4,7 +4,7 @@ JOBS ?= 2
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build run test bench clean
+.PHONY: setup configure build run test sanitize bench clean
 
 setup:
 	./scripts/setup
@@ -19,8 +19,19 @@ build: configure
 run: build
 	BUILD=$(BUILD) ./scripts/demo
 
-test: build
+test: build sanitize
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# Every suite that feeds hostile input to a parser or a socket, again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (the whole suite under sanitizers comes with the Redis work).
+SANITIZED_TESTS = protocol_test broker_test job_queue_test safetensors_test client_test tokenizer_test model_config_test
+sanitize: setup
+	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLASHQ_CUDA=OFF \
+	  -DFLASHQ_SANITIZE="address;undefined" $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SANITIZED_TESTS)
+	set -e; for t in $(SANITIZED_TESTS); do \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+	    $(BUILD)-asan/tests/$$t --gtest_brief=1 || exit 1; done
 
 # Real shapes with random weights: the CPU figures of docs/perf.md.
 bench: build
