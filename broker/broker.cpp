@@ -1,6 +1,7 @@
 #include "broker/broker.h"
 
 #include <algorithm>
+#include <array>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -290,14 +291,12 @@ void Broker::on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens) {
   job.worker_seq = tokens.seq + 1;
   const auto now = SteadyClock::now();
   if (!tokens.token_ids.empty()) {
-    if (!job.first_token_at) {
-      job.first_token_at = now;
-      metrics_.time_to_first_token(std::chrono::duration<double>(now - job.submitted_at).count());
-    } else {
-      metrics_.inter_token_latency(std::chrono::duration<double>(now - job.last_token_at).count());
-    }
+    const bool first = !job.first_token_at;
+    if (first) job.first_token_at = now;
+    const auto since = first ? job.submitted_at : job.last_token_at;
+    metrics_.token_event(static_cast<int64_t>(tokens.token_ids.size()), first,
+                         std::chrono::duration<double>(now - since).count());
     job.last_token_at = now;
-    metrics_.tokens_streamed(static_cast<int64_t>(tokens.token_ids.size()));
   }
   job.streamed.insert(job.streamed.end(), tokens.token_ids.begin(), tokens.token_ids.end());
   job.streamed_text_bytes += static_cast<int64_t>(tokens.text.size());
@@ -429,12 +428,15 @@ void Broker::finish(JobRecord& job, protocol::FinalResult result) {
 
 void Broker::publish(JobRecord& job, protocol::Event event) {
   event.seq = job.next_seq++;
-  std::vector<std::string> frames = protocol::to_stream_frames(event);
-  std::vector<zmq::const_buffer> buffers;
-  for (const std::string& frame : frames) buffers.push_back(zmq::buffer(frame));
-  (void)zmq::send_multipart(stream_, buffers, zmq::send_flags::dontwait);  // XPUB drops for slow subscribers
+  // Encoded once, for the stream socket and for the submitter.
+  const protocol::WireMessage wire = protocol::to_wire(event);
+  const std::string topic = protocol::stream_topic(job.job.id);
+  const std::string type(1, static_cast<char>(wire.type));
+  const std::array<zmq::const_buffer, 4> frames = {zmq::buffer(topic), zmq::buffer(protocol::kProtocolTag),
+                                                   zmq::buffer(type), zmq::buffer(wire.body)};
+  (void)zmq::send_multipart(stream_, frames, zmq::send_flags::dontwait);  // XPUB drops for slow subscribers
   // The submitter gets every event when it asked to stream, and always the final one.
-  if (job.job.stream || event.final_result) send_to(frontend_, job.producer, event);
+  if (job.job.stream || event.final_result) send(frontend_, job.producer, wire);
 }
 
 void Broker::forget_old_jobs() {

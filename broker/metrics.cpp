@@ -80,17 +80,10 @@ void BrokerMetrics::job_finished(const std::string& finish_reason) {
   std::lock_guard lock(mutex_);
   ++finished_[finish_reason];
 }
-void BrokerMetrics::tokens_streamed(int64_t count) {
+void BrokerMetrics::token_event(int64_t count, bool first, double seconds) {
   std::lock_guard lock(mutex_);
   generation_tokens_ += static_cast<uint64_t>(count);
-}
-void BrokerMetrics::time_to_first_token(double seconds) {
-  std::lock_guard lock(mutex_);
-  ttft_.observe(seconds);
-}
-void BrokerMetrics::inter_token_latency(double seconds) {
-  std::lock_guard lock(mutex_);
-  inter_token_.observe(seconds);
+  (first ? ttft_ : inter_token_).observe(seconds);
 }
 void BrokerMetrics::speculation(int64_t draft_steps, int64_t accepted_tokens) {
   std::lock_guard lock(mutex_);

@@ -42,9 +42,9 @@ class BrokerMetrics {
   void job_rejected(const std::string& reason);
   void job_retried();
   void job_finished(const std::string& finish_reason);
-  void tokens_streamed(int64_t count);
-  void time_to_first_token(double seconds);
-  void inter_token_latency(double seconds);
+  // One TOKENS event of `count` tokens, `seconds` after the submission (the first) or after the
+  // job's previous event.
+  void token_event(int64_t count, bool first, double seconds);
   void speculation(int64_t draft_steps, int64_t accepted_tokens);
   void set_gauges(BrokerGauges gauges);
 
