@@ -4,13 +4,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
-#include "kernels/backend_factory.h"
 #include "shared/error.h"
-#include "worker/engine/dflash_proposer.h"
 #include "worker/engine/engine.h"
+#include "worker/engine/serving_model.h"
 #include "worker/tokenizer/chat_template.h"
 
 namespace flashq {
@@ -29,18 +27,11 @@ struct GenerateOptions {
 };
 
 void run_generate(GenerateOptions& options) {
-  std::unique_ptr<Backend> backend = make_backend(options.device);
-  std::unique_ptr<Qwen3Model> model = Qwen3Model::load(options.model_dir, *backend);
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(options.model_dir);
-  std::unique_ptr<DFlashDrafter> drafter;
-  std::unique_ptr<DFlashProposer> proposer;
-  if (!options.drafter_dir.empty()) {
-    drafter = DFlashDrafter::load(options.drafter_dir, *model, *backend);
-    proposer = std::make_unique<DFlashProposer>(*drafter);
-  }
+  ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
+  Tokenizer& tokenizer = *serving.tokenizer;
   options.request.spec = parse_spec_mode(options.spec);
   std::string text = options.chat ? format_chatml({{"user", options.prompt}}) : options.prompt;
-  options.request.generation.prompt_tokens = tokenizer->encode(text);
+  options.request.generation.prompt_tokens = tokenizer.encode(text);
 
   EngineOptions engine_options{.max_slots = 1};
   if (!options.json) {
@@ -54,11 +45,12 @@ void run_generate(GenerateOptions& options) {
     trace.open(options.trace_path);
     if (!trace) throw Error(ErrorCode::kIo, options.trace_path + ": cannot open for writing");
     engine_options.on_trace = [&trace](const TraceRecord& r) {
-      trace << nlohmann::json{{"start", r.start}, {"draft", r.draft}, {"accepted", r.accepted}, {"bonus", r.bonus}}.dump()
-            << "\n";
+      trace
+          << nlohmann::json{{"start", r.start}, {"draft", r.draft}, {"accepted", r.accepted}, {"bonus", r.bonus}}.dump()
+          << "\n";
     };
   }
-  Engine engine(*model, *tokenizer, proposer.get(), engine_options);
+  Engine engine(*serving.model, tokenizer, serving.proposer.get(), engine_options);
   engine.add(0, options.request);
   engine.run_until_idle();
   FinishedSequence done = std::move(engine.take_finished().at(0));
@@ -75,7 +67,8 @@ void run_generate(GenerateOptions& options) {
       {"stats",
        {{"prompt_tokens", done.prompt_tokens},
         {"completion_tokens", completion},
-        {"prefill_tokens_per_s", done.time_to_first_token_s > 0 ? done.prompt_tokens / done.time_to_first_token_s : 0.0},
+        {"prefill_tokens_per_s",
+         done.time_to_first_token_s > 0 ? done.prompt_tokens / done.time_to_first_token_s : 0.0},
         {"decode_tokens_per_s", decode_seconds > 0 && completion > 1 ? (completion - 1) / decode_seconds : 0.0},
         {"draft_steps", done.spec_stats.draft_steps},
         {"accepted_tokens", done.spec_stats.accepted_tokens},

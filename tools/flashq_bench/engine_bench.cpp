@@ -4,14 +4,12 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "kernels/backend_factory.h"
 #include "shared/error.h"
-#include "worker/engine/dflash_proposer.h"
 #include "worker/engine/engine.h"
+#include "worker/engine/serving_model.h"
 #include "worker/model/safetensors.h"
 
 namespace flashq {
@@ -66,17 +64,14 @@ std::vector<int32_t> random_prompt(int64_t length, int64_t ordinary, uint64_t se
 
 struct Bench {
   const EngineBenchOptions& o;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Qwen3Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<DFlashDrafter> drafter;
-  std::unique_ptr<DFlashProposer> proposer;
+  ServingModel serving;
   int64_t ordinary = 0;
 
   // One run of `concurrency` sequences; decode speed counts tokens after each one's first.
   nlohmann::json run(const std::string& mode, int64_t concurrency) {
     const bool speculative = mode != "ar";
-    Engine engine(*model, *tokenizer, speculative ? proposer.get() : nullptr, {.max_slots = concurrency});
+    Engine engine(*serving.model, *serving.tokenizer, speculative ? serving.proposer.get() : nullptr,
+                  {.max_slots = concurrency});
     for (int64_t i = 0; i < concurrency; ++i) {
       SequenceRequest r;
       r.generation.prompt_tokens = random_prompt(o.prompt_tokens, ordinary, o.seed + static_cast<uint64_t>(i));
@@ -98,27 +93,28 @@ struct Bench {
       prompt += done.prompt_tokens;
     }
     const double decode_seconds = total - phases.prefill;
-    return {{"mode", mode},
-            {"concurrency", concurrency},
-            {"prefill_tokens_per_s", phases.prefill > 0 ? prompt / phases.prefill : 0.0},
-            {"decode_tokens_per_s", decode_seconds > 0 ? tokens / decode_seconds : 0.0},
-            {"tau", passes > 0 ? static_cast<double>(committed) / static_cast<double>(passes) : 0.0},
-            {"seconds", {{"prefill", phases.prefill}, {"draft", phases.draft}, {"verify", phases.verify},
-                         {"other", phases.other}}}};
+    return {
+        {"mode", mode},
+        {"concurrency", concurrency},
+        {"prefill_tokens_per_s", phases.prefill > 0 ? prompt / phases.prefill : 0.0},
+        {"decode_tokens_per_s", decode_seconds > 0 ? tokens / decode_seconds : 0.0},
+        {"tau", passes > 0 ? static_cast<double>(committed) / static_cast<double>(passes) : 0.0},
+        {"seconds",
+         {{"prefill", phases.prefill}, {"draft", phases.draft}, {"verify", phases.verify}, {"other", phases.other}}}};
   }
 
   // Median seconds of one target pass of `rows` tokens on a cache holding the prompt.
   double time_target_pass(int64_t rows) {
-    KvCache cache = model->make_cache(o.prompt_tokens + 32);
+    KvCache cache = serving.model->make_cache(o.prompt_tokens + 32);
     std::vector<int32_t> prompt = random_prompt(o.prompt_tokens, ordinary, o.seed);
     SequenceChunk chunk{prompt, &cache};
-    model->forward({&chunk, 1}, {});
+    serving.model->forward({&chunk, 1}, {});
     std::vector<int32_t> block = random_prompt(rows, ordinary, o.seed + 99);
     std::vector<double> times;
     for (int r = 0; r < o.repeats + 1; ++r) {
       SequenceChunk step{block, &cache};
       const auto start = Clock::now();
-      model->forward({&step, 1}, {.logits = LogitRows::kAll});
+      serving.model->forward({&step, 1}, {.logits = LogitRows::kAll});
       times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       cache.truncate(o.prompt_tokens);
     }
@@ -127,15 +123,17 @@ struct Bench {
   }
 
   double time_draft_pass(int64_t block) {
-    KvCache context = drafter->make_context_cache(o.prompt_tokens + 32);
-    Tensor taps = backend->allocate(DType::kF32, {o.prompt_tokens, static_cast<int64_t>(drafter->config().target_layer_ids.size()) * model->config().hidden_size});
+    KvCache context = serving.drafter->make_context_cache(o.prompt_tokens + 32);
+    Tensor taps = serving.backend->allocate(
+        DType::kF32, {o.prompt_tokens, static_cast<int64_t>(serving.drafter->config().target_layer_ids.size()) *
+                                           serving.model->config().hidden_size});
     ContextChunk chunk{taps, &context};
-    drafter->inject({&chunk, 1});
+    serving.drafter->inject({&chunk, 1});
     std::vector<double> times;
     for (int r = 0; r < o.repeats + 1; ++r) {
       DraftBlock request{1, block, &context};
       const auto start = Clock::now();
-      drafter->draft({&request, 1});
+      serving.drafter->draft({&request, 1});
       times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     }
     times.erase(times.begin());
@@ -152,21 +150,18 @@ void run_engine_bench(const EngineBenchOptions& o) {
     if (mode != "ar" && mode != "dflash" && mode != "auto") {
       throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + ": ar, dflash or auto");
     }
-    if (mode != "ar" && o.drafter_dir.empty()) throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + " needs --drafter");
+    if (mode != "ar" && o.drafter_dir.empty())
+      throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + " needs --drafter");
   }
-  Bench bench{o};
-  bench.backend = make_backend(o.device);
-  bench.model = Qwen3Model::load(o.model_dir, *bench.backend);
-  bench.tokenizer = load_tokenizer(o.model_dir);
-  if (!o.drafter_dir.empty()) {
-    bench.drafter = DFlashDrafter::load(o.drafter_dir, *bench.model, *bench.backend);
-    bench.proposer = std::make_unique<DFlashProposer>(*bench.drafter);
-  }
-  bench.ordinary = std::min<int64_t>(bench.tokenizer->vocab_size(), bench.model->config().vocab_size) - 8;
+  Bench bench{o, ServingModel::load(o.model_dir, o.drafter_dir, o.device)};
+  bench.ordinary =
+      std::min<int64_t>(bench.serving.tokenizer->vocab_size(), bench.serving.model->config().vocab_size) - 8;
   const size_t bytes = weight_bytes(o.model_dir);
 
-  nlohmann::json report = {{"backend", bench.backend->name()}, {"prompt_tokens", o.prompt_tokens},
-                           {"decode_tokens", o.decode_tokens}, {"weight_bytes_per_token", bytes},
+  nlohmann::json report = {{"backend", bench.serving.backend->name()},
+                           {"prompt_tokens", o.prompt_tokens},
+                           {"decode_tokens", o.decode_tokens},
+                           {"weight_bytes_per_token", bytes},
                            {"runs", nlohmann::json::array()}};
   bench.run(modes[0], 1);  // warm-up: page in the weights, start the thread pools
   for (const std::string& c : split(o.concurrency)) {
@@ -195,7 +190,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
     nlohmann::json passes = {{"decode_s", decode}};
     for (int64_t b : {2, 4, 8, 16}) {
       passes["verify_" + std::to_string(b) + "_over_decode"] = bench.time_target_pass(b) / decode;
-      if (bench.drafter && b <= bench.drafter->config().block_size) {
+      if (bench.serving.drafter && b <= bench.serving.drafter->config().block_size) {
         passes["draft_" + std::to_string(b) + "_over_decode"] = bench.time_draft_pass(b) / decode;
       }
     }
@@ -214,7 +209,8 @@ std::function<void()> add_engine_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("engine", "prefill and decode speed of the engine");
   cmd->add_option("--model", o->model_dir, "target model directory")->required();
   cmd->add_option("--drafter", o->drafter_dir, "DFlash drafter directory");
-  cmd->add_option("--mode", o->modes, "ar, dflash, auto, or several side by side: ar,dflash,auto")->capture_default_str();
+  cmd->add_option("--mode", o->modes, "ar, dflash, auto, or several side by side: ar,dflash,auto")
+      ->capture_default_str();
   cmd->add_option("--concurrency", o->concurrency, "sequences at once, e.g. 1,4,16")->capture_default_str();
   cmd->add_option("--device", o->device, "cpu, cuda or auto")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens)->capture_default_str();

@@ -10,12 +10,10 @@
 #include <memory>
 #include <thread>
 
-#include "kernels/backend_factory.h"
 #include "shared/cli.h"
 #include "shared/error.h"
 #include "shared/protocol/job.h"
-#include "worker/engine/dflash_proposer.h"
-#include "worker/model/dflash_drafter.h"
+#include "worker/engine/serving_model.h"
 #include "worker/process/broker_link.h"
 #include "worker/process/job_runner.h"
 
@@ -42,27 +40,19 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   }
   if (options.model_name.empty()) options.model_name = default_model_name(options.model_dir);
 
-  std::unique_ptr<Backend> backend = make_backend(options.device);
-  std::unique_ptr<Qwen3Model> model = Qwen3Model::load(options.model_dir, *backend);
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(options.model_dir);
-  std::unique_ptr<DFlashDrafter> drafter;
-  std::unique_ptr<DFlashProposer> proposer;
-  if (!options.drafter_dir.empty()) {
-    drafter = DFlashDrafter::load(options.drafter_dir, *model, *backend);
-    proposer = std::make_unique<DFlashProposer>(*drafter);
-  }
+  ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   const protocol::Ready ready{.worker_id = options.worker_id,
                               .model = options.model_name,
                               .slots = options.slots,
-                              .block_size = drafter ? drafter->config().block_size : 0,
-                              .backend = backend->name()};
+                              .block_size = serving.block_size(),
+                              .backend = serving.backend->name()};
   spdlog::info("worker {}: model {} on {}, {} slots, block size {}", ready.worker_id, ready.model, ready.backend,
                ready.slots, ready.block_size);
 
   WorkInbox inbox;
   MessageOutbox outbox;
-  JobRunner runner(*model, *tokenizer, proposer.get(), {options.model_name, drafter != nullptr}, options.slots, inbox,
-                   outbox);
+  JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(),
+                   {options.model_name, serving.drafter != nullptr}, options.slots, inbox, outbox);
   std::thread engine_thread([&runner] {
     try {
       runner.run();
@@ -92,6 +82,5 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   link.run(shutdown_fd);
   spdlog::info("worker {}: drained, exiting", ready.worker_id);
 }
-
 
 }  // namespace flashq

@@ -1,0 +1,20 @@
+#include "worker/engine/serving_model.h"
+
+#include "kernels/backend_factory.h"
+
+namespace flashq {
+
+ServingModel ServingModel::load(const std::string& model_dir, const std::string& drafter_dir,
+                                const std::string& device) {
+  ServingModel s;
+  s.backend = make_backend(device);
+  s.model = Qwen3Model::load(model_dir, *s.backend);
+  s.tokenizer = load_tokenizer(model_dir);
+  if (!drafter_dir.empty()) {
+    s.drafter = DFlashDrafter::load(drafter_dir, *s.model, *s.backend);
+    s.proposer = std::make_unique<DFlashProposer>(*s.drafter);
+  }
+  return s;
+}
+
+}  // namespace flashq

@@ -1,0 +1,29 @@
+// Everything a process loads to serve one model: the backend, the target, its tokenizer and,
+// when a drafter directory is given, the DFlash drafter and its proposer. One place that says
+// how a model directory (and a drafter directory) becomes something the engine can run.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kernels/backend.h"
+#include "worker/engine/dflash_proposer.h"
+#include "worker/model/dflash_drafter.h"
+#include "worker/model/qwen3.h"
+#include "worker/tokenizer/tokenizer.h"
+
+namespace flashq {
+
+struct ServingModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Qwen3Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<DFlashDrafter> drafter;    // null without a drafter directory
+  std::unique_ptr<DFlashProposer> proposer;  // null without a drafter directory
+
+  // `device`: cpu, cuda or auto. Every loading error propagates as is (typed, naming the file).
+  static ServingModel load(const std::string& model_dir, const std::string& drafter_dir, const std::string& device);
+  int64_t block_size() const { return drafter ? drafter->config().block_size : 0; }
+};
+
+}  // namespace flashq
