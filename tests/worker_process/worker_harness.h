@@ -2,18 +2,11 @@
 // and runs the real executable (FLASHQ_BIN/flashq-worker) as a child process.
 #pragma once
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,73 +15,19 @@
 
 #include "shared/protocol/messages.h"
 #include "shared/protocol/wire.h"
-#include "tests/support/run_command.h"
-
-extern char** environ;
+#include "tests/support/child_process.h"
 
 namespace flashq::testing {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// The real flashq-worker, started with `args`; killed (SIGKILL) at scope exit if still running.
-class WorkerProcess {
+// The real flashq-worker (FLASHQ_BIN/flashq-worker), started with `args`; killed (SIGKILL) at
+// scope exit if still running.
+class WorkerProcess : public ChildProcess {
  public:
-  WorkerProcess(const std::vector<std::string>& args, const std::filesystem::path& log_path) : log_path_(log_path) {
-    const std::string program = bin_path("flashq-worker");
-    std::vector<std::string> all = {program};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&files, 1, 2);
-    const int rc = posix_spawn(&pid_, program.c_str(), &files, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&files);
-    if (rc != 0) pid_ = -1;
-  }
-  ~WorkerProcess() {
-    if (pid_ > 0 && !exit_status_) {
-      ::kill(pid_, SIGKILL);
-      int status;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  WorkerProcess(const WorkerProcess&) = delete;
-  WorkerProcess& operator=(const WorkerProcess&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  void signal(int sig) { ::kill(pid_, sig); }
-
-  // The exit code (128 + signal when killed), or nothing if it is still running after `timeout`.
-  std::optional<int> wait_exit(milliseconds timeout) {
-    const auto until = Clock::now() + timeout;
-    while (!exit_status_) {
-      int status;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      } else if (Clock::now() >= until) {
-        return std::nullopt;
-      } else {
-        std::this_thread::sleep_for(milliseconds(10));
-      }
-    }
-    return exit_status_;
-  }
-
-  std::string log() const {
-    std::ifstream in(log_path_);
-    std::stringstream out;
-    out << in.rdbuf();
-    return out.str();
-  }
-
- private:
-  std::filesystem::path log_path_;
-  pid_t pid_ = -1;
-  std::optional<int> exit_status_;
+  WorkerProcess(const std::vector<std::string>& args, const std::filesystem::path& log_path)
+      : ChildProcess("flashq-worker", args, log_path) {}
 };
 
 // The broker's backend socket, played by the test. While waiting for messages it sends the
