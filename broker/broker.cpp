@@ -143,6 +143,7 @@ void Broker::serve_frontend() {
         case MessageType::kSubmit: on_submit(producer, protocol::from_wire<protocol::Submit>(message)); break;
         case MessageType::kCancel: on_cancel(producer, protocol::from_wire<protocol::Cancel>(message)); break;
         case MessageType::kStatus: on_status(producer, protocol::from_wire<protocol::Status>(message)); break;
+        case MessageType::kReplay: on_replay(producer, protocol::from_wire<protocol::Replay>(message)); break;
         case MessageType::kHeartbeat: break;
         default:
           throw Error(ErrorCode::kProtocol, std::string(protocol::message_type_name(message.type)) +
@@ -227,6 +228,44 @@ void Broker::on_status(const std::string& producer, const protocol::Status& stat
   send_to(frontend_, producer, reply);
 }
 
+void Broker::on_replay(const std::string& producer, const protocol::Replay& replay) {
+  auto it = jobs_.find(replay.id);
+  if (it == jobs_.end()) {
+    send_to(frontend_, producer, protocol::ErrorReply{"not_found", "no job '" + replay.id + "'", replay.id});
+    return;
+  }
+  JobRecord& job = it->second;
+  if (replay.from_seq < job.replay_first_seq) {
+    send_to(frontend_, producer,
+            protocol::ErrorReply{"replay_unavailable",
+                                 "job '" + replay.id + "': events are kept from seq " +
+                                     std::to_string(job.replay_first_seq) + " on",
+                                 replay.id});
+    return;
+  }
+  for (int64_t seq = replay.from_seq; seq < job.next_seq; ++seq) {
+    send(frontend_, producer, {protocol::MessageType::kEvent, job.replay[static_cast<size_t>(seq - job.replay_first_seq)]});
+  }
+}
+
+void Broker::keep_for_replay(JobRecord& job, std::string body) {
+  replay_bytes_ += static_cast<int64_t>(body.size());
+  job.replay.push_back(std::move(body));
+  if (static_cast<int64_t>(job.replay.size()) > options_.replay_events_per_job) {
+    replay_bytes_ -= static_cast<int64_t>(job.replay.front().size());
+    job.replay.pop_front();
+    ++job.replay_first_seq;
+  }
+  // Over the total: the oldest finished jobs lose their replay first.
+  for (const std::string& id : finished_order_) {
+    if (replay_bytes_ <= options_.replay_bytes_total) break;
+    JobRecord& old = jobs_.at(id);
+    for (const std::string& kept : old.replay) replay_bytes_ -= static_cast<int64_t>(kept.size());
+    old.replay_first_seq = old.next_seq;
+    old.replay.clear();
+  }
+}
+
 void Broker::serve_backend() {
   for (int budget = 0; budget < 1000; ++budget) {
     std::vector<zmq::message_t> parts;
@@ -256,8 +295,13 @@ void Broker::serve_backend() {
                                                 " is not a message workers send");
       }
     } catch (const Error& e) {
+      // docs/protocol.md 9.3: a registered worker that breaks the protocol is not trusted with jobs.
       spdlog::warn("backend: bad message from a worker: {}", e.what());
       send_to(backend_, identity, protocol::error_reply(e));
+      if (workers_.find(identity)) {
+        send_to(backend_, identity, protocol::Disconnect{});
+        lose_worker(identity, std::string("malformed message: ") + e.what());
+      }
     }
   }
 }
@@ -367,6 +411,10 @@ void Broker::check_timers() {
     } else if (!job.deadline_expired) {
       job.deadline_expired = true;  // the worker's cancelled FINAL becomes `deadline`
       send_to(backend_, job.worker, protocol::Cancel{id});
+    } else if (now > job.deadline_at + std::chrono::seconds(1)) {
+      // docs/protocol.md 9.4: a worker that does not answer the cancel does not hold the job open.
+      send_to(backend_, job.worker, protocol::Cancel{id});
+      finish(job, final_with(FinishReason::kDeadline));
     }
   }
   forget_old_jobs();
@@ -437,10 +485,12 @@ void Broker::publish(JobRecord& job, protocol::Event event) {
   (void)zmq::send_multipart(stream_, frames, zmq::send_flags::dontwait);  // XPUB drops for slow subscribers
   // The submitter gets every event when it asked to stream, and always the final one.
   if (job.job.stream || event.final_result) send(frontend_, job.producer, wire);
+  keep_for_replay(job, wire.body);
 }
 
 void Broker::forget_old_jobs() {
   while (static_cast<int64_t>(finished_order_.size()) > options_.finished_jobs_kept) {
+    for (const std::string& kept : jobs_.at(finished_order_.front()).replay) replay_bytes_ -= static_cast<int64_t>(kept.size());
     jobs_.erase(finished_order_.front());
     finished_order_.pop_front();
   }

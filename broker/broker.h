@@ -52,6 +52,7 @@ class Broker {
   void on_submit(const std::string& producer, protocol::Submit submit);
   void on_cancel(const std::string& producer, const protocol::Cancel& cancel);
   void on_status(const std::string& producer, const protocol::Status& status);
+  void on_replay(const std::string& producer, const protocol::Replay& replay);
   void on_ready(const std::string& worker, protocol::Ready ready);
   void on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens);
   void on_final(WorkerRecord& worker, const protocol::Final& final_message);
@@ -63,6 +64,7 @@ class Broker {
   void finish(JobRecord& job, protocol::FinalResult result);
   void publish(JobRecord& job, protocol::Event event);
   void forget_old_jobs();
+  void keep_for_replay(JobRecord& job, std::string body);
   void update_gauges();
 
   bool send(zmq::socket_t& socket, const std::string& identity, const protocol::WireMessage& message);
@@ -80,6 +82,7 @@ class Broker {
   std::map<std::string, JobRecord> jobs_;
   std::deque<std::string> finished_order_;  // oldest first, for bounded retention
   bool draining_ = false;
+  int64_t replay_bytes_ = 0;
   uint64_t next_job_number_ = 0;
   SteadyClock::time_point last_heartbeat_sent_;
 };

@@ -26,6 +26,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-attempts", o.max_attempts, "attempts per job before it fails")->capture_default_str()->check(CLI::Range(1, 100));
   app.add_option("--default-deadline-ms", o.default_deadline_ms)->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--finished-jobs-kept", o.finished_jobs_kept)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--replay-events-per-job", o.replay_events_per_job, "events kept per job for late subscribers")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--replay-bytes-total", o.replay_bytes_total, "bytes kept in all replay buffers")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--send-hwm", o.send_high_water_mark, "messages queued per peer")->capture_default_str()->check(CLI::PositiveNumber);
   return flashq::run_cli(app, argc, argv, [&] {

@@ -20,6 +20,8 @@ struct BrokerOptions {
   int64_t default_deadline_ms = 600000;
   int64_t max_deadline_ms = 86'400'000;
   int64_t finished_jobs_kept = 10000;  // for STATUS and idempotent resubmission
+  int64_t replay_events_per_job = 4096;  // events kept per job for late subscribers (REPLAY)
+  int64_t replay_bytes_total = 256 << 20;  // all replay buffers; the oldest finished jobs' go first
   int64_t drain_timeout_ms = 30000;    // on SIGTERM: how long running jobs may take to finish
   int64_t retry_after_ms = 1000;       // hint sent with REJECTED overloaded
   int send_high_water_mark = 100000;   // messages queued per peer before sends fail (never block)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +36,8 @@ struct JobRecord {
   bool cancel_requested = false;
   bool deadline_expired = false;
   std::optional<protocol::FinalResult> final_result;
+  std::deque<std::string> replay;  // encoded EVENT bodies, seq replay_first_seq ...
+  int64_t replay_first_seq = 0;
 };
 
 }  // namespace flashq

@@ -149,6 +149,31 @@ protocol::FinalResult Client::wait(const std::string& id, const std::function<vo
   }
 }
 
+protocol::StatusReply Client::replay(const std::string& id, std::int64_t from_seq,
+                                     const std::function<void(const protocol::Event&)>& on_event, int timeout_ms) {
+  check_job_id(id);
+  send(protocol::to_wire(protocol::Replay{id, from_seq}));
+  send(protocol::to_wire(protocol::Status{id}));  // answered after every replayed event
+  const std::int64_t deadline = deadline_after_ms(timeout_ms);
+  while (std::optional<protocol::WireMessage> message = receive(deadline)) {
+    if (message->type == protocol::MessageType::kEvent) {
+      protocol::Event event = protocol::from_wire<protocol::Event>(*message);
+      if (event.id == id) {
+        if (on_event) on_event(event);
+      } else {
+        pending_events_[event.id].push_back(std::move(event));
+      }
+    } else if (message->type == protocol::MessageType::kStatusReply) {
+      auto status_reply = protocol::from_wire<protocol::StatusReply>(*message);
+      if (status_reply.id == id) return status_reply;
+    } else if (message->type == protocol::MessageType::kError) {
+      auto error = protocol::from_wire<protocol::ErrorReply>(*message);
+      if (error_concerns(error, id)) throw BrokerError(error);
+    }
+  }
+  fail_timeout("REPLAY", id, timeout_ms);
+}
+
 protocol::StatusReply Client::status(const std::string& id, int timeout_ms) {
   check_job_id(id);
   send(protocol::to_wire(protocol::Status{id}));

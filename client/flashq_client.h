@@ -90,6 +90,14 @@ class Client {
   protocol::FinalResult wait(const std::string& id, const std::function<void(const protocol::Event&)>& on_event,
                              int timeout_ms = 0);
 
+  // Asks the broker for job `id`'s events from seq `from_seq` on (its bounded replay buffer),
+  // calling `on_event` for each in order, then returns the job's status, asked right after as a
+  // barrier. Throws BrokerError `replay_unavailable` when the broker no longer keeps them, or
+  // `not_found`.
+  protocol::StatusReply replay(const std::string& id, std::int64_t from_seq,
+                               const std::function<void(const protocol::Event&)>& on_event,
+                               int timeout_ms = kDefaultRequestTimeoutMs);
+
   // Sends STATUS and returns STATUS_REPLY (state unknown for a job the broker does not know).
   protocol::StatusReply status(const std::string& id, int timeout_ms = kDefaultRequestTimeoutMs);
 

@@ -59,13 +59,12 @@ class EventPrinter {
   bool missed() const { return missed_; }
 
  private:
-  // A replay request (the broker's bounded replay buffer, or Redis) comes in a later issue; until
-  // then the missed part is named on stderr and the exit code says the output is incomplete.
+  // Only when the broker's replay buffer no longer holds them: the missed part is named on stderr
+  // and the exit code says the output is incomplete.
   void note_missed(std::int64_t first, std::int64_t last) {
     missed_ = true;
     std::fprintf(stderr,
-                 "warning: job %s: events %lld..%lld were published before this subscription took effect and are "
-                 "not shown (replay is not available yet)\n",
+                 "warning: job %s: events %lld..%lld are no longer kept by the broker and are not shown\n",
                  options_.id.c_str(), static_cast<long long>(first), static_cast<long long>(last));
   }
 
@@ -87,13 +86,33 @@ int run_stream(const StreamOptions& options) {
   // Subscribe before asking the status, so that what the status reply calls published-so-far is
   // all that can be missing.
   StreamSubscriber subscriber = client.subscribe(options.id);
-  protocol::StatusReply status = client.status(options.id, options.broker.timeout_ms);
+  EventPrinter printer(options);
+  // What was published before the subscription comes from the broker's replay buffer; live events
+  // then come from the subscription (the printer drops the ones it already showed).
+  protocol::StatusReply status;
+  std::optional<protocol::FinalResult> replayed_final;
+  try {
+    status = client.replay(options.id, options.from_seq, [&](const protocol::Event& event) {
+      printer.show(event);
+      if (event.final_result) replayed_final = event.final_result;
+    }, options.broker.timeout_ms);
+  } catch (const BrokerError& e) {
+    if (e.wire_code() == "not_found") {
+      throw Error(ErrorCode::kNotFound, "job " + options.id + " is not known to broker " +
+                                            options.broker.frontend_endpoint);
+    }
+    if (e.wire_code() != "replay_unavailable") throw;
+    status = client.status(options.id, options.broker.timeout_ms);
+  }
   if (status.state == protocol::JobState::kUnknown) {
     throw Error(ErrorCode::kNotFound, "job " + options.id + " is not known to broker " +
                                           options.broker.frontend_endpoint);
   }
+  if (replayed_final) {
+    printer.end_text();
+    return exit_code(options.id, *replayed_final, printer);
+  }
 
-  EventPrinter printer(options);
   const std::int64_t deadline = deadline_after_ms(options.wait_timeout_ms);
   while (true) {
     if (deadline != kNoDeadline && steady_now_ms() >= deadline) {

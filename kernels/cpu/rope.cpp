@@ -11,7 +11,7 @@ void rope(float* x, const int32_t* positions, float theta, int64_t rows, int64_t
   for (int64_t i = 0; i < half; ++i) {
     inv_freq[i] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / head_dim);
   }
-#pragma omp parallel for schedule(static) if (rows > 4)
+#pragma omp parallel for schedule(static) if (rows * heads * head_dim >= (int64_t{1} << 16))
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<float> cos_v(static_cast<size_t>(half)), sin_v(static_cast<size_t>(half));
     for (int64_t i = 0; i < half; ++i) {

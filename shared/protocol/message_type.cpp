@@ -10,6 +10,7 @@ std::string_view message_type_name(MessageType type) {
     case MessageType::kCancel: return "CANCEL";
     case MessageType::kSubmit: return "SUBMIT";
     case MessageType::kStatus: return "STATUS";
+    case MessageType::kReplay: return "REPLAY";
     case MessageType::kAccepted: return "ACCEPTED";
     case MessageType::kRejected: return "REJECTED";
     case MessageType::kStatusReply: return "STATUS_REPLY";

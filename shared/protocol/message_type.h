@@ -18,6 +18,7 @@ enum class MessageType : std::uint8_t {
   // Producer -> broker.
   kSubmit = 0x10,
   kStatus = 0x11,
+  kReplay = 0x12,
   // Broker -> producer (kEvent also on the stream socket).
   kAccepted = 0x20,
   kRejected = 0x21,
@@ -31,8 +32,8 @@ enum class MessageType : std::uint8_t {
   kAssign = 0x40,
 };
 
-inline constexpr std::array<MessageType, 14> kMessageTypes = {
-    MessageType::kHeartbeat, MessageType::kDisconnect, MessageType::kError,  MessageType::kCancel,
+inline constexpr std::array<MessageType, 15> kMessageTypes = {
+    MessageType::kReplay,    MessageType::kHeartbeat, MessageType::kDisconnect, MessageType::kError,  MessageType::kCancel,
     MessageType::kSubmit,    MessageType::kStatus,     MessageType::kAccepted, MessageType::kRejected,
     MessageType::kStatusReply, MessageType::kEvent,    MessageType::kReady,  MessageType::kTokens,
     MessageType::kFinal,     MessageType::kAssign,

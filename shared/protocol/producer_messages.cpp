@@ -50,6 +50,9 @@ ErrorReply error_reply(const Error& error, std::optional<std::string> id) {
 std::string encode_body(const Submit& message) { return MapWriter().map("job", encode_job(message.job)).finish(); }
 std::string encode_body(const Cancel& message) { return id_only_body(message.id); }
 std::string encode_body(const Status& message) { return id_only_body(message.id); }
+std::string encode_body(const Replay& message) {
+  return MapWriter().string("id", message.id).integer("from_seq", message.from_seq).finish();
+}
 std::string encode_body(const Accepted& message) { return id_only_body(message.id); }
 
 std::string encode_body(const Rejected& message) {
@@ -102,6 +105,13 @@ Cancel decode_body<Cancel>(std::string_view body) {
 template <>
 Status decode_body<Status>(std::string_view body) {
   return read_body<Status>(body, [](const FieldReader& fields) { return Status{read_id(fields, "id")}; });
+}
+
+template <>
+Replay decode_body<Replay>(std::string_view body) {
+  return read_body<Replay>(body, [](const FieldReader& fields) {
+    return Replay{read_id(fields, "id"), fields.integer("from_seq", 0, kInt64Max)};
+  });
 }
 
 template <>

@@ -36,6 +36,16 @@ struct Status {
   bool operator==(const Status&) const = default;
 };
 
+// Producer -> broker: send me this job's events from seq `from_seq` on (a late subscriber, or
+// one that saw a gap). Answered by those EVENTs from the broker's bounded replay buffer, or by
+// ERROR `replay_unavailable` naming the oldest seq still kept.
+struct Replay {
+  static constexpr MessageType kType = MessageType::kReplay;
+  std::string id;
+  std::int64_t from_seq = 0;
+  bool operator==(const Replay&) const = default;
+};
+
 struct Accepted {
   static constexpr MessageType kType = MessageType::kAccepted;
   std::string id;
@@ -90,6 +100,7 @@ ErrorReply error_reply(const Error& error, std::optional<std::string> id = std::
 std::string encode_body(const Submit& message);
 std::string encode_body(const Cancel& message);
 std::string encode_body(const Status& message);
+std::string encode_body(const Replay& message);
 std::string encode_body(const Accepted& message);
 std::string encode_body(const Rejected& message);
 std::string encode_body(const StatusReply& message);
@@ -99,6 +110,7 @@ std::string encode_body(const ErrorReply& message);
 template <> Submit decode_body<Submit>(std::string_view body);
 template <> Cancel decode_body<Cancel>(std::string_view body);
 template <> Status decode_body<Status>(std::string_view body);
+template <> Replay decode_body<Replay>(std::string_view body);
 template <> Accepted decode_body<Accepted>(std::string_view body);
 template <> Rejected decode_body<Rejected>(std::string_view body);
 template <> StatusReply decode_body<StatusReply>(std::string_view body);

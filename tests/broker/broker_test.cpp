@@ -319,6 +319,33 @@ TEST_F(BrokerFixture, AGapInAnAttemptsTokensRequeuesItAsAContinuation) {
   EXPECT_EQ(again.resume_tokens, (protocol::TokenIds{1}));
 }
 
+TEST_F(BrokerFixture, ALateSubscriberReplaysTheWholeStream) {
+  start({.replay_events_per_job = 3});
+  zmq::socket_t w = worker("w1");
+  zmq::socket_t p = producer();
+  send(p, protocol::Submit{job("r", /*stream=*/false)});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(w);
+  send(w, protocol::Tokens{.id = "r", .attempt = 1, .seq = 0, .token_ids = {1}, .text = "a"});
+  send(w, protocol::Tokens{.id = "r", .attempt = 1, .seq = 1, .token_ids = {2}, .text = "b"});
+  zmq::socket_t late = producer();
+  std::this_thread::sleep_for(100ms);
+  send(late, protocol::Replay{"r", 0});
+  EXPECT_EQ(expect<protocol::Event>(late).text, "a");
+  EXPECT_EQ(expect<protocol::Event>(late).text, "b");
+  send(w, protocol::Tokens{.id = "r", .attempt = 1, .seq = 2, .token_ids = {3}, .text = "c"});
+  send(w, protocol::Final{.id = "r", .attempt = 1, .result = {.finish_reason = protocol::FinishReason::kLength}});
+  expect<protocol::Event>(p);  // the submitter's final event
+  send(late, protocol::Replay{"r", 2});
+  EXPECT_EQ(expect<protocol::Event>(late).text, "c");
+  EXPECT_TRUE(expect<protocol::Event>(late).final_result);
+  // Only 3 events are kept: seq 0 is gone now.
+  send(late, protocol::Replay{"r", 0});
+  EXPECT_EQ(expect<protocol::ErrorReply>(late).code, "replay_unavailable");
+  send(late, protocol::Replay{"nope", 0});
+  EXPECT_EQ(expect<protocol::ErrorReply>(late).code, "not_found");
+}
+
 TEST_F(BrokerFixture, HttpServesMetricsHealthAndReadiness) {
   start();
   httplib::Client http("127.0.0.1", broker_->http_port());

@@ -116,6 +116,24 @@ FakeBroker::Script broker_like(std::vector<protocol::Event> events, protocol::St
         reply.id = protocol::from_wire<protocol::Status>(request).id;
         return {protocol::to_wire(reply)};
       }
+      case protocol::MessageType::kReplay: {
+        // Like the real broker: the scripted events from `from_seq` on, when they are "kept"
+        // (seq < status.seq), else replay_unavailable; an unknown job is not_found.
+        const protocol::Replay replay = protocol::from_wire<protocol::Replay>(request);
+        if (status.state == protocol::JobState::kUnknown) {
+          return {protocol::to_wire(protocol::ErrorReply{"not_found", "no job " + replay.id, replay.id})};
+        }
+        std::vector<protocol::WireMessage> replies;
+        for (protocol::Event event : events) {
+          if (event.seq < replay.from_seq || event.seq >= status.seq) continue;
+          event.id = replay.id;
+          replies.push_back(protocol::to_wire(event));
+        }
+        if (replies.empty() && replay.from_seq < status.seq) {
+          return {protocol::to_wire(protocol::ErrorReply{"replay_unavailable", "not kept", replay.id})};
+        }
+        return replies;
+      }
       case protocol::MessageType::kCancel: {
         if (status.state != protocol::JobState::kUnknown) return {};
         const std::string id = protocol::from_wire<protocol::Cancel>(request).id;

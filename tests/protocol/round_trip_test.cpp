@@ -2,6 +2,7 @@
 // fields and defaults behave as docs/protocol.md says.
 #include <gtest/gtest.h>
 
+#include "shared/protocol/map_writer.h"
 #include "shared/protocol/wire.h"
 #include "tests/protocol/protocol_test_util.h"
 
@@ -237,6 +238,25 @@ TEST(ErrorReplies, DropAnIdThatIsNotValidAndCutLongMessages) {
   EXPECT_FALSE(reply.id.has_value());
   EXPECT_EQ(reply.message.size(), 64u << 10);
   EXPECT_NO_THROW(decode_body<ErrorReply>(encode_body(reply)));
+}
+
+}  // namespace
+}  // namespace flashq::protocol
+
+namespace flashq::protocol {
+namespace {
+
+TEST(ReplayMessage, SurvivesEncodingAndRefusesANegativeSeq) {
+  const Replay replay{"job-7", 42};
+  EXPECT_EQ(from_wire<Replay>(to_wire(replay)), replay);
+  const std::string negative = MapWriter().string("id", "job-7").integer("from_seq", -1).finish();
+  try {
+    decode_body<Replay>(negative);
+    FAIL() << "a negative from_seq was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kProtocol);
+    EXPECT_NE(std::string(e.what()).find("from_seq"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

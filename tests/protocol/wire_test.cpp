@@ -34,6 +34,7 @@ TEST(Frames, TypeBytesAreTheDocumentedValues) {
       {MessageType::kHeartbeat, {0x01, "HEARTBEAT"}},   {MessageType::kDisconnect, {0x02, "DISCONNECT"}},
       {MessageType::kError, {0x03, "ERROR"}},           {MessageType::kCancel, {0x04, "CANCEL"}},
       {MessageType::kSubmit, {0x10, "SUBMIT"}},         {MessageType::kStatus, {0x11, "STATUS"}},
+      {MessageType::kReplay, {0x12, "REPLAY"}},
       {MessageType::kAccepted, {0x20, "ACCEPTED"}},     {MessageType::kRejected, {0x21, "REJECTED"}},
       {MessageType::kStatusReply, {0x22, "STATUS_REPLY"}}, {MessageType::kEvent, {0x23, "EVENT"}},
       {MessageType::kReady, {0x30, "READY"}},           {MessageType::kTokens, {0x31, "TOKENS"}},
