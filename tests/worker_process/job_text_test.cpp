@@ -141,8 +141,9 @@ TEST_F(JobTextTest, RequestKeepsTheBlockSizeOnlyWhereADraftCanBeMade) {
   a.job.spec = protocol::SpecMode::kOff;
   EXPECT_EQ(make_job_request(a, *tokenizer_, {"m", true}).sequence.block_size, 0);
   EXPECT_EQ(make_job_request(a, *tokenizer_, {"m", true}).sequence.spec, SpecMode::kOff);
-  a.job.spec = protocol::SpecMode::kDflash;  // without a drafter the engine refuses it, naming why
-  EXPECT_EQ(make_job_request(a, *tokenizer_, {"m", false}).sequence.spec, SpecMode::kDflash);
+  a.job.spec = protocol::SpecMode::kDflash;  // without a drafter it runs target-only (protocol 9.5)
+  EXPECT_EQ(make_job_request(a, *tokenizer_, {"m", false}).sequence.spec, SpecMode::kOff);
+  EXPECT_EQ(make_job_request(a, *tokenizer_, {"m", true}).sequence.spec, SpecMode::kDflash);
 }
 
 TEST_F(JobTextTest, RequestForAnotherModelIsRefusedNamingBoth) {
