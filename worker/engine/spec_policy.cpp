@@ -25,7 +25,7 @@ void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, in
   if (drafted <= 0) return;
   // Per drafted token, as a rate: a block accepted up to a of b-1 says the first a were right.
   const double rate = static_cast<double>(accepted) / static_cast<double>(std::min(drafted, accepted + 1));
-  state.acceptance = 0.7 * state.acceptance + 0.3 * rate;
+  state.acceptance = 0.5 * state.acceptance + 0.5 * rate;  // a few blocks decide
 }
 
 double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows) const {
@@ -63,7 +63,7 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) const {
     state.block_size = best;
   }
   // A sequence that stopped drafting keeps a stale acceptance; let it try again now and then.
-  if (state.block_size == 1 && ++state.steps_without_draft >= 32) {
+  if (state.block_size == 1 && ++state.steps_without_draft >= 64) {
     state.steps_without_draft = 0;
     return std::min<int64_t>(4, max_block_size_);
   }

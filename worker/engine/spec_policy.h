@@ -16,7 +16,7 @@
 namespace flashq {
 
 struct SequenceSpecState {
-  double acceptance = 0.7;  // prior, before anything was measured
+  double acceptance = 0.5;  // prior, before anything was measured
   int64_t block_size = 0;   // current choice; 0 = not chosen yet
   int64_t steps_without_draft = 0;
 };
