@@ -396,6 +396,9 @@ void Broker::dispatch() {
 
 void Broker::check_timers() {
   const auto now = SteadyClock::now();
+  // Timers need millisecond resolution, not a scan of every job after every burst of messages.
+  if (now - last_timer_check_ < std::chrono::milliseconds(10)) return;
+  last_timer_check_ = now;
   if (ms_between(last_heartbeat_sent_, now) >= options_.heartbeat_ms) {
     last_heartbeat_sent_ = now;
     for (const auto& [identity, worker] : workers_.all()) send_to(backend_, identity, protocol::BrokerHeartbeat{});

@@ -85,6 +85,7 @@ class Broker {
   int64_t replay_bytes_ = 0;
   uint64_t next_job_number_ = 0;
   SteadyClock::time_point last_heartbeat_sent_;
+  SteadyClock::time_point last_timer_check_;
 };
 
 }  // namespace flashq
