@@ -1,9 +1,5 @@
 #include "worker/engine/generate.h"
 
-#include <algorithm>
-#include <chrono>
-
-#include "shared/error.h"
 #include "worker/engine/engine.h"
 
 namespace flashq {
