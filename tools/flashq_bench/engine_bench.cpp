@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -67,11 +68,16 @@ struct Bench {
   ServingModel serving;
   int64_t ordinary = 0;
 
+  // An engine lives as long as a worker: its speculation policy keeps what it measured.
+  std::unique_ptr<Engine> make_engine(const std::string& mode, int64_t concurrency) {
+    return std::make_unique<Engine>(*serving.model, *serving.tokenizer,
+                                    mode == "ar" ? nullptr : serving.proposer.get(),
+                                    EngineOptions{.max_slots = concurrency});
+  }
+
   // One run of `concurrency` sequences; decode speed counts tokens after each one's first.
-  nlohmann::json run(const std::string& mode, int64_t concurrency) {
+  nlohmann::json run(Engine& engine, const std::string& mode, int64_t concurrency) {
     const bool speculative = mode != "ar";
-    Engine engine(*serving.model, *serving.tokenizer, speculative ? serving.proposer.get() : nullptr,
-                  {.max_slots = concurrency});
     for (int64_t i = 0; i < concurrency; ++i) {
       SequenceRequest r;
       r.generation.prompt_tokens = random_prompt(o.prompt_tokens, ordinary, o.seed + static_cast<uint64_t>(i));
@@ -81,16 +87,22 @@ struct Bench {
       r.block_size = speculative ? o.block_size : 0;
       engine.add(static_cast<uint64_t>(i), std::move(r));
     }
+    const PhaseSeconds before = engine.phase_seconds();
     const auto start = Clock::now();
     engine.run_until_idle();
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
-    const PhaseSeconds phases = engine.phase_seconds();
-    int64_t tokens = 0, passes = 0, committed = 0, prompt = 0;
+    const PhaseSeconds& after = engine.phase_seconds();
+    const PhaseSeconds phases{.prefill = after.prefill - before.prefill,
+                              .draft = after.draft - before.draft,
+                              .verify = after.verify - before.verify,
+                              .other = after.other - before.other};
+    int64_t tokens = 0, passes = 0, committed = 0, prompt = 0, draft_steps = 0;
     for (const FinishedSequence& done : engine.take_finished()) {
       tokens += static_cast<int64_t>(done.tokens.size()) - 1;
       passes += done.spec_stats.target_passes;
       committed += done.spec_stats.committed_tokens;
       prompt += done.prompt_tokens;
+      draft_steps += done.spec_stats.draft_steps;
     }
     const double decode_seconds = total - phases.prefill;
     return {
@@ -99,12 +111,14 @@ struct Bench {
         {"prefill_tokens_per_s", phases.prefill > 0 ? prompt / phases.prefill : 0.0},
         {"decode_tokens_per_s", decode_seconds > 0 ? tokens / decode_seconds : 0.0},
         {"tau", passes > 0 ? static_cast<double>(committed) / static_cast<double>(passes) : 0.0},
+        {"target_passes", passes},
+        {"draft_steps", draft_steps},
         {"seconds",
          {{"prefill", phases.prefill}, {"draft", phases.draft}, {"verify", phases.verify}, {"other", phases.other}}}};
   }
 
   // Median seconds of one target pass of `rows` tokens on a cache holding the prompt.
-  double time_target_pass(int64_t rows) {
+  double time_target_pass(int64_t rows, bool with_taps = false) {
     KvCache cache = serving.model->make_cache(o.prompt_tokens + 32);
     std::vector<int32_t> prompt = random_prompt(o.prompt_tokens, ordinary, o.seed);
     SequenceChunk chunk{prompt, &cache};
@@ -114,7 +128,9 @@ struct Bench {
     for (int r = 0; r < o.repeats + 1; ++r) {
       SequenceChunk step{block, &cache};
       const auto start = Clock::now();
-      serving.model->forward({&step, 1}, {.logits = LogitRows::kAll});
+      ForwardOptions forward{.logits = LogitRows::kAll};
+      if (with_taps) forward.tap_layers = serving.drafter->config().target_layer_ids;
+      serving.model->forward({&step, 1}, forward);
       times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       cache.truncate(o.prompt_tokens);
     }
@@ -163,24 +179,44 @@ void run_engine_bench(const EngineBenchOptions& o) {
                            {"decode_tokens", o.decode_tokens},
                            {"weight_bytes_per_token", bytes},
                            {"runs", nlohmann::json::array()}};
-  bench.run(modes[0], 1);  // warm-up: page in the weights, start the thread pools
   for (const std::string& c : split(o.concurrency)) {
     const int64_t concurrency = std::stoll(c);
-    nlohmann::json ar_run;
+    // Modes take turns within each repeat, so a slow minute on this shared machine hits all of
+    // them alike; each engine first runs once untimed (pages in weights, measures its passes).
+    std::map<std::string, std::unique_ptr<Engine>> engines;
+    std::map<std::string, std::vector<nlohmann::json>> runs;
     for (const std::string& mode : modes) {
-      std::vector<nlohmann::json> runs;
-      for (int r = 0; r < o.repeats; ++r) runs.push_back(bench.run(mode, concurrency));
-      std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+      engines[mode] = bench.make_engine(mode, concurrency);
+      bench.run(*engines[mode], mode, concurrency);
+    }
+    for (int r = 0; r < o.repeats; ++r) {
+      for (const std::string& mode : modes) runs[mode].push_back(bench.run(*engines[mode], mode, concurrency));
+    }
+    // Speedup: the median of the ratios of runs taken side by side.
+    auto speedup_over_ar = [&](const std::string& mode) {
+      std::vector<double> ratios;
+      for (int r = 0; r < o.repeats; ++r) {
+        ratios.push_back(runs[mode][r]["decode_tokens_per_s"].get<double>() /
+                         runs["ar"][r]["decode_tokens_per_s"].get<double>());
+      }
+      return median(ratios);
+    };
+    const bool has_ar = runs.count("ar") > 0;
+    std::map<std::string, double> speedups;
+    for (const std::string& mode : modes) {
+      if (has_ar && mode != "ar") speedups[mode] = speedup_over_ar(mode);
+    }
+    for (const std::string& mode : modes) {
+      std::vector<nlohmann::json>& mode_runs = runs[mode];
+      std::sort(mode_runs.begin(), mode_runs.end(), [](const auto& a, const auto& b) {
         return a["decode_tokens_per_s"].template get<double>() < b["decode_tokens_per_s"].template get<double>();
       });
-      nlohmann::json run = runs[runs.size() / 2];
+      nlohmann::json run = mode_runs[mode_runs.size() / 2];
       run["decode_weight_gb_per_s"] = run["decode_tokens_per_s"].get<double>() * static_cast<double>(bytes) / 1e9 /
                                       static_cast<double>(concurrency);
-      if (mode == "ar") ar_run = run;
-      if (mode != "ar" && !ar_run.is_null()) {
-        const double speedup = run["decode_tokens_per_s"].get<double>() / ar_run["decode_tokens_per_s"].get<double>();
-        run["speedup"] = speedup;
-        run["efficiency"] = speedup / run["tau"].get<double>();
+      if (speedups.count(mode)) {
+        run["speedup"] = speedups[mode];
+        run["efficiency"] = speedups[mode] / run["tau"].get<double>();
       }
       report["runs"].push_back(run);
     }
@@ -188,6 +224,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
   if (o.passes) {
     const double decode = bench.time_target_pass(1);
     nlohmann::json passes = {{"decode_s", decode}};
+    if (bench.serving.drafter) passes["decode_with_taps_over_decode"] = bench.time_target_pass(1, true) / decode;
     for (int64_t b : {2, 4, 8, 16}) {
       passes["verify_" + std::to_string(b) + "_over_decode"] = bench.time_target_pass(b) / decode;
       if (bench.serving.drafter && b <= bench.serving.drafter->config().block_size) {

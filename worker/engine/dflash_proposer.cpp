@@ -4,35 +4,69 @@
 #include "worker/engine/sampler.h"
 
 namespace flashq {
-namespace {
 
+// Committed tokens wait here, as their taps, until the sequence next drafts: a sequence that
+// `auto` keeps from speculating then costs a copy per step instead of an injection.
 struct DraftContext final : ProposerState {
-  explicit DraftContext(KvCache c) : cache(std::move(c)) {}
+  DraftContext(KvCache c, Tensor buffer) : cache(std::move(c)), pending(std::move(buffer)) {}
   KvCache cache;
+  Tensor pending;  // [kPendingRows, taps * hidden]; rows 0 .. pending_rows-1 are waiting
+  int64_t pending_rows = 0;
+
+  int64_t covered() const { return cache.length() + pending_rows; }
 };
 
-KvCache& context_of(ProposerState* state) { return static_cast<DraftContext*>(state)->cache; }
+namespace {
+
+DraftContext& context_of(ProposerState* state) { return *static_cast<DraftContext*>(state); }
 
 }  // namespace
 
 std::unique_ptr<ProposerState> DFlashProposer::start_sequence(int64_t max_length) {
-  return std::make_unique<DraftContext>(drafter_.make_context_cache(max_length));
+  return std::make_unique<DraftContext>(drafter_.make_context_cache(max_length),
+                                        drafter_.backend().allocate(DType::kF32, {kPendingRows, drafter_.tap_columns()}));
+}
+
+void DFlashProposer::inject_pending(std::span<DraftContext* const> contexts) {
+  std::vector<ContextChunk> chunks;
+  for (DraftContext* c : contexts) {
+    if (c->pending_rows > 0) chunks.push_back({c->pending.slice_rows(0, c->pending_rows), &c->cache});
+  }
+  drafter_.inject(chunks);
+  for (DraftContext* c : contexts) c->pending_rows = 0;
 }
 
 void DFlashProposer::observe(std::span<const Observation> observations) {
-  std::vector<ContextChunk> chunks;
+  std::vector<DraftContext*> full;  // pending rows that must be injected first
+  std::vector<ContextChunk> direct;  // runs too long to wait
   for (const Observation& o : observations) {
-    check_invariant(context_of(o.state).length() == o.first_position, "draft context covers every committed token");
-    chunks.push_back({o.taps, &context_of(o.state)});
+    DraftContext& c = context_of(o.state);
+    check_invariant(c.covered() == o.first_position, "draft context covers every committed token");
+    const int64_t n = o.taps.dim(0);
+    if (c.pending_rows + n > kPendingRows) full.push_back(&c);
+    if (n > kPendingRows) direct.push_back({o.taps, &c.cache});
   }
-  drafter_.inject(chunks);
+  inject_pending(full);
+  drafter_.inject(direct);
+  for (const Observation& o : observations) {
+    DraftContext& c = context_of(o.state);
+    const int64_t n = o.taps.dim(0);
+    if (n > kPendingRows) continue;
+    // Taps are views into the target's workspace, valid until its next pass: copy them out.
+    drafter_.backend().copy_rows(o.taps, c.pending, c.pending_rows);
+    c.pending_rows += n;
+  }
 }
 
 void DFlashProposer::propose(std::span<const ProposalRequest> requests) {
+  std::vector<DraftContext*> contexts;
+  for (const ProposalRequest& r : requests) contexts.push_back(&context_of(r.state));
+  inject_pending(contexts);
   std::vector<DraftBlock> blocks;
   for (const ProposalRequest& r : requests) {
-    check_invariant(context_of(r.state).length() == r.start, "draft starts where the context ends");
-    blocks.push_back({r.last_token, r.block_size, &context_of(r.state)});
+    KvCache& cache = context_of(r.state).cache;
+    check_invariant(cache.length() == r.start, "draft starts where the context ends");
+    blocks.push_back({r.last_token, r.block_size, &cache});
   }
   Tensor logits = drafter_.draft(blocks);
   const int64_t vocab = logits.cols();

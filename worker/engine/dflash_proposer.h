@@ -1,6 +1,7 @@
-// The DFlash drafter as a proposer: observing injects committed tokens into the sequence's draft
-// context cache; proposing runs one non-causal pass over all blocks and takes the argmax of
-// rows 1..B-1 (DFLASH.md §2.3).
+// The DFlash drafter as a proposer: committed tokens are injected into the sequence's draft
+// context cache (lazily: just before the sequence next drafts, or when kPendingRows wait);
+// proposing runs one non-causal pass over all blocks and takes the argmax of rows 1..B-1
+// (DFLASH.md §2.3).
 #pragma once
 
 #include "worker/engine/proposer.h"
@@ -8,8 +9,14 @@
 
 namespace flashq {
 
+struct DraftContext;
+
 class DFlashProposer final : public Proposer {
  public:
+  // Committed tokens held back per sequence before they are injected anyway (bounds memory:
+  // kPendingRows x taps x hidden floats per sequence).
+  static constexpr int64_t kPendingRows = 64;
+
   explicit DFlashProposer(DFlashDrafter& drafter) : drafter_(drafter) {}
 
   int64_t max_block_size() const override { return drafter_.config().block_size; }
@@ -22,6 +29,8 @@ class DFlashProposer final : public Proposer {
   const std::vector<float>& last_logits() const { return logits_; }
 
  private:
+  void inject_pending(std::span<DraftContext* const> contexts);
+
   DFlashDrafter& drafter_;
   std::vector<float> logits_;
 };

@@ -230,7 +230,7 @@ void Engine::decode_step() {
       s.spec_stats.draft_steps += 1;
       s.spec_stats.drafted_tokens += b - 1;
       s.spec_stats.accepted_tokens += acceptance.accepted;
-      SpecPolicy::record_acceptance(s.spec_state, b - 1, acceptance.accepted);
+      policy_.record_acceptance(s.spec_state, b - 1, acceptance.accepted);
       if (options_.on_trace) {
         options_.on_trace({s.id, start, std::vector<int32_t>(draft.begin(), draft.end()), acceptance.accepted,
                            acceptance.bonus});

@@ -26,6 +26,12 @@ void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, in
   // Per drafted token, as a rate: a block accepted up to a of b-1 says the first a were right.
   const double rate = static_cast<double>(accepted) / static_cast<double>(std::min(drafted, accepted + 1));
   state.acceptance = 0.5 * state.acceptance + 0.5 * rate;  // a few blocks decide
+  drafter_acceptance_ = 0.9 * drafter_acceptance_ + 0.1 * rate;
+  if (state.probing) {
+    state.probing = false;
+    state.probe_interval =
+        accepted == drafted ? kFirstProbeInterval : std::min(2 * state.probe_interval, kLastProbeInterval);
+  }
 }
 
 double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows) const {
@@ -50,7 +56,18 @@ double SpecPolicy::step_cost(int64_t batch, int64_t b) const {
   return cost;
 }
 
-int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) const {
+int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
+  if (max_block_size_ < 2) return 1;
+  const bool first_choice = state.block_size == 0;
+  if (first_choice) {
+    state.acceptance = drafter_acceptance_;
+    state.probe_interval = kFirstProbeInterval;
+  }
+  const bool nothing_measured = std::none_of(target_.begin(), target_.end(), [](const Average& a) { return a.measured; });
+  if (nothing_measured) {
+    state.block_size = 2;  // a fresh engine: the cheapest block measures both passes
+    return state.block_size;
+  }
   auto rate = [&](int64_t b) {
     const double cost = step_cost(batch, b);
     return cost > 0 ? expected_tokens(state.acceptance, b) / cost : expected_tokens(state.acceptance, b);
@@ -59,15 +76,19 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) const {
   for (int64_t b = 2; b <= max_block_size_; b *= 2) {
     if (rate(b) > rate(best)) best = b;
   }
-  if (state.block_size == 0 || rate(best) >= 1.1 * rate(std::min(state.block_size, max_block_size_))) {
+  if (first_choice || rate(best) >= 1.1 * rate(std::min(state.block_size, max_block_size_))) {
     state.block_size = best;
   }
-  // A sequence that stopped drafting keeps a stale acceptance; let it try again now and then.
-  if (state.block_size == 1 && ++state.steps_without_draft >= 64) {
+  if (state.block_size > 1) {
     state.steps_without_draft = 0;
-    return std::min<int64_t>(4, max_block_size_);
+    return state.block_size;
   }
-  return state.block_size;
+  if (++state.steps_without_draft >= state.probe_interval) {
+    state.steps_without_draft = 0;
+    state.probing = true;
+    return 2;
+  }
+  return 1;
 }
 
 }  // namespace flashq

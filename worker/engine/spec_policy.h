@@ -3,11 +3,16 @@
 // batch size and the text. The policy measures instead of assuming:
 //  - the cost of target passes and drafter passes by row count (moving averages per power-of-two
 //    bucket), as the engine runs them;
-//  - each sequence's acceptance rate (a moving average of accepted / drafted).
+//  - each sequence's acceptance rate (a moving average of accepted / drafted), starting from the
+//    drafter's recent acceptance over all sequences, so a warm engine does not re-learn per job.
 // Each step it picks, for each `auto` sequence, the block size with the best expected tokens per
 // second, E(b) / cost(b), where E(b) = (1 - alpha^b) / (1 - alpha). A block size never measured
 // is assumed to cost what the nearest smaller measured one costs (optimism, so it gets tried
 // once and measured). Hysteresis: the block changes only for a predicted gain of 10% or more.
+//
+// A sequence that stopped speculating keeps a stale acceptance, so now and then it probes with
+// the cheapest block (2). A probe that fails doubles the wait before the next one, so a useless
+// drafter costs one small verify pass every few hundred steps.
 #pragma once
 
 #include <array>
@@ -16,25 +21,31 @@
 namespace flashq {
 
 struct SequenceSpecState {
-  double acceptance = 0.5;  // prior, before anything was measured
+  double acceptance = 0;    // set from the policy's drafter acceptance on the first choice
   int64_t block_size = 0;   // current choice; 0 = not chosen yet
   int64_t steps_without_draft = 0;
+  int64_t probe_interval = 0;  // steps between probes while not speculating; 0 = not set yet
+  bool probing = false;        // the last choice was a probe
 };
 
 class SpecPolicy {
  public:
+  static constexpr int64_t kFirstProbeInterval = 64;
+  static constexpr int64_t kLastProbeInterval = 1024;
+
   explicit SpecPolicy(int64_t max_block_size);
 
   void record_target_pass(int64_t rows, double seconds);
   void record_draft_pass(int64_t rows, double seconds);
-  static void record_acceptance(SequenceSpecState& state, int64_t drafted, int64_t accepted);
+  void record_acceptance(SequenceSpecState& state, int64_t drafted, int64_t accepted);
 
   // Block size (1 = no speculation) for one auto sequence among `batch` sequences this step.
-  int64_t choose(SequenceSpecState& state, int64_t batch) const;
+  int64_t choose(SequenceSpecState& state, int64_t batch);
 
   // Predicted cost of one step of `batch` sequences with blocks of b (seconds).
   double step_cost(int64_t batch, int64_t b) const;
   static double expected_tokens(double acceptance, int64_t b);
+  double drafter_acceptance() const { return drafter_acceptance_; }
 
  private:
   static constexpr int kBuckets = 16;  // rows up to 2^15
@@ -47,6 +58,7 @@ class SpecPolicy {
   double estimate(const std::array<Average, kBuckets>& table, int64_t rows) const;
 
   int64_t max_block_size_;
+  double drafter_acceptance_ = 0.5;  // prior, before anything was measured
   std::array<Average, kBuckets> target_;
   std::array<Average, kBuckets> draft_;
 };

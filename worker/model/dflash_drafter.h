@@ -46,6 +46,8 @@ class DFlashDrafter {
   Backend& backend() const { return backend_; }
   // A draft context cache for a sequence of up to max_length tokens (plus room for one block).
   KvCache make_context_cache(int64_t max_length) const;
+  // Columns of the taps inject() takes: target_layer_ids.size() * target hidden size.
+  int64_t tap_columns() const { return fc_.dim(1); }
 
   // c(t) = hidden_norm(fc * taps(t)); per layer K = rope(k_norm(k_proj c)), V = v_proj c, appended.
   void inject(std::span<const ContextChunk> chunks);
