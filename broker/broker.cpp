@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <random>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <zmq_addon.hpp>
 
+#include "shared/curve/curve_allow_list.h"
+#include "shared/curve/curve_keys.h"
+#include "shared/curve/curve_socket.h"
+#include "broker/redis/redis_url.h"
 #include "shared/error.h"
 
 namespace flashq {
@@ -34,13 +39,25 @@ void bind_or_throw(zmq::socket_t& socket, const std::string& endpoint) {
   }
 }
 
-// Roughly 4 bytes of text per token: the queue's bound on prompt tokens before tokenizing.
-int64_t estimate_prompt_tokens(const protocol::Job& job) {
-  if (const auto* text = std::get_if<std::string>(&job.prompt)) return static_cast<int64_t>(text->size()) / 4 + 1;
-  if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) return static_cast<int64_t>(ids->size());
-  int64_t bytes = 0;
-  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) bytes += static_cast<int64_t>(m.content.size());
-  return bytes / 4 + 1;
+// CURVE on the given sockets, with the ZAP handler bound first: a handshake that finds no handler
+// is let through. An open CURVE server (no allow-list) would take any key, so it is refused.
+std::unique_ptr<ZapHandler> secure_with_curve(zmq::context_t& context, const BrokerOptions& options,
+                                              std::initializer_list<zmq::socket_t*> sockets) {
+  if (options.curve_secret_key.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "--curve-allowed-keys needs --curve-secret-key (the broker's own key)");
+  }
+  if (options.curve_allowed_keys.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--curve-secret-key needs --curve-allowed-keys: without an allow-list any client key would get in");
+  }
+  check_curve_available();
+  const std::string secret_key = load_curve_key(options.curve_secret_key, "--curve-secret-key");
+  std::set<std::string> allowed = load_curve_allow_list(options.curve_allowed_keys);
+  spdlog::info("broker: CURVE on; public key {}, {} client keys allowed", curve_public_key_of(secret_key),
+               allowed.size());
+  auto zap = std::make_unique<ZapHandler>(context, std::move(allowed));
+  for (zmq::socket_t* socket : sockets) make_curve_server(*socket, secret_key);
+  return zap;
 }
 
 std::string new_job_id(uint64_t number) {
@@ -60,6 +77,14 @@ protocol::FinalResult final_with(FinishReason reason, std::optional<std::string>
 
 }  // namespace
 
+int64_t estimate_prompt_tokens(const protocol::Job& job) {
+  if (const auto* text = std::get_if<std::string>(&job.prompt)) return static_cast<int64_t>(text->size()) / 4 + 1;
+  if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) return static_cast<int64_t>(ids->size());
+  int64_t bytes = 0;
+  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) bytes += static_cast<int64_t>(m.content.size());
+  return bytes / 4 + 1;
+}
+
 Broker::Broker(zmq::context_t& context, BrokerOptions options)
     : options_(std::move(options)),
       frontend_(context, zmq::socket_type::router),
@@ -70,10 +95,18 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
   configure_router(backend_, options_.send_high_water_mark);
   stream_.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
   stream_.set(zmq::sockopt::linger, 0);
+  if (!options_.curve_secret_key.empty() || !options_.curve_allowed_keys.empty()) {
+    zap_ = secure_with_curve(context, options_, {&frontend_, &backend_, &stream_});
+  }
   bind_or_throw(frontend_, options_.frontend);
   bind_or_throw(backend_, options_.backend);
   bind_or_throw(stream_, options_.stream);
   if (!options_.http.empty()) http_ = std::make_unique<HttpEndpoint>(options_.http, metrics_);
+  if (!options_.redis.url.empty()) {
+    if (options_.redis.consumer.empty()) options_.redis.consumer = default_redis_consumer(frontend_endpoint());
+    redis_ = std::make_unique<RedisConnection>(parse_redis_url(options_.redis.url));
+    spdlog::info("broker: redis {} as consumer '{}'", redis_->url().describe(), options_.redis.consumer);
+  }
 }
 
 std::string Broker::frontend_endpoint() const { return frontend_.get(zmq::sockopt::last_endpoint); }
@@ -89,12 +122,17 @@ void Broker::run(const std::atomic<bool>& stop) {
       spdlog::info("broker draining: no new jobs");
     }
     if (draining_) {
-      const bool busy = std::any_of(jobs_.begin(), jobs_.end(),
-                                    [](const auto& entry) { return entry.second.phase != JobPhase::kFinished; });
+      // With Redis, queued jobs stay pending there for another broker (or our restart) to take.
+      const bool durable = redis_ != nullptr;
+      const bool busy = std::any_of(jobs_.begin(), jobs_.end(), [durable](const auto& entry) {
+        const JobPhase phase = entry.second.phase;
+        return phase == JobPhase::kRunning || (phase == JobPhase::kQueued && !durable);
+      });
       if (!busy) break;
       if (ms_between(drain_started, SteadyClock::now()) > options_.drain_timeout_ms) {
         for (auto& [id, job] : jobs_) {
-          if (job.phase != JobPhase::kFinished) finish(job, final_with(FinishReason::kError, "broker shut down"));
+          if (durable || job.phase == JobPhase::kFinished || job.phase == JobPhase::kRemote) continue;
+          finish(job, final_with(FinishReason::kError, "broker shut down"));
         }
         break;
       }
@@ -102,7 +140,8 @@ void Broker::run(const std::atomic<bool>& stop) {
     zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0}, {backend_.handle(), 0, ZMQ_POLLIN, 0},
                                {stream_.handle(), 0, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 3, std::chrono::milliseconds(50));
+      // With Redis, the loop also reads the intake stream: it must come round often.
+      zmq::poll(items, 3, std::chrono::milliseconds(redis_ ? 5 : 50));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
       continue;  // a signal (SIGTERM starts the drain): look at `stop` again
@@ -114,8 +153,15 @@ void Broker::run(const std::atomic<bool>& stop) {
       (void)stream_.recv(subscription, zmq::recv_flags::dontwait);
     }
     check_timers();
+    redis_turn();
   }
   for (const auto& [identity, worker] : workers_.all()) send_to(backend_, identity, protocol::Disconnect{});
+  // Finals and events not yet in Redis: a last try, for as long as a drain may take.
+  const auto give_up = SteadyClock::now() + std::chrono::milliseconds(options_.drain_timeout_ms);
+  while (redis_ && redis_pipeline_.retained() > 0 && SteadyClock::now() < give_up) {
+    if (redis_->ensure_connected() && redis_pipeline_.flush(*redis_)) continue;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 bool Broker::send(zmq::socket_t& socket, const std::string& identity, const protocol::WireMessage& message) {
@@ -177,6 +223,10 @@ void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
     metrics_.job_rejected("bad_deadline");
     return;
   }
+  if (redis_) {
+    redis_submit(producer, std::move(job));  // into flashq:jobs; any broker may run it
+    return;
+  }
   const int64_t prompt_tokens = estimate_prompt_tokens(job);
   if (!queue_.push_back(job.id, job.priority, prompt_tokens)) {
     send_to(frontend_, producer, protocol::Rejected{job.id, "overloaded", options_.retry_after_ms});
@@ -216,6 +266,7 @@ void Broker::on_cancel(const std::string& producer, const protocol::Cancel& canc
 void Broker::on_status(const std::string& producer, const protocol::Status& status) {
   protocol::StatusReply reply{.id = status.id};
   auto it = jobs_.find(status.id);
+  if ((it == jobs_.end() || it->second.phase == JobPhase::kRemote) && redis_status(producer, status)) return;
   if (it != jobs_.end()) {
     const JobRecord& job = it->second;
     reply.state = job.phase == JobPhase::kQueued    ? protocol::JobState::kQueued
@@ -230,6 +281,8 @@ void Broker::on_status(const std::string& producer, const protocol::Status& stat
 
 void Broker::on_replay(const std::string& producer, const protocol::Replay& replay) {
   auto it = jobs_.find(replay.id);
+  const bool held_here = it != jobs_.end() && replay.from_seq >= it->second.replay_first_seq;
+  if (!held_here && redis_replay(producer, replay)) return;
   if (it == jobs_.end()) {
     send_to(frontend_, producer, protocol::ErrorReply{"not_found", "no job '" + replay.id + "'", replay.id});
     return;
@@ -388,6 +441,7 @@ void Broker::dispatch() {
                             .resume_text_bytes = job.streamed_text_bytes};
     assign.job.deadline_ms = std::max<int64_t>(1, ms_between(SteadyClock::now(), job.deadline_at));
     worker->jobs.insert(*id);
+    if (redis_) redis_pipeline_.add(redis_schema::mark_running(*id, job.attempt), nullptr, RedisPipeline::OnFailure::kDrop);
     if (!send_to(backend_, worker->identity, assign)) {
       lose_worker(worker->identity, "it cannot be reached");
     }
@@ -407,7 +461,8 @@ void Broker::check_timers() {
   for (const std::string& identity : workers_.expired(oldest_allowed)) lose_worker(identity, "its heartbeats stopped");
 
   for (auto& [id, job] : jobs_) {
-    if (job.phase == JobPhase::kFinished || job.deadline_at > now) continue;
+    // A remote job's deadline is its owner's to enforce.
+    if (job.phase == JobPhase::kFinished || job.phase == JobPhase::kRemote || job.deadline_at > now) continue;
     if (job.phase == JobPhase::kQueued) {
       queue_.remove(id);
       finish(job, final_with(FinishReason::kDeadline));
@@ -457,6 +512,7 @@ void Broker::requeue_as_continuation(JobRecord& job) {
     return;
   }
   if (job.attempt >= options_.max_attempts) {
+    job.dead_reason = "its worker was lost " + std::to_string(job.attempt) + " times";
     finish(job, final_with(FinishReason::kError, "the job's worker was lost " + std::to_string(job.attempt) + " times"));
     return;
   }
@@ -477,8 +533,9 @@ void Broker::finish(JobRecord& job, protocol::FinalResult result) {
   finished_order_.push_back(job.job.id);
 }
 
-void Broker::publish(JobRecord& job, protocol::Event event) {
+void Broker::publish(JobRecord& job, protocol::Event event, bool store) {
   event.seq = job.next_seq++;
+  if (redis_ && store) event.final_result ? redis_final(job, *event.final_result) : redis_event(job, event);
   // Encoded once, for the stream socket and for the submitter.
   const protocol::WireMessage wire = protocol::to_wire(event);
   const std::string topic = protocol::stream_topic(job.job.id);

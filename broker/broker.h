@@ -21,16 +21,28 @@
 #include "broker/job_queue.h"
 #include "broker/job_record.h"
 #include "broker/metrics.h"
+#include "broker/redis/redis_connection.h"
+#include "broker/redis/redis_pipeline.h"
+#include "broker/redis/redis_schema.h"
 #include "broker/worker_registry.h"
+#include "broker/zap_handler.h"
 #include "shared/protocol/messages.h"
 #include "shared/protocol/stream.h"
 #include "shared/protocol/wire.h"
 
 namespace flashq {
 
+// Roughly 4 bytes of text per token: the queue's bound on prompt tokens before tokenizing.
+int64_t estimate_prompt_tokens(const protocol::Job& job);
+// This broker's consumer name in Redis when none is given: host and frontend endpoint, stable
+// across restarts, so a restarted broker finds its own pending entries.
+std::string default_redis_consumer(const std::string& frontend_endpoint);
+
 class Broker {
  public:
-  // Binds the three sockets (kIo naming the endpoint when one cannot be bound).
+  // Binds the three sockets (kIo naming the endpoint when one cannot be bound). With
+  // options.curve_secret_key they are CURVE servers and a ZAP handler in `context` admits the
+  // allow-list only; bad keys or a missing allow-list are typed errors, before anything binds.
   Broker(zmq::context_t& context, BrokerOptions options);
 
   // Serves until `stop` is set, then drains: refuses new jobs and lets running ones finish for up
@@ -62,10 +74,28 @@ class Broker {
   void lose_worker(const std::string& identity, const std::string& why);
   void requeue_as_continuation(JobRecord& job);
   void finish(JobRecord& job, protocol::FinalResult result);
-  void publish(JobRecord& job, protocol::Event event);
+  // `store`: also into Redis (not for events relayed from there).
+  void publish(JobRecord& job, protocol::Event event, bool store = true);
   void forget_old_jobs();
   void keep_for_replay(JobRecord& job, std::string body);
   void update_gauges();
+
+  // Redis (broker_redis.cpp), all inert without options.redis.url.
+  void redis_turn();
+  void redis_on_connect();
+  void redis_submit(const std::string& producer, protocol::Job job);
+  void redis_fetch();
+  void redis_take(const redis_schema::Entry& entry, bool own_pending);
+  void redis_admit(protocol::Job job, const std::string& entry, const redis_schema::Take& take);
+  void redis_catch_up(const std::string& id, int64_t next_seq);
+  void redis_relay();
+  void redis_keep_claimed();
+  void redis_event(JobRecord& job, const protocol::Event& event);
+  void redis_final(JobRecord& job, const protocol::FinalResult& result);
+  void redis_lost_ownership(const std::string& id);
+  bool redis_status(const std::string& producer, const protocol::Status& status);
+  bool redis_replay(const std::string& producer, const protocol::Replay& replay);
+  int64_t free_capacity() const;
 
   bool send(zmq::socket_t& socket, const std::string& identity, const protocol::WireMessage& message);
   template <typename Message>
@@ -76,6 +106,7 @@ class Broker {
   BrokerOptions options_;
   BrokerMetrics metrics_;
   std::unique_ptr<HttpEndpoint> http_;
+  std::unique_ptr<ZapHandler> zap_;  // with CURVE; declared before the sockets, so it outlives them
   zmq::socket_t frontend_, backend_, stream_;
   JobQueue queue_;
   WorkerRegistry workers_;
@@ -84,6 +115,12 @@ class Broker {
   bool draining_ = false;
   int64_t replay_bytes_ = 0;
   uint64_t next_job_number_ = 0;
+  std::unique_ptr<RedisConnection> redis_;
+  RedisPipeline redis_pipeline_;
+  bool redis_ready_ = false;       // connected, group made, own pending entries read
+  bool redis_fetching_ = false;    // an XREADGROUP is in flight
+  bool redis_relaying_ = false;    // an XREAD of remote jobs' results is in flight
+  SteadyClock::time_point redis_last_keep_;
   SteadyClock::time_point last_heartbeat_sent_;
   SteadyClock::time_point last_timer_check_;
 };

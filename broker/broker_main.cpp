@@ -34,6 +34,21 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--send-hwm", o.send_high_water_mark, "messages queued per peer")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--redis", o.redis.url, "durable queue: redis://[[user]:password@]host[:port][/db] (none: in memory)");
+  app.add_option("--redis-consumer", o.redis.consumer, "this broker's consumer name (default: host/frontend)");
+  app.add_option("--redis-claim-idle-ms", o.redis.claim_idle_ms, "claim jobs of a broker silent this long")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{86'400'000}));
+  app.add_option("--redis-max-deliveries", o.redis.max_deliveries, "deliveries before flashq:dead")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--redis-retention-s", o.redis.retention_s, "results kept after the final")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--curve-secret-key", o.curve_secret_key,
+                 "KEY|FILE: the broker's CURVE secret key; all three sockets then require CURVE (docs/security.md)");
+  app.add_option("--curve-allowed-keys", o.curve_allowed_keys,
+                 "FILE: client public keys allowed in, one Z85 key per line (required with --curve-secret-key)");
   return flashq::run_cli(app, argc, argv, [&] {
     std::signal(SIGTERM, request_stop);
     std::signal(SIGINT, request_stop);

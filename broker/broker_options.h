@@ -8,6 +8,18 @@
 
 namespace flashq {
 
+// Durability on Redis (DESIGN.md §4, docs/redis.md); off when `url` is empty.
+struct RedisOptions {
+  std::string url;                 // redis://[[user]:password@]host[:port][/db] or unix:///path
+  std::string consumer;            // this broker's name in group `flashq`; stable across restarts
+  int64_t claim_idle_ms = 30000;   // a broker silent this long about a job loses it to another
+  int64_t max_deliveries = 5;      // deliveries of one entry (broker deaths) before flashq:dead
+  int64_t retention_s = 3600;      // result streams and status hashes expire after the final
+  int64_t max_events_per_job = 100000;  // a result stream is trimmed beyond this
+  int64_t dead_letters_kept = 10000;
+  int64_t prefetch = 16;           // jobs taken beyond the free worker slots
+};
+
 struct BrokerOptions {
   std::string frontend = "tcp://127.0.0.1:5555";  // producers (ROUTER)
   std::string backend = "tcp://127.0.0.1:5556";   // workers (ROUTER)
@@ -25,6 +37,11 @@ struct BrokerOptions {
   int64_t drain_timeout_ms = 30000;    // on SIGTERM: how long running jobs may take to finish
   int64_t retry_after_ms = 1000;       // hint sent with REJECTED overloaded
   int send_high_water_mark = 100000;   // messages queued per peer before sends fail (never block)
+  RedisOptions redis;
+  // CurveZMQ (docs/security.md). With a secret key (Z85 or a file holding it) all three sockets
+  // are CURVE servers and only the public keys in the allow-list file get in; empty: plain TCP.
+  std::string curve_secret_key;
+  std::string curve_allowed_keys;
 };
 
 }  // namespace flashq

@@ -15,7 +15,9 @@ namespace flashq {
 
 using SteadyClock = std::chrono::steady_clock;
 
-enum class JobPhase { kQueued, kRunning, kFinished };
+// kRemote: accepted here into Redis, run by whichever broker takes it; this broker relays its
+// result stream from Redis to the producer and subscribers it has.
+enum class JobPhase { kQueued, kRunning, kFinished, kRemote };
 
 struct JobRecord {
   protocol::Job job;
@@ -38,6 +40,12 @@ struct JobRecord {
   std::optional<protocol::FinalResult> final_result;
   std::deque<std::string> replay;  // encoded EVENT bodies, seq replay_first_seq ...
   int64_t replay_first_seq = 0;
+  // With Redis: the intake entry this broker took (acknowledged with the final), the reason to
+  // file the job under flashq:dead, and for a kRemote job the last result entry relayed.
+  std::string redis_entry;
+  std::string dead_reason;
+  std::string relayed_up_to = "0";
+  bool redis_owner_lost = false;  // another broker took the job over: nothing more is written
 };
 
 }  // namespace flashq

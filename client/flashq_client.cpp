@@ -70,8 +70,10 @@ Client::Client() : context_(std::make_shared<zmq::context_t>()), dealer_(*contex
 
 Client::~Client() = default;
 
-void Client::connect(const std::string& frontend_endpoint, const std::string& stream_endpoint) {
+void Client::connect(const std::string& frontend_endpoint, const std::string& stream_endpoint,
+                     std::optional<CurveClientKeys> curve) {
   if (!frontend_endpoint_.empty()) throw Error(ErrorCode::kInvalidArgument, "client already connected");
+  if (curve) make_curve_client(dealer_, *curve);
   try {
     dealer_.connect(frontend_endpoint);
   } catch (const zmq::error_t& e) {
@@ -79,6 +81,7 @@ void Client::connect(const std::string& frontend_endpoint, const std::string& st
   }
   frontend_endpoint_ = frontend_endpoint;
   stream_endpoint_ = stream_endpoint;
+  curve_ = std::move(curve);
 }
 
 std::string Client::submit(const protocol::Job& job, int timeout_ms) {
@@ -218,7 +221,7 @@ protocol::StatusReply Client::cancel(const std::string& id, int timeout_ms) {
 
 StreamSubscriber Client::subscribe(const std::string& id) const {
   if (stream_endpoint_.empty()) throw Error(ErrorCode::kInvalidArgument, "client not connected");
-  return StreamSubscriber(context_, stream_endpoint_, id);
+  return StreamSubscriber(context_, stream_endpoint_, id, curve_);
 }
 
 void Client::send(const protocol::WireMessage& message) {
@@ -257,8 +260,10 @@ void Client::keep_event(const protocol::WireMessage& message) {
 
 void Client::fail_timeout(const char* request, const std::string& id, int timeout_ms) const {
   std::string what = std::string(request) + (id.empty() ? "" : " " + id);
+  // A refused CURVE handshake looks exactly like this from here.
+  const char* hint = curve_ ? " (CURVE: is the server key right, and our public key on its allow-list?)" : "";
   throw Error(ErrorCode::kIo, "no answer to " + what + " from broker " + frontend_endpoint_ + " within " +
-                                  std::to_string(timeout_ms) + " ms");
+                                  std::to_string(timeout_ms) + " ms" + hint);
 }
 
 }  // namespace flashq

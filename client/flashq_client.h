@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 
 #include "client/stream_subscriber.h"
+#include "shared/curve/curve_socket.h"
 #include "shared/error.h"
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
@@ -73,9 +74,11 @@ class Client {
 
   // Connects the DEALER to the broker's frontend; `stream_endpoint` is kept for subscribe(). May
   // be called once. ZeroMQ connects in the background, so a broker that is not there yet shows
-  // up as a timeout of the first request.
+  // up as a timeout of the first request. With `curve` both sockets speak CurveZMQ
+  // (docs/security.md); a broker that refuses our key also shows up only as timeouts.
   void connect(const std::string& frontend_endpoint,
-               const std::string& stream_endpoint = std::string(kDefaultStreamEndpoint));
+               const std::string& stream_endpoint = std::string(kDefaultStreamEndpoint),
+               std::optional<CurveClientKeys> curve = std::nullopt);
 
   // Sends SUBMIT and returns the id the broker accepted (the job's own id when it had one).
   // Throws kInvalidArgument for a job that breaks the protocol's rules (checked here, before
@@ -125,6 +128,7 @@ class Client {
   zmq::socket_t dealer_;
   std::string frontend_endpoint_;
   std::string stream_endpoint_;
+  std::optional<CurveClientKeys> curve_;
   // EVENTs that arrived while waiting for something else, per job, in arrival order.
   std::map<std::string, std::deque<protocol::Event>> pending_events_;
 };

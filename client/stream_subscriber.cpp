@@ -10,10 +10,11 @@
 namespace flashq {
 
 StreamSubscriber::StreamSubscriber(std::shared_ptr<zmq::context_t> context, const std::string& endpoint,
-                                   std::string job_id)
+                                   std::string job_id, const std::optional<CurveClientKeys>& curve)
     : context_(std::move(context)), socket_(*context_, zmq::socket_type::sub), job_id_(std::move(job_id)) {
   check_job_id(job_id_);
   socket_.set(zmq::sockopt::linger, 0);
+  if (curve) make_curve_client(socket_, *curve);
   socket_.set(zmq::sockopt::subscribe, protocol::stream_topic(job_id_));
   try {
     socket_.connect(endpoint);
@@ -22,8 +23,9 @@ StreamSubscriber::StreamSubscriber(std::shared_ptr<zmq::context_t> context, cons
   }
 }
 
-StreamSubscriber::StreamSubscriber(const std::string& endpoint, std::string job_id)
-    : StreamSubscriber(std::make_shared<zmq::context_t>(), endpoint, std::move(job_id)) {}
+StreamSubscriber::StreamSubscriber(const std::string& endpoint, std::string job_id,
+                                   const std::optional<CurveClientKeys>& curve)
+    : StreamSubscriber(std::make_shared<zmq::context_t>(), endpoint, std::move(job_id), curve) {}
 
 std::optional<protocol::Event> StreamSubscriber::next(int timeout_ms) {
   const std::int64_t deadline = deadline_after_ms(timeout_ms);

@@ -10,17 +10,21 @@
 
 #include <zmq.hpp>
 
+#include "shared/curve/curve_socket.h"
 #include "shared/protocol/producer_messages.h"
 
 namespace flashq {
 
 class StreamSubscriber {
  public:
-  // Connects to `endpoint` and subscribes to `job_id`'s topic. The context is shared so that it
-  // lives as long as the socket.
-  StreamSubscriber(std::shared_ptr<zmq::context_t> context, const std::string& endpoint, std::string job_id);
+  // Connects to `endpoint` and subscribes to `job_id`'s topic, over CurveZMQ when `curve` is given
+  // (a broker that refuses the key sends nothing). The context is shared so that it lives as long
+  // as the socket.
+  StreamSubscriber(std::shared_ptr<zmq::context_t> context, const std::string& endpoint, std::string job_id,
+                   const std::optional<CurveClientKeys>& curve = std::nullopt);
   // With a ZeroMQ context of its own.
-  StreamSubscriber(const std::string& endpoint, std::string job_id);
+  StreamSubscriber(const std::string& endpoint, std::string job_id,
+                   const std::optional<CurveClientKeys>& curve = std::nullopt);
 
   StreamSubscriber(StreamSubscriber&&) = default;
   StreamSubscriber& operator=(StreamSubscriber&&) = default;

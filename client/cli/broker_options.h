@@ -1,4 +1,5 @@
-// The flags every job command shares: where the broker is and how long to wait for its replies.
+// The flags every job command shares: where the broker is, how long to wait for its replies, and
+// the CurveZMQ keys when the broker requires them.
 #pragma once
 
 #include <string>
@@ -13,8 +14,13 @@ struct BrokerOptions {
   std::string frontend_endpoint{kDefaultFrontendEndpoint};
   std::string stream_endpoint{kDefaultStreamEndpoint};
   int timeout_ms = kDefaultRequestTimeoutMs;  // each request/reply exchange
+  std::string curve_server_key;  // KEY|FILE; with curve_secret_key, or neither
+  std::string curve_secret_key;
 };
 
 void add_broker_options(CLI::App& command, BrokerOptions& options);
+
+// Loads the keys (typed errors for bad ones) and connects `client` to the broker.
+void connect_to_broker(Client& client, const BrokerOptions& options);
 
 }  // namespace flashq

@@ -16,7 +16,7 @@ struct CancelOptions {
 
 int run_cancel(const CancelOptions& options) {
   Client client;
-  client.connect(options.broker.frontend_endpoint, options.broker.stream_endpoint);
+  connect_to_broker(client, options.broker);
   // An unknown id comes back as a not_found error (exit 2). A running job ends later, with a final
   // event saying cancelled; the state printed is the one right after the broker took the cancel.
   const protocol::StatusReply status = client.cancel(options.id, options.broker.timeout_ms);

@@ -4,6 +4,7 @@
 
 #include "client/cli/cancel_command.h"
 #include "client/cli/generate_command.h"
+#include "client/cli/keygen_command.h"
 #include "client/cli/status_command.h"
 #include "client/cli/stream_command.h"
 #include "client/cli/submit_command.h"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto generate = flashq::add_generate_command(app);
   auto up = flashq::add_up_command(app);
+  auto keygen = flashq::add_keygen_command(app);
   // The job commands end with the job's outcome as exit code (client/cli/job_report.h).
   const std::vector<std::function<int()>> job_commands = {
       flashq::add_submit_command(app), flashq::add_stream_command(app), flashq::add_cancel_command(app),
@@ -23,6 +25,7 @@ int main(int argc, char** argv) {
   const int rc = flashq::run_cli(app, argc, argv, [&] {
     generate();
     up();
+    keygen();
     for (const auto& command : job_commands) {
       if (const int code = command(); code != flashq::kExitOk) job_exit = code;
     }

@@ -16,7 +16,7 @@ struct StatusOptions {
 
 int run_status(const StatusOptions& options) {
   Client client;
-  client.connect(options.broker.frontend_endpoint, options.broker.stream_endpoint);
+  connect_to_broker(client, options.broker);
   // A job the broker does not know is a valid answer (state "unknown"), printed like any other.
   print_json_line(status_json(client.status(options.id, options.broker.timeout_ms)));
   return 0;

@@ -82,7 +82,7 @@ int exit_code(const std::string& id, const protocol::FinalResult& result, const 
 
 int run_stream(const StreamOptions& options) {
   Client client;
-  client.connect(options.broker.frontend_endpoint, options.broker.stream_endpoint);
+  connect_to_broker(client, options.broker);
   // Subscribe before asking the status, so that what the status reply calls published-so-far is
   // all that can be missing.
   StreamSubscriber subscriber = client.subscribe(options.id);

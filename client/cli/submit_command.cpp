@@ -60,7 +60,7 @@ protocol::Job job_from_flags(const SubmitOptions& options) {
 int run_submit(const SubmitOptions& options) {
   const protocol::Job job = job_from_flags(options);
   Client client;
-  client.connect(options.broker.frontend_endpoint, options.broker.stream_endpoint);
+  connect_to_broker(client, options.broker);
   const std::string id = client.submit(job, options.broker.timeout_ms);
 
   std::string text;

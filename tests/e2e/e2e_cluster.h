@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -220,6 +221,11 @@ class Cluster {
         "--stream",       stream(),   "--http",         "127.0.0.1:" + std::to_string(http_port_),
         "--heartbeat-ms", "200",      "--max-attempts", "10",
         "--log-level",    "info"};
+    // A flag given in `extra` replaces the default above.
+    for (size_t i = 0; i + 1 < extra.size(); ++i) {
+      auto given = std::find(args.begin(), args.end(), extra[i]);
+      if (extra[i].rfind("--", 0) == 0 && given != args.end()) args.erase(given, given + 2);
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     broker_ = std::make_unique<ChildProcess>("flashq-broker", args, next_log("broker"));
     if (!broker_->started()) return false;

@@ -10,6 +10,7 @@
 #include <zmq_addon.hpp>
 
 #include "broker/broker.h"
+#include "shared/error.h"
 #include "shared/protocol/messages.h"
 #include "shared/protocol/stream.h"
 #include "shared/protocol/wire.h"
@@ -26,6 +27,7 @@ struct BrokerBenchOptions {
   int64_t latency_rate = 10000;  // events/s while measuring latency
   int64_t latency_events = 20000;
   int64_t window = 1000;  // submissions in flight per producer
+  std::string redis;      // also measure with this Redis behind the broker
   bool json = false;
 };
 
@@ -64,8 +66,10 @@ struct RunningBroker {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  explicit RunningBroker(zmq::context_t& c, int64_t max_jobs) : context(c) {
+  RunningBroker(zmq::context_t& c, int64_t max_jobs, const std::string& redis = "") : context(c) {
     BrokerOptions options;
+    options.redis.url = redis;
+    options.redis.consumer = "bench-" + std::to_string(now_ns());
     options.frontend = options.backend = options.stream = "tcp://127.0.0.1:*";
     options.http = "";
     options.queue.max_jobs = max_jobs;
@@ -90,8 +94,29 @@ zmq::socket_t make_socket(zmq::context_t& context, zmq::socket_type type, const 
 }
 
 // Submissions/s: one producer keeps `window` SUBMITs in flight until every job is accepted.
-double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o) {
-  RunningBroker running(context, o.jobs + 1);
+// Job ids unique to this run, so runs against one Redis never meet.
+std::string run_prefix() { return "bench-" + std::to_string(now_ns()) + "-"; }
+
+// With Redis, the broker is ready once it is connected: until then it refuses jobs.
+void wait_ready(zmq::context_t& context, RunningBroker& running, const std::string& redis) {
+  if (redis.empty()) return;
+  zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, running.broker->frontend_endpoint());
+  protocol::Job job;
+  job.prompt = std::string("probe");
+  for (int i = 0; i < 100; ++i) {
+    job.id = run_prefix() + "probe";
+    send_message(producer, protocol::Submit{job});
+    auto reply = receive(producer, 2000ms);
+    if (reply && reply->type == protocol::MessageType::kAccepted) return;
+    std::this_thread::sleep_for(50ms);
+  }
+  throw Error(ErrorCode::kIo, "the broker did not connect to redis " + redis);
+}
+
+double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o, const std::string& redis) {
+  RunningBroker running(context, o.jobs + 1, redis);
+  wait_ready(context, running, redis);
+  const std::string prefix = run_prefix();
   zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, running.broker->frontend_endpoint());
   protocol::Job job;
   job.prompt = std::string("synthetic job");
@@ -99,7 +124,7 @@ double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o)
   const auto start = Clock::now();
   while (accepted < o.jobs) {
     while (sent < o.jobs && sent - accepted < o.window) {
-      job.id = "bench-" + std::to_string(sent++);
+      job.id = prefix + std::to_string(sent++);
       send_message(producer, protocol::Submit{job});
     }
     if (auto reply = receive(producer, 5000ms); reply && reply->type == protocol::MessageType::kAccepted) ++accepted;
@@ -110,8 +135,10 @@ double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o)
 
 // Events/s: synthetic workers stream TOKENS for their jobs as fast as they can; one subscriber
 // receives every event through the broker's XPUB.
-double measure_fanout(zmq::context_t& context, const BrokerBenchOptions& o) {
-  RunningBroker running(context, 1000);
+double measure_fanout(zmq::context_t& context, const BrokerBenchOptions& o, const std::string& redis) {
+  RunningBroker running(context, 1000, redis);
+  wait_ready(context, running, redis);
+  const std::string prefix = run_prefix();
   zmq::socket_t subscriber = make_socket(context, zmq::socket_type::sub, running.broker->stream_endpoint());
   subscriber.set(zmq::sockopt::subscribe, std::string(protocol::kStreamTopicPrefix));
   zmq::socket_t worker = make_socket(context, zmq::socket_type::dealer, running.broker->backend_endpoint());
@@ -122,7 +149,7 @@ double measure_fanout(zmq::context_t& context, const BrokerBenchOptions& o) {
   protocol::Job job;
   job.prompt = std::string("synthetic job");
   for (int64_t j = 0; j < jobs; ++j) {
-    job.id = "fan-" + std::to_string(j);
+    job.id = prefix + "fan-" + std::to_string(j);
     send_message(producer, protocol::Submit{job});
   }
   std::vector<protocol::Assign> assigned;
@@ -251,8 +278,17 @@ nlohmann::json measure_added_latency(zmq::context_t& context, const BrokerBenchO
 void run_broker_bench(const BrokerBenchOptions& o) {
   zmq::context_t context;
   nlohmann::json report = {{"synthetic", "producers and workers are test programs; no model runs"}};
-  report["submissions_per_s"] = measure_submissions(context, o);
-  report["token_events_per_s"] = measure_fanout(context, o);
+  report["submissions_per_s"] = measure_submissions(context, o, "");
+  report["token_events_per_s"] = measure_fanout(context, o, "");
+  if (!o.redis.empty()) {
+    // Side by side: every accepted job stored in flashq:jobs first, every event in flashq:out.
+    const double jobs = measure_submissions(context, o, o.redis);
+    const double events = measure_fanout(context, o, o.redis);
+    report["redis"] = {{"submissions_per_s", jobs},
+                       {"token_events_per_s", events},
+                       {"submissions_ratio", jobs / report["submissions_per_s"].get<double>()},
+                       {"token_events_ratio", events / report["token_events_per_s"].get<double>()}};
+  }
   report["latency"] = measure_added_latency(context, o);
   std::cout << (o.json ? report.dump() : report.dump(2)) << std::endl;
 }
@@ -266,6 +302,8 @@ std::function<void()> add_broker_bench(CLI::App& app) {
   cmd->add_option("--events", o->events, "token events to time")->capture_default_str();
   cmd->add_option("--latency-rate", o->latency_rate, "events/s while measuring latency")->capture_default_str();
   cmd->add_option("--latency-events", o->latency_events)->capture_default_str();
+  cmd->add_option("--redis", o->redis, "also measure with this Redis (redis://host:port[/db]); keys expire")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {
     if (*cmd) run_broker_bench(*o);

@@ -87,11 +87,13 @@ void BrokerLink::connect() {
   socket_.emplace(context_, zmq::socket_type::dealer);
   socket_->set(zmq::sockopt::linger, 0);
   socket_->set(zmq::sockopt::sndhwm, kSendHighWaterMark);
+  if (options_.curve) make_curve_client(*socket_, *options_.curve);
   socket_->connect(options_.endpoint);
   // The monitor tells at once when the TCP connection closes (a broker restart), instead of
   // after `liveness` silent heartbeats.
   const std::string monitor_endpoint = "inproc://flashq-worker-monitor-" + std::to_string(link_);
-  if (zmq_socket_monitor(socket_->handle(), monitor_endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+  if (zmq_socket_monitor(socket_->handle(), monitor_endpoint.c_str(),
+                         ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
     throw Error(ErrorCode::kIo, std::string("zmq_socket_monitor: ") + zmq_strerror(zmq_errno()));
   }
   monitor_.emplace(context_, zmq::socket_type::pair);
@@ -211,6 +213,10 @@ void BrokerLink::read_monitor_events() {
     uint16_t event = 0;
     if (!parts.empty() && parts[0].size() >= sizeof event) std::memcpy(&event, parts[0].data(), sizeof event);
     if (event == ZMQ_EVENT_DISCONNECTED) lose_link("the connection closed");
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+      // Otherwise a refused key would only show as a reconnect loop.
+      spdlog::error("the broker refused our CURVE key: is our public key on its allow-list?");
+    }
   }
 }
 

@@ -26,6 +26,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "shared/curve/curve_socket.h"
 #include "shared/protocol/wire.h"
 #include "worker/process/message_outbox.h"
 #include "worker/process/work_inbox.h"
@@ -41,6 +42,7 @@ struct LinkOptions {
   int64_t reconnect_max_ms = 5000;
   int64_t drain_timeout_ms = 30000;
   int64_t goodbye_linger_ms = 2000;  // how long the last FINALs and DISCONNECT may take to leave
+  std::optional<CurveClientKeys> curve;  // CurveZMQ to the broker; none: plain
 };
 
 class BrokerLink {

@@ -19,6 +19,10 @@ struct WorkerOptions {
   int64_t reconnect_min_ms = 100;   // first backoff after losing the broker, doubling ...
   int64_t reconnect_max_ms = 5000;  // ... up to this
   int64_t drain_timeout_ms = 30000;
+  // CurveZMQ (docs/security.md): the broker's public key and our secret key, KEY|FILE each; both
+  // empty: plain TCP.
+  std::string curve_server_key;
+  std::string curve_secret_key;
 };
 
 }  // namespace flashq

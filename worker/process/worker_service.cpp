@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "shared/cli.h"
+#include "shared/curve/curve_socket.h"
 #include "shared/error.h"
 #include "shared/protocol/job.h"
 #include "worker/engine/serving_model.h"
@@ -39,6 +40,9 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
                 "--id '" + options.worker_id + "': 1..128 printable ASCII characters without spaces");
   }
   if (options.model_name.empty()) options.model_name = default_model_name(options.model_dir);
+  // Before the model loads: a bad key should not cost a minute of loading first.
+  const std::optional<CurveClientKeys> curve =
+      load_curve_client_keys(options.curve_server_key, options.curve_secret_key);
 
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   const protocol::Ready ready{.worker_id = options.worker_id,
@@ -77,7 +81,8 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
                            .liveness = options.liveness,
                            .reconnect_min_ms = options.reconnect_min_ms,
                            .reconnect_max_ms = std::max(options.reconnect_min_ms, options.reconnect_max_ms),
-                           .drain_timeout_ms = options.drain_timeout_ms};
+                           .drain_timeout_ms = options.drain_timeout_ms,
+                           .curve = curve};
   BrokerLink link(context, link_options, inbox, outbox, [&runner] { return runner.load(); });
   link.run(shutdown_fd);
   spdlog::info("worker {}: drained, exiting", ready.worker_id);

@@ -1,0 +1,119 @@
+#include "broker/redis/redis_connection.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  return timeval{static_cast<time_t>(ms.count() / 1000), static_cast<suseconds_t>((ms.count() % 1000) * 1000)};
+}
+
+RedisReply convert(const redisReply* r) {
+  RedisReply out;
+  switch (r->type) {
+    case REDIS_REPLY_STRING: out.type = RedisReply::Type::kString; out.text.assign(r->str, r->len); break;
+    case REDIS_REPLY_STATUS: out.type = RedisReply::Type::kStatus; out.text.assign(r->str, r->len); break;
+    case REDIS_REPLY_ERROR: out.type = RedisReply::Type::kError; out.text.assign(r->str, r->len); break;
+    case REDIS_REPLY_INTEGER: out.type = RedisReply::Type::kInteger; out.integer = r->integer; break;
+    case REDIS_REPLY_ARRAY:
+      out.type = RedisReply::Type::kArray;
+      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
+      break;
+    default: out.type = RedisReply::Type::kNil; break;
+  }
+  return out;
+}
+
+}  // namespace
+
+RedisConnection::RedisConnection(RedisUrl url, std::chrono::milliseconds timeout)
+    : url_(std::move(url)), timeout_(timeout) {}
+
+RedisConnection::~RedisConnection() {
+  if (context_) redisFree(context_);
+}
+
+void RedisConnection::disconnect(const std::string& why) {
+  last_error_ = why;
+  if (context_) redisFree(context_);
+  context_ = nullptr;
+  next_attempt_ = std::chrono::steady_clock::now() + backoff_;
+  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(5000));
+}
+
+void RedisConnection::fail(const std::string& why) {
+  disconnect(why);
+  throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": " + why);
+}
+
+bool RedisConnection::ensure_connected() {
+  if (context_) return true;
+  if (std::chrono::steady_clock::now() < next_attempt_) return false;
+  const timeval tv = to_timeval(timeout_);
+  redisContext* c = url_.unix_path.empty() ? redisConnectWithTimeout(url_.host.c_str(), url_.port, tv)
+                                           : redisConnectUnixWithTimeout(url_.unix_path.c_str(), tv);
+  if (!c || c->err) {
+    disconnect(c ? c->errstr : "cannot allocate a connection");
+    if (c) redisFree(c);
+    return false;
+  }
+  redisSetTimeout(c, tv);
+  context_ = c;
+  try {
+    std::vector<RedisCommand> setup;
+    if (!url_.password.empty()) {
+      setup.push_back(url_.username.empty() ? RedisCommand{"AUTH", url_.password}
+                                            : RedisCommand{"AUTH", url_.username, url_.password});
+    }
+    if (url_.database != 0) setup.push_back({"SELECT", std::to_string(url_.database)});
+    setup.push_back({"PING"});
+    for (const RedisReply& reply : pipeline(setup)) {
+      if (reply.is_error()) {
+        disconnect("refused: " + reply.text);
+        return false;
+      }
+    }
+  } catch (const Error&) {
+    return false;  // pipeline() disconnected and recorded why
+  }
+  backoff_ = std::chrono::milliseconds(100);
+  last_error_.clear();
+  return true;
+}
+
+std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands) {
+  if (!context_) throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": not connected (" + last_error_ + ")");
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (const RedisCommand& command : commands) {
+    argv.clear();
+    lengths.clear();
+    for (const std::string& part : command) {
+      argv.push_back(part.data());
+      lengths.push_back(part.size());
+    }
+    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
+      fail(context_->errstr);
+    }
+  }
+  std::vector<RedisReply> replies;
+  replies.reserve(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+      fail(context_->err ? context_->errstr : "connection lost");
+    }
+    replies.push_back(convert(static_cast<redisReply*>(raw)));
+    freeReplyObject(raw);
+  }
+  return replies;
+}
+
+RedisReply RedisConnection::command(const RedisCommand& command) { return pipeline({command}).front(); }
+
+}  // namespace flashq

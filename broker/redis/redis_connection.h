@@ -1,0 +1,64 @@
+// One synchronous hiredis connection with pipelining and reconnection. The broker talks to Redis
+// from its loop, one pipeline per turn, so a round trip is paid once per burst of messages
+// rather than once per message.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "broker/redis/redis_url.h"
+
+struct redisContext;
+
+namespace flashq {
+
+struct RedisReply {
+  enum class Type { kNil, kString, kInteger, kArray, kStatus, kError };
+  Type type = Type::kNil;
+  std::string text;  // string, status or error
+  int64_t integer = 0;
+  std::vector<RedisReply> elements;
+
+  bool is_error() const { return type == Type::kError; }
+  bool is_nil() const { return type == Type::kNil; }
+};
+
+using RedisCommand = std::vector<std::string>;
+
+class RedisConnection {
+ public:
+  // Does not connect yet: ensure_connected() does, so a broker can start while Redis is down.
+  explicit RedisConnection(RedisUrl url, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Connects (AUTH, SELECT) unless connected; after a failure, waits out a backoff that doubles
+  // from 100 ms to 5 s before trying again. True when connected.
+  bool ensure_connected();
+  bool connected() const { return context_ != nullptr; }
+  // Why the last connect or command failed (for logs and /readyz).
+  const std::string& last_error() const { return last_error_; }
+
+  // Sends every command, then reads every reply. A Redis error reply is a reply (kError); a
+  // broken connection throws Error(kIo) and disconnects, and the caller retries later.
+  std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands);
+  RedisReply command(const RedisCommand& command);
+
+  const RedisUrl& url() const { return url_; }
+
+ private:
+  void disconnect(const std::string& why);
+  [[noreturn]] void fail(const std::string& why);
+
+  RedisUrl url_;
+  std::chrono::milliseconds timeout_;
+  redisContext* context_ = nullptr;
+  std::string last_error_;
+  std::chrono::steady_clock::time_point next_attempt_{};
+  std::chrono::milliseconds backoff_{100};
+};
+
+}  // namespace flashq

@@ -1,0 +1,119 @@
+#include "broker/redis/redis_job_fields.h"
+
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "shared/error.h"
+#include "shared/protocol/field_reader.h"
+#include "shared/protocol/strict_unpack.h"
+
+namespace flashq {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void refuse(const std::string& field, const std::string& why) {
+  throw Error(ErrorCode::kProtocol, "redis job field " + field + ": " + why);
+}
+
+template <typename Number>
+Number parse_integer(const std::string& field, const std::string& text) {
+  Number value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    refuse(field, "'" + text + "' is not an integer in range");
+  }
+  return value;
+}
+
+double parse_double(const std::string& field, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    refuse(field, "'" + text + "' is not a finite number");
+  }
+  return value;
+}
+
+json parse_json(const std::string& field, const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) refuse(field, "is not valid JSON");
+  return value;
+}
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> job_to_fields(const protocol::Job& job) {
+  std::vector<std::string> out;
+  auto add = [&](const char* name, std::string value) {
+    out.emplace_back(name);
+    out.push_back(std::move(value));
+  };
+  if (!job.id.empty()) add("id", job.id);
+  if (const auto* text = std::get_if<std::string>(&job.prompt)) {
+    add("prompt", *text);
+  } else if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) {
+    add("prompt_tokens", json(*ids).dump());
+  } else {
+    json messages = json::array();
+    for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) {
+      messages.push_back({{"role", m.role}, {"content", m.content}});
+    }
+    add("messages", messages.dump());
+  }
+  add("max_tokens", std::to_string(job.max_tokens));
+  add("temperature", number_text(job.temperature));
+  add("top_p", number_text(job.top_p));
+  add("top_k", std::to_string(job.top_k));
+  add("seed", std::to_string(job.seed));
+  if (!job.stop.empty()) add("stop", json(job.stop).dump());
+  if (!job.stop_token_ids.empty()) add("stop_token_ids", json(job.stop_token_ids).dump());
+  add("priority", std::to_string(job.priority));
+  add("deadline_ms", std::to_string(job.deadline_ms));
+  add("spec", std::string(protocol::spec_mode_name(job.spec)));
+  if (job.model) add("model", *job.model);
+  // Opaque msgpack travels as JSON here, so that Redis users can read it.
+  if (job.metadata) add("metadata", json::from_msgpack(*job.metadata).dump());
+  add("stream", job.stream ? "true" : "false");
+  add("block_size", std::to_string(job.block_size));
+  return out;
+}
+
+protocol::Job job_from_fields(const RedisFields& fields) {
+  json map = json::object();
+  for (const auto& [name, text] : fields) {
+    if (name == "id" || name == "prompt" || name == "spec" || name == "model") {
+      map[name] = text;
+    } else if (name == "max_tokens" || name == "top_k" || name == "priority" || name == "deadline_ms" ||
+               name == "block_size") {
+      map[name] = parse_integer<int64_t>(name, text);
+    } else if (name == "seed") {
+      map[name] = parse_integer<uint64_t>(name, text);
+    } else if (name == "temperature" || name == "top_p") {
+      map[name] = parse_double(name, text);
+    } else if (name == "stream") {
+      if (text != "true" && text != "false" && text != "1" && text != "0") refuse(name, "must be true or false");
+      map[name] = text == "true" || text == "1";
+    } else if (name == "prompt_tokens" || name == "stop_token_ids" || name == "messages" || name == "metadata") {
+      map[name] = parse_json(name, text);
+    } else if (name == "stop") {
+      json value = json::parse(text, nullptr, false);
+      map[name] = value.is_array() ? value : json::array({text});
+    }
+    // Other fields are ignored, as unknown keys are on the wire: producers may add their own.
+  }
+  const std::vector<uint8_t> packed = json::to_msgpack(map);
+  const std::string bytes(packed.begin(), packed.end());
+  msgpack::object_handle handle = protocol::unpack_body(bytes, "redis job");
+  return protocol::read_job(protocol::FieldReader(handle.get(), protocol::FieldPath{"redis job", ""}),
+                            protocol::JobIdRule::kOptional);
+}
+
+}  // namespace flashq

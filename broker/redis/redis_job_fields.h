@@ -1,0 +1,25 @@
+// A job as the flat fields of an entry in the intake stream `flashq:jobs` (DESIGN.md §4): the
+// job's own field names, every value a string. Numbers are decimal; `prompt_tokens`,
+// `stop_token_ids`, `messages` and `metadata` are JSON; `stop` is a JSON array of strings or one
+// plain string; `stream` is true/false. So a producer with nothing but redis-cli can write:
+//   XADD flashq:jobs * id j1 prompt "def add(a, b):" max_tokens 64
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shared/protocol/job.h"
+
+namespace flashq {
+
+using RedisFields = std::map<std::string, std::string>;
+
+// Alternating name, value: what XADD takes after the entry id.
+std::vector<std::string> job_to_fields(const protocol::Job& job);
+
+// Validated as strictly as a SUBMIT (the same limits and messages); kProtocol naming the field.
+// A job without an id gets none here: the caller names it after the entry.
+protocol::Job job_from_fields(const RedisFields& fields);
+
+}  // namespace flashq

@@ -1,0 +1,247 @@
+#include "broker/redis/redis_schema.h"
+
+#include <nlohmann/json.hpp>
+
+#include "shared/error.h"
+#include "shared/protocol/field_reader.h"
+#include "shared/protocol/strict_unpack.h"
+
+namespace flashq::redis_schema {
+namespace {
+
+using nlohmann::json;
+
+// The job's state decides: a finished job only has its duplicate entries acknowledged.
+constexpr const char* kIntakeScript = R"(
+local state = redis.call('HGET', KEYS[2], 'state')
+if state then return {state, redis.call('HGET', KEYS[2], 'final') or ''} end
+local entry = redis.call('XADD', KEYS[1], '*', unpack(ARGV))
+redis.call('HSET', KEYS[2], 'state', 'queued', 'entry', entry)
+return {'new', entry})";
+
+constexpr const char* kTakeScript = R"(
+local h = KEYS[2]
+local state = redis.call('HGET', h, 'state')
+if state == 'finished' then
+  redis.call('XACK', KEYS[1], 'flashq', ARGV[2])
+  redis.call('XDEL', KEYS[1], ARGV[2])
+  return {'finished', '0', '0', '0', redis.call('HGET', h, 'final') or ''}
+end
+local entry = redis.call('HGET', h, 'entry')
+if entry and entry ~= ARGV[2] then
+  redis.call('XACK', KEYS[1], 'flashq', ARGV[2])
+  redis.call('XDEL', KEYS[1], ARGV[2])
+  return {'duplicate', '0', '0', '0', ''}
+end
+local deliveries = redis.call('HINCRBY', h, 'deliveries', 1)
+redis.call('HSET', h, 'entry', ARGV[2], 'owner', ARGV[1])
+if not state then redis.call('HSET', h, 'state', 'queued') end
+return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', ''})";
+
+constexpr const char* kEventScript = R"(
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
+local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '0')
+local seq = tonumber(ARGV[2])
+if seq < next_seq then return 2 end
+if seq > next_seq then return -2 end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'seq', ARGV[2], 'token_ids', ARGV[3], 'text', ARGV[4])
+redis.call('HSET', KEYS[1], 'next_seq', seq + 1)
+return 1)";
+
+constexpr const char* kFinalScript = R"(
+local function ack()
+  if ARGV[4] ~= '' then
+    redis.call('XACK', KEYS[3], 'flashq', ARGV[4])
+    redis.call('XDEL', KEYS[3], ARGV[4])
+  end
+end
+if redis.call('HGET', KEYS[1], 'state') == 'finished' then ack() return 0 end
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= ARGV[1] then return -1 end
+redis.call('XADD', KEYS[2], '*', 'seq', ARGV[2], 'final', ARGV[3])
+redis.call('HSET', KEYS[1], 'state', 'finished', 'final', ARGV[3], 'finish_reason', ARGV[6], 'next_seq', tonumber(ARGV[2]) + 1)
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('EXPIRE', KEYS[2], ARGV[5])
+ack()
+if ARGV[7] ~= '' then
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'id', ARGV[9], 'reason', ARGV[7], 'entry', ARGV[4])
+end
+return 1)";
+
+// A producer waiting on flashq:out:<id> gets a `rejected` final, unless the id already finished.
+constexpr const char* kDeadLetterScript = R"(
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'id', ARGV[2], 'reason', ARGV[3], 'entry', ARGV[1])
+redis.call('XACK', KEYS[1], 'flashq', ARGV[1])
+redis.call('XDEL', KEYS[1], ARGV[1])
+if ARGV[2] ~= '' and not redis.call('HGET', KEYS[3], 'state') then
+  redis.call('XADD', KEYS[4], '*', 'seq', '0', 'final', ARGV[5])
+  redis.call('HSET', KEYS[3], 'state', 'finished', 'final', ARGV[5], 'finish_reason', 'rejected', 'next_seq', '1')
+  redis.call('EXPIRE', KEYS[3], ARGV[6])
+  redis.call('EXPIRE', KEYS[4], ARGV[6])
+end
+return 1)";
+
+RedisFields fields_of(const RedisReply& flat) {
+  RedisFields fields;
+  for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) fields[flat.elements[i].text] = flat.elements[i + 1].text;
+  return fields;
+}
+
+int64_t to_int(const std::string& text) {
+  try {
+    return std::stoll(text);
+  } catch (const std::exception&) {
+    throw Error(ErrorCode::kProtocol, "redis: '" + text + "' is not a number");
+  }
+}
+
+}  // namespace
+
+std::string job_key(const std::string& id) { return "flashq:job:" + id; }
+std::string out_key(const std::string& id) { return "flashq:out:" + id; }
+
+std::vector<Entry> entries_of(const RedisReply& reply) {
+  std::vector<Entry> out;
+  for (const RedisReply& item : reply.elements) {
+    // A claimed entry that was deleted meanwhile comes back as nil (or with nil fields).
+    if (item.elements.size() != 2 || item.elements[1].is_nil()) continue;
+    out.push_back({item.elements[0].text, fields_of(item.elements[1])});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisReply& reply) {
+  std::vector<std::pair<std::string, std::vector<Entry>>> out;
+  for (const RedisReply& stream : reply.elements) {
+    if (stream.elements.size() == 2) out.emplace_back(stream.elements[0].text, entries_of(stream.elements[1]));
+  }
+  return out;
+}
+
+RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
+
+RedisCommand intake(const protocol::Job& job) {
+  RedisCommand command = {"EVAL", kIntakeScript, "2", kJobs, job_key(job.id)};
+  for (std::string& field : job_to_fields(job)) command.push_back(std::move(field));
+  return command;
+}
+
+RedisCommand read_new(const std::string& consumer, int64_t count) {
+  return {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS", kJobs, ">"};
+}
+
+RedisCommand read_own_pending(const std::string& consumer, int64_t count) {
+  return {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS", kJobs, "0"};
+}
+
+RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count) {
+  return {"XAUTOCLAIM", kJobs, kGroup, consumer, std::to_string(idle_ms), "0-0", "COUNT", std::to_string(count)};
+}
+
+RedisCommand keep_claimed(const std::string& consumer, const std::vector<std::string>& entries) {
+  RedisCommand command = {"XCLAIM", kJobs, kGroup, consumer, "0"};
+  command.insert(command.end(), entries.begin(), entries.end());
+  command.push_back("JUSTID");
+  return command;
+}
+
+RedisCommand take(const std::string& consumer, const std::string& job_id, const std::string& entry) {
+  return {"EVAL", kTakeScript, "2", kJobs, job_key(job_id), consumer, entry};
+}
+
+Take take_of(const RedisReply& reply) {
+  if (reply.is_error() || reply.elements.size() != 5) {
+    throw Error(ErrorCode::kProtocol, "redis: unexpected reply to take: " + reply.text);
+  }
+  Take out;
+  const std::string& outcome = reply.elements[0].text;
+  out.outcome = outcome == "finished"    ? Take::Outcome::kFinished
+                : outcome == "duplicate" ? Take::Outcome::kDuplicate
+                                         : Take::Outcome::kRun;
+  out.deliveries = to_int(reply.elements[1].text);
+  out.next_seq = to_int(reply.elements[2].text);
+  out.attempt = to_int(reply.elements[3].text);
+  out.final_json = reply.elements[4].text;
+  return out;
+}
+
+RedisCommand mark_running(const std::string& job_id, int64_t attempt) {
+  return {"HSET", job_key(job_id), "state", "running", "attempt", std::to_string(attempt)};
+}
+
+RedisCommand event(const std::string& consumer, const std::string& job_id, int64_t seq,
+                   const std::vector<int32_t>& token_ids, const std::string& text, int64_t max_events) {
+  return {"EVAL", kEventScript, "2", job_key(job_id), out_key(job_id), consumer, std::to_string(seq),
+          json(token_ids).dump(), text, std::to_string(max_events)};
+}
+
+RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& entry, int64_t seq,
+                   const protocol::FinalResult& result, int64_t retention_s, const std::string& dead_reason,
+                   int64_t dead_max) {
+  return {"EVAL",
+          kFinalScript,
+          "4",
+          job_key(job_id),
+          out_key(job_id),
+          kJobs,
+          kDead,
+          consumer,
+          std::to_string(seq),
+          final_to_json(result),
+          entry,
+          std::to_string(retention_s),
+          std::string(protocol::finish_reason_name(result.finish_reason)),
+          dead_reason,
+          std::to_string(dead_max),
+          job_id};
+}
+
+RedisCommand dead_letter(const std::string& entry, const std::string& job_id, const std::string& reason,
+                         int64_t dead_max, int64_t retention_s) {
+  protocol::FinalResult rejected;
+  rejected.finish_reason = protocol::FinishReason::kRejected;
+  rejected.error = reason;
+  // An id that is not a valid job id gets no result stream: nobody could have asked for it.
+  const std::string id = protocol::is_valid_id(job_id) ? job_id : std::string();
+  return {"EVAL",   kDeadLetterScript, "4", kJobs, kDead, job_key(id), out_key(id), entry, id, reason,
+          std::to_string(dead_max), final_to_json(rejected), std::to_string(retention_s)};
+}
+
+RedisCommand read_results(const std::string& job_id) { return {"XRANGE", out_key(job_id), "-", "+"}; }
+RedisCommand status(const std::string& job_id) { return {"HGETALL", job_key(job_id)}; }
+
+std::string final_to_json(const protocol::FinalResult& result) {
+  const std::string packed = protocol::encode_final_result(result);
+  return json::from_msgpack(packed).dump();
+}
+
+protocol::FinalResult final_from_json(const std::string& text) {
+  const json value = json::parse(text, nullptr, false);
+  if (value.is_discarded() || !value.is_object()) throw Error(ErrorCode::kProtocol, "redis: a final that is not JSON");
+  const std::vector<uint8_t> packed = json::to_msgpack(value);
+  const std::string bytes(packed.begin(), packed.end());
+  msgpack::object_handle handle = protocol::unpack_body(bytes, "redis final");
+  return protocol::read_final_fields(protocol::FieldReader(handle.get(), protocol::FieldPath{"redis final", ""}));
+}
+
+StoredEvent event_of(const Entry& entry) {
+  StoredEvent out;
+  auto seq = entry.fields.find("seq");
+  if (seq == entry.fields.end()) throw Error(ErrorCode::kProtocol, "redis: result entry without seq");
+  out.seq = to_int(seq->second);
+  if (auto final = entry.fields.find("final"); final != entry.fields.end()) {
+    out.final_result = final_from_json(final->second);
+    return out;
+  }
+  if (auto ids = entry.fields.find("token_ids"); ids != entry.fields.end()) {
+    const json value = json::parse(ids->second, nullptr, false);
+    if (!value.is_array()) throw Error(ErrorCode::kProtocol, "redis: token_ids that are not a JSON array");
+    for (const json& id : value) out.token_ids.push_back(id.get<int32_t>());
+  }
+  if (auto text = entry.fields.find("text"); text != entry.fields.end()) out.text = text->second;
+  return out;
+}
+
+int64_t entry_time_ms(const std::string& entry_id) { return to_int(entry_id.substr(0, entry_id.find('-'))); }
+
+}  // namespace flashq::redis_schema

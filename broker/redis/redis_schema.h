@@ -1,0 +1,92 @@
+// What flashq keeps in Redis (DESIGN.md §4, docs/redis.md), as commands and replies:
+//   flashq:jobs        intake stream, consumer group `flashq`, one consumer per broker
+//   flashq:job:<id>    status hash: state, owner, entry, attempt, deliveries, next_seq, final
+//   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`
+//   flashq:dead        dead letters: id, reason, entry
+// Every write is idempotent (Lua scripts check the job's state, owner and next seq), so a
+// pipeline cut by a lost connection can be sent again whole.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/redis/redis_connection.h"
+#include "broker/redis/redis_job_fields.h"
+#include "shared/protocol/final_result.h"
+#include "shared/protocol/job.h"
+
+namespace flashq::redis_schema {
+
+inline constexpr const char* kJobs = "flashq:jobs";
+inline constexpr const char* kGroup = "flashq";
+inline constexpr const char* kDead = "flashq:dead";
+std::string job_key(const std::string& id);
+std::string out_key(const std::string& id);
+
+// One stream entry: its id and fields.
+struct Entry {
+  std::string id;
+  RedisFields fields;
+};
+// The entries of an XREADGROUP / XREAD / XRANGE / XAUTOCLAIM reply (for XREAD, of every stream).
+std::vector<Entry> entries_of(const RedisReply& reply);
+// XREAD over several streams: (stream key, entries) per stream.
+std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisReply& reply);
+
+RedisCommand create_group();  // BUSYGROUP (it exists) is fine
+
+// A job from ZeroMQ into the intake stream, unless its id is known: reply {state, final-or-entry}
+// where state is "new" or the known job's state.
+RedisCommand intake(const protocol::Job& job);
+
+RedisCommand read_new(const std::string& consumer, int64_t count);
+RedisCommand read_own_pending(const std::string& consumer, int64_t count);
+RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count);
+RedisCommand keep_claimed(const std::string& consumer, const std::vector<std::string>& entries);
+
+// A delivered entry becomes this broker's to run. Reply: see Take.
+RedisCommand take(const std::string& consumer, const std::string& job_id, const std::string& entry);
+struct Take {
+  enum class Outcome { kRun, kFinished, kDuplicate } outcome = Outcome::kRun;
+  int64_t deliveries = 0;
+  int64_t next_seq = 0;  // events already in the result stream (a previous owner's)
+  int64_t attempt = 0;
+  std::string final_json;  // kFinished
+};
+Take take_of(const RedisReply& reply);
+
+RedisCommand mark_running(const std::string& job_id, int64_t attempt);
+// Reply 1 written, 2 already there, -1 another broker owns the job now, -2 out of order.
+RedisCommand event(const std::string& consumer, const std::string& job_id, int64_t seq,
+                   const std::vector<int32_t>& token_ids, const std::string& text, int64_t max_events);
+// Stores the final result, acknowledges and deletes the entry, sets retention; with a
+// `dead_reason`, also a dead letter. Reply 1 stored, 0 already final, -1 another broker owns it.
+RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& entry, int64_t seq,
+                   const protocol::FinalResult& result, int64_t retention_s, const std::string& dead_reason,
+                   int64_t dead_max);
+// A malformed entry: straight to flashq:dead, acknowledged and deleted; when it names a valid
+// job id, that id's result stream gets a `rejected` final with the reason.
+RedisCommand dead_letter(const std::string& entry, const std::string& job_id, const std::string& reason,
+                         int64_t dead_max, int64_t retention_s);
+
+RedisCommand read_results(const std::string& job_id);  // XRANGE, every event
+RedisCommand status(const std::string& job_id);         // HGETALL
+
+std::string final_to_json(const protocol::FinalResult& result);
+protocol::FinalResult final_from_json(const std::string& json);
+
+// A result-stream entry as an event (kProtocol when it is not one of ours).
+struct StoredEvent {
+  int64_t seq = 0;
+  std::vector<int32_t> token_ids;
+  std::string text;
+  std::optional<protocol::FinalResult> final_result;
+};
+StoredEvent event_of(const Entry& entry);
+
+// The unix time in ms at which an entry id ("<ms>-<n>") was written.
+int64_t entry_time_ms(const std::string& entry_id);
+
+}  // namespace flashq::redis_schema

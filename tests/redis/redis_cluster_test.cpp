@@ -1,0 +1,333 @@
+// Durability on Redis with real processes: flashq-broker(s) with --redis, flashq-workers and a
+// redis-server, on free loopback ports. Results are read back from Redis the way a producer with
+// only a Redis client would, and checked against the engine run in this process (greedy).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "tests/e2e/e2e_fixture.h"
+#include "tests/e2e/raw_dealer.h"
+#include "tests/support/redis_server.h"
+#include "tests/support/run_command.h"
+
+namespace flashq::testing {
+namespace {
+
+// One job's result stream as stored in flashq:out:<id>.
+struct StoredRun {
+  std::vector<int64_t> seqs;
+  std::vector<int32_t> tokens;
+  std::string text;
+  int finals = 0;
+  std::string finish_reason;
+  std::string error;
+};
+
+StoredRun read_run(RedisClient& redis, const std::string& id) {
+  StoredRun run;
+  for (auto& fields : redis.entries("flashq:out:" + id)) {
+    run.seqs.push_back(std::stoll(fields["seq"]));
+    if (fields.count("final")) {
+      ++run.finals;
+      const nlohmann::json final = nlohmann::json::parse(fields["final"]);
+      run.finish_reason = final.value("finish_reason", "");
+      run.error = final.value("error", "");
+      continue;
+    }
+    for (int32_t token : nlohmann::json::parse(fields["token_ids"])) run.tokens.push_back(token);
+    run.text += fields["text"];
+  }
+  return run;
+}
+
+::testing::AssertionResult matches(const StoredRun& run, const Reference& want) {
+  if (run.finals != 1) return ::testing::AssertionFailure() << run.finals << " finals";
+  for (size_t i = 0; i < run.seqs.size(); ++i) {
+    if (run.seqs[i] != static_cast<int64_t>(i)) {
+      return ::testing::AssertionFailure() << "entry " << i << " has seq " << run.seqs[i];
+    }
+  }
+  if (run.finish_reason != want.finish_reason) {
+    return ::testing::AssertionFailure() << "finish " << run.finish_reason << " (" << run.error << "), want "
+                                         << want.finish_reason;
+  }
+  if (run.tokens != want.tokens) return ::testing::AssertionFailure() << "tokens differ";
+  if (run.text != want.text) return ::testing::AssertionFailure() << "text differs";
+  return ::testing::AssertionSuccess();
+}
+
+class RedisClusterTest : public E2eTest {
+ protected:
+  void SetUp() override {
+    E2eTest::SetUp();
+    redis_ = std::make_unique<RedisServer>(scratch_.path() / "redis");
+    ASSERT_TRUE(redis_->start());
+  }
+
+  std::vector<std::string> redis_flags(const std::string& consumer) const {
+    return {"--redis", redis_->url(), "--redis-consumer", consumer, "--redis-claim-idle-ms", "1500"};
+  }
+
+  static std::vector<std::string> prompts(int count) {
+    std::vector<std::string> out;
+    for (int i = 0; i < count; ++i) out.push_back("job " + std::to_string(i) + ": the queue hums");
+    return out;
+  }
+
+  // Waits until every job has a final in Redis; true when all do.
+  bool wait_finals(const std::vector<std::string>& ids, milliseconds timeout) {
+    RedisClient redis(redis_->port());
+    size_t done = 0;
+    const bool all = eventually(
+        [&] {
+          while (done < ids.size()) {
+            const std::vector<std::string> state = redis.command({"HGET", "flashq:job:" + ids[done], "state"});
+            if (state.empty() || state[0] != "finished") return false;
+            ++done;
+          }
+          return true;
+        },
+        timeout);
+    if (!all) ADD_FAILURE() << done << " of " << ids.size() << " jobs finished";
+    return all;
+  }
+
+  void xadd_job(RedisClient& redis, const std::string& id, const std::string& prompt, int64_t max_tokens,
+                const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> command = {"XADD", "flashq:jobs", "*", "id", id, "prompt", prompt, "max_tokens",
+                                        std::to_string(max_tokens)};
+    command.insert(command.end(), extra.begin(), extra.end());
+    ASSERT_EQ(redis.command(command).size(), 1u) << "XADD " << id;
+  }
+
+  std::unique_ptr<RedisServer> redis_;
+};
+
+TEST_F(RedisClusterTest, ProducerWithOnlyARedisClientGetsEveryResult) {
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  start_worker("w1", 4);
+  start_worker("w2", 4);
+  ASSERT_TRUE(cluster_->wait_for_workers(2));
+  const std::vector<std::string> texts = prompts(100);
+  const std::vector<Reference> want = references(texts, 8);
+  RedisClient redis(redis_->port());
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ids.push_back("r-" + std::to_string(i));
+    xadd_job(redis, ids.back(), texts[i], 8);
+  }
+  ASSERT_TRUE(wait_finals(ids, milliseconds(120000)));
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i])) << ids[i];
+  EXPECT_EQ(redis.command({"XLEN", "flashq:jobs"}), std::vector<std::string>{"0"}) << "finished entries are deleted";
+  EXPECT_EQ(redis.command({"XPENDING", "flashq:jobs", "flashq"})[0], "0") << "and acknowledged";
+  EXPECT_EQ(redis.command({"TTL", "flashq:out:r-0"})[0] > "0", true) << "results expire";
+}
+
+TEST_F(RedisClusterTest, RedisCliProducerScript) {
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  start_worker("w1", 2);
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  // Tests run in the repository root.
+  const CommandResult result = run_command("/bin/bash tests/redis/redis_cli_producer.sh " + std::to_string(redis_->port()));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+TEST_F(RedisClusterTest, MalformedEntriesAreDeadLettersWithARejectedResult) {
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  start_worker("w1", 2);
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  RedisClient redis(redis_->port());
+  xadd_job(redis, "bad-1", "x", 0);
+  ASSERT_EQ(redis.command({"XADD", "flashq:jobs", "*", "id", "bad-2", "prompt_tokens", "[1,"}).size(), 1u);
+  xadd_job(redis, "good-1", "hello world", 4);
+  ASSERT_TRUE(wait_finals({"bad-1", "bad-2", "good-1"}, milliseconds(30000)));
+  EXPECT_EQ(read_run(redis, "bad-1").finish_reason, "rejected");
+  EXPECT_NE(read_run(redis, "bad-2").error.find("prompt_tokens"), std::string::npos);
+  EXPECT_TRUE(matches(read_run(redis, "good-1"), reference("hello world", 4)));
+  const std::vector<std::string> dead = redis.command({"XRANGE", "flashq:dead", "-", "+"});
+  EXPECT_NE(std::find(dead.begin(), dead.end(), "bad-1"), dead.end());
+  EXPECT_NE(std::find(dead.begin(), dead.end(), "bad-2"), dead.end());
+}
+
+TEST_F(RedisClusterTest, ZeroMqSubmissionsGoThroughRedisAndIdsStayIdempotent) {
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  start_worker("w1", 2);
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  auto client = connect_client();
+  const JobRun run = run_job(*client, make_job("z-1", "hello world", 6));
+  expect_matches(run, reference("hello world", 6));
+  RedisClient redis(redis_->port());
+  EXPECT_TRUE(matches(read_run(redis, "z-1"), reference("hello world", 6)));
+  // The same id again: accepted, not run again; its final comes back.
+  const JobRun again = run_job(*client, make_job("z-1", "hello world", 6));
+  ASSERT_TRUE(again.final_result) << again;
+  EXPECT_EQ(read_run(redis, "z-1").finals, 1);
+  // STATUS and REPLAY of a job are answered from Redis too.
+  EXPECT_EQ(client->status("z-1").state, protocol::JobState::kFinished);
+}
+
+TEST_F(RedisClusterTest, RedisRestartMidRunLosesNoJob) {
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  start_worker("w1", 2);
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  const std::vector<std::string> texts = prompts(40);
+  const std::vector<Reference> want = references(texts, 12);
+  std::vector<std::string> ids;
+  {
+    RedisClient redis(redis_->port());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      ids.push_back("rr-" + std::to_string(i));
+      xadd_job(redis, ids.back(), texts[i], 12);
+    }
+  }
+  std::this_thread::sleep_for(milliseconds(300));  // some run, some finish, most wait in Redis
+  redis_->kill();
+  std::this_thread::sleep_for(milliseconds(1500));
+  ASSERT_TRUE(redis_->start());
+  ASSERT_TRUE(wait_finals(ids, milliseconds(120000)));
+  RedisClient redis(redis_->port());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i])) << ids[i];
+}
+
+TEST_F(RedisClusterTest, BrokerStartsWhileRedisIsDownAndServesOnceItIsUp) {
+  redis_->kill();
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  start_worker("w1", 2);
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  auto client = connect_client();
+  try {
+    client->submit(make_job("down-1", "hello world", 4), 20000);
+    ADD_FAILURE() << "accepted a job it could not store";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unavailable"), std::string::npos) << e.what();
+  }
+  ASSERT_TRUE(redis_->start());
+  EXPECT_TRUE(eventually(
+      [&] {
+        try {
+          client->submit(make_job("down-2", "hello world", 4), 2000);
+          return true;
+        } catch (const Error&) {
+          return false;
+        }
+      },
+      milliseconds(20000)));
+  ASSERT_TRUE(wait_finals({"down-2"}, milliseconds(30000)));
+}
+
+// The crashing worker is played by hand (a raw DEALER serving model "crashy"): it takes the job
+// and dies without a word, as a worker whose kernel faults would; then another one registers.
+TEST_F(RedisClusterTest, JobThatAlwaysCrashesItsWorkerEndsInDeadLetters) {
+  ASSERT_TRUE(start_broker([&] {
+    auto flags = redis_flags("a");
+    flags.insert(flags.end(), {"--max-attempts", "3"});
+    return flags;
+  }()));
+  start_worker("steady", 2);
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  RedisClient redis(redis_->port());
+  xadd_job(redis, "poison", "hello world", 8, {"model", "crashy"});
+  const std::vector<std::string> texts = prompts(10);
+  const std::vector<Reference> want = references(texts, 8);
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ids.push_back("ok-" + std::to_string(i));
+    xadd_job(redis, ids.back(), texts[i], 8, {"model", "tiny-target"});
+  }
+  zmq::context_t context;
+  int crashes = 0;
+  for (int round = 0; round < 5; ++round) {
+    if (redis.command({"HGET", "flashq:job:poison", "state"}) == std::vector<std::string>{"finished"}) break;
+    RawDealer crashy(context, cluster_->backend());
+    crashy.keep_alive(true);
+    crashy.send_message(protocol::Ready{.worker_id = "crashy-" + std::to_string(round), .model = "crashy", .slots = 1,
+                                        .block_size = 0, .backend = "cpu"});
+    const std::optional<protocol::WireMessage> assign = crashy.next(milliseconds(5000));
+    if (assign && assign->type == protocol::MessageType::kAssign) ++crashes;
+  }  // each one dies here: no FINAL, no more heartbeats
+  ASSERT_TRUE(wait_finals({"poison"}, milliseconds(30000)));
+  EXPECT_EQ(crashes, 3);
+  const StoredRun poison = read_run(redis, "poison");
+  EXPECT_EQ(poison.finals, 1);
+  EXPECT_EQ(poison.finish_reason, "error");
+  const std::vector<std::string> letters = redis.command({"XRANGE", "flashq:dead", "-", "+"});
+  EXPECT_NE(std::find(letters.begin(), letters.end(), "poison"), letters.end());
+  ASSERT_TRUE(wait_finals(ids, milliseconds(60000)));
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i])) << ids[i];
+}
+
+// DESIGN.md §4 under fire: two brokers, three workers, jobs from ZeroMQ and Redis producers;
+// workers SIGKILLed and restarted every second or so, one broker SIGKILLed once.
+TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
+  Cluster other(scratch_.path());
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  ASSERT_TRUE(other.start_broker(redis_flags("b")));
+  auto worker_on = [&](const std::string& name) -> ChildProcess& {
+    Cluster& home = name == "w3" ? other : *cluster_;
+    return home.start_worker(name, target_dir(), drafter_dir(), 1);
+  };
+  for (const char* name : {"w1", "w2", "w3"}) worker_on(name);
+  ASSERT_TRUE(cluster_->wait_for_workers(2));
+  ASSERT_TRUE(other.wait_for_workers(1));
+
+  // Long outputs (the tiny model writes thousands of tokens a second), so the kills land mid-stream.
+  constexpr int64_t kTokens = 300;
+  const std::vector<std::string> texts = prompts(200);
+  const std::vector<Reference> want = references(texts, kTokens);
+  std::vector<std::string> ids;
+  RedisClient redis(redis_->port());
+  auto client_a = connect_client();
+  Client client_b;
+  client_b.connect(other.frontend(), other.stream());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ids.push_back("c-" + std::to_string(i));
+    if (i % 2 == 0) {
+      xadd_job(redis, ids.back(), texts[i], kTokens);
+    } else {
+      protocol::Job job = make_job(ids.back(), texts[i], kTokens);
+      job.stream = false;
+      ASSERT_NO_THROW((i % 4 == 1 ? *client_a : client_b).submit(job, 20000)) << ids.back();
+    }
+  }
+  std::mt19937 random(42);
+  // Broker a dies with jobs in flight; b claims its entries once they idle past 1.5 s.
+  std::this_thread::sleep_for(milliseconds(300));
+  cluster_->broker().kill_now();
+  const bool broker_killed = true;
+  const auto restart_a = Clock::now() + milliseconds(2500);
+  bool a_restarted = false;
+  const auto until = Clock::now() + milliseconds(180000);
+  size_t finished = 0;
+  while (Clock::now() < until && finished < ids.size()) {
+    std::this_thread::sleep_for(milliseconds(250));
+    const std::string victim = "w" + std::to_string(1 + random() % 3);
+    (victim == "w3" ? other : *cluster_).worker(victim).kill_now();
+    worker_on(victim);
+    if (!a_restarted && Clock::now() > restart_a) {
+      a_restarted = true;
+      ASSERT_TRUE(start_broker(redis_flags("a")));
+    }
+    finished = 0;
+    for (const std::string& id : ids) {
+      finished += redis.command({"HGET", "flashq:job:" + id, "state"}) == std::vector<std::string>{"finished"};
+    }
+  }
+  EXPECT_TRUE(broker_killed);
+  ASSERT_EQ(finished, ids.size());
+  // The failures did land: some jobs were delivered again (a's, claimed by b or by a restarted)
+  // and some ran more than one attempt (a worker died under them).
+  int redelivered = 0, retried = 0;
+  for (const std::string& id : ids) {
+    const std::vector<std::string> fields = redis.command({"HMGET", "flashq:job:" + id, "deliveries", "attempt"});
+    redelivered += fields.size() == 2 && fields[0] != "(nil)" && std::stoi(fields[0]) > 1;
+    retried += fields.size() == 2 && fields[1] != "(nil)" && std::stoi(fields[1]) > 1;
+  }
+  EXPECT_GT(redelivered, 0);
+  EXPECT_GT(retried, 0);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i])) << ids[i];
+  if (HasFailure()) std::cerr << other.logs();
+}
+
+}  // namespace
+}  // namespace flashq::testing

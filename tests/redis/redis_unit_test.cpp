@@ -1,0 +1,209 @@
+// The pieces of the Redis store: URLs, a job as flat fields, and the pipeline's promise to keep
+// writes across a Redis restart (against a real redis-server).
+#include <gtest/gtest.h>
+
+#include "broker/redis/redis_job_fields.h"
+#include "broker/redis/redis_pipeline.h"
+#include "broker/redis/redis_schema.h"
+#include "broker/redis/redis_url.h"
+#include "shared/error.h"
+#include "tests/support/redis_server.h"
+#include "tests/support/temp_dir.h"
+
+namespace flashq {
+namespace {
+
+using testing::RedisServer;
+
+ErrorCode code_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "no error";
+  return ErrorCode::kInternal;
+}
+
+TEST(RedisUrl, HostPortDatabaseAndAuth) {
+  RedisUrl plain = parse_redis_url("redis://localhost");
+  EXPECT_EQ(plain.host, "localhost");
+  EXPECT_EQ(plain.port, 6379);
+  EXPECT_EQ(plain.database, 0);
+  EXPECT_TRUE(plain.password.empty());
+
+  RedisUrl full = parse_redis_url("redis://app:s3cret@10.0.0.5:7000/3");
+  EXPECT_EQ(full.username, "app");
+  EXPECT_EQ(full.password, "s3cret");
+  EXPECT_EQ(full.host, "10.0.0.5");
+  EXPECT_EQ(full.port, 7000);
+  EXPECT_EQ(full.database, 3);
+  EXPECT_EQ(full.describe().find("s3cret"), std::string::npos) << "passwords never reach logs";
+
+  RedisUrl password_only = parse_redis_url("redis://:pw@host:1/");
+  EXPECT_EQ(password_only.password, "pw");
+  EXPECT_TRUE(password_only.username.empty());
+
+  RedisUrl unix_socket = parse_redis_url("unix:///run/redis.sock?db=2");
+  EXPECT_EQ(unix_socket.unix_path, "/run/redis.sock");
+  EXPECT_EQ(unix_socket.database, 2);
+}
+
+TEST(RedisUrl, BadUrlsAreConfigErrors) {
+  for (const char* url : {"http://host", "redis://", "redis://host:notaport", "redis://host:70000", "redis://host:0",
+                          "redis://host/db", "redis://user:@host", "unix://relative", "unix:///s?x=1"}) {
+    EXPECT_EQ(code_of([&] { parse_redis_url(url); }), ErrorCode::kBadConfig) << url;
+  }
+}
+
+protocol::Job full_job() {
+  protocol::Job job;
+  job.id = "j-1";
+  job.prompt = std::string("def add(a, b):\n    return");
+  job.max_tokens = 40;
+  job.temperature = 0.7;
+  job.top_p = 0.9;
+  job.top_k = 20;
+  job.seed = 12345678901234ull;
+  job.stop = {"\n\n", "END"};
+  job.stop_token_ids = {2, 7};
+  job.priority = -3;
+  job.deadline_ms = 9000;
+  job.spec = protocol::SpecMode::kDflash;
+  job.model = "tiny";
+  job.metadata = std::string("\x81\xa4user\xa3" "ann", 10);  // {"user": "ann"} as msgpack
+  job.stream = true;
+  job.block_size = 8;
+  return job;
+}
+
+RedisFields as_map(const std::vector<std::string>& flat) {
+  RedisFields fields;
+  for (size_t i = 0; i + 1 < flat.size(); i += 2) fields[flat[i]] = flat[i + 1];
+  return fields;
+}
+
+TEST(RedisJobFields, RoundTrip) {
+  const protocol::Job job = full_job();
+  EXPECT_EQ(job_from_fields(as_map(job_to_fields(job))), job);
+
+  protocol::Job tokens = full_job();
+  tokens.prompt = protocol::TokenIds{1, 2, 3};
+  EXPECT_EQ(job_from_fields(as_map(job_to_fields(tokens))), tokens);
+
+  protocol::Job chat = full_job();
+  chat.prompt = std::vector<protocol::ChatMessage>{{"system", "be brief"}, {"user", "hi"}};
+  EXPECT_EQ(job_from_fields(as_map(job_to_fields(chat))), chat);
+}
+
+TEST(RedisJobFields, WhatRedisCliProducersWrite) {
+  const protocol::Job job =
+      job_from_fields({{"prompt", "hello"}, {"max_tokens", "5"}, {"stop", "\n"}, {"stream", "1"}, {"mine", "x"}});
+  EXPECT_TRUE(job.id.empty());
+  EXPECT_EQ(std::get<std::string>(job.prompt), "hello");
+  EXPECT_EQ(job.max_tokens, 5);
+  EXPECT_EQ(job.stop, std::vector<std::string>{"\n"});
+  EXPECT_TRUE(job.stream);
+}
+
+TEST(RedisJobFields, EveryBadFieldIsAProtocolErrorNamingIt) {
+  const std::vector<std::pair<RedisFields, std::string>> cases = {
+      {{{"max_tokens", "5"}}, "prompt"},
+      {{{"prompt", "x"}, {"max_tokens", "five"}}, "max_tokens"},
+      {{{"prompt", "x"}, {"max_tokens", "0"}}, "max_tokens"},
+      {{{"prompt", "x"}, {"temperature", "hot"}}, "temperature"},
+      {{{"prompt", "x"}, {"temperature", "-1"}}, "temperature"},
+      {{{"prompt", "x"}, {"top_p", "nan"}}, "top_p"},
+      {{{"prompt", "x"}, {"seed", "-1"}}, "seed"},
+      {{{"prompt", "x"}, {"stream", "maybe"}}, "stream"},
+      {{{"prompt_tokens", "[1, 2"}}, "prompt_tokens"},
+      {{{"prompt_tokens", "[\"a\"]"}}, "prompt_tokens"},
+      {{{"messages", "{}"}}, "messages"},
+      {{{"prompt", "x"}, {"spec", "fast"}}, "spec"},
+      {{{"prompt", "x"}, {"id", "has space"}}, "id"},
+      {{{"prompt", "x"}, {"metadata", "{oops"}}, "metadata"},
+      {{{"prompt", "x"}, {"prompt_tokens", "[1]"}}, "prompt"},
+  };
+  for (const auto& [fields, name] : cases) {
+    try {
+      job_from_fields(fields);
+      ADD_FAILURE() << "accepted a job with a bad " << name;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RedisSchema, FinalResultsSurviveJson) {
+  protocol::FinalResult result;
+  result.finish_reason = protocol::FinishReason::kError;
+  result.error = "worker lost";
+  result.usage = {5, 7};
+  result.spec_stats = {3, 9, 2.5};
+  result.timings = {1, 2, 3};
+  EXPECT_EQ(redis_schema::final_from_json(redis_schema::final_to_json(result)), result);
+  EXPECT_EQ(code_of([] { redis_schema::final_from_json("not json"); }), ErrorCode::kProtocol);
+  EXPECT_EQ(code_of([] { redis_schema::final_from_json("{\"finish_reason\": \"bored\"}"); }), ErrorCode::kProtocol);
+}
+
+TEST(RedisConnection, UnreachableRedisIsNotAnExceptionUntilUsed) {
+  RedisConnection connection(parse_redis_url("redis://127.0.0.1:" + std::to_string(testing::free_port())),
+                             std::chrono::milliseconds(200));
+  EXPECT_FALSE(connection.ensure_connected());
+  EXPECT_FALSE(connection.last_error().empty());
+  EXPECT_EQ(code_of([&] { connection.command({"PING"}); }), ErrorCode::kIo);
+}
+
+TEST(RedisConnection, WrongPasswordAndDatabaseAreRefused) {
+  testing::TempDir dir;
+  RedisServer server(dir.path() / "redis");
+  ASSERT_TRUE(server.start({"--requirepass", "right"}));
+  const std::string base = "redis://:wrong@127.0.0.1:" + std::to_string(server.port());
+  RedisConnection wrong(parse_redis_url(base));
+  EXPECT_FALSE(wrong.ensure_connected());
+  EXPECT_NE(wrong.last_error().find("refused"), std::string::npos) << wrong.last_error();
+
+  RedisConnection right(parse_redis_url("redis://:right@127.0.0.1:" + std::to_string(server.port()) + "/5"));
+  ASSERT_TRUE(right.ensure_connected()) << right.last_error();
+  right.command({"SET", "k", "v"});
+  testing::RedisClient plain(server.port());
+  plain.command({"AUTH", "right"});
+  plain.command({"SELECT", "5"});
+  EXPECT_EQ(plain.command({"GET", "k"}), std::vector<std::string>{"v"}) << "the URL's database number is used";
+}
+
+TEST(RedisPipeline, WritesWaitForRedisToComeBackAndReadsAreDropped) {
+  testing::TempDir dir;
+  RedisServer server(dir.path() / "redis");
+  ASSERT_TRUE(server.start());
+  RedisConnection connection(parse_redis_url(server.url()), std::chrono::milliseconds(300));
+  ASSERT_TRUE(connection.ensure_connected());
+  RedisPipeline pipeline;
+  int written = 0, dropped = 0;
+  pipeline.add({"RPUSH", "log", "a"}, [&](const RedisReply& r) { written += !r.is_error(); },
+               RedisPipeline::OnFailure::kRetry);
+  ASSERT_TRUE(pipeline.flush(connection));
+
+  server.kill();
+  pipeline.add({"RPUSH", "log", "b"}, [&](const RedisReply& r) { written += !r.is_error(); },
+               RedisPipeline::OnFailure::kRetry);
+  pipeline.add({"LRANGE", "log", "0", "-1"}, [&](const RedisReply& r) { dropped += r.is_error(); },
+               RedisPipeline::OnFailure::kDrop);
+  pipeline.add({"RPUSH", "log", "c"}, [&](const RedisReply& r) { written += !r.is_error(); },
+               RedisPipeline::OnFailure::kRetry);
+  EXPECT_FALSE(pipeline.flush(connection));
+  EXPECT_EQ(dropped, 1);
+  EXPECT_EQ(pipeline.retained(), 2u);
+
+  ASSERT_TRUE(server.start());
+  ASSERT_TRUE(testing::eventually([&] { return connection.ensure_connected(); }, std::chrono::milliseconds(10000)));
+  ASSERT_TRUE(pipeline.flush(connection));
+  EXPECT_EQ(written, 3);
+  testing::RedisClient plain(server.port());
+  EXPECT_EQ(plain.command({"LRANGE", "log", "0", "-1"}), (std::vector<std::string>{"a", "b", "c"}))
+      << "kept in order, across the restart (append-only file)";
+}
+
+}  // namespace
+}  // namespace flashq
