@@ -105,6 +105,7 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
   if (!options_.redis.url.empty()) {
     if (options_.redis.consumer.empty()) options_.redis.consumer = default_redis_consumer(frontend_endpoint());
     redis_ = std::make_unique<RedisConnection>(parse_redis_url(options_.redis.url));
+    for (const std::string& script : redis_schema::scripts()) redis_->register_script(script);
     spdlog::info("broker: redis {} as consumer '{}'", redis_->url().describe(), options_.redis.consumer);
   }
 }
@@ -157,6 +158,7 @@ void Broker::run(const std::atomic<bool>& stop) {
   }
   for (const auto& [identity, worker] : workers_.all()) send_to(backend_, identity, protocol::Disconnect{});
   // Finals and events not yet in Redis: a last try, for as long as a drain may take.
+  while (!redis_events_.empty()) redis_store_events(redis_events_.begin()->first);
   const auto give_up = SteadyClock::now() + std::chrono::milliseconds(options_.drain_timeout_ms);
   while (redis_ && redis_pipeline_.retained() > 0 && SteadyClock::now() < give_up) {
     if (redis_->ensure_connected() && redis_pipeline_.flush(*redis_)) continue;

@@ -91,6 +91,7 @@ class Broker {
   void redis_relay();
   void redis_keep_claimed();
   void redis_event(JobRecord& job, const protocol::Event& event);
+  void redis_store_events(const std::string& id);
   void redis_final(JobRecord& job, const protocol::FinalResult& result);
   void redis_lost_ownership(const std::string& id);
   bool redis_status(const std::string& producer, const protocol::Status& status);
@@ -117,6 +118,7 @@ class Broker {
   uint64_t next_job_number_ = 0;
   std::unique_ptr<RedisConnection> redis_;
   RedisPipeline redis_pipeline_;
+  std::map<std::string, std::vector<protocol::Event>> redis_events_;  // this turn's, per job
   bool redis_ready_ = false;       // connected, group made, own pending entries read
   bool redis_fetching_ = false;    // an XREADGROUP is in flight
   bool redis_relaying_ = false;    // an XREAD of remote jobs' results is in flight

@@ -62,7 +62,8 @@ void Broker::redis_turn() {
   redis_relay();
   redis_keep_claimed();
   // Handlers add follow-ups (take after read, catch-up after take): a few rounds per turn.
-  for (int round = 0; round < 4 && !redis_pipeline_.empty(); ++round) {
+  for (int round = 0; round < 4 && !(redis_pipeline_.empty() && redis_events_.empty()); ++round) {
+    while (!redis_events_.empty()) redis_store_events(redis_events_.begin()->first);
     if (!redis_pipeline_.flush(*redis_)) {
       spdlog::warn("redis {}: {}; {} writes kept for when it is back", redis_->url().describe(), redis_->last_error(),
                    redis_pipeline_.retained());
@@ -368,24 +369,32 @@ void Broker::redis_keep_claimed() {
       OnFailure::kDrop);
 }
 
+// Events wait for the end of the loop turn, to go to Redis as one script call per job.
 void Broker::redis_event(JobRecord& job, const protocol::Event& event) {
-  if (job.redis_owner_lost) return;
-  redis_pipeline_.add(schema::event(options_.redis.consumer, job.job.id, event.seq, event.token_ids, event.text,
-                                    options_.redis.max_events_per_job),
-                      [this, id = job.job.id, seq = event.seq](const RedisReply& reply) {
+  if (!job.redis_owner_lost) redis_events_[job.job.id].push_back(event);
+}
+
+void Broker::redis_store_events(const std::string& id) {
+  auto it = redis_events_.find(id);
+  if (it == redis_events_.end()) return;
+  const int64_t first = it->second.front().seq;
+  redis_pipeline_.add(schema::events(options_.redis.consumer, id, it->second, options_.redis.max_events_per_job),
+                      [this, id, first](const RedisReply& reply) {
                         if (reply.is_error()) {
-                          spdlog::warn("job {}: storing event {}: {}", id, seq, reply.text);
+                          spdlog::warn("job {}: storing events from {}: {}", id, first, reply.text);
                         } else if (reply.integer == -1) {
                           redis_lost_ownership(id);
                         } else if (reply.integer == -2) {
-                          spdlog::warn("job {}: event {} out of order in redis", id, seq);
+                          spdlog::warn("job {}: events from {} out of order in redis", id, first);
                         }
                       },
                       OnFailure::kRetry);
+  redis_events_.erase(it);
 }
 
 void Broker::redis_final(JobRecord& job, const protocol::FinalResult& result) {
   if (job.redis_owner_lost) return;
+  redis_store_events(job.job.id);  // before the final
   redis_pipeline_.add(schema::final(options_.redis.consumer, job.job.id, job.redis_entry, job.next_seq - 1, result,
                                     options_.redis.retention_s, job.dead_reason, options_.redis.dead_letters_kept),
                       [id = job.job.id](const RedisReply& reply) {

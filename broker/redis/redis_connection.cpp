@@ -72,12 +72,21 @@ bool RedisConnection::ensure_connected() {
     }
     if (url_.database != 0) setup.push_back({"SELECT", std::to_string(url_.database)});
     setup.push_back({"PING"});
-    for (const RedisReply& reply : pipeline(setup)) {
-      if (reply.is_error()) {
-        disconnect("refused: " + reply.text);
+    // A restarted Redis has no scripts: load them before anything uses EVALSHA.
+    std::vector<std::string*> shas;
+    for (auto& [text, sha] : script_shas_) {
+      sha.clear();
+      setup.push_back({"SCRIPT", "LOAD", text});
+      shas.push_back(&sha);
+    }
+    const std::vector<RedisReply> replies = pipeline(setup);
+    for (size_t i = 0; i < replies.size(); ++i) {
+      if (replies[i].is_error()) {
+        disconnect("refused: " + replies[i].text);
         return false;
       }
     }
+    for (size_t i = 0; i < shas.size(); ++i) *shas[i] = replies[replies.size() - shas.size() + i].text;
   } catch (const Error&) {
     return false;  // pipeline() disconnected and recorded why
   }
@@ -97,6 +106,15 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
       argv.push_back(part.data());
       lengths.push_back(part.size());
     }
+    if (command.size() >= 2 && command[0] == "EVAL") {
+      auto script = script_shas_.find(command[1]);
+      if (script != script_shas_.end() && !script->second.empty()) {
+        argv[0] = "EVALSHA";
+        lengths[0] = 7;
+        argv[1] = script->second.data();
+        lengths[1] = script->second.size();
+      }
+    }
     if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
       fail(context_->errstr);
     }
@@ -112,6 +130,18 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
     freeReplyObject(raw);
   }
   return replies;
+}
+
+void RedisConnection::register_script(const std::string& text) {
+  if (script_shas_.count(text)) return;
+  script_shas_[text] = "";
+  if (!context_) return;
+  try {
+    const RedisReply sha = command({"SCRIPT", "LOAD", text});
+    if (!sha.is_error()) script_shas_[text] = sha.text;
+  } catch (const Error&) {
+    // Loaded on the next connect.
+  }
 }
 
 RedisReply RedisConnection::command(const RedisCommand& command) { return pipeline({command}).front(); }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "broker/redis/redis_url.h"
@@ -49,6 +50,10 @@ class RedisConnection {
 
   const RedisUrl& url() const { return url_; }
 
+  // A Lua script sent as EVAL: loaded (SCRIPT LOAD) on every connect, after which an EVAL of
+  // exactly this text goes out as EVALSHA, saving the script's bytes on every call.
+  void register_script(const std::string& text);
+
  private:
   void disconnect(const std::string& why);
   [[noreturn]] void fail(const std::string& why);
@@ -59,6 +64,7 @@ class RedisConnection {
   std::string last_error_;
   std::chrono::steady_clock::time_point next_attempt_{};
   std::chrono::milliseconds backoff_{100};
+  std::unordered_map<std::string, std::string> script_shas_;  // text -> sha1, "" until loaded
 };
 
 }  // namespace flashq

@@ -38,15 +38,23 @@ redis.call('HSET', h, 'entry', ARGV[2], 'owner', ARGV[1])
 if not state then redis.call('HSET', h, 'state', 'queued') end
 return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', ''})";
 
+// Several events of one job in one call (ARGV: owner, max events, then seq, token_ids, text per
+// event): one script run per job per loop turn, not per event.
 constexpr const char* kEventScript = R"(
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
 local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '0')
-local seq = tonumber(ARGV[2])
-if seq < next_seq then return 2 end
-if seq > next_seq then return -2 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'seq', ARGV[2], 'token_ids', ARGV[3], 'text', ARGV[4])
-redis.call('HSET', KEYS[1], 'next_seq', seq + 1)
-return 1)";
+local written = 0
+for i = 3, #ARGV, 3 do
+  local seq = tonumber(ARGV[i])
+  if seq > next_seq then return -2 end
+  if seq == next_seq then
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'seq', ARGV[i], 'token_ids', ARGV[i + 1], 'text', ARGV[i + 2])
+    next_seq = seq + 1
+    written = written + 1
+  end
+end
+redis.call('HSET', KEYS[1], 'next_seq', next_seq)
+return written)";
 
 constexpr const char* kFinalScript = R"(
 local function ack()
@@ -118,6 +126,10 @@ std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisRe
   return out;
 }
 
+std::vector<std::string> scripts() {
+  return {kIntakeScript, kTakeScript, kEventScript, kFinalScript, kDeadLetterScript};
+}
+
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
 
 RedisCommand intake(const protocol::Job& job) {
@@ -169,10 +181,16 @@ RedisCommand mark_running(const std::string& job_id, int64_t attempt) {
   return {"HSET", job_key(job_id), "state", "running", "attempt", std::to_string(attempt)};
 }
 
-RedisCommand event(const std::string& consumer, const std::string& job_id, int64_t seq,
-                   const std::vector<int32_t>& token_ids, const std::string& text, int64_t max_events) {
-  return {"EVAL", kEventScript, "2", job_key(job_id), out_key(job_id), consumer, std::to_string(seq),
-          json(token_ids).dump(), text, std::to_string(max_events)};
+RedisCommand events(const std::string& consumer, const std::string& job_id, const std::vector<protocol::Event>& list,
+                    int64_t max_events) {
+  RedisCommand command = {"EVAL", kEventScript, "2", job_key(job_id), out_key(job_id), consumer,
+                          std::to_string(max_events)};
+  for (const protocol::Event& e : list) {
+    command.push_back(std::to_string(e.seq));
+    command.push_back(json(e.token_ids).dump());
+    command.push_back(e.text);
+  }
+  return command;
 }
 
 RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& entry, int64_t seq,

@@ -16,6 +16,7 @@
 #include "broker/redis/redis_job_fields.h"
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
+#include "shared/protocol/producer_messages.h"
 
 namespace flashq::redis_schema {
 
@@ -36,6 +37,8 @@ std::vector<Entry> entries_of(const RedisReply& reply);
 std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisReply& reply);
 
 RedisCommand create_group();  // BUSYGROUP (it exists) is fine
+// The Lua scripts the commands below run, for RedisConnection::register_script.
+std::vector<std::string> scripts();
 
 // A job from ZeroMQ into the intake stream, unless its id is known: reply {state, final-or-entry}
 // where state is "new" or the known job's state.
@@ -58,9 +61,10 @@ struct Take {
 Take take_of(const RedisReply& reply);
 
 RedisCommand mark_running(const std::string& job_id, int64_t attempt);
-// Reply 1 written, 2 already there, -1 another broker owns the job now, -2 out of order.
-RedisCommand event(const std::string& consumer, const std::string& job_id, int64_t seq,
-                   const std::vector<int32_t>& token_ids, const std::string& text, int64_t max_events);
+// A job's events in seq order. Reply: how many were new (events already there are skipped), -1
+// when another broker owns the job now, -2 when one is out of order.
+RedisCommand events(const std::string& consumer, const std::string& job_id, const std::vector<protocol::Event>& list,
+                    int64_t max_events);
 // Stores the final result, acknowledges and deletes the entry, sets retention; with a
 // `dead_reason`, also a dead letter. Reply 1 stored, 0 already final, -1 another broker owns it.
 RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& entry, int64_t seq,
