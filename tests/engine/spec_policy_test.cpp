@@ -129,6 +129,17 @@ TEST(SpecPolicy, LargeBatchTurnsSpeculationOff) {
   EXPECT_EQ(policy.choose(crowded, 16), 1);  // 16 rows already fill the arithmetic
 }
 
+// Found by the benchmark: decode passes timed during a noisy minute, then not re-timed while
+// the engine speculated, made block 2 look cheaper than no draft, for ever.
+TEST(SpecPolicy, StaleSlowDecodeFiguresDoNotKeepAUselessDrafterGoing) {
+  SpecPolicy policy(16);
+  policy.record_target_pass(1, 2.0);  // a noisy minute
+  policy.record_target_pass(2, 1.5);
+  policy.record_draft_pass(2, 0.2);
+  SequenceSpecState state{.acceptance = 0.0, .block_size = 2, .probe_interval = 64};
+  EXPECT_EQ(policy.choose(state, 1), 1);
+}
+
 TEST(SpecPolicy, HysteresisKeepsTheBlockForSmallGains) {
   SpecPolicy policy(16);
   measure(policy, [](int64_t rows) { return rows <= 8 ? 1.0 : 1.0 + 0.001 * static_cast<double>(rows); },

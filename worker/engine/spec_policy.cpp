@@ -34,11 +34,20 @@ void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, in
   }
 }
 
+// A pass of more rows never costs less than one of fewer: the largest of the measured smaller
+// buckets is a floor. That keeps a stale, noisy figure for small passes (not re-measured while
+// the engine speculates) from making larger passes look cheaper than they are. For an
+// unmeasured larger bucket the floor is also the (optimistic) estimate, so it gets tried.
 double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows) const {
   const int bucket = bucket_of(rows);
-  for (int b = bucket; b >= 0; --b) {
-    if (table[b].measured) return table[b].seconds;  // optimistic for an unmeasured larger pass
+  double floor = 0;
+  bool measured = false;
+  for (int b = 0; b <= bucket; ++b) {
+    if (!table[b].measured) continue;
+    floor = std::max(floor, table[b].seconds);
+    measured = true;
   }
+  if (measured) return floor;
   for (int b = bucket + 1; b < kBuckets; ++b) {
     if (table[b].measured) return table[b].seconds;
   }

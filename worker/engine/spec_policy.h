@@ -6,9 +6,9 @@
 //  - each sequence's acceptance rate (a moving average of accepted / drafted), starting from the
 //    drafter's recent acceptance over all sequences, so a warm engine does not re-learn per job.
 // Each step it picks, for each `auto` sequence, the block size with the best expected tokens per
-// second, E(b) / cost(b), where E(b) = (1 - alpha^b) / (1 - alpha). A block size never measured
-// is assumed to cost what the nearest smaller measured one costs (optimism, so it gets tried
-// once and measured). Hysteresis: the block changes only for a predicted gain of 10% or more.
+// second, E(b) / cost(b), where E(b) = (1 - alpha^b) / (1 - alpha). A pass of more rows is taken
+// to cost at least what any measured smaller one costs; a block size never measured is assumed
+// to cost just that (optimism, so it gets tried once and measured). Hysteresis: the block changes only for a predicted gain of 10% or more.
 //
 // A sequence that stopped speculating keeps a stale acceptance, so now and then it probes with
 // the cheapest block (2). A probe that fails doubles the wait before the next one, so a useless
