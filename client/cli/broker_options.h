@@ -10,6 +10,10 @@
 
 namespace flashq {
 
+// In a namespace of its own: broker/broker_options.h defines another flashq::BrokerOptions, and the
+// flashq executable links both (`flashq up`). Two classes of one name break the One Definition
+// Rule: their implicit destructors were merged and `flashq` freed garbage on exit (AddressSanitizer).
+namespace cli {
 struct BrokerOptions {
   std::string frontend_endpoint{kDefaultFrontendEndpoint};
   std::string stream_endpoint{kDefaultStreamEndpoint};
@@ -17,6 +21,8 @@ struct BrokerOptions {
   std::string curve_server_key;  // KEY|FILE; with curve_secret_key, or neither
   std::string curve_secret_key;
 };
+}  // namespace cli
+using cli::BrokerOptions;
 
 void add_broker_options(CLI::App& command, BrokerOptions& options);
 

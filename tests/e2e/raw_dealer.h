@@ -21,10 +21,10 @@ class RawDealer {
     socket_.connect(endpoint);
   }
 
-  void send(const std::vector<std::string>& frames) {
+  void send(const std::vector<std::string>& frames, zmq::send_flags flags = zmq::send_flags::none) {
     std::vector<zmq::const_buffer> buffers;
     for (const std::string& f : frames) buffers.push_back(zmq::buffer(f));
-    (void)zmq::send_multipart(socket_, buffers);
+    (void)zmq::send_multipart(socket_, buffers, flags);
   }
   template <typename Message>
   void send_message(const Message& message) {
