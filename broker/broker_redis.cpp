@@ -425,8 +425,7 @@ bool Broker::redis_status(const std::string& producer, const protocol::Status& s
   try {
     const RedisReply reply = redis_->command(schema::status(status.id));
     if (reply.is_error() || reply.elements.empty()) return false;
-    RedisFields fields;
-    for (size_t i = 0; i + 1 < reply.elements.size(); i += 2) fields[reply.elements[i].text] = reply.elements[i + 1].text;
+    RedisFields fields = schema::fields_of(reply);
     protocol::StatusReply out{.id = status.id};
     const std::string state = fields["state"];
     out.state = state == "finished" ? protocol::JobState::kFinished

@@ -89,12 +89,6 @@ if ARGV[2] ~= '' and not redis.call('HGET', KEYS[3], 'state') then
 end
 return 1)";
 
-RedisFields fields_of(const RedisReply& flat) {
-  RedisFields fields;
-  for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) fields[flat.elements[i].text] = flat.elements[i + 1].text;
-  return fields;
-}
-
 int64_t to_int(const std::string& text) {
   try {
     return std::stoll(text);
@@ -104,6 +98,12 @@ int64_t to_int(const std::string& text) {
 }
 
 }  // namespace
+
+RedisFields fields_of(const RedisReply& flat) {
+  RedisFields fields;
+  for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) fields[flat.elements[i].text] = flat.elements[i + 1].text;
+  return fields;
+}
 
 std::string job_key(const std::string& id) { return "flashq:job:" + id; }
 std::string out_key(const std::string& id) { return "flashq:out:" + id; }

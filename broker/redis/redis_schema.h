@@ -26,6 +26,9 @@ inline constexpr const char* kDead = "flashq:dead";
 std::string job_key(const std::string& id);
 std::string out_key(const std::string& id);
 
+// A flat name, value, name, value ... reply (an entry's fields, HGETALL) as a map.
+RedisFields fields_of(const RedisReply& flat);
+
 // One stream entry: its id and fields.
 struct Entry {
   std::string id;

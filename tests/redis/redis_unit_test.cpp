@@ -7,6 +7,7 @@
 #include "broker/redis/redis_schema.h"
 #include "broker/redis/redis_url.h"
 #include "shared/error.h"
+#include "tests/protocol/protocol_test_util.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -14,6 +15,7 @@ namespace flashq {
 namespace {
 
 using testing::RedisServer;
+using protocol::testing::full_job;
 
 ErrorCode code_of(const std::function<void()>& f) {
   try {
@@ -54,27 +56,6 @@ TEST(RedisUrl, BadUrlsAreConfigErrors) {
                           "redis://host/db", "redis://user:@host", "unix://relative", "unix:///s?x=1"}) {
     EXPECT_EQ(code_of([&] { parse_redis_url(url); }), ErrorCode::kBadConfig) << url;
   }
-}
-
-protocol::Job full_job() {
-  protocol::Job job;
-  job.id = "j-1";
-  job.prompt = std::string("def add(a, b):\n    return");
-  job.max_tokens = 40;
-  job.temperature = 0.7;
-  job.top_p = 0.9;
-  job.top_k = 20;
-  job.seed = 12345678901234ull;
-  job.stop = {"\n\n", "END"};
-  job.stop_token_ids = {2, 7};
-  job.priority = -3;
-  job.deadline_ms = 9000;
-  job.spec = protocol::SpecMode::kDflash;
-  job.model = "tiny";
-  job.metadata = std::string("\x81\xa4user\xa3" "ann", 10);  // {"user": "ann"} as msgpack
-  job.stream = true;
-  job.block_size = 8;
-  return job;
 }
 
 RedisFields as_map(const std::vector<std::string>& flat) {
@@ -136,12 +117,7 @@ TEST(RedisJobFields, EveryBadFieldIsAProtocolErrorNamingIt) {
 }
 
 TEST(RedisSchema, FinalResultsSurviveJson) {
-  protocol::FinalResult result;
-  result.finish_reason = protocol::FinishReason::kError;
-  result.error = "worker lost";
-  result.usage = {5, 7};
-  result.spec_stats = {3, 9, 2.5};
-  result.timings = {1, 2, 3};
+  const protocol::FinalResult result = protocol::testing::full_final_result();
   EXPECT_EQ(redis_schema::final_from_json(redis_schema::final_to_json(result)), result);
   EXPECT_EQ(code_of([] { redis_schema::final_from_json("not json"); }), ErrorCode::kProtocol);
   EXPECT_EQ(code_of([] { redis_schema::final_from_json("{\"finish_reason\": \"bored\"}"); }), ErrorCode::kProtocol);
