@@ -3,6 +3,7 @@
 // only a Redis client would, and checked against the engine run in this process (greedy).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -53,7 +54,12 @@ StoredRun read_run(RedisClient& redis, const std::string& id) {
                                          << want.finish_reason;
   }
   if (run.tokens != want.tokens) return ::testing::AssertionFailure() << "tokens differ";
-  if (run.text != want.text) return ::testing::AssertionFailure() << "text differs";
+  if (run.text != want.text) {
+    const auto [got, expected] = std::mismatch(run.text.begin(), run.text.end(), want.text.begin(), want.text.end());
+    const size_t at = static_cast<size_t>(got - run.text.begin());
+    return ::testing::AssertionFailure() << "text differs from byte " << at << " of " << want.text.size() << ": got '"
+                                         << run.text.substr(at, 24) << "', want '" << want.text.substr(at, 24) << "'";
+  }
   return ::testing::AssertionSuccess();
 }
 

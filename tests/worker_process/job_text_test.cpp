@@ -76,6 +76,21 @@ TEST_F(JobTextTest, ContinuationAtEverySplitStreamsTheRemainderWithCharactersWho
   }
 }
 
+// The earlier attempt ended and streamed its tail (an unfinished character comes out as U+FFFD)
+// but died before its final result: the continuation must not send that tail again.
+TEST_F(JobTextTest, ContinuationAfterTheTailWasStreamedSendsNothingTwice) {
+  const std::vector<int32_t> ids = tokenizer_->encode("café → 東京 😀");
+  bool some_tail_was_unfinished = false;
+  for (size_t k = 1; k <= ids.size(); ++k) {
+    const std::vector<int32_t> prefix(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k));
+    const std::string streamed = joined(run(prefix, {}));
+    some_tail_was_unfinished |= streamed.find("\xEF\xBF\xBD") != std::string::npos;
+    JobText text(*tokenizer_, {}, prefix, static_cast<int64_t>(streamed.size()));
+    EXPECT_EQ(text.finish().text, "") << "after " << k << " tokens";
+  }
+  EXPECT_TRUE(some_tail_was_unfinished) << "no prefix ends inside a character: the case is not covered";
+}
+
 TEST_F(JobTextTest, StopStringSpanningTheResumePointStillStopsAtTheSameToken) {
   const std::vector<int32_t> ids = tokenizer_->encode("alpha beta STOP gamma delta");
   const std::vector<std::string> stop = {"STOP"};

@@ -17,9 +17,18 @@ JobText::JobText(const Tokenizer& tokenizer, std::vector<std::string> stop_strin
   for (int32_t id : resume_tokens) {
     if (has_text(tokenizer_, id)) resumed += detokenizer_.push({&id, 1});
   }
-  const size_t streamed =
-      static_cast<size_t>(std::clamp<int64_t>(resume_text_bytes, 0, static_cast<int64_t>(resumed.size())));
-  carried_ = resumed.substr(streamed);
+  const int64_t streamed = std::max<int64_t>(resume_text_bytes, 0);
+  if (streamed <= static_cast<int64_t>(resumed.size())) {
+    carried_ = resumed.substr(static_cast<size_t>(streamed));
+  } else {
+    already_streamed_ = static_cast<size_t>(streamed) - resumed.size();
+  }
+}
+
+std::string JobText::unstreamed(std::string piece) {
+  const size_t drop = std::min(already_streamed_, piece.size());
+  already_streamed_ -= drop;
+  return piece.erase(0, drop);
 }
 
 JobText::Step JobText::push(std::span<const int32_t> ids) {
@@ -36,7 +45,7 @@ JobText::Step JobText::push(std::span<const int32_t> ids) {
   }
   for (int32_t id : ids) {
     ++step.tokens_kept;
-    const std::string piece = has_text(tokenizer_, id) ? detokenizer_.push({&id, 1}) : std::string();
+    const std::string piece = has_text(tokenizer_, id) ? unstreamed(detokenizer_.push({&id, 1})) : std::string();
     StopMatcher::Result result = stops_.push(piece);
     step.text += result.text;
     if (result.stopped) {  // the held-back text is the stop string: dropped
@@ -50,7 +59,7 @@ JobText::Step JobText::push(std::span<const int32_t> ids) {
 JobText::Step JobText::finish() {
   Step step = push({});
   if (stopped_) return step;
-  StopMatcher::Result tail = stops_.push(detokenizer_.flush());
+  StopMatcher::Result tail = stops_.push(unstreamed(detokenizer_.flush()));
   step.text += tail.text;
   if (tail.stopped) {
     stopped_ = step.stopped = true;

@@ -4,7 +4,9 @@
 // out whole), and text the earlier attempt held back (the bytes after `resume_text_bytes`: an
 // incomplete character or a possible stop string) goes through the stop matcher again, so a stop
 // string that spans the boundary still ends the job. For a first attempt this gives exactly the
-// engine's own text and stops.
+// engine's own text and stops. An earlier attempt that ended (its last step released the
+// detokenizer's tail, an incomplete character as U+FFFD) but died before its final result
+// streamed more than its tokens decode to: those bytes are not sent again.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +41,11 @@ class JobText {
   const Tokenizer& tokenizer_;
   IncrementalDecoder detokenizer_;
   StopMatcher stops_;
+  // Drops the bytes of `piece` that the earlier attempt streamed already.
+  std::string unstreamed(std::string piece);
+
   std::string carried_;  // held back by the earlier attempt: sent with the first step
+  size_t already_streamed_ = 0;  // streamed beyond the resume tokens' text: the earlier tail
   bool stopped_ = false;
 };
 
