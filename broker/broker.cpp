@@ -150,8 +150,8 @@ void Broker::run(const std::atomic<bool>& stop) {
     if (items[0].revents & ZMQ_POLLIN) serve_frontend();
     if (items[1].revents & ZMQ_POLLIN) serve_backend();
     if (items[2].revents & ZMQ_POLLIN) {
-      zmq::message_t subscription;  // subscriptions carry nothing we act on yet
-      (void)stream_.recv(subscription, zmq::recv_flags::dontwait);
+      zmq::message_t subscription;
+      while (stream_.recv(subscription, zmq::recv_flags::dontwait)) on_subscription(subscription);
     }
     check_timers();
     redis_turn();
@@ -251,11 +251,19 @@ void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
 
 void Broker::on_cancel(const std::string& producer, const protocol::Cancel& cancel) {
   auto it = jobs_.find(cancel.id);
+  if (redis_ && (it == jobs_.end() || it->second.phase == JobPhase::kRemote)) {
+    redis_cancel(producer, cancel.id);  // the broker that runs it hears of it through Redis
+    return;
+  }
   if (it == jobs_.end()) {
     send_to(frontend_, producer, protocol::ErrorReply{"not_found", "no job '" + cancel.id + "'", cancel.id});
     return;
   }
-  JobRecord& job = it->second;
+  cancel_job(it->second);
+}
+
+// A queued job ends now; a running one when its worker has stopped it (its FINAL says cancelled).
+void Broker::cancel_job(JobRecord& job) {
   if (job.phase == JobPhase::kQueued) {
     queue_.remove(job.job.id);
     finish(job, final_with(FinishReason::kCancelled));
@@ -263,6 +271,18 @@ void Broker::on_cancel(const std::string& producer, const protocol::Cancel& canc
     job.cancel_requested = true;
     send_to(backend_, job.worker, protocol::Cancel{job.job.id});
   }
+}
+
+// A subscriber's first subscription to a job this broker knows nothing of: with Redis, the job may
+// run on another broker, and its stream is relayed from there (from its start: the subscriber is
+// late). Without Redis there is nothing to follow.
+void Broker::on_subscription(const zmq::message_t& subscription) {
+  const std::string_view message = subscription.to_string_view();
+  if (!redis_ || message.size() <= 1 || message[0] != 1) return;  // an unsubscription, or no Redis
+  const std::string_view topic = message.substr(1);
+  if (topic.substr(0, protocol::kStreamTopicPrefix.size()) != protocol::kStreamTopicPrefix) return;
+  const std::string id(topic.substr(protocol::kStreamTopicPrefix.size()));
+  if (protocol::is_valid_id(id) && !jobs_.count(id)) redis_follow(id);
 }
 
 void Broker::on_status(const std::string& producer, const protocol::Status& status) {
@@ -298,8 +318,9 @@ void Broker::on_replay(const std::string& producer, const protocol::Replay& repl
                                  replay.id});
     return;
   }
-  for (int64_t seq = replay.from_seq; seq < job.next_seq; ++seq) {
-    send(frontend_, producer, {protocol::MessageType::kEvent, job.replay[static_cast<size_t>(seq - job.replay_first_seq)]});
+  // Only events delivered are kept: with Redis, the newest may still be on their way there.
+  for (size_t i = static_cast<size_t>(replay.from_seq - job.replay_first_seq); i < job.replay.size(); ++i) {
+    send(frontend_, producer, {protocol::MessageType::kEvent, job.replay[i]});
   }
 }
 
@@ -537,7 +558,19 @@ void Broker::finish(JobRecord& job, protocol::FinalResult result) {
 
 void Broker::publish(JobRecord& job, protocol::Event event, bool store) {
   event.seq = job.next_seq++;
-  if (redis_ && store) event.final_result ? redis_final(job, *event.final_result) : redis_event(job, event);
+  if (redis_ && store) {
+    event.final_result ? redis_final(job, std::move(event)) : redis_event(job, std::move(event));
+    return;
+  }
+  deliver(job, event);
+}
+
+void Broker::deliver(JobRecord& job, const protocol::Event& event) {
+  if (redis_) {  // only stored events are delivered: the stored prefix grows
+    job.stored_next_seq = event.seq + 1;
+    job.stored_tokens += event.token_ids.size();
+    job.stored_text_bytes += static_cast<int64_t>(event.text.size());
+  }
   // Encoded once, for the stream socket and for the submitter.
   const protocol::WireMessage wire = protocol::to_wire(event);
   const std::string topic = protocol::stream_topic(job.job.id);
@@ -546,7 +579,7 @@ void Broker::publish(JobRecord& job, protocol::Event event, bool store) {
                                                    zmq::buffer(type), zmq::buffer(wire.body)};
   (void)zmq::send_multipart(stream_, frames, zmq::send_flags::dontwait);  // XPUB drops for slow subscribers
   // The submitter gets every event when it asked to stream, and always the final one.
-  if (job.job.stream || event.final_result) send(frontend_, job.producer, wire);
+  if (!job.producer.empty() && (job.job.stream || event.final_result)) send(frontend_, job.producer, wire);
   keep_for_replay(job, wire.body);
 }
 

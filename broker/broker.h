@@ -63,6 +63,8 @@ class Broker {
   void serve_backend();
   void on_submit(const std::string& producer, protocol::Submit submit);
   void on_cancel(const std::string& producer, const protocol::Cancel& cancel);
+  void cancel_job(JobRecord& job);
+  void on_subscription(const zmq::message_t& subscription);
   void on_status(const std::string& producer, const protocol::Status& status);
   void on_replay(const std::string& producer, const protocol::Replay& replay);
   void on_ready(const std::string& worker, protocol::Ready ready);
@@ -74,8 +76,11 @@ class Broker {
   void lose_worker(const std::string& identity, const std::string& why);
   void requeue_as_continuation(JobRecord& job);
   void finish(JobRecord& job, protocol::FinalResult result);
-  // `store`: also into Redis (not for events relayed from there).
+  // Numbers the event and sends it to subscribers and the producer. With Redis, an event of a job
+  // this broker runs goes to Redis first and out once stored (redis_store_events), so that what
+  // anyone sees is what a later owner of the job continues from; `store` false: it came from there.
   void publish(JobRecord& job, protocol::Event event, bool store = true);
+  void deliver(JobRecord& job, const protocol::Event& event);
   void forget_old_jobs();
   void keep_for_replay(JobRecord& job, std::string body);
   void update_gauges();
@@ -89,10 +94,12 @@ class Broker {
   void redis_admit(protocol::Job job, const std::string& entry, const redis_schema::Take& take);
   void redis_catch_up(const std::string& id, int64_t next_seq);
   void redis_relay();
+  void redis_cancel(const std::string& producer, const std::string& id);
+  void redis_follow(const std::string& id);
   void redis_keep_claimed();
-  void redis_event(JobRecord& job, const protocol::Event& event);
+  void redis_event(JobRecord& job, protocol::Event event);
   void redis_store_events(const std::string& id);
-  void redis_final(JobRecord& job, const protocol::FinalResult& result);
+  void redis_final(JobRecord& job, protocol::Event final_event);
   void redis_lost_ownership(const std::string& id);
   bool redis_status(const std::string& producer, const protocol::Status& status);
   bool redis_replay(const std::string& producer, const protocol::Replay& replay);
@@ -122,6 +129,7 @@ class Broker {
   bool redis_ready_ = false;       // connected, group made, own pending entries read
   bool redis_fetching_ = false;    // an XREADGROUP is in flight
   bool redis_relaying_ = false;    // an XREAD of remote jobs' results is in flight
+  std::string redis_control_from_;  // flashq:control is read after this entry
   SteadyClock::time_point redis_last_keep_;
   SteadyClock::time_point last_heartbeat_sent_;
   SteadyClock::time_point last_timer_check_;

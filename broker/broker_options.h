@@ -17,6 +17,7 @@ struct RedisOptions {
   int64_t retention_s = 3600;      // result streams and status hashes expire after the final
   int64_t max_events_per_job = 100000;  // a result stream is trimmed beyond this
   int64_t dead_letters_kept = 10000;
+  int64_t control_kept = 10000;    // flashq:control (cancel requests) is trimmed beyond this
   int64_t prefetch = 16;           // jobs taken beyond the free worker slots
 };
 

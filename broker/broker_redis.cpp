@@ -101,6 +101,11 @@ void Broker::redis_on_connect() {
       }
       if (count < 500) break;
     }
+    if (redis_control_from_.empty()) {  // requests made before this broker started are not ours
+      const RedisReply last = redis_->command({"XREVRANGE", schema::kControl, "+", "-", "COUNT", "1"});
+      const std::vector<schema::Entry> entries = schema::entries_of(last);
+      redis_control_from_ = entries.empty() ? "0-0" : entries.front().id;
+    }
   } catch (const Error& e) {
     spdlog::warn("redis: {}", e.what());
     return;
@@ -231,6 +236,11 @@ void Broker::redis_admit(protocol::Job job, const std::string& entry, const sche
   record.redis_entry = entry;
   record.redis_owner_lost = false;
   record.attempt = std::max(record.attempt, take.attempt);
+  if (take.cancel_requested) {  // cancelled while it waited in Redis
+    record.next_seq = std::max(record.next_seq, take.next_seq);
+    finish(record, protocol::FinalResult{.finish_reason = FinishReason::kCancelled});
+    return;
+  }
   if (take.deliveries > options_.redis.max_deliveries) {
     record.dead_reason = "delivered " + std::to_string(take.deliveries) + " times";
     record.next_seq = std::max(record.next_seq, take.next_seq);
@@ -286,18 +296,18 @@ void Broker::redis_catch_up(const std::string& id, int64_t next_seq) {
       OnFailure::kDrop);
 }
 
-// Jobs accepted here and run elsewhere: their result streams, read from where we are.
+// Jobs accepted or followed here and run elsewhere: their result streams, read from where we
+// are; and flashq:control, for cancel requests of jobs that run here.
 void Broker::redis_relay() {
   if (redis_relaying_) return;
-  RedisCommand read = {"XREAD", "COUNT", "1000", "STREAMS"};
-  std::vector<std::string> ids, positions;
+  RedisCommand read = {"XREAD", "COUNT", "1000", "STREAMS", schema::kControl};
+  std::vector<std::string> positions = {redis_control_from_};
   for (const auto& [id, job] : jobs_) {
     if (job.phase != JobPhase::kRemote) continue;
     read.push_back(schema::out_key(id));
     positions.push_back(job.relayed_up_to);
-    if (positions.size() >= 512) break;
+    if (positions.size() > 512) break;
   }
-  if (positions.empty()) return;
   read.insert(read.end(), positions.begin(), positions.end());
   redis_relaying_ = true;
   redis_pipeline_.add(
@@ -306,6 +316,14 @@ void Broker::redis_relay() {
         redis_relaying_ = false;
         if (reply.is_error()) return;
         for (const auto& [key, entries] : schema::streams_of(reply)) {
+          if (key == schema::kControl) {
+            if (!entries.empty()) redis_control_from_ = entries.back().id;
+            for (const std::string& id : schema::cancelled_ids(entries)) {
+              auto job = jobs_.find(id);
+              if (job != jobs_.end() && job->second.phase != JobPhase::kRemote) cancel_job(job->second);
+            }
+            continue;
+          }
           auto it = jobs_.find(key.substr(std::string("flashq:out:").size()));
           if (it == jobs_.end() || it->second.phase != JobPhase::kRemote) continue;
           JobRecord& job = it->second;
@@ -332,6 +350,40 @@ void Broker::redis_relay() {
             publish(job, protocol::Event{.id = job.job.id, .token_ids = stored.token_ids, .text = stored.text}, false);
           }
         }
+      },
+      OnFailure::kDrop);
+}
+
+// CANCEL of a job this broker does not run: whoever runs it (or takes it later) cancels it, and
+// the cancelled final reaches us like any of its events. Answered at once, like STATUS, so that a
+// producer's next request finds the cancel taken (Client::cancel relies on that order).
+void Broker::redis_cancel(const std::string& producer, const std::string& id) {
+  RedisReply reply{.type = RedisReply::Type::kError, .text = "not connected"};
+  try {
+    if (redis_->connected()) reply = redis_->command(schema::cancel(id, options_.redis.control_kept));
+  } catch (const Error& e) {
+    reply.text = e.what();
+  }
+  if (reply.is_error()) {
+    send_to(frontend_, producer, protocol::ErrorReply{"unavailable", "job '" + id + "': redis: " + reply.text, id});
+  } else if (reply.text == "not_found") {
+    send_to(frontend_, producer, protocol::ErrorReply{"not_found", "no job '" + id + "'", id});
+  } else if (reply.text == "requested") {
+    redis_follow(id);  // a submitter or subscriber here gets the cancelled final
+  }
+}
+
+// Relays the stream of a job that another broker runs (for a subscriber here), if it exists.
+void Broker::redis_follow(const std::string& id) {
+  redis_pipeline_.add(
+      {"HEXISTS", schema::job_key(id), "state"},
+      [this, id](const RedisReply& reply) {
+        if (reply.is_error() || reply.integer != 1 || jobs_.count(id)) return;
+        JobRecord record;
+        record.job.id = id;
+        record.phase = JobPhase::kRemote;
+        record.submitted_at = SteadyClock::now();
+        jobs_.emplace(id, std::move(record));
       },
       OnFailure::kDrop);
 }
@@ -370,41 +422,58 @@ void Broker::redis_keep_claimed() {
 }
 
 // Events wait for the end of the loop turn, to go to Redis as one script call per job.
-void Broker::redis_event(JobRecord& job, const protocol::Event& event) {
-  if (!job.redis_owner_lost) redis_events_[job.job.id].push_back(event);
+void Broker::redis_event(JobRecord& job, protocol::Event event) {
+  if (!job.redis_owner_lost) redis_events_[job.job.id].push_back(std::move(event));
 }
 
 void Broker::redis_store_events(const std::string& id) {
   auto it = redis_events_.find(id);
   if (it == redis_events_.end()) return;
-  const int64_t first = it->second.front().seq;
-  redis_pipeline_.add(schema::events(options_.redis.consumer, id, it->second, options_.redis.max_events_per_job),
-                      [this, id, first](const RedisReply& reply) {
+  RedisCommand command = schema::events(options_.redis.consumer, id, it->second, options_.redis.max_events_per_job);
+  redis_pipeline_.add(std::move(command),
+                      [this, id, events = std::move(it->second)](const RedisReply& reply) {
+                        const int64_t first = events.front().seq;
                         if (reply.is_error()) {
                           spdlog::warn("job {}: storing events from {}: {}", id, first, reply.text);
                         } else if (reply.integer == -1) {
                           redis_lost_ownership(id);
                         } else if (reply.integer == -2) {
                           spdlog::warn("job {}: events from {} out of order in redis", id, first);
+                        } else if (auto owned = jobs_.find(id); owned != jobs_.end() && !owned->second.redis_owner_lost) {
+                          for (const protocol::Event& event : events) deliver(owned->second, event);
                         }
                       },
                       OnFailure::kRetry);
   redis_events_.erase(it);
 }
 
-void Broker::redis_final(JobRecord& job, const protocol::FinalResult& result) {
+void Broker::redis_final(JobRecord& job, protocol::Event final_event) {
   if (job.redis_owner_lost) return;
   redis_store_events(job.job.id);  // before the final
-  redis_pipeline_.add(schema::final(options_.redis.consumer, job.job.id, job.redis_entry, job.next_seq - 1, result,
-                                    options_.redis.retention_s, job.dead_reason, options_.redis.dead_letters_kept),
-                      [id = job.job.id](const RedisReply& reply) {
-                        if (reply.is_error()) spdlog::warn("job {}: storing the final: {}", id, reply.text);
-                        if (reply.integer == -1) spdlog::warn("job {}: another broker owns it; final not stored", id);
+  redis_pipeline_.add(schema::final(options_.redis.consumer, job.job.id, job.redis_entry, final_event.seq,
+                                    *final_event.final_result, options_.redis.retention_s, job.dead_reason,
+                                    options_.redis.dead_letters_kept),
+                      [this, final_event = std::move(final_event)](const RedisReply& reply) {
+                        const std::string& id = final_event.id;
+                        if (reply.is_error()) {
+                          spdlog::warn("job {}: storing the final: {}", id, reply.text);
+                          return;
+                        }
+                        auto owned = jobs_.find(id);
+                        if (owned == jobs_.end() || owned->second.redis_owner_lost) return;
+                        if (reply.integer == 1) {
+                          deliver(owned->second, final_event);
+                        } else {  // another broker owns the job, or finished it: its final is the one
+                          spdlog::warn("job {}: another broker {} it; relaying its final", id,
+                                       reply.integer == 0 ? "finished" : "owns");
+                          redis_lost_ownership(id);
+                        }
                       },
                       OnFailure::kRetry);
 }
 
-// Another broker took the job (we were silent too long): stop running it and relay instead.
+// Another broker took the job (we were silent too long): stop running it and relay instead, from
+// where Redis holds its stream (what our subscribers have seen).
 void Broker::redis_lost_ownership(const std::string& id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.redis_owner_lost) return;
@@ -417,7 +486,15 @@ void Broker::redis_lost_ownership(const std::string& id) {
     if (WorkerRecord* worker = workers_.find(job.worker)) worker->jobs.erase(id);
     job.worker.clear();
   }
-  if (job.phase != JobPhase::kFinished) job.phase = JobPhase::kRemote;
+  if (job.phase == JobPhase::kFinished) {  // its final was refused: the new owner's comes instead
+    job.final_result.reset();
+    std::erase(finished_order_, id);
+  }
+  job.phase = JobPhase::kRemote;
+  job.next_seq = job.stored_next_seq;
+  job.streamed.resize(job.stored_tokens);
+  job.streamed_text_bytes = job.stored_text_bytes;
+  redis_events_.erase(id);
 }
 
 bool Broker::redis_status(const std::string& producer, const protocol::Status& status) {

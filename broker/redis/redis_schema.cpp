@@ -36,7 +36,8 @@ end
 local deliveries = redis.call('HINCRBY', h, 'deliveries', 1)
 redis.call('HSET', h, 'entry', ARGV[2], 'owner', ARGV[1])
 if not state then redis.call('HSET', h, 'state', 'queued') end
-return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', ''})";
+local cancel = redis.call('HGET', h, 'cancel') and 'cancel' or ''
+return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', cancel})";
 
 // Several events of one job in one call (ARGV: owner, max events, then seq, token_ids, text per
 // event): one script run per job per loop turn, not per event.
@@ -89,6 +90,15 @@ if ARGV[2] ~= '' and not redis.call('HGET', KEYS[3], 'state') then
 end
 return 1)";
 
+// The flag is for a broker that takes the job later; the control entry for the one running it.
+constexpr const char* kCancelScript = R"(
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return 'not_found' end
+if state == 'finished' then return 'finished' end
+redis.call('HSET', KEYS[1], 'cancel', '1')
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'cancel', ARGV[1])
+return 'requested')";
+
 int64_t to_int(const std::string& text) {
   try {
     return std::stoll(text);
@@ -127,7 +137,7 @@ std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisRe
 }
 
 std::vector<std::string> scripts() {
-  return {kIntakeScript, kTakeScript, kEventScript, kFinalScript, kDeadLetterScript};
+  return {kIntakeScript, kTakeScript, kEventScript, kFinalScript, kDeadLetterScript, kCancelScript};
 }
 
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
@@ -173,7 +183,11 @@ Take take_of(const RedisReply& reply) {
   out.deliveries = to_int(reply.elements[1].text);
   out.next_seq = to_int(reply.elements[2].text);
   out.attempt = to_int(reply.elements[3].text);
-  out.final_json = reply.elements[4].text;
+  if (out.outcome == Take::Outcome::kFinished) {
+    out.final_json = reply.elements[4].text;
+  } else {
+    out.cancel_requested = reply.elements[4].text == "cancel";
+  }
   return out;
 }
 
@@ -223,6 +237,18 @@ RedisCommand dead_letter(const std::string& entry, const std::string& job_id, co
   const std::string id = protocol::is_valid_id(job_id) ? job_id : std::string();
   return {"EVAL",   kDeadLetterScript, "4", kJobs, kDead, job_key(id), out_key(id), entry, id, reason,
           std::to_string(dead_max), final_to_json(rejected), std::to_string(retention_s)};
+}
+
+RedisCommand cancel(const std::string& job_id, int64_t control_max) {
+  return {"EVAL", kCancelScript, "2", job_key(job_id), kControl, job_id, std::to_string(control_max)};
+}
+
+std::vector<std::string> cancelled_ids(const std::vector<Entry>& control_entries) {
+  std::vector<std::string> ids;
+  for (const Entry& entry : control_entries) {
+    if (auto id = entry.fields.find("cancel"); id != entry.fields.end()) ids.push_back(id->second);
+  }
+  return ids;
 }
 
 RedisCommand read_results(const std::string& job_id) { return {"XRANGE", out_key(job_id), "-", "+"}; }

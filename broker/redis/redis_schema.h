@@ -3,6 +3,7 @@
 //   flashq:job:<id>    status hash: state, owner, entry, attempt, deliveries, next_seq, final
 //   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`
 //   flashq:dead        dead letters: id, reason, entry
+//   flashq:control     requests every broker reads: `cancel <id>`
 // Every write is idempotent (Lua scripts check the job's state, owner and next seq), so a
 // pipeline cut by a lost connection can be sent again whole.
 #pragma once
@@ -23,6 +24,7 @@ namespace flashq::redis_schema {
 inline constexpr const char* kJobs = "flashq:jobs";
 inline constexpr const char* kGroup = "flashq";
 inline constexpr const char* kDead = "flashq:dead";
+inline constexpr const char* kControl = "flashq:control";
 std::string job_key(const std::string& id);
 std::string out_key(const std::string& id);
 
@@ -59,7 +61,8 @@ struct Take {
   int64_t deliveries = 0;
   int64_t next_seq = 0;  // events already in the result stream (a previous owner's)
   int64_t attempt = 0;
-  std::string final_json;  // kFinished
+  std::string final_json;        // kFinished
+  bool cancel_requested = false;  // kRun: a CANCEL came before any broker ran it
 };
 Take take_of(const RedisReply& reply);
 
@@ -77,6 +80,12 @@ RedisCommand final(const std::string& consumer, const std::string& job_id, const
 // job id, that id's result stream gets a `rejected` final with the reason.
 RedisCommand dead_letter(const std::string& entry, const std::string& job_id, const std::string& reason,
                          int64_t dead_max, int64_t retention_s);
+
+// CANCEL of a job that may run on another broker: flags the job and tells every broker on
+// flashq:control. Reply "requested", "finished" or "not_found".
+RedisCommand cancel(const std::string& job_id, int64_t control_max);
+// The job ids that flashq:control entries ask to cancel.
+std::vector<std::string> cancelled_ids(const std::vector<Entry>& control_entries);
 
 RedisCommand read_results(const std::string& job_id);  // XRANGE, every event
 RedisCommand status(const std::string& job_id);         // HGETALL

@@ -1,0 +1,115 @@
+// Two brokers on one Redis, seen from the broker that does not run the job: its producer's
+// CANCEL reaches the job where it runs (or before any broker takes it), and a subscriber on its
+// stream socket follows a job that another broker runs, from the first event to the final.
+#include <gtest/gtest.h>
+
+#include "tests/redis/redis_cluster_fixture.h"
+
+namespace flashq::testing {
+namespace {
+
+class RedisBrokersTest : public RedisClusterTest {
+ protected:
+  // Broker a has no worker, so it takes nothing from Redis; broker b (`other_`) runs every job.
+  void start_two_brokers() {
+    ASSERT_TRUE(start_broker(redis_flags("a")));
+    other_ = std::make_unique<Cluster>(scratch_.path());
+    ASSERT_TRUE(other_->start_broker(redis_flags("b")));
+    other_->start_worker("w1", target_dir(), drafter_dir(), 2);
+    ASSERT_TRUE(other_->wait_for_workers(1));
+  }
+
+  void TearDown() override {
+    if (HasFailure() && other_) std::cerr << other_->logs();
+    RedisClusterTest::TearDown();
+  }
+
+  std::unique_ptr<Cluster> other_;
+};
+
+TEST_F(RedisBrokersTest, CancelOnTheOtherBrokerStopsTheJobWhereItRuns) {
+  start_two_brokers();
+  constexpr int64_t kLongJob = 3000;  // seconds of work: still running when the cancel comes
+  const std::string prompt = long_prompt(kLongJob);
+  ASSERT_FALSE(prompt.empty());
+  auto client = connect_client();  // to broker a
+  auto canceller = connect_client();
+  ASSERT_NO_THROW(client->submit(make_job("far-1", prompt, kLongJob), 20000));
+  // The submitter's stream is relayed from b through Redis: wait until tokens flow.
+  std::vector<protocol::Event> events;
+  protocol::FinalResult final_result;
+  bool cancelled = false;
+  ASSERT_NO_THROW(final_result = client->wait(
+                      "far-1",
+                      [&](const protocol::Event& e) {
+                        events.push_back(e);
+                        if (!cancelled && !e.token_ids.empty()) {
+                          cancelled = true;
+                          canceller->cancel("far-1", 20000);
+                        }
+                      },
+                      60000));
+  ASSERT_TRUE(cancelled) << "no token event reached broker a";
+  EXPECT_EQ(final_result.finish_reason, protocol::FinishReason::kCancelled);
+  EXPECT_TRUE(is_complete_stream(events));
+  RedisClient redis(redis_->port());
+  const StoredRun stored = read_run(redis, "far-1");
+  EXPECT_EQ(stored.finals, 1);
+  EXPECT_EQ(stored.finish_reason, "cancelled");
+  EXPECT_LT(stored.tokens.size(), static_cast<size_t>(kLongJob));
+  EXPECT_EQ(stored.tokens, JobRun::ids_of(events)) << "the submitter saw what Redis holds";
+}
+
+TEST_F(RedisBrokersTest, CancelBeforeAnyBrokerTookTheJobEndsItWithoutRunning) {
+  ASSERT_TRUE(start_broker(redis_flags("a")));  // no worker anywhere yet: the job waits in Redis
+  auto client = connect_client();
+  ASSERT_NO_THROW(client->submit(make_job("early-1", "hello world", 16), 20000));
+  EXPECT_NO_THROW(client->cancel("early-1", 20000));
+  start_worker("w1", 2);  // now a takes the entry, finds the cancel and ends the job
+  const JobRun run = wait_job(*client, "early-1", 30000);
+  ASSERT_TRUE(run.final_result) << run;
+  EXPECT_EQ(run.finish_reason(), "cancelled");
+  EXPECT_TRUE(run.ids().empty()) << run;
+  RedisClient redis(redis_->port());
+  EXPECT_EQ(read_run(redis, "early-1").finish_reason, "cancelled");
+  EXPECT_EQ(redis.command({"XPENDING", "flashq:jobs", "flashq"})[0], "0") << "its entry is acknowledged";
+}
+
+TEST_F(RedisBrokersTest, CancelOfAnIdNoBrokerKnowsIsNotFound) {
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  auto client = connect_client();
+  try {
+    client->cancel("nobody-knows", 20000);
+    ADD_FAILURE() << "cancel of an unknown id succeeded";
+  } catch (const BrokerError& e) {
+    EXPECT_EQ(e.wire_code(), "not_found") << e.what();
+  }
+}
+
+TEST_F(RedisBrokersTest, SubscriberOnTheOtherBrokerFollowsTheJobToItsFinal) {
+  start_two_brokers();
+  constexpr int64_t kTokens = 300;
+  const std::string prompt = "job 7: the queue hums";
+  const Reference want = reference(prompt, kTokens);
+  RedisClient redis(redis_->port());
+  xadd_job(redis, "follow-1", prompt, kTokens);
+  // A subscriber subscribes to a job that exists: here, once b has taken it.
+  ASSERT_TRUE(eventually([&] { return !redis.command({"HGET", "flashq:job:follow-1", "state"}).empty(); },
+                         milliseconds(20000)));
+  auto client = connect_client();  // to broker a, which knows nothing of the job
+  StreamSubscriber subscriber = client->subscribe("follow-1");
+  std::vector<protocol::Event> events;
+  while (std::optional<protocol::Event> event = subscriber.next(20000)) {
+    events.push_back(*event);
+    if (event->final_result) break;
+  }
+  ASSERT_FALSE(events.empty()) << "nothing relayed to the subscriber";
+  ASSERT_TRUE(events.back().final_result) << "no final event";
+  EXPECT_TRUE(is_complete_stream(events)) << "the relay starts at seq 0 and has no gap";
+  EXPECT_EQ(JobRun::ids_of(events), want.tokens);
+  EXPECT_EQ(JobRun::text_of(events), want.text);
+  EXPECT_TRUE(matches(read_run(redis, "follow-1"), want));
+}
+
+}  // namespace
+}  // namespace flashq::testing
