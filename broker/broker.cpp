@@ -13,6 +13,7 @@
 #include "shared/curve/curve_socket.h"
 #include "broker/redis/redis_url.h"
 #include "shared/error.h"
+#include "shared/protocol/limits.h"
 
 namespace flashq {
 namespace {
@@ -29,6 +30,7 @@ void configure_router(zmq::socket_t& socket, int high_water_mark) {
   socket.set(zmq::sockopt::sndhwm, high_water_mark);
   socket.set(zmq::sockopt::rcvhwm, high_water_mark);
   socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
 }
 
 void bind_or_throw(zmq::socket_t& socket, const std::string& endpoint) {
@@ -95,6 +97,7 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
   configure_router(backend_, options_.send_high_water_mark);
   stream_.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
   stream_.set(zmq::sockopt::linger, 0);
+  stream_.set(zmq::sockopt::maxmsgsize, protocol::kMaxSubscriptionBytes);
   if (!options_.curve_secret_key.empty() || !options_.curve_allowed_keys.empty()) {
     zap_ = secure_with_curve(context, options_, {&frontend_, &backend_, &stream_});
   }

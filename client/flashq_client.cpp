@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "client/socket_frames.h"
+#include "shared/protocol/limits.h"
 #include "shared/protocol/message_type.h"
 
 namespace flashq {
@@ -66,6 +67,7 @@ BrokerError::BrokerError(const protocol::ErrorReply& reply)
 Client::Client() : context_(std::make_shared<zmq::context_t>()), dealer_(*context_, zmq::socket_type::dealer) {
   // Nothing we send needs to outlive the client: every request waits for its answer.
   dealer_.set(zmq::sockopt::linger, 0);
+  dealer_.set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
 }
 
 Client::~Client() = default;

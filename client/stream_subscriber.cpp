@@ -5,6 +5,7 @@
 #include "client/flashq_client.h"
 #include "client/socket_frames.h"
 #include "shared/error.h"
+#include "shared/protocol/limits.h"
 #include "shared/protocol/stream.h"
 
 namespace flashq {
@@ -14,6 +15,7 @@ StreamSubscriber::StreamSubscriber(std::shared_ptr<zmq::context_t> context, cons
     : context_(std::move(context)), socket_(*context_, zmq::socket_type::sub), job_id_(std::move(job_id)) {
   check_job_id(job_id_);
   socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
   if (curve) make_curve_client(socket_, *curve);
   socket_.set(zmq::sockopt::subscribe, protocol::stream_topic(job_id_));
   try {

@@ -8,6 +8,10 @@
 namespace flashq::protocol {
 
 inline constexpr std::size_t kMaxBodyBytes = 16u << 20;  // frame 2
+// ZMQ_MAXMSGSIZE of every socket: no frame is larger than a body, and a peer that sends one is
+// disconnected by ZeroMQ before its bytes are buffered. A subscription is 1 byte and a topic.
+inline constexpr std::int64_t kMaxFrameBytes = static_cast<std::int64_t>(kMaxBodyBytes);
+inline constexpr std::int64_t kMaxSubscriptionBytes = 1024;
 // Nesting of maps and arrays, the body map itself being level 1 (so metadata inside a job inside
 // a body may nest 29 more levels).
 inline constexpr std::size_t kMaxDepth = 32;

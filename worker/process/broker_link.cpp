@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "shared/error.h"
+#include "shared/protocol/limits.h"
 #include "shared/protocol/messages.h"
 
 namespace flashq {
@@ -87,6 +88,7 @@ void BrokerLink::connect() {
   socket_.emplace(context_, zmq::socket_type::dealer);
   socket_->set(zmq::sockopt::linger, 0);
   socket_->set(zmq::sockopt::sndhwm, kSendHighWaterMark);
+  socket_->set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
   if (options_.curve) make_curve_client(*socket_, *options_.curve);
   socket_->connect(options_.endpoint);
   // The monitor tells at once when the TCP connection closes (a broker restart), instead of
