@@ -141,11 +141,14 @@ void Broker::run(const std::atomic<bool>& stop) {
         break;
       }
     }
-    zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0}, {backend_.handle(), 0, ZMQ_POLLIN, 0},
-                               {stream_.handle(), 0, ZMQ_POLLIN, 0}};
+    // With Redis, replies wake the loop too; and it reads the intake stream, so it comes round often.
+    const int redis_fd = redis_ ? redis_->fd() : -1;
+    zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0},
+                               {backend_.handle(), 0, ZMQ_POLLIN, 0},
+                               {stream_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, redis_fd, ZMQ_POLLIN, 0}};
     try {
-      // With Redis, the loop also reads the intake stream: it must come round often.
-      zmq::poll(items, 3, std::chrono::milliseconds(redis_ ? 5 : 50));
+      zmq::poll(items, redis_fd >= 0 ? 4 : 3, std::chrono::milliseconds(redis_ ? 5 : 50));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
       continue;  // a signal (SIGTERM starts the drain): look at `stop` again

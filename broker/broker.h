@@ -87,13 +87,15 @@ class Broker {
 
   // Redis (broker_redis.cpp), all inert without options.redis.url.
   void redis_turn();
+  void redis_connection_lost();
+  bool redis_settled();
   void redis_on_connect();
   void redis_submit(const std::string& producer, protocol::Job job);
-  void redis_fetch();
+  void redis_fetch(SteadyClock::time_point now);
   void redis_take(const redis_schema::Entry& entry, bool own_pending);
   void redis_admit(protocol::Job job, const std::string& entry, const redis_schema::Take& take);
   void redis_catch_up(const std::string& id, int64_t next_seq);
-  void redis_relay();
+  void redis_relay(SteadyClock::time_point now);
   void redis_cancel(const std::string& producer, const std::string& id);
   void redis_follow(const std::string& id);
   void redis_keep_claimed();
@@ -129,6 +131,11 @@ class Broker {
   bool redis_ready_ = false;       // connected, group made, own pending entries read
   bool redis_fetching_ = false;    // an XREADGROUP is in flight
   bool redis_relaying_ = false;    // an XREAD of remote jobs' results is in flight
+  bool redis_fetch_again_ = false;  // the last read came back full: read again at once
+  bool redis_relay_again_ = false;
+  SteadyClock::time_point redis_last_fetch_;
+  SteadyClock::time_point redis_last_relay_;
+  static constexpr std::chrono::milliseconds kRedisReadInterval{5};
   std::string redis_control_from_;  // flashq:control is read after this entry
   SteadyClock::time_point redis_last_keep_;
   SteadyClock::time_point last_heartbeat_sent_;

@@ -58,24 +58,38 @@ void Broker::redis_turn() {
   }
   if (!redis_ready_) redis_on_connect();
   if (!redis_ready_) return;
-  if (!draining_) redis_fetch();
-  redis_relay();
-  redis_keep_claimed();
-  // Handlers add follow-ups (take after read, catch-up after take): a few rounds per turn.
-  for (int round = 0; round < 4 && !(redis_pipeline_.empty() && redis_events_.empty()); ++round) {
+  // Replies that came in run their handlers (which add follow-ups: take after read, catch-up
+  // after take); then this turn's commands go out, and the loop goes on without waiting.
+  bool ok = redis_pipeline_.receive(*redis_);
+  if (ok) {
+    const auto now = SteadyClock::now();
+    if (!draining_) redis_fetch(now);
+    redis_relay(now);
+    redis_keep_claimed();
     while (!redis_events_.empty()) redis_store_events(redis_events_.begin()->first);
-    if (!redis_pipeline_.flush(*redis_)) {
-      spdlog::warn("redis {}: {}; {} writes kept for when it is back", redis_->url().describe(), redis_->last_error(),
-                   redis_pipeline_.retained());
-      redis_ready_ = false;
-      return;
-    }
+    ok = redis_pipeline_.send(*redis_);
   }
+  if (!ok) redis_connection_lost();
+}
+
+void Broker::redis_connection_lost() {
+  spdlog::warn("redis {}: {}; {} writes kept for when it is back", redis_->url().describe(), redis_->last_error(),
+               redis_pipeline_.retained());
+  redis_ready_ = false;
+}
+
+// Before a request answered at once: the replies outstanding come first (they are in order).
+bool Broker::redis_settled() {
+  if (!redis_ || !redis_->connected()) return false;
+  if (redis_pipeline_.settle(*redis_)) return true;
+  redis_connection_lost();
+  return false;
 }
 
 // After every (re)connect: the consumer group may be new (or Redis lost its data), and entries
 // delivered to this consumer before a restart are ours to run.
 void Broker::redis_on_connect() {
+  if (!redis_settled()) return;
   try {
     const RedisReply group = redis_->command(schema::create_group());
     if (group.is_error() && group.text.rfind("BUSYGROUP", 0) != 0) {
@@ -157,14 +171,18 @@ void Broker::redis_submit(const std::string& producer, protocol::Job job) {
       OnFailure::kDrop);
 }
 
-void Broker::redis_fetch() {
-  if (redis_fetching_) return;
+// New entries do not wake the loop: the intake is read every few ms, and at once again while
+// reads come back full.
+void Broker::redis_fetch(SteadyClock::time_point now) {
+  if (redis_fetching_ || (!redis_fetch_again_ && now - redis_last_fetch_ < kRedisReadInterval)) return;
   const int64_t count = free_capacity();
   if (count <= 0) return;
   redis_fetching_ = true;
+  redis_fetch_again_ = false;
+  redis_last_fetch_ = now;
   redis_pipeline_.add(
       schema::read_new(options_.redis.consumer, count),
-      [this](const RedisReply& reply) {
+      [this, count](const RedisReply& reply) {
         redis_fetching_ = false;
         if (reply.is_error()) {
           if (!connection_lost(reply)) spdlog::warn("redis: reading flashq:jobs: {}", reply.text);
@@ -172,6 +190,7 @@ void Broker::redis_fetch() {
           return;
         }
         for (const auto& [stream, entries] : schema::streams_of(reply)) {
+          redis_fetch_again_ = static_cast<int64_t>(entries.size()) >= count;
           for (const schema::Entry& entry : entries) redis_take(entry, false);
         }
       },
@@ -298,8 +317,10 @@ void Broker::redis_catch_up(const std::string& id, int64_t next_seq) {
 
 // Jobs accepted or followed here and run elsewhere: their result streams, read from where we
 // are; and flashq:control, for cancel requests of jobs that run here.
-void Broker::redis_relay() {
-  if (redis_relaying_) return;
+void Broker::redis_relay(SteadyClock::time_point now) {
+  if (redis_relaying_ || (!redis_relay_again_ && now - redis_last_relay_ < kRedisReadInterval)) return;
+  redis_relay_again_ = false;
+  redis_last_relay_ = now;
   RedisCommand read = {"XREAD", "COUNT", "1000", "STREAMS", schema::kControl};
   std::vector<std::string> positions = {redis_control_from_};
   for (const auto& [id, job] : jobs_) {
@@ -316,6 +337,7 @@ void Broker::redis_relay() {
         redis_relaying_ = false;
         if (reply.is_error()) return;
         for (const auto& [key, entries] : schema::streams_of(reply)) {
+          redis_relay_again_ = redis_relay_again_ || !entries.empty();  // more may be on the way
           if (key == schema::kControl) {
             if (!entries.empty()) redis_control_from_ = entries.back().id;
             for (const std::string& id : schema::cancelled_ids(entries)) {
@@ -360,7 +382,7 @@ void Broker::redis_relay() {
 void Broker::redis_cancel(const std::string& producer, const std::string& id) {
   RedisReply reply{.type = RedisReply::Type::kError, .text = "not connected"};
   try {
-    if (redis_->connected()) reply = redis_->command(schema::cancel(id, options_.redis.control_kept));
+    if (redis_settled()) reply = redis_->command(schema::cancel(id, options_.redis.control_kept));
   } catch (const Error& e) {
     reply.text = e.what();
   }
@@ -498,7 +520,7 @@ void Broker::redis_lost_ownership(const std::string& id) {
 }
 
 bool Broker::redis_status(const std::string& producer, const protocol::Status& status) {
-  if (!redis_ || !redis_->connected()) return false;
+  if (!redis_settled()) return false;
   try {
     const RedisReply reply = redis_->command(schema::status(status.id));
     if (reply.is_error() || reply.elements.empty()) return false;
@@ -520,7 +542,7 @@ bool Broker::redis_status(const std::string& producer, const protocol::Status& s
 }
 
 bool Broker::redis_replay(const std::string& producer, const protocol::Replay& replay) {
-  if (!redis_ || !redis_->connected()) return false;
+  if (!redis_settled()) return false;
   try {
     const RedisReply reply = redis_->command(schema::read_results(replay.id));
     if (reply.is_error() || reply.elements.empty()) return false;

@@ -1,6 +1,7 @@
 #include "broker/redis/redis_connection.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 
 #include <algorithm>
 
@@ -95,41 +96,76 @@ bool RedisConnection::ensure_connected() {
   return true;
 }
 
-std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands) {
+void RedisConnection::append(const RedisCommand& command) {
   if (!context_) throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": not connected (" + last_error_ + ")");
   std::vector<const char*> argv;
   std::vector<size_t> lengths;
-  for (const RedisCommand& command : commands) {
-    argv.clear();
-    lengths.clear();
-    for (const std::string& part : command) {
-      argv.push_back(part.data());
-      lengths.push_back(part.size());
-    }
-    if (command.size() >= 2 && command[0] == "EVAL") {
-      auto script = script_shas_.find(command[1]);
-      if (script != script_shas_.end() && !script->second.empty()) {
-        argv[0] = "EVALSHA";
-        lengths[0] = 7;
-        argv[1] = script->second.data();
-        lengths[1] = script->second.size();
-      }
-    }
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
-      fail(context_->errstr);
+  for (const std::string& part : command) {
+    argv.push_back(part.data());
+    lengths.push_back(part.size());
+  }
+  if (command.size() >= 2 && command[0] == "EVAL") {
+    auto script = script_shas_.find(command[1]);
+    if (script != script_shas_.end() && !script->second.empty()) {
+      argv[0] = "EVALSHA";
+      lengths[0] = 7;
+      argv[1] = script->second.data();
+      lengths[1] = script->second.size();
     }
   }
+  if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
+    fail(context_->errstr);
+  }
+}
+
+void RedisConnection::write_out() {
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(context_, &done) != REDIS_OK) fail(context_->errstr);
+  }
+}
+
+std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands) {
+  for (const RedisCommand& command : commands) append(command);
+  write_out();
   std::vector<RedisReply> replies;
   replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) {
+  for (size_t i = 0; i < commands.size(); ++i) replies.push_back(read_one());
+  return replies;
+}
+
+int RedisConnection::fd() const { return context_ ? context_->fd : -1; }
+
+std::vector<RedisReply> RedisConnection::read_ready() {
+  if (!context_) throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": not connected (" + last_error_ + ")");
+  std::vector<RedisReply> replies;
+  auto take_parsed = [&] {
     void* raw = nullptr;
-    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
-      fail(context_->err ? context_->errstr : "connection lost");
+    while (true) {
+      if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) fail(context_->errstr);
+      if (!raw) return;
+      replies.push_back(convert(static_cast<redisReply*>(raw)));
+      freeReplyObject(raw);
     }
-    replies.push_back(convert(static_cast<redisReply*>(raw)));
-    freeReplyObject(raw);
+  };
+  take_parsed();
+  pollfd readable{.fd = context_->fd, .events = POLLIN, .revents = 0};
+  if (::poll(&readable, 1, 0) > 0) {
+    if (redisBufferRead(context_) != REDIS_OK) fail(context_->err ? context_->errstr : "connection lost");
+    take_parsed();
   }
   return replies;
+}
+
+RedisReply RedisConnection::read_one() {
+  if (!context_) throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": not connected (" + last_error_ + ")");
+  void* raw = nullptr;
+  if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+    fail(context_->err ? context_->errstr : "connection lost");
+  }
+  RedisReply reply = convert(static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  return reply;
 }
 
 void RedisConnection::register_script(const std::string& text) {

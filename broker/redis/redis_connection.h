@@ -1,6 +1,7 @@
-// One synchronous hiredis connection with pipelining and reconnection. The broker talks to Redis
-// from its loop, one pipeline per turn, so a round trip is paid once per burst of messages
-// rather than once per message.
+// One hiredis connection with pipelining and reconnection. The broker's loop sends each turn's
+// commands with send() and reads the replies with read_ready() when fd() is readable, so it never
+// waits on a round trip; pipeline() and command() are the blocking forms, for set-up and for the
+// rare request answered at once (nothing may be outstanding then: RedisPipeline::settle).
 #pragma once
 
 #include <chrono>
@@ -47,6 +48,16 @@ class RedisConnection {
   // broken connection throws Error(kIo) and disconnects, and the caller retries later.
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands);
   RedisReply command(const RedisCommand& command);
+
+  // The socket, for poll() (-1 when not connected).
+  int fd() const;
+  // Writes the commands without waiting for their replies: append() each, then write_out().
+  void append(const RedisCommand& command);
+  void write_out();
+  // The replies that have arrived, in order; never waits.
+  std::vector<RedisReply> read_ready();
+  // The next reply, waiting for it (up to the timeout).
+  RedisReply read_one();
 
   const RedisUrl& url() const { return url_; }
 

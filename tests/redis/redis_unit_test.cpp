@@ -181,5 +181,44 @@ TEST(RedisPipeline, WritesWaitForRedisToComeBackAndReadsAreDropped) {
       << "kept in order, across the restart (append-only file)";
 }
 
+// The broker's loop sends and goes on: replies are picked up later, without waiting, in order;
+// a connection lost with writes in flight sends them again ahead of anything newer.
+TEST(RedisPipeline, RepliesArePickedUpWithoutWaitingAndInFlightWritesSurviveALoss) {
+  testing::TempDir dir;
+  RedisServer server(dir.path() / "redis");
+  ASSERT_TRUE(server.start());
+  RedisConnection connection(parse_redis_url(server.url()), std::chrono::milliseconds(300));
+  ASSERT_TRUE(connection.ensure_connected());
+  RedisPipeline pipeline;
+  std::vector<int64_t> lengths;
+  for (const char* item : {"a", "b", "c"}) {
+    pipeline.add({"RPUSH", "log", item}, [&](const RedisReply& r) { lengths.push_back(r.integer); },
+                 RedisPipeline::OnFailure::kRetry);
+  }
+  ASSERT_TRUE(pipeline.send(connection));
+  EXPECT_EQ(pipeline.in_flight(), 3u);
+  EXPECT_TRUE(lengths.empty()) << "send() does not wait for replies";
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        EXPECT_TRUE(pipeline.receive(connection));
+        return pipeline.in_flight() == 0;
+      },
+      std::chrono::milliseconds(5000)));
+  EXPECT_EQ(lengths, (std::vector<int64_t>{1, 2, 3})) << "handlers run in order";
+
+  // Writes in flight when Redis goes away: kept, and sent first once it is back.
+  pipeline.add({"RPUSH", "log", "d"}, nullptr, RedisPipeline::OnFailure::kRetry);
+  server.kill();
+  (void)pipeline.send(connection);  // may or may not notice yet
+  EXPECT_FALSE(pipeline.settle(connection));
+  pipeline.add({"RPUSH", "log", "e"}, nullptr, RedisPipeline::OnFailure::kRetry);
+  EXPECT_EQ(pipeline.retained(), 2u);
+  ASSERT_TRUE(server.start());
+  ASSERT_TRUE(testing::eventually([&] { return connection.ensure_connected(); }, std::chrono::milliseconds(10000)));
+  ASSERT_TRUE(pipeline.flush(connection));
+  testing::RedisClient plain(server.port());
+  EXPECT_EQ(plain.command({"LRANGE", "log", "0", "-1"}), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+}
+
 }  // namespace
 }  // namespace flashq
