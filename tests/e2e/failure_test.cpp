@@ -53,6 +53,31 @@ TEST_F(WorkerLossTest, KillingAWorkerMidStreamLosesNothing) { kill_a_worker_mid_
 
 TEST_F(WorkerLossTest, KillingAWorkerMidStreamAndStartingAnotherLosesNothing) { kill_a_worker_mid_stream(true); }
 
+// A worker stopped (SIGTERM) whose drain timeout passes mid-job hands the job back: it finishes on
+// the other worker, continued from what was streamed, as if nothing had happened.
+TEST_F(E2eTest, WorkerShutDownMidJobHandsItToAnother) {
+  ASSERT_TRUE(start_broker());
+  start_worker("a", 1, {"--drain-timeout-ms", "50"});
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  constexpr int64_t kTokens = 3000;  // still running when the drain timeout passes
+  const std::string prompt = long_prompt(kTokens);
+  ASSERT_FALSE(prompt.empty());
+  const Reference want = reference(prompt, kTokens);
+  auto client = connect_client();
+  bool stopped = false;
+  ASSERT_NO_THROW(client->submit(make_job("handed-back", prompt, kTokens), 20000));
+  const JobRun run = wait_job(*client, "handed-back", 60000, [&](const protocol::Event& e) {
+    if (stopped || e.token_ids.empty()) return;
+    stopped = true;
+    cluster_->worker("a").signal(SIGTERM);
+    start_worker("b", 1);
+  });
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(cluster_->worker("a").wait_exit(milliseconds(10000)), std::optional<int>(0));
+  expect_matches(run, want);
+  EXPECT_GT(cluster_->metric("flashq_job_retries_total").value_or(0), 0) << "the job was not handed back";
+}
+
 // A worker frozen (SIGSTOP) mid-stream keeps its connection but stops beating: the broker counts it
 // lost and re-queues its jobs. Thawed, it still sends the output of the attempts it held; the
 // broker ignores it (stale), and the worker registers again.

@@ -168,10 +168,12 @@ void JobRunner::handle(const Drain& work) {
 void JobRunner::cancel_after_drain_deadline() {
   if (!drain_deadline_ || drain_deadline_passed_ || SteadyClock::now() < *drain_deadline_) return;
   drain_deadline_passed_ = true;
+  // Not cancelled but handed back: with no FINAL, the DISCONNECT that ends the drain makes the
+  // broker continue each job on another worker from the tokens streamed so far.
   for (auto& [engine_id, a] : attempts_) {
     if (a->silent || a->ended_by) continue;
-    spdlog::warn("job {}: cancelled, the worker is shutting down and the drain timeout passed", a->id);
-    a->cancel_reason = "the worker shut down before the job finished (drain timeout)";
+    spdlog::warn("job {}: handed back to the broker, the drain timeout passed before it finished", a->id);
+    a->silent = true;
     engine_->cancel(engine_id);
   }
 }
