@@ -75,6 +75,25 @@ TEST_F(RedisBrokersTest, CancelBeforeAnyBrokerTookTheJobEndsItWithoutRunning) {
   EXPECT_EQ(redis.command({"XPENDING", "flashq:jobs", "flashq"})[0], "0") << "its entry is acknowledged";
 }
 
+// docs/redis.md: a producer with only a Redis client cancels by flag and control entry.
+TEST_F(RedisBrokersTest, ProducerWithOnlyARedisClientCancelsARunningJob) {
+  start_two_brokers();
+  constexpr int64_t kLongJob = 3000;
+  const std::string prompt = long_prompt(kLongJob);
+  ASSERT_FALSE(prompt.empty());
+  RedisClient redis(redis_->port());
+  xadd_job(redis, "redis-cancel", prompt, kLongJob);
+  ASSERT_TRUE(eventually([&] { return redis.command({"XLEN", "flashq:out:redis-cancel"}) != std::vector<std::string>{"0"}; },
+                         milliseconds(20000)))
+      << "the job never started";
+  redis.command({"HSET", "flashq:job:redis-cancel", "cancel", "1"});
+  redis.command({"XADD", "flashq:control", "*", "cancel", "redis-cancel"});
+  ASSERT_TRUE(wait_finals({"redis-cancel"}, milliseconds(20000)));
+  const StoredRun stored = read_run(redis, "redis-cancel");
+  EXPECT_EQ(stored.finish_reason, "cancelled");
+  EXPECT_LT(stored.tokens.size(), static_cast<size_t>(kLongJob));
+}
+
 TEST_F(RedisBrokersTest, CancelOfAnIdNoBrokerKnowsIsNotFound) {
   ASSERT_TRUE(start_broker(redis_flags("a")));
   auto client = connect_client();
