@@ -7,16 +7,21 @@ CMAKE_FLAGS ?=
 .PHONY: setup configure build run test sanitize tsan bench clean
 
 setup:
+	@echo "==> setup: Debian packages and test data (minutes the first time, seconds after)"
 	./scripts/setup
 
 configure: setup
+	@echo "==> configure: $(BUILD) ($(BUILD_TYPE))"
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
 
 build: configure
+	@echo "==> build: -j$(JOBS) (about 7 minutes from scratch on 2 cores; ninja counts [done/total])"
 	cmake --build $(BUILD) -j$(JOBS)
 
-# The main job on the embedded default: flashq up, one producer job streamed, shutdown.
+# The main job on the embedded default: flashq up with the demo pair, a held-out prompt streamed
+# with live figures, the same job without speculation, a summary comparing the two.
 run: build
+	@echo "==> run: scripts/demo"
 	BUILD=$(BUILD) ./scripts/demo
 
 test: build

@@ -6,6 +6,7 @@
 
 #include "client/cli/broker_options.h"
 #include "client/cli/job_report.h"
+#include "client/cli/live_text.h"
 #include "client/flashq_client.h"
 #include "shared/error.h"
 
@@ -20,6 +21,7 @@ struct SubmitOptions {
   std::string spec = "auto";
   bool chat = false;
   bool stream = false;
+  bool live = false;
   bool json = false;
   int wait_timeout_ms = 0;
   BrokerOptions broker;
@@ -61,8 +63,11 @@ int run_submit(const SubmitOptions& options) {
   const protocol::Job job = job_from_flags(options);
   Client client;
   connect_to_broker(client, options.broker);
+  if (options.live && options.json) throw Error(ErrorCode::kInvalidArgument, "--live shows text, not --json");
   const std::string id = client.submit(job, options.broker.timeout_ms);
 
+  std::optional<LiveText> live;
+  if (options.live) live.emplace(stdout);
   std::string text;
   protocol::TokenIds tokens;
   const protocol::FinalResult result = client.wait(
@@ -70,6 +75,7 @@ int run_submit(const SubmitOptions& options) {
       [&](const protocol::Event& event) {
         text += event.text;
         tokens.insert(tokens.end(), event.token_ids.begin(), event.token_ids.end());
+        if (live) return live->add(event);
         if (!options.stream) return;
         if (options.json) {
           print_json_line(event_json(event));
@@ -84,6 +90,8 @@ int run_submit(const SubmitOptions& options) {
     nlohmann::json out = {{"id", id}, {"text", text}, {"tokens", tokens}};
     out.update(final_result_json(result));
     print_json_line(out);
+  } else if (live) {
+    live->finish(result);
   } else {
     if (!options.stream) std::fwrite(text.data(), 1, text.size(), stdout);
     std::printf("\n");
@@ -116,6 +124,8 @@ std::function<int()> add_submit_command(CLI::App& app) {
   cmd->add_option("--block-size", job.block_size, "DFlash block size (0: the worker's choice)")->capture_default_str();
   cmd->add_option("--model", options->model, "model name (the broker's default if absent)");
   cmd->add_flag("--stream", options->stream, "print the text as it is generated (with --json: one line per event)");
+  cmd->add_flag("--live", options->live,
+                "print the text as it is generated with live tokens/s and tau, then a summary line (stderr)");
   cmd->add_flag("--json", options->json, "print the result as one JSON object: id, text, tokens, finish_reason, ...");
   cmd->add_option("--wait-timeout-ms", options->wait_timeout_ms, "give up waiting for the job after this (0: never)")
       ->check(CLI::NonNegativeNumber)

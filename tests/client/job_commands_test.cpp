@@ -44,6 +44,19 @@ TEST(SubmitCommand, StreamsTheTextInOrder) {
   EXPECT_EQ(r.output, "Hello, world\n");
 }
 
+// Not a terminal here: the text comes plain (no figures redrawn), then the summary line, whose
+// figures are the final result's (5 tokens, 30 ms in all, the first at 9 ms, tau 2.5).
+TEST(SubmitCommand, LiveStreamsTheTextThenASummaryLine) {
+  FakeBroker broker(broker_like(hello_events()));
+  CommandResult r = flashq(broker, "submit --prompt hi --live");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Hello, world\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\033'), std::string::npos) << "terminal codes in a pipe: " << r.output;
+  EXPECT_NE(r.output.find("5 tokens in 0.03 s (first after 9 ms): 190.5 tok/s decoding, tau 2.50"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(flashq(broker, "submit --prompt hi --live --json").exit_code, 2);
+}
+
 TEST(SubmitCommand, WithoutStreamPrintsTheWholeTextAtTheEnd) {
   FakeBroker broker(broker_like(hello_events()));
   CommandResult r = flashq(broker, "submit --prompt hi");
