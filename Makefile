@@ -72,12 +72,16 @@ tsan: setup
 	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(TSAN_TESTS)
 	$(call run_sanitized,$(BUILD)-tsan,$(TSAN_ENV))
 
-# Real shapes with random weights: the CPU figures of docs/perf.md.
+# The benchmark report (docs/bench/report.md and its plots): the demo pair against concurrency for
+# off, dflash and auto, tau per prompt set, the cost of each pass, and the broker in memory and
+# with Redis. Then the CPU figures of docs/perf.md in real shapes with random weights.
 bench: build
+	@echo "==> bench: tools/bench_report (about 10 minutes on 2 cores)"
+	./scripts/setup --bench
+	/usr/bin/python3 tools/bench_report/bench_report.py --build $(BUILD)
 	@test -f $(BUILD)/models/qwen3-0.6b/model.safetensors || $(BUILD)/bin/flashq-model make-tiny --preset qwen3-0.6b --out $(BUILD)/models/qwen3-0.6b
 	@test -f $(BUILD)/models/qwen3-0.6b-drafter/model.safetensors || $(BUILD)/bin/flashq-model make-tiny --drafter-for $(BUILD)/models/qwen3-0.6b --layers 1 --block-size 16 --out $(BUILD)/models/qwen3-0.6b-drafter
 	$(BUILD)/bin/flashq-bench kernels
-	$(BUILD)/bin/flashq-bench engine --model $(BUILD)/models/qwen3-0.6b --mode ar --json
 	$(BUILD)/bin/flashq-bench engine --model $(BUILD)/models/qwen3-0.6b --drafter $(BUILD)/models/qwen3-0.6b-drafter --mode ar,dflash,auto --concurrency 1,4,16 --prompt-tokens 64 --decode-tokens 32 --repeats 1 --passes --json
 
 clean:

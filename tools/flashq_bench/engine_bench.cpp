@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -29,6 +30,7 @@ struct EngineBenchOptions {
   int64_t block_size = 0;
   int repeats = 3;
   uint64_t seed = 1;
+  std::string prompts_file;  // JSONL of prompt texts; empty: random token prompts
   bool passes = false;
   bool json = false;
 };
@@ -63,10 +65,38 @@ std::vector<int32_t> random_prompt(int64_t length, int64_t ordinary, uint64_t se
   return prompt;
 }
 
+// One prompt per line: a JSON string, or an object with "prompt". Tokenized as a worker would.
+std::vector<std::vector<int32_t>> read_prompts(const std::string& path, const Tokenizer& tokenizer) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kIo, path + ": cannot open the prompts file");
+  std::vector<std::vector<int32_t>> prompts;
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json value = nlohmann::json::parse(line, nullptr, false);
+    const nlohmann::json* text = value.is_object() && value.contains("prompt") ? &value["prompt"] : &value;
+    if (!text->is_string() || text->get<std::string>().empty()) {
+      throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) +
+                                                   ": not a prompt (a JSON string or {\"prompt\": string})");
+    }
+    prompts.push_back(tokenizer.encode(text->get<std::string>()));
+  }
+  if (prompts.empty()) throw Error(ErrorCode::kInvalidArgument, path + ": no prompts");
+  return prompts;
+}
+
 struct Bench {
   const EngineBenchOptions& o;
   ServingModel serving;
   int64_t ordinary = 0;
+  std::vector<std::vector<int32_t>> prompts;  // from --prompts
+
+  // Sequence `i` of round `round`: every mode gets the same prompts in the same round.
+  std::vector<int32_t> prompt_for(int round, int64_t concurrency, int64_t i) const {
+    if (prompts.empty()) return random_prompt(o.prompt_tokens, ordinary, o.seed + static_cast<uint64_t>(i));
+    return prompts[static_cast<size_t>((round * concurrency + i) % static_cast<int64_t>(prompts.size()))];
+  }
 
   // An engine lives as long as a worker: its speculation policy keeps what it measured.
   std::unique_ptr<Engine> make_engine(const std::string& mode, int64_t concurrency) {
@@ -76,11 +106,11 @@ struct Bench {
   }
 
   // One run of `concurrency` sequences; decode speed counts tokens after each one's first.
-  nlohmann::json run(Engine& engine, const std::string& mode, int64_t concurrency) {
+  nlohmann::json run(Engine& engine, const std::string& mode, int64_t concurrency, int round) {
     const bool speculative = mode != "ar";
     for (int64_t i = 0; i < concurrency; ++i) {
       SequenceRequest r;
-      r.generation.prompt_tokens = random_prompt(o.prompt_tokens, ordinary, o.seed + static_cast<uint64_t>(i));
+      r.generation.prompt_tokens = prompt_for(round, concurrency, i);
       r.generation.max_tokens = o.decode_tokens;
       r.generation.ignore_eos = true;
       r.spec = mode == "ar" ? SpecMode::kOff : parse_spec_mode(mode);
@@ -172,9 +202,11 @@ void run_engine_bench(const EngineBenchOptions& o) {
   Bench bench{o, ServingModel::load(o.model_dir, o.drafter_dir, o.device)};
   bench.ordinary =
       std::min<int64_t>(bench.serving.tokenizer->vocab_size(), bench.serving.model->config().vocab_size) - 8;
+  if (!o.prompts_file.empty()) bench.prompts = read_prompts(o.prompts_file, *bench.serving.tokenizer);
   const size_t bytes = weight_bytes(o.model_dir);
 
   nlohmann::json report = {{"backend", bench.serving.backend->name()},
+                           {"prompts", o.prompts_file.empty() ? "random" : o.prompts_file},
                            {"prompt_tokens", o.prompt_tokens},
                            {"decode_tokens", o.decode_tokens},
                            {"weight_bytes_per_token", bytes},
@@ -187,10 +219,10 @@ void run_engine_bench(const EngineBenchOptions& o) {
     std::map<std::string, std::vector<nlohmann::json>> runs;
     for (const std::string& mode : modes) {
       engines[mode] = bench.make_engine(mode, concurrency);
-      bench.run(*engines[mode], mode, concurrency);
+      bench.run(*engines[mode], mode, concurrency, 0);
     }
     for (int r = 0; r < o.repeats; ++r) {
-      for (const std::string& mode : modes) runs[mode].push_back(bench.run(*engines[mode], mode, concurrency));
+      for (const std::string& mode : modes) runs[mode].push_back(bench.run(*engines[mode], mode, concurrency, r + 1));
     }
     // Speedup: the median of the ratios of runs taken side by side.
     auto speedup_over_ar = [&](const std::string& mode) {
@@ -255,6 +287,8 @@ std::function<void()> add_engine_bench(CLI::App& app) {
   cmd->add_option("--block-size", o->block_size, "draft block size (0: the drafter's)")->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "runs per case; the median is reported")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the random prompts")->capture_default_str();
+  cmd->add_option("--prompts", o->prompts_file,
+                  "JSONL file of prompts (a JSON string or {\"prompt\": ...} per line) instead of random ones");
   cmd->add_flag("--passes", o->passes, "also time one decode, verify(B) and draft(B) pass");
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {
