@@ -485,9 +485,11 @@ void Broker::redis_final(JobRecord& job, protocol::Event final_event) {
                         if (owned == jobs_.end() || owned->second.redis_owner_lost) return;
                         if (reply.integer == 1) {
                           deliver(owned->second, final_event);
-                        } else {  // another broker owns the job, or finished it: its final is the one
-                          spdlog::warn("job {}: another broker {} it; relaying its final", id,
-                                       reply.integer == 0 ? "finished" : "owns");
+                        } else {
+                          // -1: another broker owns the job; 0: a final is stored already (another
+                          // broker's, or ours when this was a retry): the stored one is relayed.
+                          spdlog::warn("job {}: {}; relaying the stored final", id,
+                                       reply.integer == 0 ? "already finished in redis" : "another broker owns it");
                           redis_lost_ownership(id);
                         }
                       },
