@@ -10,6 +10,8 @@
 #include <zmq_addon.hpp>
 
 #include "broker/broker.h"
+#include "broker/redis/redis_connection.h"
+#include "broker/redis/redis_url.h"
 #include "shared/error.h"
 #include "shared/protocol/messages.h"
 #include "shared/protocol/stream.h"
@@ -275,6 +277,19 @@ nlohmann::json measure_added_latency(zmq::context_t& context, const BrokerBenchO
           {"added_p99_us", broker_p99 - bare_p99}};
 }
 
+// The benchmark leaves its jobs in Redis (taken by a broker that is gone, or never taken), and a
+// later broker would take them up: so it runs only on an empty database, and empties it after
+// each measurement (it checked that nothing else was there).
+void check_scratch(RedisConnection& redis, const std::string& url) {
+  if (!redis.ensure_connected()) throw Error(ErrorCode::kIo, "redis " + url + ": " + redis.last_error());
+  const RedisReply size = redis.command({"DBSIZE"});
+  if (size.is_error() || size.integer != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--redis " + url + ": the benchmark needs an empty database (it empties it after each run); "
+                "use a scratch redis-server or another database number, e.g. redis://127.0.0.1:6379/15");
+  }
+}
+
 void run_broker_bench(const BrokerBenchOptions& o) {
   zmq::context_t context;
   nlohmann::json report = {{"synthetic", "producers and workers are test programs; no model runs"}};
@@ -282,8 +297,12 @@ void run_broker_bench(const BrokerBenchOptions& o) {
   report["token_events_per_s"] = measure_fanout(context, o, "");
   if (!o.redis.empty()) {
     // Side by side: every accepted job stored in flashq:jobs first, every event in flashq:out.
+    RedisConnection redis(parse_redis_url(o.redis));
+    check_scratch(redis, o.redis);
     const double jobs = measure_submissions(context, o, o.redis);
+    (void)redis.command({"FLUSHDB"});
     const double events = measure_fanout(context, o, o.redis);
+    (void)redis.command({"FLUSHDB"});
     report["redis"] = {{"submissions_per_s", jobs},
                        {"token_events_per_s", events},
                        {"submissions_ratio", jobs / report["submissions_per_s"].get<double>()},
@@ -302,7 +321,8 @@ std::function<void()> add_broker_bench(CLI::App& app) {
   cmd->add_option("--events", o->events, "token events to time")->capture_default_str();
   cmd->add_option("--latency-rate", o->latency_rate, "events/s while measuring latency")->capture_default_str();
   cmd->add_option("--latency-events", o->latency_events)->capture_default_str();
-  cmd->add_option("--redis", o->redis, "also measure with this Redis (redis://host:port[/db]); keys expire")
+  cmd->add_option("--redis", o->redis,
+                  "also measure with this Redis (redis://host:port[/db]): an empty database, emptied after each run")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {
