@@ -2,10 +2,13 @@
 
 #include <chrono>
 #include <iostream>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/tensor.h"
 
@@ -17,6 +20,11 @@ struct KernelBenchOptions {
   int64_t n = 3072;
   int64_t k = 1024;
   double min_seconds = 0.5;
+  std::string device = "all";  // cpu, cuda or all
+  std::vector<int64_t> cuda_rows = {1, 16, 64, 128, 129, 512};  // 128 | 129: streaming kernel | cuBLAS
+  int64_t cuda_n = 4096;
+  int64_t cuda_k = 4096;
+  std::vector<int64_t> cuda_keys = {512, 4096};
 };
 
 // Runs `body` until min_seconds have passed; returns seconds per call.
@@ -52,7 +60,7 @@ void report_read_bandwidth(double min_seconds) {
   std::cout << row.dump() << std::endl;
 }
 
-void run_kernel_bench(const KernelBenchOptions& o) {
+void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   report_read_bandwidth(o.min_seconds);
   Tensor w = Tensor::zeros_cpu(DType::kBF16, {o.n, o.k});
   for (int64_t i = 0; i < w.numel(); ++i) w.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f);
@@ -75,15 +83,118 @@ void run_kernel_bench(const KernelBenchOptions& o) {
   }
 }
 
+// GPU timing through the Backend interface: launches are queued in batches and the clock stops
+// after copy_to_host has synchronised the stream, so launch overhead counts, as it does in
+// serving. Returns seconds per call.
+template <typename F>
+double time_per_gpu_call(Backend& gpu, double min_seconds, F&& body) {
+  using Clock = std::chrono::steady_clock;
+  Tensor fence = gpu.allocate(DType::kF32, {1});
+  float sink = 0;
+  body();  // first launch: module loading, cuBLAS heuristics
+  gpu.copy_to_host(fence, &sink);
+  int64_t calls = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  do {
+    for (int i = 0; i < 20; ++i, ++calls) body();
+    gpu.copy_to_host(fence, &sink);
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < min_seconds);
+  return elapsed / static_cast<double>(calls);
+}
+
+// The floor for weight-streaming kernels on the GPU: a device-to-device copy of 1 GiB (read and
+// written, so 2 GiB of traffic per copy).
+double report_cuda_copy_bandwidth(Backend& gpu, double min_seconds) {
+  const int64_t count = int64_t{1} << 28;
+  Tensor from = gpu.allocate(DType::kF32, {count}), to = gpu.allocate(DType::kF32, {count});
+  const double seconds = time_per_gpu_call(gpu, min_seconds, [&] { gpu.copy_rows(from, to, 0); });
+  const double gb_per_s = 2.0 * static_cast<double>(from.nbytes()) / seconds / 1e9;
+  std::cout << nlohmann::json{{"kernel", "cuda_copy_bandwidth"}, {"bytes", from.nbytes()}, {"gb_per_s", gb_per_s}}.dump()
+            << std::endl;
+  return gb_per_s;
+}
+
+void run_cuda_kernel_bench(const KernelBenchOptions& o) {
+  if (cuda_device_count() == 0) {
+    std::cout << nlohmann::json{{"kernel", "cuda"}, {"skipped", "no CUDA device visible to this build"}}.dump()
+              << std::endl;
+    return;
+  }
+  std::unique_ptr<Backend> gpu = make_backend("cuda");
+  const double copy_gb_per_s = report_cuda_copy_bandwidth(*gpu, o.min_seconds);
+
+  Tensor w_host = Tensor::zeros_cpu(DType::kBF16, {o.cuda_n, o.cuda_k});
+  for (int64_t i = 0; i < w_host.numel(); ++i) {
+    w_host.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f);
+  }
+  Tensor w = gpu->upload_weight(w_host);
+  for (int64_t m : o.cuda_rows) {
+    Tensor x = gpu->allocate(DType::kF32, {m, o.cuda_k}), y = gpu->allocate(DType::kF32, {m, o.cuda_n});
+    const double seconds = time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->matmul(x, w, y); });
+    const double weight_gb_per_s = static_cast<double>(w.nbytes()) / seconds / 1e9;
+    std::cout << nlohmann::json{{"kernel", "cuda_matmul_bf16"},
+                                {"m", m},
+                                {"n", o.cuda_n},
+                                {"k", o.cuda_k},
+                                {"us_per_call", seconds * 1e6},
+                                {"weight_gb_per_s", weight_gb_per_s},
+                                {"fraction_of_copy_bandwidth", weight_gb_per_s / copy_gb_per_s},
+                                {"gflop_per_s", 2.0 * static_cast<double>(m * o.cuda_n * o.cuda_k) / seconds / 1e9}}
+                     .dump()
+              << std::endl;
+  }
+
+  // Qwen3-8B attention shapes (DFLASH.md §1): 32 query heads over 8 KV heads of 128.
+  const int64_t q_heads = 32, kv_heads = 8, head_dim = 128;
+  for (int64_t keys : o.cuda_keys) {
+    for (int64_t rows : {int64_t{1}, int64_t{16}}) {
+      Tensor q = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
+      Tensor k = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
+      Tensor v = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
+      Tensor out = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
+      Tensor counts = gpu->allocate(DType::kI32, {rows});
+      std::vector<int32_t> all_keys(static_cast<size_t>(rows), static_cast<int32_t>(keys));
+      gpu->copy_from_host(all_keys.data(), counts);
+      const double seconds = time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q, k, v, counts, out); });
+      const double kv_gb_per_s = 2.0 * static_cast<double>(k.nbytes()) / seconds / 1e9;
+      std::cout << nlohmann::json{{"kernel", "cuda_attention"},
+                                  {"rows", rows},
+                                  {"keys", keys},
+                                  {"q_heads", q_heads},
+                                  {"kv_heads", kv_heads},
+                                  {"head_dim", head_dim},
+                                  {"us_per_call", seconds * 1e6},
+                                  {"kv_gb_per_s", kv_gb_per_s},
+                                  {"fraction_of_copy_bandwidth", kv_gb_per_s / copy_gb_per_s}}
+                       .dump()
+                << std::endl;
+    }
+  }
+}
+
+void run_kernel_bench(const KernelBenchOptions& o) {
+  if (o.device == "cpu" || o.device == "all") run_cpu_kernel_bench(o);
+  if (o.device == "cuda" || o.device == "all") run_cuda_kernel_bench(o);
+}
+
 }  // namespace
 
 std::function<void()> add_kernel_bench(CLI::App& app) {
   auto o = std::make_shared<KernelBenchOptions>();
-  CLI::App* cmd = app.add_subcommand("kernels", "microbenchmarks of the CPU kernels");
+  CLI::App* cmd = app.add_subcommand("kernels", "microbenchmarks of the CPU and CUDA kernels");
   cmd->add_option("--rows", o->rows, "M values (rows of x)")->capture_default_str();
   cmd->add_option("--n", o->n, "output features")->capture_default_str();
   cmd->add_option("--k", o->k, "input features")->capture_default_str();
   cmd->add_option("--min-seconds", o->min_seconds, "time per case")->capture_default_str();
+  cmd->add_option("--device", o->device, "which kernels: cpu, cuda or all (CUDA skips, saying why, without a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "all"}))
+      ->capture_default_str();
+  cmd->add_option("--cuda-rows", o->cuda_rows, "M values for the CUDA bf16 matmul")->capture_default_str();
+  cmd->add_option("--cuda-n", o->cuda_n, "output features of the CUDA matmul")->capture_default_str();
+  cmd->add_option("--cuda-k", o->cuda_k, "input features of the CUDA matmul")->capture_default_str();
+  cmd->add_option("--cuda-keys", o->cuda_keys, "key counts for the CUDA attention")->capture_default_str();
   return [cmd, o] {
     if (*cmd) run_kernel_bench(*o);
   };

@@ -1,4 +1,4 @@
-// `flashq-bench kernels`: microbenchmarks of the CPU kernels on real shapes, reporting achieved
+// `flashq-bench kernels`: microbenchmarks of the CPU and CUDA kernels on real shapes, reporting achieved
 // GB/s (weight-streaming cases) and GFLOP/s (compute-bound cases).
 #pragma once
 

@@ -50,12 +50,14 @@ KvCache Qwen3Model::make_cache(int64_t max_length) const {
 
 ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
   const int64_t hidden = config_.hidden_size;
-  std::vector<int32_t> ids, positions;
+  std::vector<int32_t> ids, positions, key_counts;
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
     for (size_t i = 0; i < chunk.tokens.size(); ++i) {
       ids.push_back(chunk.tokens[i]);
       positions.push_back(static_cast<int32_t>(chunk.cache->length() + static_cast<int64_t>(i)));
+      // Causal: a row sees its chunk's cache and the chunk's rows up to itself.
+      key_counts.push_back(positions.back() + 1);
     }
   }
   for (int64_t layer : options.tap_layers) {
@@ -71,6 +73,8 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
 
   Tensor id_tensor = int32_tensor(backend_, workspace_, "ids", ids);
   Tensor position_tensor = int32_tensor(backend_, workspace_, "positions", positions);
+  // Uploaded once per pass, not once per layer: the same for every layer.
+  Tensor key_count_tensor = int32_tensor(backend_, workspace_, "key_counts", key_counts);
   Tensor h = workspace_.get("residual", DType::kF32, {rows, hidden});
   Tensor normed = workspace_.get("normed", DType::kF32, {rows, hidden});
   Tensor delta = workspace_.get("delta", DType::kF32, {rows, hidden});
@@ -83,7 +87,7 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
   backend_.rmsnorm(h, layers_[0].input_norm, config_.rms_norm_eps, normed);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Qwen3Layer& layer = layers_[l];
-    run_attention(layer, l, chunks, normed, position_tensor, delta);
+    run_attention(layer, l, chunks, normed, position_tensor, key_count_tensor, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, config_.rms_norm_eps, normed);
     run_swiglu_mlp(backend_, workspace_, layer, config_.intermediate_size, normed, delta);
     // The residual add is fused with the next layer's input norm; the last layer adds plainly.
@@ -102,7 +106,8 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
 }
 
 void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
-                               const Tensor& normed, const Tensor& positions, Tensor& attention_out) {
+                               const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
+                               Tensor& attention_out) {
   const int64_t rows = normed.dim(0), head_dim = config_.head_dim;
   const int64_t q_heads = config_.num_heads, kv_heads = config_.num_kv_heads;
   Tensor q = workspace_.get("q", DType::kF32, {rows, q_heads, head_dim});
@@ -117,13 +122,9 @@ void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std
     const int64_t start = chunk.cache->length();  // committed only after the last layer
     backend_.copy_rows(k.slice_rows(first, n), chunk.cache->keys(layer_index), start);
     backend_.copy_rows(v.slice_rows(first, n), chunk.cache->values(layer_index), start);
-    // Causal: row i sees the cache and the chunk's rows up to itself.
-    std::vector<int32_t> key_counts(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) key_counts[i] = static_cast<int32_t>(start + i + 1);
-    Tensor counts = int32_tensor(backend_, workspace_, "key_counts", key_counts);
     Tensor chunk_out = attended.slice_rows(first, n);
     backend_.attention(q.slice_rows(first, n), chunk.cache->keys(layer_index), chunk.cache->values(layer_index),
-                       counts, chunk_out);
+                       key_counts.slice_rows(first, n), chunk_out);
     first += n;
   }
   backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);

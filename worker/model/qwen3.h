@@ -57,8 +57,10 @@ class Qwen3Model {
   const Tensor& lm_head() const { return lm_head_; }
 
  private:
+  // key_counts: per row of the pass, the keys its attention sees (causal over its chunk's cache).
   void run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
-                     const Tensor& normed, const Tensor& positions, Tensor& attention_out);
+                     const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
+                     Tensor& attention_out);
   Tensor compute_logits(std::span<const SequenceChunk> chunks, const Tensor& hidden, LogitRows rows);
 
   ModelConfig config_;

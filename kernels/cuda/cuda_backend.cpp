@@ -1,0 +1,306 @@
+// The CUDA backend: checks shapes, dtypes and devices at the interface exactly as the CPU
+// backend does, then launches the kernels in this folder on the backend's stream.
+//
+// Memory: tensors come from the device's stream-ordered pool (cudaMallocAsync on our stream,
+// kept in the pool on free), so the rare allocations (workspace growth, KV-cache growth) cost no
+// device-wide synchronisation; per-op paths allocate nothing except when the cuBLAS scratch must
+// grow. Every allocation holds the device context, so tensors may outlive the backend object.
+//
+// Ordering: every launch and copy goes to one stream; copy_to_host synchronises it and is where
+// errors found by kernels (bad token ids, key counts beyond the keys) are thrown.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/argmax.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_error.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/matmul.h"
+#include "kernels/cuda/norms.h"
+#include "kernels/cuda/rope.h"
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+using cuda::check_cublas;
+using cuda::check_cuda;
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error(ErrorCode::kInternal, "cuda backend: " + what);
+}
+
+void require_on_device(const Tensor& t, const char* name) {
+  require(t.defined() && t.device() == Device::kCuda, std::string(name) + " must be a tensor on the CUDA device");
+}
+
+void require_f32(const Tensor& t, const char* name) {
+  require_on_device(t, name);
+  require(t.dtype() == DType::kF32, std::string(name) + " must be a float32 tensor");
+}
+
+// The stream, the cuBLAS handle and the error report: shared by the backend and by every
+// allocation's deleter, and destroyed after the last of them.
+class DeviceContext {
+ public:
+  DeviceContext() {
+    check_cuda(cudaSetDevice(0), "cudaSetDevice");
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    // Freed blocks stay in the pool for the next allocation instead of going back to the driver.
+    cudaMemPool_t pool = nullptr;
+    check_cuda(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep_all = UINT64_MAX;
+    check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "cudaMemPoolSetAttribute");
+    check_cublas(cublasCreate(&cublas_), "cublasCreate");
+    check_cublas(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    check_cuda(cudaMallocAsync(reinterpret_cast<void**>(&report_), sizeof(cuda::DeviceErrorReport), stream_),
+               "cudaMallocAsync (error report)");
+    check_cuda(cudaMemsetAsync(report_, 0, sizeof(cuda::DeviceErrorReport), stream_), "cudaMemsetAsync");
+    check_cuda(cudaMallocHost(reinterpret_cast<void**>(&report_host_), sizeof(cuda::DeviceErrorReport)),
+               "cudaMallocHost");
+    cudaDeviceProp properties{};
+    check_cuda(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
+    device_name_ = properties.name;
+  }
+
+  ~DeviceContext() {
+    // Errors here cannot be reported (destructors do not throw) and mean the process is ending.
+    cudaStreamSynchronize(stream_);
+    cudaFreeAsync(report_, stream_);
+    cudaFreeHost(report_host_);
+    cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  cuda::DeviceErrorReport* report() const { return report_; }
+  const std::string& device_name() const { return device_name_; }
+
+  // Waits for everything launched so far; throws what a kernel reported, or a fault.
+  void synchronize() {
+    check_cuda(cudaMemcpyAsync(report_host_, report_, sizeof(cuda::DeviceErrorReport), cudaMemcpyDeviceToHost, stream_),
+               "cudaMemcpyAsync (error report)");
+    check_cuda(cudaStreamSynchronize(stream_), "a kernel failed (cudaStreamSynchronize)");
+    const cuda::DeviceErrorReport found = *report_host_;
+    if (found.kind == cuda::kNoDeviceError) return;
+    check_cuda(cudaMemsetAsync(report_, 0, sizeof(cuda::DeviceErrorReport), stream_), "cudaMemsetAsync");
+    if (found.kind == cuda::kTokenIdOutsideTable) {
+      throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(found.value) +
+                                                   " is outside the embedding table of " +
+                                                   std::to_string(found.limit) + " rows");
+    }
+    throw Error(ErrorCode::kInternal, "cuda backend: attention key count " + std::to_string(found.value) +
+                                          " beyond the " + std::to_string(found.limit) + " keys");
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cuda::DeviceErrorReport* report_ = nullptr;
+  cuda::DeviceErrorReport* report_host_ = nullptr;
+  std::string device_name_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() : context_(std::make_shared<DeviceContext>()) {}
+  ~CudaBackend() override {
+    if (scratch_) cudaFreeAsync(scratch_, context_->stream());
+  }
+
+  Device device() const override { return Device::kCuda; }
+  std::string name() const override { return "cuda"; }
+
+  Tensor allocate(DType dtype, Shape shape) override {
+    Tensor probe(nullptr, nullptr, dtype, Device::kCuda, shape);
+    const size_t bytes = probe.nbytes() == 0 ? 16 : probe.nbytes();
+    void* memory = nullptr;
+    check_cuda(cudaMallocAsync(&memory, bytes, stream()), "cudaMallocAsync");
+    std::shared_ptr<DeviceContext> context = context_;
+    // Stream-ordered free: work already launched on the memory finishes first.
+    std::shared_ptr<void> owner(memory, [context](void* p) { cudaFreeAsync(p, context->stream()); });
+    check_cuda(cudaMemsetAsync(memory, 0, bytes, stream()), "cudaMemsetAsync");
+    return Tensor(std::move(owner), memory, dtype, Device::kCuda, std::move(shape));
+  }
+
+  Tensor upload_weight(const Tensor& host) override {
+    if (host.device() == Device::kCuda) return host;
+    Tensor weight = allocate(host.dtype(), host.shape());
+    check_cuda(cudaMemcpyAsync(weight.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream()),
+               "cudaMemcpyAsync (upload weight)");
+    // The host view may be an mmapped file the caller unmaps next.
+    check_cuda(cudaStreamSynchronize(stream()), "cudaStreamSynchronize (upload weight)");
+    return weight;
+  }
+
+  void copy_to_host(const Tensor& src, void* dst) override {
+    require_on_device(src, "copy_to_host src");
+    if (src.nbytes() > 0) {
+      check_cuda(cudaMemcpyAsync(dst, src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, stream()),
+                 "cudaMemcpyAsync (to host)");
+    }
+    context_->synchronize();
+  }
+
+  void copy_from_host(const void* src, Tensor& dst) override {
+    require_on_device(dst, "copy_from_host dst");
+    if (dst.nbytes() == 0) return;
+    // From pageable memory the copy is staged before the call returns, so `src` may be a
+    // temporary of the caller's.
+    check_cuda(cudaMemcpyAsync(dst.raw(), src, dst.nbytes(), cudaMemcpyHostToDevice, stream()),
+               "cudaMemcpyAsync (from host)");
+  }
+
+  void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override {
+    require_on_device(src, "copy_rows src");
+    require_on_device(dst, "copy_rows dst");
+    auto row_elements = [](const Tensor& t) { return t.dim(0) == 0 ? 0 : t.numel() / t.dim(0); };
+    require(src.dtype() == dst.dtype() && (src.dim(0) == 0 || row_elements(src) == row_elements(dst)),
+            "copy_rows: dtypes or row sizes differ");
+    require(first_row >= 0 && first_row + src.dim(0) <= dst.dim(0), "copy_rows: rows out of range");
+    if (src.nbytes() == 0) return;
+    Tensor target = dst.slice_rows(first_row, src.dim(0));
+    check_cuda(cudaMemcpyAsync(target.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, stream()),
+               "cudaMemcpyAsync (copy_rows)");
+  }
+
+  void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
+    require_on_device(src, "copy_columns src");
+    require_on_device(dst, "copy_columns dst");
+    require(src.dtype() == dst.dtype() && src.rows() == dst.rows() && first_col >= 0 &&
+                first_col + src.cols() <= dst.cols(),
+            "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape()));
+    if (src.nbytes() == 0) return;
+    const size_t element = dtype_size(src.dtype());
+    check_cuda(cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + first_col * element, dst.cols() * element, src.raw(),
+                                 src.cols() * element, src.cols() * element, src.rows(), cudaMemcpyDeviceToDevice,
+                                 stream()),
+               "cudaMemcpy2DAsync (copy_columns)");
+  }
+
+  void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
+    require_f32(x, "matmul x");
+    require_f32(y, "matmul y");
+    require_on_device(w, "matmul w");
+    require(w.rank() == 2 && x.cols() == w.dim(1) && y.rows() == x.rows() && y.cols() == w.dim(0),
+            "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
+                shape_to_string(y.shape()));
+    require(w.dtype() != DType::kI32, "matmul: weights must be f32, f16 or bf16");
+    void* scratch = grow_scratch(cuda::matmul_scratch_bytes(w.dtype(), x.rows(), x.cols()));
+    cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1),
+                 context_->cublas(), scratch, stream());
+  }
+
+  void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
+    require_f32(x, "rmsnorm x");
+    require_f32(y, "rmsnorm y");
+    require_on_device(w, "rmsnorm w");
+    require(x.numel() == y.numel() && w.numel() == x.cols(), "rmsnorm shapes");
+    cuda::rmsnorm(x.data<float>(), w.raw(), w.dtype(), eps, y.data<float>(), x.rows(), x.cols(), stream());
+  }
+
+  void add_rmsnorm(Tensor& h, const Tensor& delta, const Tensor& w, float eps, Tensor& y) override {
+    require_f32(h, "add_rmsnorm h");
+    require_f32(delta, "add_rmsnorm delta");
+    require_f32(y, "add_rmsnorm y");
+    require_on_device(w, "add_rmsnorm w");
+    require(h.numel() == delta.numel() && h.numel() == y.numel() && w.numel() == h.cols(), "add_rmsnorm shapes");
+    cuda::add_rmsnorm(h.data<float>(), delta.data<float>(), w.raw(), w.dtype(), eps, y.data<float>(), h.rows(),
+                      h.cols(), stream());
+  }
+
+  void add(Tensor& h, const Tensor& delta) override {
+    require_f32(h, "add h");
+    require_f32(delta, "add delta");
+    require(h.numel() == delta.numel(), "add shapes");
+    cuda::add(h.data<float>(), delta.data<float>(), h.numel(), stream());
+  }
+
+  void rope(Tensor& x, const Tensor& positions, float theta) override {
+    require_f32(x, "rope x");
+    require_on_device(positions, "rope positions");
+    require(x.rank() == 3 && positions.dtype() == DType::kI32 && positions.numel() == x.dim(0), "rope shapes");
+    cuda::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2), stream());
+  }
+
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
+                 Tensor& out) override {
+    require_f32(q, "attention q");
+    require_f32(k, "attention k");
+    require_f32(v, "attention v");
+    require_f32(out, "attention out");
+    require_on_device(key_counts, "attention key_counts");
+    require(q.rank() == 3 && k.rank() == 3 && v.shape() == k.shape() && out.shape() == q.shape(),
+            "attention shapes");
+    require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
+    require(key_counts.dtype() == DType::kI32 && key_counts.numel() == q.dim(0), "attention key_counts");
+    if (q.dim(2) > cuda::kMaxAttentionHeadDim) {
+      throw Error(ErrorCode::kUnsupported, "cuda attention: head_dim " + std::to_string(q.dim(2)) + " above " +
+                                               std::to_string(cuda::kMaxAttentionHeadDim));
+    }
+    cuda::attention(q.data<float>(), k.data<float>(), v.data<float>(), key_counts.data<int32_t>(), out.data<float>(),
+                    {q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(0)}, context_->report(), stream());
+  }
+
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
+    require_f32(gate, "swiglu gate");
+    require_f32(up, "swiglu up");
+    require_f32(out, "swiglu out");
+    require(gate.numel() == up.numel() && gate.numel() == out.numel(), "swiglu shapes");
+    cuda::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel(), stream());
+  }
+
+  void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
+    require_on_device(table, "embedding table");
+    require_on_device(ids, "embedding ids");
+    require_f32(out, "embedding out");
+    require(table.rank() == 2 && table.dtype() != DType::kI32 && ids.dtype() == DType::kI32 &&
+                out.rows() == ids.numel() && out.cols() == table.dim(1),
+            "embedding shapes");
+    cuda::embedding(table.raw(), table.dtype(), table.dim(0), ids.data<int32_t>(), out.data<float>(), ids.numel(),
+                    table.dim(1), context_->report(), stream());
+  }
+
+  void argmax(const Tensor& logits, Tensor& ids) override {
+    require_f32(logits, "argmax logits");
+    require_on_device(ids, "argmax ids");
+    require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows(), "argmax shapes");
+    cuda::argmax(logits.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols(), stream());
+  }
+
+ private:
+  cudaStream_t stream() const { return context_->stream(); }
+
+  // The cuBLAS input buffer grows to the largest need seen and is reused: the stream orders
+  // each use after the previous one.
+  void* grow_scratch(size_t bytes) {
+    if (bytes <= scratch_bytes_) return scratch_;
+    if (scratch_) check_cuda(cudaFreeAsync(scratch_, stream()), "cudaFreeAsync (scratch)");
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    check_cuda(cudaMallocAsync(&scratch_, bytes, stream()), "cudaMallocAsync (scratch)");
+    scratch_bytes_ = bytes;
+    return scratch_;
+  }
+
+  std::shared_ptr<DeviceContext> context_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+
+}  // namespace flashq

@@ -1,0 +1,39 @@
+#include "kernels/cuda/rope.h"
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace flashq::cuda {
+namespace {
+
+// One thread per (row, pair index i): the angle is computed once and applied to every head.
+__global__ void rotate_half(float* x, const int32_t* __restrict__ positions, float theta, int64_t rows,
+                            int64_t heads, int64_t head_dim) {
+  const int64_t half = head_dim / 2;
+  const int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= rows * half) return;
+  const int64_t r = index / half, i = index % half;
+  const double inv_freq = pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  const float angle = static_cast<float>(positions[r] * static_cast<double>(static_cast<float>(inv_freq)));
+  float sin_a, cos_a;
+  sincosf(angle, &sin_a, &cos_a);
+  for (int64_t h = 0; h < heads; ++h) {
+    float* v = x + (r * heads + h) * head_dim;
+    const float a = v[i], b = v[i + half];
+    v[i] = a * cos_a - b * sin_a;
+    v[i + half] = b * cos_a + a * sin_a;
+  }
+}
+
+}  // namespace
+
+void rope(float* x, const int32_t* positions, float theta, int64_t rows, int64_t heads, int64_t head_dim,
+          cudaStream_t stream) {
+  const int64_t pairs = rows * (head_dim / 2);
+  if (pairs == 0 || heads == 0) return;
+  const unsigned threads = 128;
+  rotate_half<<<static_cast<unsigned>((pairs + threads - 1) / threads), threads, 0, stream>>>(x, positions, theta, rows,
+                                                                                               heads, head_dim);
+  check_launch("rope");
+}
+
+}  // namespace flashq::cuda

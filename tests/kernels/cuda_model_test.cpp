@@ -1,0 +1,115 @@
+// Whole-model runs on the CUDA backend against the CPU backend, on random tiny checkpoints
+// (flashq-model make-tiny): the same logits within tolerance, the same greedy tokens in f32, and
+// speculative decoding on the GPU reproducing target-only decoding on the CPU token for token.
+// Without a CUDA device every test skips (GTEST_SKIP) saying so.
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/backend_factory.h"
+#include "tests/engine/dflash_test_pair.h"
+#include "worker/engine/generate.h"
+
+namespace flashq::testing {
+namespace {
+
+TinyModelSpec tiny_spec(DType dtype, uint64_t seed) {
+  TinyModelSpec spec;
+  spec.layers = 3, spec.hidden = 64, spec.heads = 4, spec.kv_heads = 2, spec.head_dim = 16, spec.inter = 128;
+  spec.vocab = 512, spec.dtype = dtype, spec.seed = seed;
+  return spec;
+}
+
+// One checkpoint directory loaded twice: on the CPU and on the GPU.
+struct TwoBackends {
+  TempDir dir;
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  std::unique_ptr<Backend> gpu = make_backend("cuda");
+  std::unique_ptr<Qwen3Model> cpu_model, gpu_model;
+  std::unique_ptr<Tokenizer> tokenizer;
+
+  explicit TwoBackends(const TinyModelSpec& spec) {
+    write_tiny_model(spec, dir.path());
+    cpu_model = Qwen3Model::load(dir.path(), *cpu);
+    gpu_model = Qwen3Model::load(dir.path(), *gpu);
+    tokenizer = load_tokenizer(dir.path());
+  }
+};
+
+class CudaModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device visible: whole-model CUDA-vs-CPU runs only on a GPU machine";
+    }
+  }
+};
+
+std::vector<float> all_logits(Qwen3Model& model, std::span<const int32_t> tokens, KvCache& cache) {
+  SequenceChunk chunk{tokens, &cache};
+  ForwardOutput out = model.forward({&chunk, 1}, {.logits = LogitRows::kAll});
+  return to_host(model.backend(), out.logits);
+}
+
+TEST_F(CudaModel, PrefillAndDecodeLogitsMatchCpu) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    TwoBackends b(tiny_spec(dtype, 3));
+    const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2;
+    // 150 prompt tokens: more rows than the streaming matmul takes, so prefill goes to cuBLAS.
+    std::vector<int32_t> prompt = some_tokens(150, 500, 1);
+    KvCache cpu_cache = b.cpu_model->make_cache(256), gpu_cache = b.gpu_model->make_cache(256);
+    EXPECT_LT(max_normalized_error(all_logits(*b.gpu_model, prompt, gpu_cache),
+                                   all_logits(*b.cpu_model, prompt, cpu_cache)),
+              tolerance)
+        << dtype_name(dtype) << " prefill";
+    for (int32_t token : some_tokens(6, 500, 2)) {
+      std::vector<int32_t> step = {token};
+      EXPECT_LT(max_normalized_error(all_logits(*b.gpu_model, step, gpu_cache),
+                                     all_logits(*b.cpu_model, step, cpu_cache)),
+                tolerance)
+          << dtype_name(dtype) << " decode at " << cpu_cache.length();
+    }
+  }
+}
+
+TEST_F(CudaModel, GreedyTokensEqualCpuInFloat32) {
+  TwoBackends b(tiny_spec(DType::kF32, 5));
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    GenerationRequest request{.prompt_tokens = some_tokens(5 + seed * 7, 500, seed), .max_tokens = 32,
+                              .ignore_eos = true};
+    GenerationResult on_cpu = generate(*b.cpu_model, *b.tokenizer, request);
+    GenerationResult on_gpu = generate(*b.gpu_model, *b.tokenizer, request);
+    EXPECT_EQ(on_gpu.tokens, on_cpu.tokens) << "prompt seed " << seed;
+  }
+}
+
+TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
+  const TinyModelSpec spec = f32_target(41);
+  TwoBackends b(spec);
+  TempDir drafter_dir;
+  write_tiny_drafter({.layers = 1, .block_size = 16, .seed = spec.seed}, b.dir.path(), drafter_dir.path());
+  std::unique_ptr<DFlashDrafter> drafter = DFlashDrafter::load(drafter_dir.path(), *b.gpu_model, *b.gpu);
+  DFlashProposer proposer(*drafter);
+  std::vector<SequenceRequest> requests;
+  for (int i = 0; i < 4; ++i) {
+    SequenceRequest r;
+    r.generation.prompt_tokens = some_tokens(4 + static_cast<size_t>(i) * 5, 459, static_cast<uint32_t>(70 + i));
+    r.generation.max_tokens = 24;
+    r.generation.ignore_eos = true;
+    r.spec = SpecMode::kDflash;
+    r.block_size = 4 + 4 * i;
+    requests.push_back(r);
+  }
+  auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 4);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SequenceRequest plain = requests[i];
+    plain.spec = SpecMode::kOff;
+    plain.block_size = 0;
+    auto reference = run_engine(*b.cpu_model, *b.tokenizer, nullptr, {plain}, 1);
+    EXPECT_EQ(speculative[i], reference[0]) << "sequence " << i;
+  }
+}
+
+}  // namespace
+}  // namespace flashq::testing

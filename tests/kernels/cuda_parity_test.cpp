@@ -1,0 +1,508 @@
+// Every op of the CUDA backend against the CPU backend (the reference) on random inputs, as
+// llama.cpp's backend-ops test does: decode (M = 1), blocks (M = 16), odd sizes that miss every
+// vector width, GQA ratios, key counts that differ per row. Outputs are filled with NaN before
+// each op so an element the kernel never writes fails the comparison. Tolerance, relative to the
+// largest reference value: 1e-4 with f32 weights, 1e-2 with bf16/f16 weights.
+//
+// Without a CUDA device every test skips (GTEST_SKIP) saying so.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+double tolerance_for(DType weight_dtype) { return weight_dtype == DType::kF32 ? 1e-4 : 1e-2; }
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// max |got - want| / max |want|, or infinity when got has a NaN or infinity where want has none
+// (a plain max would skip NaN, which is exactly what poisoning is meant to catch).
+double normalized_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double scale = 1e-30, worst = 0.0;
+  for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i]) && std::isfinite(want[i])) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+  }
+  return worst / scale;
+}
+
+class CudaParity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device visible: CUDA-vs-CPU parity runs only on a GPU machine";
+    }
+    cpu_ = make_cpu_backend();
+    gpu_ = make_backend("cuda");
+    ASSERT_EQ(gpu_->device(), Device::kCuda);
+  }
+
+  // A host tensor holding `values` (rounded to `dtype`, and `values` updated to the rounded
+  // numbers so both backends see the same inputs).
+  static Tensor host_tensor(std::vector<float>& values, DType dtype, Shape shape) {
+    Tensor t = Tensor::zeros_cpu(dtype, std::move(shape));
+    for (size_t i = 0; i < values.size(); ++i) {
+      switch (dtype) {
+        case DType::kF32: t.data<float>()[i] = values[i]; break;
+        case DType::kBF16:
+          t.data<uint16_t>()[i] = f32_to_bf16(values[i]);
+          values[i] = bf16_to_f32(t.data<uint16_t>()[i]);
+          break;
+        case DType::kF16:
+          t.data<uint16_t>()[i] = f32_to_f16(values[i]);
+          values[i] = f16_to_f32(t.data<uint16_t>()[i]);
+          break;
+        case DType::kI32: break;
+      }
+    }
+    return t;
+  }
+
+  static Tensor host_ints(const std::vector<int32_t>& values) {
+    Tensor t = Tensor::zeros_cpu(DType::kI32, {static_cast<int64_t>(values.size())});
+    std::copy(values.begin(), values.end(), t.data<int32_t>());
+    return t;
+  }
+
+  // The same contents on the GPU (through allocate and copy_from_host).
+  Tensor to_gpu(const Tensor& host) {
+    Tensor t = gpu_->allocate(host.dtype(), host.shape());
+    gpu_->copy_from_host(host.raw(), t);
+    return t;
+  }
+
+  // A GPU float32 tensor full of NaN: every element the op must write.
+  Tensor poisoned(Shape shape) {
+    Tensor t = gpu_->allocate(DType::kF32, std::move(shape));
+    std::vector<float> nans(static_cast<size_t>(t.numel()), kNaN);
+    gpu_->copy_from_host(nans.data(), t);
+    return t;
+  }
+
+  std::vector<float> download(const Tensor& t) {
+    std::vector<float> values(static_cast<size_t>(t.numel()));
+    gpu_->copy_to_host(t, values.data());
+    return values;
+  }
+
+  static std::vector<float> host_values(const Tensor& t) {
+    return {t.data<float>(), t.data<float>() + t.numel()};
+  }
+
+  std::unique_ptr<Backend> cpu_, gpu_;
+};
+
+// ---- matmul ----
+
+struct MatmulCase {
+  DType dtype;
+  int64_t m, n, k;
+};
+
+// Readable case names in test listings (and ctest names) instead of the struct's raw bytes.
+void PrintTo(const MatmulCase& c, std::ostream* os) {
+  *os << dtype_name(c.dtype) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
+}
+
+class CudaMatmulParity : public CudaParity, public ::testing::WithParamInterface<MatmulCase> {};
+
+TEST_P(CudaMatmulParity, MatchesCpuBackend) {
+  const MatmulCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k));
+  std::vector<float> x = random_floats(static_cast<size_t>(c.m * c.k), rng);
+  std::vector<float> w = random_floats(static_cast<size_t>(c.n * c.k), rng, 0.5f);
+  Tensor x_host = host_tensor(x, DType::kF32, {c.m, c.k});
+  Tensor w_host = host_tensor(w, c.dtype, {c.n, c.k});
+  Tensor y_host = Tensor::zeros_cpu(DType::kF32, {c.m, c.n});
+  cpu_->matmul(x_host, w_host, y_host);
+
+  Tensor w_gpu = gpu_->upload_weight(w_host);
+  ASSERT_EQ(w_gpu.device(), Device::kCuda);
+  ASSERT_EQ(w_gpu.dtype(), c.dtype);
+  Tensor y_gpu = poisoned({c.m, c.n});
+  gpu_->matmul(to_gpu(x_host), w_gpu, y_gpu);
+  EXPECT_LT(normalized_error(download(y_gpu), host_values(y_host)), tolerance_for(c.dtype))
+      << dtype_name(c.dtype) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
+}
+
+std::vector<MatmulCase> matmul_cases() {
+  std::vector<MatmulCase> cases;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t m : {1, 2, 7, 8, 9, 16, 17, 64, 128, 129, 259}) {
+      cases.push_back({dtype, m, 96, 256});   // vector path, whole tiles
+      cases.push_back({dtype, m, 33, 100});   // k not a multiple of 8: scalar path; n not of 8 warps
+    }
+    cases.push_back({dtype, 1, 1000, 1024});
+    cases.push_back({dtype, 16, 3072, 1024});
+    cases.push_back({dtype, 300, 512, 1024});  // prefill: cuBLAS (bf16, f32)
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaMatmulParity, ::testing::ValuesIn(matmul_cases()),
+                         [](const ::testing::TestParamInfo<MatmulCase>& p) {
+                           return std::string(dtype_name(p.param.dtype)) + "_m" + std::to_string(p.param.m) + "_n" +
+                                  std::to_string(p.param.n) + "_k" + std::to_string(p.param.k);
+                         });
+
+// Decode (one row) and verification (blocks of up to 8 sequences, 128 rows) must give a row
+// bit-identical logits, or greedy speculative decoding would not reproduce target-only decoding
+// exactly.
+TEST_F(CudaParity, MatmulRowDoesNotDependOnTheOtherRowsUpTo128Rows) {
+  std::mt19937 rng(5);
+  const int64_t m = 128, n = 200, k = 512;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);
+    std::vector<float> w = random_floats(static_cast<size_t>(n * k), rng, 0.5f);
+    Tensor x_gpu = to_gpu(host_tensor(x, DType::kF32, {m, k}));
+    Tensor w_gpu = gpu_->upload_weight(host_tensor(w, dtype, {n, k}));
+    Tensor block = poisoned({m, n});
+    gpu_->matmul(x_gpu, w_gpu, block);
+    const std::vector<float> block_values = download(block);
+    for (int64_t row : {0, 5, 15, 64, 127}) {
+      Tensor single = poisoned({1, n});
+      gpu_->matmul(x_gpu.slice_rows(row, 1), w_gpu, single);
+      const std::vector<float> single_values = download(single);
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(single_values[j], block_values[row * n + j]) << dtype_name(dtype) << " row " << row << " col " << j;
+      }
+    }
+  }
+}
+
+// ---- norms ----
+
+struct NormCase {
+  DType w_dtype;
+  int64_t rows, dim;
+};
+
+void PrintTo(const NormCase& c, std::ostream* os) {
+  *os << dtype_name(c.w_dtype) << " rows=" << c.rows << " dim=" << c.dim;
+}
+
+class CudaNormParity : public CudaParity, public ::testing::WithParamInterface<NormCase> {};
+
+TEST_P(CudaNormParity, RmsnormMatchesCpuBackend) {
+  const NormCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.rows * 17 + c.dim));
+  std::vector<float> x = random_floats(static_cast<size_t>(c.rows * c.dim), rng, 3.0f);
+  std::vector<float> w = random_floats(static_cast<size_t>(c.dim), rng, 2.0f);
+  Tensor x_host = host_tensor(x, DType::kF32, {c.rows, c.dim});
+  Tensor w_host = host_tensor(w, c.w_dtype, {c.dim});
+  Tensor y_host = Tensor::zeros_cpu(DType::kF32, {c.rows, c.dim});
+  cpu_->rmsnorm(x_host, w_host, 1e-6f, y_host);
+
+  Tensor w_gpu = gpu_->upload_weight(w_host);
+  Tensor y_gpu = poisoned({c.rows, c.dim});
+  gpu_->rmsnorm(to_gpu(x_host), w_gpu, 1e-6f, y_gpu);
+  EXPECT_LT(normalized_error(download(y_gpu), host_values(y_host)), 1e-4) << "rows=" << c.rows << " dim=" << c.dim;
+
+  // In place, as the per-head q_norm and k_norm run.
+  Tensor in_place = to_gpu(x_host);
+  gpu_->rmsnorm(in_place, w_gpu, 1e-6f, in_place);
+  EXPECT_LT(normalized_error(download(in_place), host_values(y_host)), 1e-4) << "in place";
+}
+
+TEST_P(CudaNormParity, AddRmsnormMatchesCpuBackend) {
+  const NormCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.rows * 19 + c.dim));
+  std::vector<float> h = random_floats(static_cast<size_t>(c.rows * c.dim), rng, 3.0f);
+  std::vector<float> delta = random_floats(static_cast<size_t>(c.rows * c.dim), rng);
+  std::vector<float> w = random_floats(static_cast<size_t>(c.dim), rng, 2.0f);
+  Tensor h_host = host_tensor(h, DType::kF32, {c.rows, c.dim});
+  Tensor delta_host = host_tensor(delta, DType::kF32, {c.rows, c.dim});
+  Tensor w_host = host_tensor(w, c.w_dtype, {c.dim});
+  Tensor h_gpu = to_gpu(h_host);
+  Tensor y_host = Tensor::zeros_cpu(DType::kF32, {c.rows, c.dim});
+  cpu_->add_rmsnorm(h_host, delta_host, w_host, 1e-6f, y_host);
+
+  Tensor y_gpu = poisoned({c.rows, c.dim});
+  gpu_->add_rmsnorm(h_gpu, to_gpu(delta_host), gpu_->upload_weight(w_host), 1e-6f, y_gpu);
+  EXPECT_LT(normalized_error(download(h_gpu), host_values(h_host)), 1e-6) << "residual h + delta";
+  EXPECT_LT(normalized_error(download(y_gpu), host_values(y_host)), 1e-4) << "normalized";
+}
+
+std::vector<NormCase> norm_cases() {
+  std::vector<NormCase> cases;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t rows : {1, 16, 33}) {
+      for (int64_t dim : {16, 128, 1000, 4096}) cases.push_back({dtype, rows, dim});
+    }
+  }
+  cases.push_back({DType::kBF16, 512, 7});  // shorter than a warp
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaNormParity, ::testing::ValuesIn(norm_cases()),
+                         [](const ::testing::TestParamInfo<NormCase>& p) {
+                           return std::string(dtype_name(p.param.w_dtype)) + "_rows" + std::to_string(p.param.rows) +
+                                  "_dim" + std::to_string(p.param.dim);
+                         });
+
+// ---- element-wise ----
+
+TEST_F(CudaParity, AddMatchesCpuBackend) {
+  std::mt19937 rng(7);
+  for (int64_t count : {1, 1000, 70001}) {
+    std::vector<float> h = random_floats(static_cast<size_t>(count), rng);
+    std::vector<float> d = random_floats(static_cast<size_t>(count), rng);
+    Tensor h_host = host_tensor(h, DType::kF32, {count});
+    Tensor d_host = host_tensor(d, DType::kF32, {count});
+    Tensor h_gpu = to_gpu(h_host);
+    cpu_->add(h_host, d_host);
+    gpu_->add(h_gpu, to_gpu(d_host));
+    EXPECT_LT(normalized_error(download(h_gpu), host_values(h_host)), 1e-6) << "count " << count;
+  }
+}
+
+TEST_F(CudaParity, SwigluMatchesCpuBackendAlsoInPlace) {
+  std::mt19937 rng(8);
+  for (int64_t count : {1, 3072, 70001}) {
+    std::vector<float> g = random_floats(static_cast<size_t>(count), rng, 6.0f);
+    std::vector<float> u = random_floats(static_cast<size_t>(count), rng, 2.0f);
+    Tensor g_host = host_tensor(g, DType::kF32, {count});
+    Tensor u_host = host_tensor(u, DType::kF32, {count});
+    Tensor out_host = Tensor::zeros_cpu(DType::kF32, {count});
+    cpu_->swiglu(g_host, u_host, out_host);
+    Tensor out_gpu = poisoned({count});
+    gpu_->swiglu(to_gpu(g_host), to_gpu(u_host), out_gpu);
+    EXPECT_LT(normalized_error(download(out_gpu), host_values(out_host)), 1e-5) << "count " << count;
+    Tensor gate_gpu = to_gpu(g_host);  // the MLP writes into its gate buffer
+    gpu_->swiglu(gate_gpu, to_gpu(u_host), gate_gpu);
+    EXPECT_LT(normalized_error(download(gate_gpu), host_values(out_host)), 1e-5) << "in place, count " << count;
+  }
+}
+
+// ---- rope ----
+
+struct RopeCase {
+  int64_t rows, heads, head_dim;
+};
+
+void PrintTo(const RopeCase& c, std::ostream* os) {
+  *os << "rows=" << c.rows << " heads=" << c.heads << " head_dim=" << c.head_dim;
+}
+
+class CudaRopeParity : public CudaParity, public ::testing::WithParamInterface<RopeCase> {};
+
+TEST_P(CudaRopeParity, MatchesCpuBackend) {
+  const RopeCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.rows * 3 + c.heads * 5 + c.head_dim));
+  std::vector<float> x = random_floats(static_cast<size_t>(c.rows * c.heads * c.head_dim), rng);
+  std::vector<int32_t> positions(static_cast<size_t>(c.rows));
+  std::uniform_int_distribution<int32_t> position(0, 40000);
+  for (int32_t& p : positions) p = position(rng);
+  positions[0] = 0;
+  Tensor x_host = host_tensor(x, DType::kF32, {c.rows, c.heads, c.head_dim});
+  Tensor x_gpu = to_gpu(x_host);
+  Tensor positions_host = host_ints(positions);
+  cpu_->rope(x_host, positions_host, 1e6f);
+  gpu_->rope(x_gpu, to_gpu(positions_host), 1e6f);
+  EXPECT_LT(normalized_error(download(x_gpu), host_values(x_host)), 1e-4)
+      << "rows=" << c.rows << " heads=" << c.heads << " head_dim=" << c.head_dim;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaRopeParity,
+                         ::testing::Values(RopeCase{1, 32, 128}, RopeCase{16, 8, 128}, RopeCase{7, 4, 16},
+                                           RopeCase{33, 3, 10}, RopeCase{300, 2, 64}),
+                         [](const ::testing::TestParamInfo<RopeCase>& p) {
+                           return "rows" + std::to_string(p.param.rows) + "_heads" + std::to_string(p.param.heads) +
+                                  "_dim" + std::to_string(p.param.head_dim);
+                         });
+
+// ---- attention ----
+
+struct AttentionCase {
+  const char* name;
+  int64_t rows, q_heads, kv_heads, head_dim, keys;
+  bool same_count;  // every row sees all keys (a draft block); else per-row counts in [0, keys]
+};
+
+void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
+
+class CudaAttentionParity : public CudaParity, public ::testing::WithParamInterface<AttentionCase> {};
+
+TEST_P(CudaAttentionParity, MatchesCpuBackend) {
+  const AttentionCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.rows * 11 + c.keys * 3 + c.head_dim));
+  std::vector<float> q = random_floats(static_cast<size_t>(c.rows * c.q_heads * c.head_dim), rng, 2.0f);
+  std::vector<float> k = random_floats(static_cast<size_t>(c.keys * c.kv_heads * c.head_dim), rng, 2.0f);
+  std::vector<float> v = random_floats(static_cast<size_t>(c.keys * c.kv_heads * c.head_dim), rng);
+  std::vector<int32_t> counts(static_cast<size_t>(c.rows), static_cast<int32_t>(c.keys));
+  if (!c.same_count) {
+    std::uniform_int_distribution<int32_t> count(0, static_cast<int32_t>(c.keys));
+    for (int32_t& n : counts) n = count(rng);
+    counts[0] = static_cast<int32_t>(c.keys);
+    if (c.rows > 2) counts[1] = 0;  // a row that sees nothing gets zeros
+    if (c.rows > 3) counts[2] = 1;
+  }
+  Tensor q_host = host_tensor(q, DType::kF32, {c.rows, c.q_heads, c.head_dim});
+  Tensor k_host = host_tensor(k, DType::kF32, {c.keys, c.kv_heads, c.head_dim});
+  Tensor v_host = host_tensor(v, DType::kF32, {c.keys, c.kv_heads, c.head_dim});
+  Tensor counts_host = host_ints(counts);
+  Tensor out_host = Tensor::zeros_cpu(DType::kF32, {c.rows, c.q_heads, c.head_dim});
+  cpu_->attention(q_host, k_host, v_host, counts_host, out_host);
+
+  Tensor out_gpu = poisoned({c.rows, c.q_heads, c.head_dim});
+  gpu_->attention(to_gpu(q_host), to_gpu(k_host), to_gpu(v_host), to_gpu(counts_host), out_gpu);
+  EXPECT_LT(normalized_error(download(out_gpu), host_values(out_host)), 1e-4) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaAttentionParity,
+    ::testing::Values(AttentionCase{"DecodeGqa4", 1, 32, 8, 128, 300, true},
+                      AttentionCase{"BlockGqa2", 16, 16, 8, 128, 77, true},
+                      AttentionCase{"PerRowCountsGqa4", 16, 8, 2, 64, 129, false},
+                      AttentionCase{"MhaOddHeadDim", 5, 4, 4, 20, 33, false},
+                      AttentionCase{"OneKvHeadDim80", 9, 6, 1, 80, 200, false},
+                      AttentionCase{"HeadDim256", 3, 2, 1, 256, 40, false},
+                      AttentionCase{"SingleKey", 4, 4, 2, 16, 1, true},
+                      AttentionCase{"LongContext", 2, 8, 8, 128, 4099, false}),
+    [](const ::testing::TestParamInfo<AttentionCase>& p) { return std::string(p.param.name); });
+
+TEST_F(CudaParity, AttentionKeyCountBeyondKeysFailsAtTheNextCopyToHost) {
+  Tensor q = gpu_->allocate(DType::kF32, {1, 2, 16});
+  Tensor kv = gpu_->allocate(DType::kF32, {4, 2, 16});
+  Tensor counts = to_gpu(host_ints({5}));
+  Tensor out = gpu_->allocate(DType::kF32, {1, 2, 16});
+  gpu_->attention(q, kv, kv, counts, out);
+  std::vector<float> sink(static_cast<size_t>(out.numel()));
+  try {
+    gpu_->copy_to_host(out, sink.data());
+    FAIL() << "a key count beyond the keys was not reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal) << e.what();
+  }
+  gpu_->copy_to_host(out, sink.data());  // reported once; the backend stays usable
+}
+
+// ---- embedding and argmax ----
+
+TEST_F(CudaParity, EmbeddingMatchesCpuBackendForEveryDtype) {
+  std::mt19937 rng(9);
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t dim : {7, 64, 1024}) {
+      const int64_t vocab = 301;
+      std::vector<float> table = random_floats(static_cast<size_t>(vocab * dim), rng);
+      Tensor table_host = host_tensor(table, dtype, {vocab, dim});
+      std::vector<int32_t> ids = {0, 300, 5, 5, 17, 299, 1, 150, 42, 7, 8, 9, 10, 11, 12, 13, 250};
+      Tensor ids_host = host_ints(ids);
+      const int64_t rows = static_cast<int64_t>(ids.size());
+      Tensor out_host = Tensor::zeros_cpu(DType::kF32, {rows, dim});
+      cpu_->embedding(table_host, ids_host, out_host);
+      Tensor out_gpu = poisoned({rows, dim});
+      gpu_->embedding(gpu_->upload_weight(table_host), to_gpu(ids_host), out_gpu);
+      // Widening is exact: the rows are equal.
+      EXPECT_EQ(download(out_gpu), host_values(out_host)) << dtype_name(dtype) << " dim " << dim;
+    }
+  }
+}
+
+TEST_F(CudaParity, EmbeddingIdOutsideTableFailsAtTheNextCopyToHost) {
+  Tensor table = gpu_->allocate(DType::kBF16, {10, 8});
+  Tensor out = gpu_->allocate(DType::kF32, {2, 8});
+  gpu_->embedding(table, to_gpu(host_ints({3, 10})), out);
+  std::vector<float> sink(static_cast<size_t>(out.numel()));
+  try {
+    gpu_->copy_to_host(out, sink.data());
+    FAIL() << "token id 10 of a 10-row table was not reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("token id 10"), std::string::npos) << e.what();
+  }
+  gpu_->embedding(table, to_gpu(host_ints({3, 9})), out);
+  gpu_->copy_to_host(out, sink.data());  // the error was reported once; valid ids work again
+}
+
+TEST_F(CudaParity, ArgmaxMatchesCpuBackendWithTiesToTheLowestIndex) {
+  std::mt19937 rng(10);
+  for (int64_t vocab : {1, 7, 1000, 151936}) {
+    for (int64_t rows : {1, 3, 16}) {
+      std::vector<float> logits = random_floats(static_cast<size_t>(rows * vocab), rng, 10.0f);
+      for (int64_t m = 0; m < rows && vocab > 2; ++m) {
+        // A tie for the maximum in every other row, the two copies far apart so that different
+        // threads find them.
+        if (m % 2 == 0) {
+          const int64_t a = (m * 7919) % vocab, b = (a + vocab / 2 + 1) % vocab;
+          logits[m * vocab + a] = logits[m * vocab + b] = 50.0f;
+        }
+      }
+      Tensor logits_host = host_tensor(logits, DType::kF32, {rows, vocab});
+      Tensor ids_host = Tensor::zeros_cpu(DType::kI32, {rows});
+      cpu_->argmax(logits_host, ids_host);
+      Tensor ids_gpu = gpu_->allocate(DType::kI32, {rows});
+      std::vector<int32_t> poison(static_cast<size_t>(rows), -1);
+      gpu_->copy_from_host(poison.data(), ids_gpu);
+      gpu_->argmax(to_gpu(logits_host), ids_gpu);
+      std::vector<int32_t> got(static_cast<size_t>(rows));
+      gpu_->copy_to_host(ids_gpu, got.data());
+      EXPECT_EQ(got, std::vector<int32_t>(ids_host.data<int32_t>(), ids_host.data<int32_t>() + rows))
+          << "vocab " << vocab << " rows " << rows;
+    }
+  }
+}
+
+// ---- memory and copies ----
+
+TEST_F(CudaParity, AllocateIsZeroFilledAndCopiesRoundTrip) {
+  Tensor t = gpu_->allocate(DType::kF32, {5, 3});
+  EXPECT_EQ(download(t), std::vector<float>(15, 0.0f));
+  std::vector<float> values(15);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) - 4.5f;
+  gpu_->copy_from_host(values.data(), t);
+  EXPECT_EQ(download(t), values);
+  EXPECT_EQ(download(t.slice_rows(2, 2)), std::vector<float>(values.begin() + 6, values.begin() + 12));
+}
+
+TEST_F(CudaParity, CopyRowsAndCopyColumnsMatchCpuBackend) {
+  std::mt19937 rng(12);
+  std::vector<float> src = random_floats(3 * 4 * 8, rng);
+  std::vector<float> dst = random_floats(10 * 4 * 8, rng);
+  Tensor src_host = host_tensor(src, DType::kF32, {3, 4, 8});
+  Tensor dst_host = host_tensor(dst, DType::kF32, {10, 4, 8});
+  Tensor dst_gpu = to_gpu(dst_host);
+  cpu_->copy_rows(src_host, dst_host, 6);
+  gpu_->copy_rows(to_gpu(src_host), dst_gpu, 6);
+  EXPECT_EQ(download(dst_gpu), host_values(dst_host));
+
+  std::vector<float> narrow = random_floats(5 * 3, rng);
+  std::vector<float> wide = random_floats(5 * 11, rng);
+  Tensor narrow_host = host_tensor(narrow, DType::kF32, {5, 3});
+  Tensor wide_host = host_tensor(wide, DType::kF32, {5, 11});
+  Tensor wide_gpu = to_gpu(wide_host);
+  cpu_->copy_columns(narrow_host, wide_host, 7);
+  gpu_->copy_columns(to_gpu(narrow_host), wide_gpu, 7);
+  EXPECT_EQ(download(wide_gpu), host_values(wide_host));
+}
+
+TEST_F(CudaParity, TensorsFromTheHostAreRefusedByOps) {
+  Tensor host = Tensor::zeros_cpu(DType::kF32, {2, 4});
+  Tensor gpu = gpu_->allocate(DType::kF32, {2, 4});
+  EXPECT_THROW(gpu_->add(gpu, host), Error);
+  EXPECT_THROW(gpu_->copy_rows(host, gpu, 0), Error);
+}
+
+}  // namespace
+}  // namespace flashq
