@@ -88,6 +88,27 @@ TEST(SpecPolicy, FailedProbesBackOffToTheLongestInterval) {
   EXPECT_EQ(gaps.back(), SpecPolicy::kLastProbeInterval);
 }
 
+// Short jobs one after another (a worker's traffic): once probes keep failing, a new job waits
+// as long as the last one did before its first probe, instead of probing after 64 steps again.
+TEST(SpecPolicy, FailedProbesOfEarlierSequencesDelayTheFirstProbeOfNewOnes) {
+  SpecPolicy policy(16);
+  measure(policy, cpu_target, cpu_draft);
+  SequenceSpecState old_job;
+  (void)run(policy, old_job, 3000, [](int) { return false; });
+  SequenceSpecState new_job;
+  const std::vector<int64_t> blocks = run(policy, new_job, SpecPolicy::kLastProbeInterval + 10, [](int) { return false; });
+  const auto first_probe = std::find_if(blocks.begin() + 3, blocks.end(), [](int64_t b) { return b > 1; });
+  ASSERT_NE(first_probe, blocks.end());
+  EXPECT_GE(first_probe - blocks.begin(), 8 * SpecPolicy::kFirstProbeInterval);
+  // One accepted probe and new jobs probe early again.
+  SequenceSpecState lucky;
+  (void)run(policy, lucky, 2000, [](int) { return true; });
+  SequenceSpecState next_job;
+  const std::vector<int64_t> next = run(policy, next_job, 200, [](int) { return false; });
+  EXPECT_TRUE(std::any_of(next.begin() + 3, next.begin() + SpecPolicy::kFirstProbeInterval + 4,
+                          [](int64_t b) { return b > 1; }));
+}
+
 TEST(SpecPolicy, AcceptedProbeResumesSpeculationWhenItPays) {
   SpecPolicy policy(16);
   measure(policy, cheap_target, cheap_draft);

@@ -29,8 +29,9 @@ void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, in
   drafter_acceptance_ = 0.9 * drafter_acceptance_ + 0.1 * rate;
   if (state.probing) {
     state.probing = false;
-    state.probe_interval =
-        accepted == drafted ? kFirstProbeInterval : std::min(2 * state.probe_interval, kLastProbeInterval);
+    const bool hit = accepted == drafted;
+    state.probe_interval = hit ? kFirstProbeInterval : std::min(2 * state.probe_interval, kLastProbeInterval);
+    first_probe_interval_ = hit ? kFirstProbeInterval : std::min(2 * first_probe_interval_, kLastProbeInterval);
   }
 }
 
@@ -70,7 +71,7 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
   const bool first_choice = state.block_size == 0;
   if (first_choice) {
     state.acceptance = drafter_acceptance_;
-    state.probe_interval = kFirstProbeInterval;
+    state.probe_interval = first_probe_interval_;
   }
   const bool nothing_measured = std::none_of(target_.begin(), target_.end(), [](const Average& a) { return a.measured; });
   if (nothing_measured) {

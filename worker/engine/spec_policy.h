@@ -12,7 +12,10 @@
 //
 // A sequence that stopped speculating keeps a stale acceptance, so now and then it probes with
 // the cheapest block (2). A probe that fails doubles the wait before the next one, so a useless
-// drafter costs one small verify pass every few hundred steps.
+// drafter costs one small verify pass every few hundred steps. The wait a new sequence starts
+// with is learned the same way over all sequences (doubled by each failed probe, back to the
+// shortest by an accepted one): a worker whose drafter fails on its traffic does not pay one
+// probe per job.
 #pragma once
 
 #include <array>
@@ -59,6 +62,7 @@ class SpecPolicy {
 
   int64_t max_block_size_;
   double drafter_acceptance_ = 0.5;  // prior, before anything was measured
+  int64_t first_probe_interval_ = kFirstProbeInterval;  // a new sequence's wait before its first probe
   std::array<Average, kBuckets> target_;
   std::array<Average, kBuckets> draft_;
 };
