@@ -21,7 +21,6 @@ class RedisPipeline {
   void add(RedisCommand command, Handler handler, OnFailure on_failure);
   // Nothing queued and nothing awaiting a reply.
   bool empty() const { return pending_.empty() && in_flight_.empty(); }
-  bool has_unsent() const { return !pending_.empty(); }
   size_t in_flight() const { return in_flight_.size(); }
   // Writes kept for a retry (for a gauge).
   size_t retained() const;

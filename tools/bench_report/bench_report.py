@@ -77,8 +77,10 @@ def commit():
 
 
 def engine(bench, model, drafter, modes, concurrency, prompts, args, extra=()):
+    """flashq-bench engine on a prompts file, or on random 48-token prompts when `prompts` is None."""
+    source = ["--prompts", prompts] if prompts else ["--prompt-tokens", "48"]
     return run_json([bench, "engine", "--model", model, "--drafter", drafter, "--mode", modes,
-                     "--concurrency", ",".join(str(c) for c in concurrency), "--prompts", prompts,
+                     "--concurrency", ",".join(str(c) for c in concurrency), *source,
                      "--decode-tokens", str(args.decode_tokens), "--block-size", str(args.block_size),
                      "--repeats", str(args.repeats), "--json", *extra])
 
@@ -105,6 +107,15 @@ def plot(report, out_dir):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def save(fig, ax, name, title, xlabel, ylabel):
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, name), dpi=110)
+
     runs = report["sweep"]["runs"]
     modes = sorted({r["mode"] for r in runs}, key=["ar", "dflash", "auto"].index)
     label = {"ar": "off (plain decoding)", "dflash": "dflash", "auto": "auto"}
@@ -114,13 +125,8 @@ def plot(report, out_dir):
         points = sorted((r["concurrency"], r["decode_tokens_per_s"]) for r in runs if r["mode"] == mode)
         ax.plot([c for c, _ in points], [t for _, t in points], marker="o", label=label[mode])
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("concurrency (sequences decoding at once)")
-    ax.set_ylabel("decode tokens/s (all sequences)")
-    ax.set_title("Demo pair on the CPU engine")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "throughput.png"), dpi=110)
+    save(fig, ax, "throughput.png", "Demo pair on the CPU engine", "concurrency (sequences decoding at once)",
+         "decode tokens/s (all sequences)")
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for mode in modes:
@@ -129,13 +135,7 @@ def plot(report, out_dir):
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label[mode])
         for total, per_user, c in points:
             ax.annotate(str(c), (total, per_user), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xlabel("total tokens/s")
-    ax.set_ylabel("tokens/s per user")
-    ax.set_title("Latency-throughput (labels: concurrency)")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "pareto.png"), dpi=110)
+    save(fig, ax, "pareto.png", "Latency-throughput (labels: concurrency)", "total tokens/s", "tokens/s per user")
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     names = list(report["tau"].keys())
@@ -236,16 +236,10 @@ def main():
         sweep = engine(bench, args.model, args.drafter, "ar,dflash,auto", concurrency, paths["held-out code"], args,
                        ("--passes",))
         tau = {}
-        for name, path in paths.items():
+        for name, path in list(paths.items()) + [("random tokens", None)]:
             runs = engine(bench, args.model, args.drafter, "ar,dflash", [1], path, args)["runs"]
             dflash = next(r for r in runs if r["mode"] == "dflash")
             tau[name] = {"tau": dflash["tau"], "speedup": dflash["speedup"]}
-        random_runs = run_json([bench, "engine", "--model", args.model, "--drafter", args.drafter, "--mode", "ar,dflash",
-                                "--concurrency", "1", "--prompt-tokens", "48", "--decode-tokens",
-                                str(args.decode_tokens), "--block-size", str(args.block_size), "--repeats",
-                                str(args.repeats), "--json"])["runs"]
-        dflash = next(r for r in random_runs if r["mode"] == "dflash")
-        tau["random tokens"] = {"tau": dflash["tau"], "speedup": dflash["speedup"]}
     report = {
         "machine": machine(), "commit": commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "model": os.path.relpath(args.model, ROOT), "drafter": os.path.relpath(args.drafter, ROOT),

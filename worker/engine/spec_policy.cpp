@@ -21,6 +21,15 @@ void SpecPolicy::update(Average& average, double seconds) {
 void SpecPolicy::record_target_pass(int64_t rows, double seconds) { update(target_[bucket_of(rows)], seconds); }
 void SpecPolicy::record_draft_pass(int64_t rows, double seconds) { update(draft_[bucket_of(rows)], seconds); }
 
+namespace {
+
+// The wait after a probe: back to the shortest after an accepted one, doubled after a failed one.
+int64_t next_probe_wait(bool accepted, int64_t wait) {
+  return accepted ? SpecPolicy::kFirstProbeInterval : std::min(2 * wait, SpecPolicy::kLastProbeInterval);
+}
+
+}  // namespace
+
 void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, int64_t accepted) {
   if (drafted <= 0) return;
   // Per drafted token, as a rate: a block accepted up to a of b-1 says the first a were right.
@@ -30,8 +39,8 @@ void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, in
   if (state.probing) {
     state.probing = false;
     const bool hit = accepted == drafted;
-    state.probe_interval = hit ? kFirstProbeInterval : std::min(2 * state.probe_interval, kLastProbeInterval);
-    first_probe_interval_ = hit ? kFirstProbeInterval : std::min(2 * first_probe_interval_, kLastProbeInterval);
+    state.probe_interval = next_probe_wait(hit, state.probe_interval);
+    first_probe_interval_ = next_probe_wait(hit, first_probe_interval_);
   }
 }
 
