@@ -173,11 +173,11 @@ struct Bench {
     Tensor taps = serving.backend->allocate(
         DType::kF32, {o.prompt_tokens, static_cast<int64_t>(serving.drafter->config().target_layer_ids.size()) *
                                            serving.model->config().hidden_size});
-    ContextChunk chunk{taps, &context};
+    ContextChunk chunk{taps, &context, 0};
     serving.drafter->inject({&chunk, 1});
     std::vector<double> times;
     for (int r = 0; r < o.repeats + 1; ++r) {
-      DraftBlock request{1, block, &context};
+      DraftBlock request{1, block, &context, o.prompt_tokens};
       const auto start = Clock::now();
       serving.drafter->draft({&request, 1});
       times.push_back(std::chrono::duration<double>(Clock::now() - start).count());

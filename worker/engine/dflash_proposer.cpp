@@ -1,19 +1,22 @@
 #include "worker/engine/dflash_proposer.h"
 
+#include <algorithm>
+
 #include "shared/error.h"
 #include "worker/engine/sampler.h"
 
 namespace flashq {
 
-// Committed tokens wait here, as their taps, until the sequence next drafts: a sequence that
-// `auto` keeps from speculating then costs a copy per step instead of an injection.
+// A sequence's draft context cache, and the taps of its latest committed tokens not yet
+// injected: a ring of kRecentRows rows whose oldest, at `head`, is at position
+// next_position - recent_rows.
 struct DraftContext final : ProposerState {
-  DraftContext(KvCache c, Tensor buffer) : cache(std::move(c)), pending(std::move(buffer)) {}
+  DraftContext(KvCache c, Tensor ring) : cache(std::move(c)), recent(std::move(ring)) {}
   KvCache cache;
-  Tensor pending;  // [kPendingRows, taps * hidden]; rows 0 .. pending_rows-1 are waiting
-  int64_t pending_rows = 0;
-
-  int64_t covered() const { return cache.length() + pending_rows; }
+  Tensor recent;  // [kRecentRows, taps * hidden]
+  int64_t head = 0;
+  int64_t recent_rows = 0;
+  int64_t next_position = 0;  // of the next committed token to observe
 };
 
 namespace {
@@ -24,49 +27,73 @@ DraftContext& context_of(ProposerState* state) { return *static_cast<DraftContex
 
 std::unique_ptr<ProposerState> DFlashProposer::start_sequence(int64_t max_length) {
   return std::make_unique<DraftContext>(drafter_.make_context_cache(max_length),
-                                        drafter_.backend().allocate(DType::kF32, {kPendingRows, drafter_.tap_columns()}));
+                                        drafter_.backend().allocate(DType::kF32, {kRecentRows, drafter_.tap_columns()}));
 }
 
-void DFlashProposer::inject_pending(std::span<DraftContext* const> contexts) {
-  std::vector<ContextChunk> chunks;
+// The ring holds at most two runs of rows (before and after its wrap): injected as two batches,
+// so that every context receives its rows in position order.
+void DFlashProposer::inject_recent(std::span<DraftContext* const> contexts) {
+  std::vector<ContextChunk> older, newer;
   for (DraftContext* c : contexts) {
-    if (c->pending_rows > 0) chunks.push_back({c->pending.slice_rows(0, c->pending_rows), &c->cache});
+    if (c->recent_rows == 0) continue;
+    const int64_t first_position = c->next_position - c->recent_rows;
+    const int64_t before_wrap = std::min(c->recent_rows, kRecentRows - c->head);
+    older.push_back({c->recent.slice_rows(c->head, before_wrap), &c->cache, first_position});
+    if (before_wrap < c->recent_rows) {
+      newer.push_back({c->recent.slice_rows(0, c->recent_rows - before_wrap), &c->cache, first_position + before_wrap});
+    }
+    c->head = 0;
+    c->recent_rows = 0;
   }
-  drafter_.inject(chunks);
-  for (DraftContext* c : contexts) c->pending_rows = 0;
+  drafter_.inject(older);
+  drafter_.inject(newer);
 }
 
 void DFlashProposer::observe(std::span<const Observation> observations) {
-  std::vector<DraftContext*> full;  // pending rows that must be injected first
-  std::vector<ContextChunk> direct;  // runs too long to wait
+  std::vector<DraftContext*> long_runs;  // a run longer than the ring: injected as it comes
+  std::vector<ContextChunk> direct;
   for (const Observation& o : observations) {
     DraftContext& c = context_of(o.state);
-    check_invariant(c.covered() == o.first_position, "draft context covers every committed token");
-    const int64_t n = o.taps.dim(0);
-    if (c.pending_rows + n > kPendingRows) full.push_back(&c);
-    if (n > kPendingRows) direct.push_back({o.taps, &c.cache});
+    check_invariant(c.next_position == o.first_position, "the proposer observes every committed token in order");
+    if (o.taps.dim(0) > kRecentRows) {
+      long_runs.push_back(&c);
+      direct.push_back({o.taps, &c.cache, o.first_position});
+    }
   }
-  inject_pending(full);
+  inject_recent(long_runs);
   drafter_.inject(direct);
   for (const Observation& o : observations) {
     DraftContext& c = context_of(o.state);
     const int64_t n = o.taps.dim(0);
-    if (n > kPendingRows) continue;
-    // Taps are views into the target's workspace, valid until its next pass: copy them out.
-    drafter_.backend().copy_rows(o.taps, c.pending, c.pending_rows);
-    c.pending_rows += n;
+    c.next_position += n;
+    if (n > kRecentRows) continue;
+    // Taps are views into the target's workspace, valid until its next pass: copy them out. A
+    // full ring drops its oldest rows.
+    for (int64_t copied = 0; copied < n;) {
+      const int64_t tail = (c.head + c.recent_rows) % kRecentRows;
+      const int64_t count = std::min(n - copied, kRecentRows - tail);
+      drafter_.backend().copy_rows(o.taps.slice_rows(copied, count), c.recent, tail);
+      copied += count;
+      const int64_t overflow = std::max<int64_t>(0, c.recent_rows + count - kRecentRows);
+      c.head = (c.head + overflow) % kRecentRows;
+      c.recent_rows += count - overflow;
+    }
   }
 }
 
-void DFlashProposer::propose(std::span<const ProposalRequest> requests) {
+void DFlashProposer::catch_up(std::span<const ProposalRequest> requests) {
   std::vector<DraftContext*> contexts;
   for (const ProposalRequest& r : requests) contexts.push_back(&context_of(r.state));
-  inject_pending(contexts);
+  inject_recent(contexts);
+}
+
+void DFlashProposer::propose(std::span<const ProposalRequest> requests) {
+  catch_up(requests);
   std::vector<DraftBlock> blocks;
   for (const ProposalRequest& r : requests) {
-    KvCache& cache = context_of(r.state).cache;
-    check_invariant(cache.length() == r.start, "draft starts where the context ends");
-    blocks.push_back({r.last_token, r.block_size, &cache});
+    DraftContext& c = context_of(r.state);
+    check_invariant(c.next_position == r.start, "a draft starts after the last observed token");
+    blocks.push_back({r.last_token, r.block_size, &c.cache, r.start});
   }
   Tensor logits = drafter_.draft(blocks);
   const int64_t vocab = logits.cols();

@@ -1,7 +1,12 @@
 // The DFlash drafter as a proposer: committed tokens are injected into the sequence's draft
-// context cache (lazily: just before the sequence next drafts, or when kPendingRows wait);
-// proposing runs one non-causal pass over all blocks and takes the argmax of rows 1..B-1
-// (DFLASH.md §2.3).
+// context cache lazily, just before the sequence next drafts; proposing runs one non-causal pass
+// over all blocks and takes the argmax of rows 1..B-1 (DFLASH.md §2.3).
+//
+// A sequence that `auto` keeps from drafting would otherwise pay an injection per committed
+// token for a drafter it does not use (6% of a decode step for the demo pair). Instead only the
+// taps of its latest kRecentRows tokens are kept; older ones are dropped, and its draft context
+// skips their positions: when it drafts again (a probe), the drafter sees the prompt, what was
+// injected while it drafted, and the recent text. Sequences that draft every step lose nothing.
 #pragma once
 
 #include "worker/engine/proposer.h"
@@ -13,9 +18,9 @@ struct DraftContext;
 
 class DFlashProposer final : public Proposer {
  public:
-  // Committed tokens held back per sequence before they are injected anyway (bounds memory:
-  // kPendingRows x taps x hidden floats per sequence).
-  static constexpr int64_t kPendingRows = 64;
+  // Taps of committed tokens kept per sequence until it drafts (memory: kRecentRows x taps x
+  // hidden floats per sequence); a sequence that does not draft keeps only its latest ones.
+  static constexpr int64_t kRecentRows = 16;
 
   explicit DFlashProposer(DFlashDrafter& drafter) : drafter_(drafter) {}
 
@@ -23,13 +28,14 @@ class DFlashProposer final : public Proposer {
   std::vector<int64_t> tap_layers() const override { return drafter_.config().target_layer_ids; }
   std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override;
   void observe(std::span<const Observation> observations) override;
+  void catch_up(std::span<const ProposalRequest> requests) override;
   void propose(std::span<const ProposalRequest> requests) override;
 
   // The drafter logits of the last propose(): rows 1..B-1 of each block, in request order.
   const std::vector<float>& last_logits() const { return logits_; }
 
  private:
-  void inject_pending(std::span<DraftContext* const> contexts);
+  void inject_recent(std::span<DraftContext* const> contexts);
 
   DFlashDrafter& drafter_;
   std::vector<float> logits_;

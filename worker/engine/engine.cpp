@@ -172,6 +172,9 @@ void Engine::decode_step() {
   phases_.other += seconds_since(other_start);
 
   if (!proposals.empty()) {
+    const auto catch_up_start = Clock::now();
+    proposer_->catch_up(proposals);
+    phases_.draft += seconds_since(catch_up_start);
     const auto start = Clock::now();
     proposer_->propose(proposals);
     int64_t rows = 0;

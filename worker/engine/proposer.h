@@ -45,6 +45,11 @@ class Proposer {
   virtual std::vector<int64_t> tap_layers() const = 0;
   virtual std::unique_ptr<ProposerState> start_sequence(int64_t max_length) = 0;
   virtual void observe(std::span<const Observation> observations) = 0;
+  // Work on committed tokens that the proposer deferred (DFlash's lazy injection), done before
+  // propose() so that the engine times drafting apart from it: that work is owed per committed
+  // token whether the sequence drafts now or later, so it must not make drafting look dear.
+  // propose() catches up by itself when this was not called.
+  virtual void catch_up(std::span<const ProposalRequest> /*requests*/) {}
   virtual void propose(std::span<const ProposalRequest> requests) = 0;
 };
 

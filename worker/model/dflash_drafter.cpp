@@ -54,7 +54,7 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
     const int64_t n = chunk.taps.dim(0);
     check_invariant(chunk.taps.cols() == fc_.dim(1), "drafter taps have K * target_hidden columns");
     backend_.copy_rows(chunk.taps, taps, first);
-    for (int64_t i = 0; i < n; ++i) positions.push_back(static_cast<int32_t>(chunk.context->length() + i));
+    for (int64_t i = 0; i < n; ++i) positions.push_back(static_cast<int32_t>(chunk.first_position + i));
     chunk.context->reserve(chunk.context->length() + n);
     first += n;
   }
@@ -91,12 +91,13 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
   int64_t output_rows = 0;
   for (const DraftBlock& block : blocks) {
     check_invariant(block.block_size >= 2, "a draft block has at least 2 rows");
+    check_invariant(block.position >= block.context->length(), "a draft block follows its context");
     const int64_t start = block.context->length();
     // The block's own keys and values sit after the context, uncommitted: thrown away after the pass.
     block.context->reserve(start + block.block_size);
     for (int64_t j = 0; j < block.block_size; ++j) {
       ids.push_back(j == 0 ? block.last_token : config_.mask_token_id);
-      positions.push_back(static_cast<int32_t>(start + j));
+      positions.push_back(static_cast<int32_t>(block.position + j));
       key_counts.push_back(static_cast<int32_t>(start + block.block_size));  // no mask inside the block
     }
     output_rows += block.block_size - 1;

@@ -3,8 +3,10 @@
 // through KV injection. It has no embedding or LM head of its own: it borrows the target's.
 //
 // Per sequence it keeps a draft context cache (a KvCache over the drafter's layers) holding the
-// injected keys and values of every committed token. The cache holds only committed positions,
-// so a rejected draft needs no rollback; its length always equals the target KV length.
+// injected keys and values of committed tokens. The cache holds only committed positions, so a
+// rejected draft needs no rollback. Positions are absolute and given by the caller: a context
+// may skip positions (the proposer drops old ones of a sequence that stopped drafting), since
+// attention sees a set of keys, each rotated for its own position.
 #pragma once
 
 #include <cstdint>
@@ -22,18 +24,20 @@
 
 namespace flashq {
 
-// Target hidden states (taps) of newly committed tokens of one sequence, [n, K * target_hidden],
-// to be injected at positions context->length() ...
+// Target hidden states (taps) of committed tokens of one sequence, [n, K * target_hidden], at
+// positions first_position ..., appended to the context.
 struct ContextChunk {
   Tensor taps;
   KvCache* context;
+  int64_t first_position;
 };
 
-// One block to draft: [last_token, MASK x (block_size - 1)] at positions context->length() ...
+// One block to draft: [last_token, MASK x (block_size - 1)] at positions position ...
 struct DraftBlock {
   int32_t last_token;
   int64_t block_size;
   KvCache* context;
+  int64_t position;
 };
 
 class DFlashDrafter {
