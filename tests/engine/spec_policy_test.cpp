@@ -88,25 +88,77 @@ TEST(SpecPolicy, FailedProbesBackOffToTheLongestInterval) {
   EXPECT_EQ(gaps.back(), SpecPolicy::kLastProbeInterval);
 }
 
-// Short jobs one after another (a worker's traffic): once probes keep failing, a new job waits
-// as long as the last one did before its first probe, instead of probing after 64 steps again.
-TEST(SpecPolicy, FailedProbesOfEarlierSequencesDelayTheFirstProbeOfNewOnes) {
+int count_probes(const std::vector<int64_t>& blocks) {
+  return static_cast<int>(std::count_if(blocks.begin(), blocks.end(), [](int64_t b) { return b > 1; }));
+}
+
+// Short jobs one after another (a worker's traffic), with a useless drafter: once probes keep
+// failing, the jobs together probe about once per longest wait: not once per job, and not never
+// (each job is shorter than the wait; a new job takes the probe clock up where the last left it).
+TEST(SpecPolicy, ShortJobsProbeAboutOncePerWaitNotOncePerJobNorNever) {
   SpecPolicy policy(16);
   measure(policy, cpu_target, cpu_draft);
   SequenceSpecState old_job;
   (void)run(policy, old_job, 3000, [](int) { return false; });
-  SequenceSpecState new_job;
-  const std::vector<int64_t> blocks = run(policy, new_job, SpecPolicy::kLastProbeInterval + 10, [](int) { return false; });
-  const auto first_probe = std::find_if(blocks.begin() + 3, blocks.end(), [](int64_t b) { return b > 1; });
-  ASSERT_NE(first_probe, blocks.end());
-  EXPECT_GE(first_probe - blocks.begin(), 8 * SpecPolicy::kFirstProbeInterval);
-  // One accepted probe and new jobs probe early again.
+  int probes = 0;
+  const int jobs = 80, job_steps = 100;  // 8000 steps: about 8 waits of kLastProbeInterval
+  for (int j = 0; j < jobs; ++j) {
+    SequenceSpecState job;
+    const std::vector<int64_t> blocks = run(policy, job, job_steps, [](int) { return false; });
+    probes += count_probes(blocks);
+  }
+  EXPECT_GE(probes, 4);
+  EXPECT_LE(probes, 12);
+  // One probe that resumes drafting, and new jobs probe early again.
   SequenceSpecState lucky;
   (void)run(policy, lucky, 2000, [](int) { return true; });
   SequenceSpecState next_job;
   const std::vector<int64_t> next = run(policy, next_job, 200, [](int) { return false; });
-  EXPECT_TRUE(std::any_of(next.begin() + 3, next.begin() + SpecPolicy::kFirstProbeInterval + 4,
-                          [](int64_t b) { return b > 1; }));
+  // It starts drafting (the drafter was good), stops within a few rejected blocks, then probes
+  // after the shortest wait.
+  const auto stopped = std::find(next.begin(), next.end(), 1);
+  ASSERT_LT(stopped - next.begin(), 12);
+  EXPECT_TRUE(std::any_of(stopped, stopped + SpecPolicy::kFirstProbeInterval + 2, [](int64_t b) { return b > 1; }));
+}
+
+// In a batch so large that drafting cannot pay even when every draft is accepted, probes that
+// succeed still back off: they do not resume drafting, so they only cost.
+TEST(SpecPolicy, ProbesThatDoNotResumeDraftingBackOffEvenWhenAccepted) {
+  SpecPolicy policy(16);
+  measure(policy, cpu_target, cpu_draft);
+  SequenceSpecState state{.acceptance = 0.9, .block_size = 1, .probe_interval = SpecPolicy::kFirstProbeInterval};
+  std::vector<int> probes;
+  for (int step = 0; step < 6000; ++step) {
+    const int64_t b = policy.choose(state, 16);
+    if (b > 1) {
+      probes.push_back(step);
+      policy.record_acceptance(state, b - 1, b - 1);
+    }
+  }
+  ASSERT_GE(probes.size(), 4u);
+  EXPECT_EQ(probes[2] - probes[1], 2 * (probes[1] - probes[0]));
+  EXPECT_EQ(probes.back() - probes[probes.size() - 2], SpecPolicy::kLastProbeInterval);
+}
+
+// The first pass of a size runs on a cold cache: the second replaces it instead of averaging.
+TEST(SpecPolicy, FirstTimingOfAPassSizeIsReplacedBySecond) {
+  SpecPolicy policy(16);
+  policy.record_target_pass(1, 1.0);
+  policy.record_target_pass(2, 30.0);  // cold
+  policy.record_target_pass(2, 1.5);
+  policy.record_draft_pass(2, 0.2);
+  EXPECT_DOUBLE_EQ(policy.step_cost(1, 2), 1.7);
+}
+
+// A cold 1-row figure that nothing re-times (every pass is large under load) must not make
+// every larger pass look at least as dear: the more recent larger figure bounds it.
+TEST(SpecPolicy, RecentLargerPassBoundsAStaleSmallerOne) {
+  SpecPolicy policy(16);
+  policy.record_target_pass(1, 9.0);
+  policy.record_target_pass(1, 9.0);  // slow minute
+  for (int i = 0; i < 5; ++i) policy.record_target_pass(16, 2.0);
+  EXPECT_DOUBLE_EQ(policy.step_cost(16, 1), 2.0);
+  EXPECT_DOUBLE_EQ(policy.step_cost(1, 1), 2.0);
 }
 
 TEST(SpecPolicy, AcceptedProbeResumesSpeculationWhenItPays) {

@@ -14,8 +14,9 @@ int SpecPolicy::bucket_of(int64_t rows) {
 }
 
 void SpecPolicy::update(Average& average, double seconds) {
-  average.seconds = average.measured ? 0.8 * average.seconds + 0.2 * seconds : seconds;
-  average.measured = true;
+  average.seconds = average.samples >= 2 ? 0.8 * average.seconds + 0.2 * seconds : seconds;
+  average.samples += 1;
+  average.updated_at = ++passes_;
 }
 
 void SpecPolicy::record_target_pass(int64_t rows, double seconds) { update(target_[bucket_of(rows)], seconds); }
@@ -23,45 +24,58 @@ void SpecPolicy::record_draft_pass(int64_t rows, double seconds) { update(draft_
 
 namespace {
 
-// The wait after a probe: back to the shortest after an accepted one, doubled after a failed one.
-int64_t next_probe_wait(bool accepted, int64_t wait) {
-  return accepted ? SpecPolicy::kFirstProbeInterval : std::min(2 * wait, SpecPolicy::kLastProbeInterval);
+// The wait after a probe: back to the shortest after a promising one, doubled after one that was
+// not (its draft was rejected, or the batch makes drafting too dear whatever the acceptance).
+int64_t next_probe_wait(bool promising, int64_t wait) {
+  return promising ? SpecPolicy::kFirstProbeInterval : std::min(2 * wait, SpecPolicy::kLastProbeInterval);
 }
 
 }  // namespace
 
 void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, int64_t accepted) {
   if (drafted <= 0) return;
-  // Per drafted token, as a rate: a block accepted up to a of b-1 says the first a were right.
-  const double rate = static_cast<double>(accepted) / static_cast<double>(std::min(drafted, accepted + 1));
-  state.acceptance = 0.5 * state.acceptance + 0.5 * rate;  // a few blocks decide
-  drafter_acceptance_ = 0.9 * drafter_acceptance_ + 0.1 * rate;
-  if (state.probing) {
-    state.probing = false;
-    const bool hit = accepted == drafted;
-    state.probe_interval = next_probe_wait(hit, state.probe_interval);
-    first_probe_interval_ = next_probe_wait(hit, first_probe_interval_);
-  }
+  // Per drafted token, as a rate: a block accepted up to a of b-1 says the first a were right
+  // and the next one wrong: a + 1 tokens tried (a if all were right). The weight of a block
+  // grows with the tokens it tried, so one rejected probe of one token does not undo what a
+  // long accepted block said.
+  const int64_t tried = std::min(drafted, accepted + 1);
+  const double rate = static_cast<double>(accepted) / static_cast<double>(tried);
+  const double weight = 1.0 - std::pow(0.75, static_cast<double>(tried));  // a few blocks decide
+  state.acceptance += weight * (rate - state.acceptance);
+  drafter_acceptance_ += 0.1 * (rate - drafter_acceptance_);
+  if (state.probing) state.probe_hit = accepted == drafted;
 }
 
-// A pass of more rows never costs less than one of fewer: the largest of the measured smaller
-// buckets is a floor. That keeps a stale, noisy figure for small passes (not re-measured while
-// the engine speculates) from making larger passes look cheaper than they are. For an
-// unmeasured larger bucket the floor is also the (optimistic) estimate, so it gets tried.
+// A pass of more rows never costs less than one of fewer. Where the figures say otherwise, the
+// older one is stale and the more recent one bounds it: a decode figure from a noisy minute,
+// not re-timed while the engine speculated, once made block 2 look cheaper than no draft for
+// ever; a cold first 2-row pass, not re-timed while the engine did not speculate, made every
+// block look dear for ever. For an unmeasured bucket, the largest measured smaller one is the
+// (optimistic) estimate, so it gets tried.
 double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows) const {
   const int bucket = bucket_of(rows);
-  double floor = 0;
-  bool measured = false;
-  for (int b = 0; b <= bucket; ++b) {
-    if (!table[b].measured) continue;
-    floor = std::max(floor, table[b].seconds);
-    measured = true;
+  const Average& own = table[bucket];
+  if (!own.measured()) {
+    double floor = 0;
+    bool measured = false;
+    for (int b = 0; b < bucket; ++b) {
+      if (!table[b].measured()) continue;
+      floor = std::max(floor, table[b].seconds);
+      measured = true;
+    }
+    if (measured) return floor;
+    for (int b = bucket + 1; b < kBuckets; ++b) {
+      if (table[b].measured()) return table[b].seconds;
+    }
+    return 0.0;
   }
-  if (measured) return floor;
-  for (int b = bucket + 1; b < kBuckets; ++b) {
-    if (table[b].measured) return table[b].seconds;
+  double seconds = own.seconds;
+  for (int b = 0; b < kBuckets; ++b) {
+    const Average& other = table[b];
+    if (b == bucket || !other.measured() || other.updated_at < own.updated_at) continue;
+    seconds = b < bucket ? std::max(seconds, other.seconds) : std::min(seconds, other.seconds);
   }
-  return 0.0;
+  return seconds;
 }
 
 double SpecPolicy::expected_tokens(double acceptance, int64_t b) {
@@ -81,22 +95,35 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
   if (first_choice) {
     state.acceptance = drafter_acceptance_;
     state.probe_interval = first_probe_interval_;
+    state.steps_without_draft = idle_steps_ % first_probe_interval_;
   }
-  const bool nothing_measured = std::none_of(target_.begin(), target_.end(), [](const Average& a) { return a.measured; });
+  const bool nothing_measured =
+      std::none_of(target_.begin(), target_.end(), [](const Average& a) { return a.measured(); });
   if (nothing_measured) {
     state.block_size = 2;  // a fresh engine: the cheapest block measures both passes
     return state.block_size;
   }
-  auto rate = [&](int64_t b) {
+  auto rate_at = [&](double acceptance, int64_t b) {
     const double cost = step_cost(batch, b);
-    return cost > 0 ? expected_tokens(state.acceptance, b) / cost : expected_tokens(state.acceptance, b);
+    return cost > 0 ? expected_tokens(acceptance, b) / cost : expected_tokens(acceptance, b);
   };
+  auto rate = [&](int64_t b) { return rate_at(state.acceptance, b); };
   int64_t best = 1;
   for (int64_t b = 2; b <= max_block_size_; b *= 2) {
     if (rate(b) > rate(best)) best = b;
   }
   if (first_choice || rate(best) >= 1.1 * rate(std::min(state.block_size, max_block_size_))) {
     state.block_size = best;
+  }
+  if (state.probing) {  // the choice after a probe judges it
+    state.probing = false;
+    // An accepted probe that did not resume drafting yet still promises, if drafting could pay
+    // at this batch size at all: a few more probes raise the acceptance enough to resume.
+    bool could_pay = false;
+    for (int64_t b = 2; b <= max_block_size_; b *= 2) could_pay = could_pay || rate_at(1.0, b) > rate(1);
+    const bool promising = state.block_size > 1 || (state.probe_hit && could_pay);
+    state.probe_interval = next_probe_wait(promising, state.probe_interval);
+    first_probe_interval_ = next_probe_wait(promising, first_probe_interval_);
   }
   if (state.block_size > 1) {
     state.steps_without_draft = 0;
@@ -107,6 +134,7 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
     state.probing = true;
     return 2;
   }
+  ++idle_steps_;
   return 1;
 }
 
