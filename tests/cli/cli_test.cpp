@@ -99,6 +99,33 @@ TEST_F(Cli, MissingModelDirAndBadFlagsExitTwo) {
   EXPECT_EQ(generate(model_->path(), "--device tpu").exit_code, 2);
 }
 
+// flashq-bench engine --prompts: a file it cannot use is exit 2 with a message naming it, not a
+// crash or a benchmark of nothing.
+TEST_F(Cli, BenchPromptsFileThatIsMissingMalformedOrEmptyExitsTwo) {
+  const std::filesystem::path malformed = scratch_.path() / "malformed.jsonl";
+  std::ofstream(malformed) << "\"a good prompt\"\n{\"prompt\": 42}\n";
+  const std::filesystem::path not_json = scratch_.path() / "not_json.jsonl";
+  std::ofstream(not_json) << "def f(:\n";
+  const std::filesystem::path empty = scratch_.path() / "empty.jsonl";
+  std::ofstream(empty) << "\n";
+  for (const std::filesystem::path& file : {scratch_.path() / "absent.jsonl", malformed, not_json, empty}) {
+    CommandResult r = run_command(bin_path("flashq-bench") + " engine --model " + model_->path().string() +
+                                  " --decode-tokens 2 --repeats 1 --prompts " + file.string());
+    EXPECT_EQ(r.exit_code, 2) << file << ": " << r.output;
+    EXPECT_NE(r.output.find(file.filename().string()), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(Cli, BenchPromptsFileRuns) {
+  const std::filesystem::path prompts = scratch_.path() / "prompts.jsonl";
+  std::ofstream(prompts) << "\"hello queue\"\n{\"prompt\": \"another one\"}\n";
+  CommandResult r = run_command(bin_path("flashq-bench") + " engine --model " + model_->path().string() +
+                                " --decode-tokens 3 --repeats 1 --json --prompts " + prompts.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json out = nlohmann::json::parse(r.output.substr(r.output.rfind("\n{") + 1));
+  EXPECT_EQ(out.at("runs").at(0).at("mode"), "ar");
+}
+
 TEST_F(Cli, TokenizeWorksOnADirectoryWithOnlyTokenizerFiles) {
   std::filesystem::path dir = scratch_.path() / "tokenizer-only";
   std::filesystem::create_directories(dir);
