@@ -150,6 +150,19 @@ TEST(SpecPolicy, FirstTimingOfAPassSizeIsReplacedBySecond) {
   EXPECT_DOUBLE_EQ(policy.step_cost(1, 2), 1.7);
 }
 
+// A pass descheduled for a time slice (100 ms for a 0.2 ms pass, seen on the 2-core machine)
+// moves the figure by at most a factor of 2 x 0.1; faster passes pull it back quickly.
+TEST(SpecPolicy, OneSlowOutlierBarelyMovesAPassFigure) {
+  SpecPolicy policy(16);
+  for (int i = 0; i < 10; ++i) policy.record_target_pass(4, 0.2);
+  policy.record_target_pass(4, 100.0);
+  EXPECT_NEAR(policy.step_cost(4, 1), 0.22, 1e-9);
+  policy.record_target_pass(4, 0.2);
+  EXPECT_NEAR(policy.step_cost(4, 1), 0.21, 1e-9);
+  for (int i = 0; i < 30; ++i) policy.record_target_pass(4, 0.4);  // a real change is followed
+  EXPECT_GT(policy.step_cost(4, 1), 0.38);
+}
+
 // A cold 1-row figure that nothing re-times (every pass is large under load) must not make
 // every larger pass look at least as dear: the more recent larger figure bounds it.
 TEST(SpecPolicy, RecentLargerPassBoundsAStaleSmallerOne) {

@@ -13,8 +13,17 @@ int SpecPolicy::bucket_of(int64_t rows) {
   return bucket;
 }
 
+// Noise on a shared machine only adds time (a thread descheduled in a fork-join region costs a
+// whole time slice: passes of 0.2 ms were seen taking 100 ms), so the average follows a faster
+// pass quickly and a slower one slowly, and a single sample can at most double it.
 void SpecPolicy::update(Average& average, double seconds) {
-  average.seconds = average.samples >= 2 ? 0.8 * average.seconds + 0.2 * seconds : seconds;
+  if (average.samples < 2) {
+    average.seconds = seconds;  // the first pass of a size is cold: the second replaces it
+  } else if (seconds < average.seconds) {
+    average.seconds += 0.5 * (seconds - average.seconds);
+  } else {
+    average.seconds += 0.1 * (std::min(seconds, 2 * average.seconds) - average.seconds);
+  }
   average.samples += 1;
   average.updated_at = ++passes_;
 }
@@ -50,20 +59,25 @@ void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, in
 // older one is stale and the more recent one bounds it: a decode figure from a noisy minute,
 // not re-timed while the engine speculated, once made block 2 look cheaper than no draft for
 // ever; a cold first 2-row pass, not re-timed while the engine did not speculate, made every
-// block look dear for ever. For an unmeasured bucket, the largest measured smaller one is the
-// (optimistic) estimate, so it gets tried.
-double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows) const {
+// block look dear for ever. An unmeasured bucket costs what the largest measured smaller one
+// does (optimistic, so it gets tried), or that scaled by rows (kProportional).
+double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows, Unmeasured unmeasured) const {
   const int bucket = bucket_of(rows);
   const Average& own = table[bucket];
   if (!own.measured()) {
     double floor = 0;
-    bool measured = false;
+    int floor_bucket = -1;
     for (int b = 0; b < bucket; ++b) {
-      if (!table[b].measured()) continue;
-      floor = std::max(floor, table[b].seconds);
-      measured = true;
+      if (!table[b].measured() || table[b].seconds < floor) continue;
+      floor = table[b].seconds;
+      floor_bucket = b;
     }
-    if (measured) return floor;
+    if (floor_bucket >= 0) {
+      // A bucket's figure is for at least 2^b rows: scaled from there, the estimate errs high.
+      return unmeasured == Unmeasured::kOptimistic
+                 ? floor
+                 : floor * static_cast<double>(rows) / static_cast<double>(int64_t{1} << floor_bucket);
+    }
     for (int b = bucket + 1; b < kBuckets; ++b) {
       if (table[b].measured()) return table[b].seconds;
     }
@@ -83,9 +97,9 @@ double SpecPolicy::expected_tokens(double acceptance, int64_t b) {
   return (1.0 - std::pow(alpha, static_cast<double>(b))) / (1.0 - alpha);
 }
 
-double SpecPolicy::step_cost(int64_t batch, int64_t b) const {
-  double cost = estimate(target_, batch * b);
-  if (b > 1) cost += estimate(draft_, batch * b);
+double SpecPolicy::step_cost(int64_t batch, int64_t b, Unmeasured unmeasured) const {
+  double cost = estimate(target_, batch * b, unmeasured);
+  if (b > 1) cost += estimate(draft_, batch * b, unmeasured);
   return cost;
 }
 
@@ -103,11 +117,11 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
     state.block_size = 2;  // a fresh engine: the cheapest block measures both passes
     return state.block_size;
   }
-  auto rate_at = [&](double acceptance, int64_t b) {
-    const double cost = step_cost(batch, b);
+  auto rate_at = [&](double acceptance, int64_t b, Unmeasured unmeasured) {
+    const double cost = step_cost(batch, b, unmeasured);
     return cost > 0 ? expected_tokens(acceptance, b) / cost : expected_tokens(acceptance, b);
   };
-  auto rate = [&](int64_t b) { return rate_at(state.acceptance, b); };
+  auto rate = [&](int64_t b) { return rate_at(state.acceptance, b, Unmeasured::kOptimistic); };
   int64_t best = 1;
   for (int64_t b = 2; b <= max_block_size_; b *= 2) {
     if (rate(b) > rate(best)) best = b;
@@ -118,9 +132,12 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
   if (state.probing) {  // the choice after a probe judges it
     state.probing = false;
     // An accepted probe that did not resume drafting yet still promises, if drafting could pay
-    // at this batch size at all: a few more probes raise the acceptance enough to resume.
+    // at this batch size at all (every draft accepted, unmeasured passes costed by their rows):
+    // a few more probes raise the acceptance enough to resume.
     bool could_pay = false;
-    for (int64_t b = 2; b <= max_block_size_; b *= 2) could_pay = could_pay || rate_at(1.0, b) > rate(1);
+    for (int64_t b = 2; b <= max_block_size_; b *= 2) {
+      could_pay = could_pay || rate_at(1.0, b, Unmeasured::kProportional) > rate(1);
+    }
     const bool promising = state.block_size > 1 || (state.probe_hit && could_pay);
     state.probe_interval = next_probe_wait(promising, state.probe_interval);
     first_probe_interval_ = next_probe_wait(promising, first_probe_interval_);

@@ -2,7 +2,8 @@
 // little more than a decode pass and the drafter's tokens are accepted; both change with the
 // batch size and the text. The policy measures instead of assuming:
 //  - the cost of target passes and drafter passes by row count (moving averages per power-of-two
-//    bucket), as the engine runs them;
+//    bucket, quick to follow a faster pass and slow to follow a slower one: noise only adds
+//    time), as the engine runs them;
 //  - each sequence's acceptance rate (a moving average of accepted / drafted), starting from the
 //    drafter's recent acceptance over all sequences, so a warm engine does not re-learn per job.
 // Each step it picks, for each `auto` sequence, the block size with the best expected tokens per
@@ -53,8 +54,12 @@ class SpecPolicy {
   // Block size (1 = no speculation) for one auto sequence among `batch` sequences this step.
   int64_t choose(SequenceSpecState& state, int64_t batch);
 
+  // How to cost a pass of more rows than any measured: as the largest measured smaller one
+  // (optimistic: worth trying), or in proportion to its rows (what a compute-bound pass costs).
+  enum class Unmeasured { kOptimistic, kProportional };
+
   // Predicted cost of one step of `batch` sequences with blocks of b (seconds).
-  double step_cost(int64_t batch, int64_t b) const;
+  double step_cost(int64_t batch, int64_t b, Unmeasured unmeasured = Unmeasured::kOptimistic) const;
   static double expected_tokens(double acceptance, int64_t b);
   double drafter_acceptance() const { return drafter_acceptance_; }
 
@@ -68,7 +73,7 @@ class SpecPolicy {
   };
   static int bucket_of(int64_t rows);
   void update(Average& average, double seconds);
-  double estimate(const std::array<Average, kBuckets>& table, int64_t rows) const;
+  double estimate(const std::array<Average, kBuckets>& table, int64_t rows, Unmeasured unmeasured) const;
 
   int64_t max_block_size_;
   double drafter_acceptance_ = 0.5;  // prior, before anything was measured
