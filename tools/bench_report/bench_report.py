@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """`make bench`: runs flashq-bench on the demo pair and the broker, and writes the report.
 
-Writes docs/bench/report.md (tables, the machine and the commit) and PNG plots beside it:
+Writes docs/bench/report.md (tables, among them tau and speedup per block size, the machine and
+the commit) and PNG plots beside it:
   throughput.png  decode tokens/s against concurrency for ar (plain), dflash and auto
   pareto.png      tokens/s per user against total tokens/s (throughput at a given interactivity)
   tau.png         tau per prompt set (held-out code, code seen in training, random tokens)
@@ -76,12 +77,13 @@ def commit():
     return head.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
-def engine(bench, model, drafter, modes, concurrency, prompts, args, extra=()):
+def engine(bench, model, drafter, modes, concurrency, prompts, args, extra=(), block_size=None):
     """flashq-bench engine on a prompts file, or on random 48-token prompts when `prompts` is None."""
     source = ["--prompts", prompts] if prompts else ["--prompt-tokens", "48"]
+    block_size = args.block_size if block_size is None else block_size
     return run_json([bench, "engine", "--model", model, "--drafter", drafter, "--mode", modes,
                      "--concurrency", ",".join(str(c) for c in concurrency), *source,
-                     "--decode-tokens", str(args.decode_tokens), "--block-size", str(args.block_size),
+                     "--decode-tokens", str(args.decode_tokens), "--block-size", str(block_size),
                      "--repeats", str(args.repeats), "--json", *extra])
 
 
@@ -181,6 +183,10 @@ def markdown(report):
         efficiency = f"{r['efficiency']:.2f}" if "efficiency" in r else ""
         lines.append(f"| {r['mode']} | {r['concurrency']} | {r['decode_tokens_per_s']:.0f} | "
                      f"{r['decode_tokens_per_s'] / r['concurrency']:.0f} | {r['tau']:.2f} | {speedup} | {efficiency} |")
+    lines += ["", "## Block size (held-out code, concurrency 1)", "",
+              "| block | tau | dflash speedup over off |", "|---|---|---|"]
+    for block, t in sorted(report["blocks"].items(), key=lambda item: int(item[0])):
+        lines.append(f"| {block} | {t['tau']:.2f} | {t['speedup']:.2f} |")
     lines += ["", "## Tau per prompt set", "", "![tau](tau.png)", "",
               "| prompt set | tau | dflash speedup over off (concurrency 1) |", "|---|---|---|"]
     for name, t in report["tau"].items():
@@ -211,6 +217,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "docs/bench"))
     parser.add_argument("--concurrency", default="1,2,4,8,16")
     parser.add_argument("--block-size", type=int, default=16)
+    parser.add_argument("--block-sizes", default="2,4,8,16", help="block sizes of the block-size table")
     parser.add_argument("--decode-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prompts", type=int, default=32, help="prompts per prompt set")
@@ -235,6 +242,12 @@ def main():
         concurrency = [int(c) for c in args.concurrency.split(",")]
         sweep = engine(bench, args.model, args.drafter, "ar,dflash,auto", concurrency, paths["held-out code"], args,
                        ("--passes",))
+        blocks = {}
+        for block in (int(b) for b in args.block_sizes.split(",")):
+            runs = engine(bench, args.model, args.drafter, "ar,dflash", [1], paths["held-out code"], args,
+                          block_size=block)["runs"]
+            dflash = next(r for r in runs if r["mode"] == "dflash")
+            blocks[str(block)] = {"tau": dflash["tau"], "speedup": dflash["speedup"]}
         tau = {}
         for name, path in list(paths.items()) + [("random tokens", None)]:
             runs = engine(bench, args.model, args.drafter, "ar,dflash", [1], path, args)["runs"]
@@ -244,7 +257,8 @@ def main():
         "machine": machine(), "commit": commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "model": os.path.relpath(args.model, ROOT), "drafter": os.path.relpath(args.drafter, ROOT),
         "block_size": args.block_size, "decode_tokens": args.decode_tokens, "repeats": args.repeats,
-        "prompt_count": len(sets["held-out code"]), "sweep": sweep, "tau": tau, "broker": broker(bench, args),
+        "prompt_count": len(sets["held-out code"]), "sweep": sweep, "blocks": blocks, "tau": tau,
+        "broker": broker(bench, args),
     }
     with open(os.path.join(args.out, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
