@@ -215,6 +215,21 @@ TEST(SpecPolicy, LargeBatchTurnsSpeculationOff) {
   EXPECT_EQ(policy.choose(crowded, 16), 1);  // 16 rows already fill the arithmetic
 }
 
+// Each sequence pays for its own extra rows in the batch's pass: where extra rows come nearly
+// free (a GPU's flat cost), a sequence in a batch of 16 drafts its whole block; where they
+// cost in proportion (the CPU, with one sequence drafting 16 rows a batch of 16 would double
+// its pass for ~5 more tokens), it does not, however good the drafter.
+TEST(SpecPolicy, ASequenceInABatchWeighsItsOwnExtraRows) {
+  SpecPolicy gpu(16);
+  measure(gpu, cheap_target, cheap_draft);
+  SequenceSpecState on_gpu{.acceptance = 0.9, .block_size = 1, .probe_interval = 64};
+  EXPECT_EQ(gpu.choose(on_gpu, 16), 16);
+  SpecPolicy cpu(16);
+  measure(cpu, [](int64_t rows) { return 0.1 + 0.3 * static_cast<double>(rows); }, cpu_draft);
+  SequenceSpecState on_cpu{.acceptance = 0.95, .block_size = 1, .probe_interval = 64};
+  EXPECT_EQ(cpu.choose(on_cpu, 16), 1);
+}
+
 // Found by the benchmark: decode passes timed during a noisy minute, then not re-timed while
 // the engine speculated, made block 2 look cheaper than no draft, for ever.
 TEST(SpecPolicy, StaleSlowDecodeFiguresDoNotKeepAUselessDrafterGoing) {

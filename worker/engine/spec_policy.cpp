@@ -2,34 +2,40 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace flashq {
 
 SpecPolicy::SpecPolicy(int64_t max_block_size) : max_block_size_(max_block_size) {}
 
 int SpecPolicy::bucket_of(int64_t rows) {
-  int bucket = 0;
-  while ((int64_t{1} << (bucket + 1)) <= rows && bucket + 1 < kBuckets) ++bucket;
+  if (rows <= kExactRows) return static_cast<int>(std::max<int64_t>(rows, 1)) - 1;
+  int bucket = kExactRows;  // rows in (32, 64)
+  for (int64_t upper = 2 * kExactRows; upper <= rows && bucket + 1 < kBuckets; upper *= 2) ++bucket;
   return bucket;
 }
 
 // Noise on a shared machine only adds time (a thread descheduled in a fork-join region costs a
 // whole time slice: passes of 0.2 ms were seen taking 100 ms), so the average follows a faster
 // pass quickly and a slower one slowly, and a single sample can at most double it.
-void SpecPolicy::update(Average& average, double seconds) {
+void SpecPolicy::update(Average& average, int64_t rows, double seconds) {
   if (average.samples < 2) {
     average.seconds = seconds;  // the first pass of a size is cold: the second replaces it
-  } else if (seconds < average.seconds) {
-    average.seconds += 0.5 * (seconds - average.seconds);
+    average.rows = static_cast<double>(rows);
   } else {
-    average.seconds += 0.1 * (std::min(seconds, 2 * average.seconds) - average.seconds);
+    if (seconds < average.seconds) {
+      average.seconds += 0.5 * (seconds - average.seconds);
+    } else {
+      average.seconds += 0.1 * (std::min(seconds, 2 * average.seconds) - average.seconds);
+    }
+    average.rows += 0.2 * (static_cast<double>(rows) - average.rows);
   }
   average.samples += 1;
   average.updated_at = ++passes_;
 }
 
-void SpecPolicy::record_target_pass(int64_t rows, double seconds) { update(target_[bucket_of(rows)], seconds); }
-void SpecPolicy::record_draft_pass(int64_t rows, double seconds) { update(draft_[bucket_of(rows)], seconds); }
+void SpecPolicy::record_target_pass(int64_t rows, double seconds) { update(target_[bucket_of(rows)], rows, seconds); }
+void SpecPolicy::record_draft_pass(int64_t rows, double seconds) { update(draft_[bucket_of(rows)], rows, seconds); }
 
 namespace {
 
@@ -55,41 +61,56 @@ void SpecPolicy::record_acceptance(SequenceSpecState& state, int64_t drafted, in
   if (state.probing) state.probe_hit = accepted == drafted;
 }
 
-// A pass of more rows never costs less than one of fewer. Where the figures say otherwise, the
-// older one is stale and the more recent one bounds it: a decode figure from a noisy minute,
-// not re-timed while the engine speculated, once made block 2 look cheaper than no draft for
-// ever; a cold first 2-row pass, not re-timed while the engine did not speculate, made every
-// block look dear for ever. An unmeasured bucket costs what the largest measured smaller one
-// does (optimistic, so it gets tried), or that scaled by rows (kProportional).
-double SpecPolicy::estimate(const std::array<Average, kBuckets>& table, int64_t rows, Unmeasured unmeasured) const {
-  const int bucket = bucket_of(rows);
-  const Average& own = table[bucket];
-  if (!own.measured()) {
-    double floor = 0;
-    int floor_bucket = -1;
-    for (int b = 0; b < bucket; ++b) {
-      if (!table[b].measured() || table[b].seconds < floor) continue;
-      floor = table[b].seconds;
-      floor_bucket = b;
-    }
-    if (floor_bucket >= 0) {
-      // A bucket's figure is for at least 2^b rows: scaled from there, the estimate errs high.
-      return unmeasured == Unmeasured::kOptimistic
-                 ? floor
-                 : floor * static_cast<double>(rows) / static_cast<double>(int64_t{1} << floor_bucket);
-    }
-    for (int b = bucket + 1; b < kBuckets; ++b) {
-      if (table[b].measured()) return table[b].seconds;
-    }
-    return 0.0;
-  }
-  double seconds = own.seconds;
+// The measured figures as points (rows, seconds), in order of rows. A pass of more rows never
+// costs less than one of fewer: where two figures say otherwise, the more recent bounds the
+// older (a decode figure from a noisy minute, not re-timed while the engine speculated, once
+// made block 2 look cheaper than no draft for ever; a cold first 2-row pass, not re-timed while
+// the engine did not speculate, made every block look dear for ever).
+void SpecPolicy::CostCurve::refresh(const std::array<Average, kBuckets>& table) {
+  points.clear();
   for (int b = 0; b < kBuckets; ++b) {
-    const Average& other = table[b];
-    if (b == bucket || !other.measured() || other.updated_at < own.updated_at) continue;
-    seconds = b < bucket ? std::max(seconds, other.seconds) : std::min(seconds, other.seconds);
+    const Average& own = table[b];
+    if (!own.measured()) continue;
+    double seconds = own.seconds;
+    for (int o = 0; o < kBuckets; ++o) {
+      const Average& other = table[o];
+      if (o == b || !other.measured() || other.updated_at < own.updated_at) continue;
+      seconds = o < b ? std::max(seconds, other.seconds) : std::min(seconds, other.seconds);
+    }
+    points.push_back({own.rows, seconds});
   }
-  return seconds;
+}
+
+// Between measured points: interpolated. Beyond the largest: between flat and in proportion to
+// the rows.
+double SpecPolicy::CostCurve::at(int64_t rows, Unmeasured unmeasured) const {
+  if (points.empty()) return 0.0;
+  const double r = static_cast<double>(rows);
+  if (r <= points.front().rows) return points.front().seconds;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const Point& lo = points[i - 1];
+    const Point& hi = points[i];
+    if (r <= hi.rows) return lo.seconds + (hi.seconds - lo.seconds) * (r - lo.rows) / (hi.rows - lo.rows);
+  }
+  const Point& last = points.back();
+  const double proportional = last.seconds / last.rows;
+  double per_row = 0;  // one figure only: flat, so the size gets tried
+  if (unmeasured == Unmeasured::kProportional) {
+    per_row = proportional;
+  } else if (points.size() >= 2) {
+    const Point& before = points[points.size() - 2];
+    per_row = std::clamp((last.seconds - before.seconds) / (last.rows - before.rows), 0.0, proportional);
+  }
+  return last.seconds + per_row * (r - last.rows);
+}
+
+const SpecPolicy::CostCurve& SpecPolicy::curve(Curve which) const {
+  if (curves_at_ != passes_) {  // something was timed since: the points are out of date
+    target_curve_.refresh(target_);
+    draft_curve_.refresh(draft_);
+    curves_at_ = passes_;
+  }
+  return which == Curve::kTarget ? target_curve_ : draft_curve_;
 }
 
 double SpecPolicy::expected_tokens(double acceptance, int64_t b) {
@@ -98,8 +119,8 @@ double SpecPolicy::expected_tokens(double acceptance, int64_t b) {
 }
 
 double SpecPolicy::step_cost(int64_t batch, int64_t b, Unmeasured unmeasured) const {
-  double cost = estimate(target_, batch * b, unmeasured);
-  if (b > 1) cost += estimate(draft_, batch * b, unmeasured);
+  double cost = curve(Curve::kTarget).at(batch - 1 + b, unmeasured);
+  if (b > 1) cost += curve(Curve::kDraft).at(b, unmeasured);
   return cost;
 }
 
@@ -117,11 +138,13 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
     state.block_size = 2;  // a fresh engine: the cheapest block measures both passes
     return state.block_size;
   }
+  // Tokens per second of the whole step: the others' one token each and this sequence's E(b).
   auto rate_at = [&](double acceptance, int64_t b, Unmeasured unmeasured) {
+    const double tokens = static_cast<double>(batch - 1) + expected_tokens(acceptance, b);
     const double cost = step_cost(batch, b, unmeasured);
-    return cost > 0 ? expected_tokens(acceptance, b) / cost : expected_tokens(acceptance, b);
+    return cost > 0 ? tokens / cost : tokens;
   };
-  auto rate = [&](int64_t b) { return rate_at(state.acceptance, b, Unmeasured::kOptimistic); };
+  auto rate = [&](int64_t b) { return rate_at(state.acceptance, b, Unmeasured::kTrend); };
   int64_t best = 1;
   for (int64_t b = 2; b <= max_block_size_; b *= 2) {
     if (rate(b) > rate(best)) best = b;
