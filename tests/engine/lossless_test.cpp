@@ -70,6 +70,27 @@ TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
   }
 }
 
+// `auto` with a random drafter: it stops drafting and probes now and then, each time after more
+// than DFlashProposer::kRecentRows tokens, so its draft context skips positions. The drafts
+// change; the output must not.
+TEST_P(Lossless, AutoSequencesThatPauseAndResumeDraftingStayLossless) {
+  const PairCase& c = GetParam();
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  Qwen3Model& model = *pair.target.model;
+  const std::vector<int32_t> prompt = some_tokens(9, 459, 7 + static_cast<uint32_t>(c.target.seed));
+  const int64_t max_tokens = 200;
+  auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, max_tokens)}, 1);
+  std::vector<TraceRecord> trace;
+  auto speculative = run_engine(model, *pair.tokenizer, pair.proposer.get(),
+                                {request_for(prompt, SpecMode::kAuto, 0, max_tokens)}, 1, &trace);
+  ASSERT_EQ(speculative[0], plain[0]) << c.name;
+  bool resumed_after_a_gap = false;
+  for (size_t i = 1; i < trace.size(); ++i) {
+    resumed_after_a_gap = resumed_after_a_gap || trace[i].start - trace[i - 1].start > DFlashProposer::kRecentRows + 1;
+  }
+  EXPECT_TRUE(resumed_after_a_gap) << "no draft after a pause longer than the ring: the test missed its case";
+}
+
 INSTANTIATE_TEST_SUITE_P(
     RandomPairs, Lossless,
     ::testing::Values(PairCase{"Gqa3Layers", f32_target(41), 1}, PairCase{"Mha4Layers", f32_target(42, 4, 48, 4, 4, 12), 2},
