@@ -1,0 +1,1 @@
+"""Part of the transformers stand-in (see ../__init__.py)."""
