@@ -70,6 +70,24 @@ TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
   }
 }
 
+// Greedy sequences take only each row's argmax from the pass (worked out on the backend);
+// a batch with a sampling sequence in it brings every row's logits to the host instead. The
+// greedy sequence's tokens must be the same either way.
+TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
+  const PairCase& c = GetParam();
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  Qwen3Model& model = *pair.target.model;
+  const std::vector<int32_t> prompt = some_tokens(6, 459, 11 + static_cast<uint32_t>(c.target.seed));
+  auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, 30)}, 1);
+  SequenceRequest sampled = request_for(some_tokens(5, 459, 3), SpecMode::kDflash, 4, 30);
+  sampled.generation.sampling.temperature = 0.8f;
+  sampled.generation.sampling.seed = 5;
+  auto together = run_engine(model, *pair.tokenizer, pair.proposer.get(),
+                             {request_for(prompt, SpecMode::kDflash, 4, 30), sampled}, 2);
+  EXPECT_EQ(together[0], plain[0]) << c.name;
+  EXPECT_EQ(together[1].size(), 30u);
+}
+
 // `auto` with a random drafter: it stops drafting and probes now and then, each time after more
 // than DFlashProposer::kRecentRows tokens, so its draft context skips positions. The drafts
 // change; the output must not.

@@ -11,13 +11,13 @@ std::span<const float> row(std::span<const float> logits, int64_t vocab, int64_t
 
 }  // namespace
 
-Acceptance accept_longest_prefix(std::span<const int32_t> draft, std::span<const float> logits, int64_t vocab) {
+Acceptance accept_longest_prefix(std::span<const int32_t> draft, std::span<const int32_t> choices) {
   Acceptance result;
   for (int32_t token : draft) {
-    if (argmax(row(logits, vocab, result.accepted)) != token) break;
+    if (choices[static_cast<size_t>(result.accepted)] != token) break;
     ++result.accepted;
   }
-  result.bonus = argmax(row(logits, vocab, result.accepted));
+  result.bonus = choices[static_cast<size_t>(result.accepted)];
   return result;
 }
 

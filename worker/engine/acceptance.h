@@ -15,8 +15,9 @@ struct Acceptance {
   int32_t bonus = 0;     // the target's own next token after them
 };
 
-// Greedy: a = longest prefix with d_i == argmax(row i-1); bonus = argmax(row a).
-Acceptance accept_longest_prefix(std::span<const int32_t> draft, std::span<const float> logits, int64_t vocab);
+// Greedy, from the target's choices (choices[j] = argmax of row j, so only ids need reach the
+// host): a = longest prefix with d_i == choices[i-1]; bonus = choices[a].
+Acceptance accept_longest_prefix(std::span<const int32_t> draft, std::span<const int32_t> choices);
 
 // Exact speculative sampling for a deterministic draft: accept d_i with probability p_{i-1}(d_i);
 // at the first rejection draw from p_{i-1} without d_i, renormalised; after a full block draw

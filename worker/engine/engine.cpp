@@ -113,9 +113,9 @@ void Engine::prefill(Sequence& s) {
   ForwardOptions forward{.logits = LogitRows::kLastOfEachChunk};
   if (observe) forward.tap_layers = proposer_->tap_layers();
   ForwardOutput out = model_.forward({&chunk, 1}, forward);
-  logits_.resize(static_cast<size_t>(out.logits.numel()));
-  model_.backend().copy_to_host(out.logits, logits_.data());
-  const int32_t first = s.sampler.sample(logits_);
+  const bool greedy = s.request.generation.sampling.greedy();
+  fetch_logits(out.logits, greedy);
+  const int32_t first = greedy ? choices_[0] : s.sampler.sample(logits_);
   if (observe) {
     Observation o{s.proposer_state.get(), prompt, 0, out.taps};
     proposer_->observe({&o, 1});
@@ -198,10 +198,12 @@ void Engine::decode_step() {
   if (want_taps) forward.tap_layers = proposer_->tap_layers();
   phases_.other += seconds_since(other_start);
 
+  const bool all_greedy = std::all_of(active.begin(), active.end(), [](const Sequence* s) {
+    return s->request.generation.sampling.greedy();
+  });
   const auto verify_start = Clock::now();
   ForwardOutput out = model_.forward(chunks, forward);
-  logits_.resize(static_cast<size_t>(out.logits.numel()));
-  model_.backend().copy_to_host(out.logits, logits_.data());
+  fetch_logits(out.logits, all_greedy);
   int64_t total_rows = 0;
   for (const SequenceChunk& c : chunks) total_rows += static_cast<int64_t>(c.tokens.size());
   const double verify_seconds = seconds_since(verify_start);
@@ -217,10 +219,13 @@ void Engine::decode_step() {
     const std::span<const int32_t> block = chunks[i].tokens;
     const int64_t b = static_cast<int64_t>(block.size());
     const std::span<const int32_t> draft = block.subspan(1);
-    const std::span<const float> rows(logits_.data() + row * vocab, static_cast<size_t>(b * vocab));
-    const Acceptance acceptance = s.request.generation.sampling.greedy()
-                                      ? accept_longest_prefix(draft, rows, vocab)
-                                      : accept_speculative_sampling(draft, rows, vocab, s.sampler);
+    const Acceptance acceptance =
+        s.request.generation.sampling.greedy()
+            ? accept_longest_prefix(draft, std::span<const int32_t>(choices_).subspan(static_cast<size_t>(row),
+                                                                                       static_cast<size_t>(b)))
+            : accept_speculative_sampling(
+                  draft, std::span<const float>(logits_.data() + row * vocab, static_cast<size_t>(b * vocab)), vocab,
+                  s.sampler);
     const int64_t start = s.target_cache.length() - b;
     s.target_cache.truncate(start + acceptance.accepted + 1);
     if (s.proposer_state) {
@@ -253,6 +258,27 @@ void Engine::decode_step() {
   // Taps are views into the model's workspace: inject before the next target pass.
   if (!observations.empty()) proposer_->observe(observations);
   phases_.other += seconds_since(other_start);
+}
+
+void Engine::fetch_logits(const Tensor& logits, bool all_greedy) {
+  Backend& backend = model_.backend();
+  const int64_t rows = logits.rows();
+  choices_.resize(static_cast<size_t>(rows));
+  if (all_greedy) {
+    if (!device_choices_.defined() || device_choices_.numel() < rows) {
+      device_choices_ = backend.allocate(DType::kI32, {std::max<int64_t>(rows, 256)});
+    }
+    Tensor ids = device_choices_.slice_rows(0, rows);
+    backend.argmax(logits, ids);
+    backend.copy_to_host(ids, choices_.data());
+    return;
+  }
+  logits_.resize(static_cast<size_t>(logits.numel()));
+  backend.copy_to_host(logits, logits_.data());
+  const size_t vocab = static_cast<size_t>(logits.cols());
+  for (size_t m = 0; m < choices_.size(); ++m) {
+    choices_[m] = argmax(std::span<const float>(logits_.data() + m * vocab, vocab));
+  }
 }
 
 void Engine::emit(Sequence& s, std::span<const int32_t> tokens, StepEvent& event) {

@@ -91,6 +91,10 @@ class Engine {
   void emit(Sequence& sequence, std::span<const int32_t> tokens, StepEvent& event);
   void finish(Sequence& sequence, FinishReason reason, StepEvent& event);
   void retire();
+  // Brings what the step needs of the target's logits to the host: with every sequence greedy,
+  // each row's argmax only (into choices_: 4 bytes a row, not a vocabulary); else every row
+  // (into logits_, and choices_ computed here).
+  void fetch_logits(const Tensor& logits, bool all_greedy);
 
   Qwen3Model& model_;
   const Tokenizer& tokenizer_;
@@ -102,6 +106,8 @@ class Engine {
   std::vector<FinishedSequence> finished_;
   PhaseSeconds phases_;
   std::vector<float> logits_;
+  std::vector<int32_t> choices_;  // argmax of each row of the last pass
+  Tensor device_choices_;         // on the backend, grown as needed
 };
 
 }  // namespace flashq
