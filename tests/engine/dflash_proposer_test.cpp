@@ -53,7 +53,9 @@ Tensor upload_rows(Backend& backend, const std::vector<float>& rows, int64_t col
 
 class DFlashProposerTest : public ::testing::Test {
  protected:
-  DFlashProposerTest() : pair(f32_target(31), TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 32}) {}
+  DFlashProposerTest() : pair(f32_target(31), TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 32}) {
+    pair.proposer->keep_logits(true);
+  }
 
   // Feeds every pass of `run` to the proposer, then drafts one block after the last.
   std::vector<float> propose_after(const TargetRun& run, int64_t block) {

@@ -16,7 +16,7 @@ namespace {
 // Delegates to the DFlash proposer and keeps the drafter logits of every step.
 class RecordingProposer final : public Proposer {
  public:
-  explicit RecordingProposer(DFlashProposer& inner) : inner_(inner) {}
+  explicit RecordingProposer(DFlashProposer& inner) : inner_(inner) { inner_.keep_logits(true); }
   int64_t max_block_size() const override { return inner_.max_block_size(); }
   std::vector<int64_t> tap_layers() const override { return inner_.tap_layers(); }
   std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override { return inner_.start_sequence(max_length); }

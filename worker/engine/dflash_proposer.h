@@ -31,14 +31,22 @@ class DFlashProposer final : public Proposer {
   void catch_up(std::span<const ProposalRequest> requests) override;
   void propose(std::span<const ProposalRequest> requests) override;
 
-  // The drafter logits of the last propose(): rows 1..B-1 of each block, in request order.
+  // Drafts need only each row's argmax, which the backend works out, so only ids reach the
+  // host; keep_logits(true) also copies the drafter's logits, for last_logits() (a reference
+  // check; on a GPU it moves a vocabulary of floats a row).
+  void keep_logits(bool keep) { keep_logits_ = keep; }
+  // The drafter logits of the last propose() (with keep_logits): rows 1..B-1 of each block, in
+  // request order.
   const std::vector<float>& last_logits() const { return logits_; }
 
  private:
   void inject_recent(std::span<DraftContext* const> contexts);
 
   DFlashDrafter& drafter_;
+  bool keep_logits_ = false;
   std::vector<float> logits_;
+  std::vector<int32_t> choices_;
+  Tensor device_choices_;  // on the backend, grown as needed
 };
 
 }  // namespace flashq
