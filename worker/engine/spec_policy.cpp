@@ -145,6 +145,13 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
     return cost > 0 ? tokens / cost : tokens;
   };
   auto rate = [&](int64_t b) { return rate_at(state.acceptance, b, Unmeasured::kTrend); };
+  // Whether drafting could pay at this batch size at all: every draft accepted.
+  auto could_pay = [&](Unmeasured unmeasured) {
+    for (int64_t b = 2; b <= max_block_size_; b *= 2) {
+      if (rate_at(1.0, b, unmeasured) > rate(1)) return true;
+    }
+    return false;
+  };
   int64_t best = 1;
   for (int64_t b = 2; b <= max_block_size_; b *= 2) {
     if (rate(b) > rate(best)) best = b;
@@ -155,13 +162,9 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
   if (state.probing) {  // the choice after a probe judges it
     state.probing = false;
     // An accepted probe that did not resume drafting yet still promises, if drafting could pay
-    // at this batch size at all (every draft accepted, unmeasured passes costed by their rows):
-    // a few more probes raise the acceptance enough to resume.
-    bool could_pay = false;
-    for (int64_t b = 2; b <= max_block_size_; b *= 2) {
-      could_pay = could_pay || rate_at(1.0, b, Unmeasured::kProportional) > rate(1);
-    }
-    const bool promising = state.block_size > 1 || (state.probe_hit && could_pay);
+    // at this batch size (unmeasured passes costed by their rows): a few more probes raise the
+    // acceptance enough to resume.
+    const bool promising = state.block_size > 1 || (state.probe_hit && could_pay(Unmeasured::kProportional));
     state.probe_interval = next_probe_wait(promising, state.probe_interval);
     first_probe_interval_ = next_probe_wait(promising, first_probe_interval_);
   }
@@ -169,7 +172,9 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
     state.steps_without_draft = 0;
     return state.block_size;
   }
-  if (++state.steps_without_draft >= state.probe_interval) {
+  // A probe only measures the acceptance: where no acceptance would make drafting pay at this
+  // batch size (by the trend of the measured passes), it would only cost.
+  if (++state.steps_without_draft >= state.probe_interval && could_pay(Unmeasured::kTrend)) {
     state.steps_without_draft = 0;
     state.probing = true;
     return 2;

@@ -20,7 +20,8 @@
 // changes only for a predicted gain of 10% or more.
 //
 // A sequence that stopped speculating keeps a stale acceptance, so now and then it probes with
-// the cheapest block (2). A probe that neither resumes drafting nor promises to (its draft was
+// the cheapest block (2), unless no acceptance would make drafting pay at the batch size (by
+// the trend of the measured passes): then a probe could only cost, and it waits. A probe that neither resumes drafting nor promises to (its draft was
 // rejected, or the batch makes drafting too dear whatever the acceptance) doubles the wait
 // before the next one, so a useless drafter, or a drafter in a large batch, costs one small pass
 // every few hundred steps. The wait a new sequence starts with is learned the same way over all
