@@ -242,17 +242,14 @@ def main():
         concurrency = [int(c) for c in args.concurrency.split(",")]
         sweep = engine(bench, args.model, args.drafter, "ar,dflash,auto", concurrency, paths["held-out code"], args,
                        ("--passes",))
-        blocks = {}
-        for block in (int(b) for b in args.block_sizes.split(",")):
-            runs = engine(bench, args.model, args.drafter, "ar,dflash", [1], paths["held-out code"], args,
-                          block_size=block)["runs"]
+        def dflash_alone(path, block_size=None):
+            """tau and speedup over plain of dflash at concurrency 1."""
+            runs = engine(bench, args.model, args.drafter, "ar,dflash", [1], path, args, block_size=block_size)["runs"]
             dflash = next(r for r in runs if r["mode"] == "dflash")
-            blocks[str(block)] = {"tau": dflash["tau"], "speedup": dflash["speedup"]}
-        tau = {}
-        for name, path in list(paths.items()) + [("random tokens", None)]:
-            runs = engine(bench, args.model, args.drafter, "ar,dflash", [1], path, args)["runs"]
-            dflash = next(r for r in runs if r["mode"] == "dflash")
-            tau[name] = {"tau": dflash["tau"], "speedup": dflash["speedup"]}
+            return {"tau": dflash["tau"], "speedup": dflash["speedup"]}
+
+        blocks = {b: dflash_alone(paths["held-out code"], int(b)) for b in args.block_sizes.split(",")}
+        tau = {name: dflash_alone(path) for name, path in list(paths.items()) + [("random tokens", None)]}
     report = {
         "machine": machine(), "commit": commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "model": os.path.relpath(args.model, ROOT), "drafter": os.path.relpath(args.drafter, ROOT),

@@ -95,23 +95,15 @@ void DFlashProposer::propose(std::span<const ProposalRequest> requests) {
     blocks.push_back({r.last_token, r.block_size, &c.cache, r.start});
   }
   Tensor logits = drafter_.draft(blocks);
-  Backend& backend = drafter_.backend();
-  const int64_t rows = logits.rows();
-  if (!device_choices_.defined() || device_choices_.numel() < rows) {
-    device_choices_ = backend.allocate(DType::kI32, {std::max<int64_t>(rows, 256)});
-  }
-  Tensor ids = device_choices_.slice_rows(0, rows);
-  backend.argmax(logits, ids);
-  choices_.resize(static_cast<size_t>(rows));
-  backend.copy_to_host(ids, choices_.data());
+  const std::vector<int32_t>& choices = row_argmax_(drafter_.backend(), logits);
   if (keep_logits_) {
     logits_.resize(static_cast<size_t>(logits.numel()));
-    backend.copy_to_host(logits, logits_.data());
+    drafter_.backend().copy_to_host(logits, logits_.data());
   }
   size_t row = 0;
   for (const ProposalRequest& r : requests) {
     r.draft->clear();
-    for (int64_t j = 1; j < r.block_size; ++j) r.draft->push_back(choices_[row++]);
+    for (int64_t j = 1; j < r.block_size; ++j) r.draft->push_back(choices[row++]);
   }
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "worker/engine/proposer.h"
+#include "worker/engine/row_argmax.h"
 #include "worker/model/dflash_drafter.h"
 
 namespace flashq {
@@ -45,8 +46,7 @@ class DFlashProposer final : public Proposer {
   DFlashDrafter& drafter_;
   bool keep_logits_ = false;
   std::vector<float> logits_;
-  std::vector<int32_t> choices_;
-  Tensor device_choices_;  // on the backend, grown as needed
+  RowArgmax row_argmax_;
 };
 
 }  // namespace flashq

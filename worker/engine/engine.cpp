@@ -262,20 +262,14 @@ void Engine::decode_step() {
 
 void Engine::fetch_logits(const Tensor& logits, bool all_greedy) {
   Backend& backend = model_.backend();
-  const int64_t rows = logits.rows();
-  choices_.resize(static_cast<size_t>(rows));
   if (all_greedy) {
-    if (!device_choices_.defined() || device_choices_.numel() < rows) {
-      device_choices_ = backend.allocate(DType::kI32, {std::max<int64_t>(rows, 256)});
-    }
-    Tensor ids = device_choices_.slice_rows(0, rows);
-    backend.argmax(logits, ids);
-    backend.copy_to_host(ids, choices_.data());
+    choices_ = row_argmax_(backend, logits);
     return;
   }
   logits_.resize(static_cast<size_t>(logits.numel()));
   backend.copy_to_host(logits, logits_.data());
   const size_t vocab = static_cast<size_t>(logits.cols());
+  choices_.resize(static_cast<size_t>(logits.rows()));
   for (size_t m = 0; m < choices_.size(); ++m) {
     choices_[m] = argmax(std::span<const float>(logits_.data() + m * vocab, vocab));
   }

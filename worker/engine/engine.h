@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "worker/engine/proposer.h"
+#include "worker/engine/row_argmax.h"
 #include "worker/engine/sequence.h"
 #include "worker/engine/spec_policy.h"
 #include "worker/model/qwen3.h"
@@ -107,7 +108,7 @@ class Engine {
   PhaseSeconds phases_;
   std::vector<float> logits_;
   std::vector<int32_t> choices_;  // argmax of each row of the last pass
-  Tensor device_choices_;         // on the backend, grown as needed
+  RowArgmax row_argmax_;
 };
 
 }  // namespace flashq
