@@ -280,15 +280,22 @@ void Broker::cancel_job(JobRecord& job) {
 }
 
 // A subscriber's first subscription to a job this broker knows nothing of: with Redis, the job may
-// run on another broker, and its stream is relayed from there (from its start: the subscriber is
-// late). Without Redis there is nothing to follow.
+// run on another broker (or be submitted there later), and its stream is relayed from there (from
+// its start: the subscriber may be late). The last subscriber leaving ends the wait for a job
+// that never came. Without Redis there is nothing to follow.
 void Broker::on_subscription(const zmq::message_t& subscription) {
   const std::string_view message = subscription.to_string_view();
-  if (!redis_ || message.size() <= 1 || message[0] != 1) return;  // an unsubscription, or no Redis
+  if (!redis_ || message.size() <= 1 || message[0] > 1) return;
+  const bool subscribed = message[0] == 1;
   const std::string_view topic = message.substr(1);
   if (topic.substr(0, protocol::kStreamTopicPrefix.size()) != protocol::kStreamTopicPrefix) return;
   const std::string id(topic.substr(protocol::kStreamTopicPrefix.size()));
-  if (protocol::is_valid_id(id) && !jobs_.count(id)) redis_follow(id);
+  if (!subscribed) {
+    redis_awaited_.erase(id);
+  } else if (protocol::is_valid_id(id) && !jobs_.count(id)) {
+    if (redis_awaited_.size() < kMaxAwaitedSubscriptions) redis_awaited_.insert(id);
+    redis_follow(id);
+  }
 }
 
 void Broker::on_status(const std::string& producer, const protocol::Status& status) {

@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,7 @@ class Broker {
   void redis_relay(SteadyClock::time_point now);
   void redis_cancel(const std::string& producer, const std::string& id);
   void redis_follow(const std::string& id);
+  void redis_check_awaited(SteadyClock::time_point now);
   void redis_keep_claimed();
   void redis_event(JobRecord& job, protocol::Event event);
   void redis_store_events(const std::string& id);
@@ -136,6 +138,11 @@ class Broker {
   SteadyClock::time_point redis_last_fetch_;
   SteadyClock::time_point redis_last_relay_;
   static constexpr std::chrono::milliseconds kRedisReadInterval{5};
+  std::set<std::string> redis_awaited_;  // subscribed here, not (yet) known to Redis
+  bool redis_checking_awaited_ = false;  // a round of redis_check_awaited is in flight
+  SteadyClock::time_point redis_last_await_check_;
+  static constexpr std::chrono::milliseconds kAwaitedCheckInterval{100};
+  static constexpr size_t kMaxAwaitedSubscriptions = 4096;  // beyond: only jobs Redis knows are followed
   std::string redis_control_from_;  // flashq:control is read after this entry
   SteadyClock::time_point redis_last_keep_;
   SteadyClock::time_point last_heartbeat_sent_;

@@ -52,7 +52,7 @@ void Broker::redis_turn() {
   if (!redis_) return;
   if (!redis_->connected()) {
     redis_ready_ = false;
-    redis_fetching_ = redis_relaying_ = false;
+    redis_fetching_ = redis_relaying_ = redis_checking_awaited_ = false;
     if (!redis_->ensure_connected()) return;  // backs off by itself
     spdlog::info("redis {}: connected", redis_->url().describe());
   }
@@ -65,6 +65,7 @@ void Broker::redis_turn() {
     const auto now = SteadyClock::now();
     if (!draining_) redis_fetch(now);
     redis_relay(now);
+    redis_check_awaited(now);
     redis_keep_claimed();
     while (!redis_events_.empty()) redis_store_events(redis_events_.begin()->first);
     ok = redis_pipeline_.send(*redis_);
@@ -395,12 +396,16 @@ void Broker::redis_cancel(const std::string& producer, const std::string& id) {
   }
 }
 
-// Relays the stream of a job that another broker runs (for a subscriber here), if it exists.
+// Relays the stream of a job that another broker runs (for a subscriber here) once Redis knows
+// it. Until then (no broker took it yet, or it is not submitted yet) its id stays awaited.
 void Broker::redis_follow(const std::string& id) {
   redis_pipeline_.add(
       {"HEXISTS", schema::job_key(id), "state"},
       [this, id](const RedisReply& reply) {
-        if (reply.is_error() || reply.integer != 1 || jobs_.count(id)) return;
+        const bool known_here = jobs_.count(id) > 0;
+        const bool known_to_redis = !reply.is_error() && reply.integer == 1;
+        if (known_here || known_to_redis) redis_awaited_.erase(id);
+        if (known_here || !known_to_redis) return;
         JobRecord record;
         record.job.id = id;
         record.phase = JobPhase::kRemote;
@@ -408,6 +413,25 @@ void Broker::redis_follow(const std::string& id) {
         jobs_.emplace(id, std::move(record));
       },
       OnFailure::kDrop);
+}
+
+// Subscriptions to jobs Redis did not know yet are asked about again, a few times a second, until
+// the job appears or its last subscriber leaves.
+void Broker::redis_check_awaited(SteadyClock::time_point now) {
+  if (redis_awaited_.empty() || redis_checking_awaited_ || now - redis_last_await_check_ < kAwaitedCheckInterval) {
+    return;
+  }
+  redis_last_await_check_ = now;
+  for (auto it = redis_awaited_.begin(); it != redis_awaited_.end();) {
+    if (jobs_.count(*it)) {
+      it = redis_awaited_.erase(it);  // submitted here meanwhile: streamed like any job of ours
+    } else {
+      redis_follow(*it++);
+    }
+  }
+  // Replies come in order: this one ends the round, so a slow Redis never has two rounds queued.
+  redis_checking_awaited_ = true;
+  redis_pipeline_.add({"PING"}, [this](const RedisReply&) { redis_checking_awaited_ = false; }, OnFailure::kDrop);
 }
 
 // Entries this broker holds are claimed again now and then, so they never look idle to the

@@ -3,6 +3,8 @@
 // stream socket follows a job that another broker runs, from the first event to the final.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "tests/redis/redis_cluster_fixture.h"
 
 namespace flashq::testing {
@@ -13,7 +15,8 @@ class RedisBrokersTest : public RedisClusterTest {
   // Broker a has no worker, so it takes nothing from Redis; broker b (`other_`) runs every job.
   void start_two_brokers() {
     ASSERT_TRUE(start_broker(redis_flags("a")));
-    other_ = std::make_unique<Cluster>(scratch_.path());
+    std::filesystem::create_directories(scratch_.path() / "b");  // its logs apart from a's
+    other_ = std::make_unique<Cluster>(scratch_.path() / "b");
     ASSERT_TRUE(other_->start_broker(redis_flags("b")));
     other_->start_worker("w1", target_dir(), drafter_dir(), 2);
     ASSERT_TRUE(other_->wait_for_workers(1));
@@ -105,6 +108,16 @@ TEST_F(RedisBrokersTest, CancelOfAnIdNoBrokerKnowsIsNotFound) {
   }
 }
 
+// Reads a subscriber's events until the final one (or 20 s of silence).
+std::vector<protocol::Event> follow_to_final(StreamSubscriber& subscriber) {
+  std::vector<protocol::Event> events;
+  while (std::optional<protocol::Event> event = subscriber.next(20000)) {
+    events.push_back(*event);
+    if (event->final_result) break;
+  }
+  return events;
+}
+
 TEST_F(RedisBrokersTest, SubscriberOnTheOtherBrokerFollowsTheJobToItsFinal) {
   start_two_brokers();
   constexpr int64_t kTokens = 300;
@@ -112,22 +125,40 @@ TEST_F(RedisBrokersTest, SubscriberOnTheOtherBrokerFollowsTheJobToItsFinal) {
   const Reference want = reference(prompt, kTokens);
   RedisClient redis(redis_->port());
   xadd_job(redis, "follow-1", prompt, kTokens);
-  // A subscriber subscribes to a job that exists: here, once b has taken it.
-  ASSERT_TRUE(eventually([&] { return !redis.command({"HGET", "flashq:job:follow-1", "state"}).empty(); },
-                         milliseconds(20000)));
+  // Here the subscriber comes once b has taken the job (it may have finished already).
+  ASSERT_TRUE(eventually(
+      [&] { return redis.command({"HGET", "flashq:job:follow-1", "state"}) != std::vector<std::string>{"(nil)"}; },
+      milliseconds(20000)));
   auto client = connect_client();  // to broker a, which knows nothing of the job
   StreamSubscriber subscriber = client->subscribe("follow-1");
-  std::vector<protocol::Event> events;
-  while (std::optional<protocol::Event> event = subscriber.next(20000)) {
-    events.push_back(*event);
-    if (event->final_result) break;
-  }
+  const std::vector<protocol::Event> events = follow_to_final(subscriber);
   ASSERT_FALSE(events.empty()) << "nothing relayed to the subscriber";
   ASSERT_TRUE(events.back().final_result) << "no final event";
   EXPECT_TRUE(is_complete_stream(events)) << "the relay starts at seq 0 and has no gap";
   EXPECT_EQ(JobRun::ids_of(events), want.tokens);
   EXPECT_EQ(JobRun::text_of(events), want.text);
   EXPECT_TRUE(matches(read_run(redis, "follow-1"), want));
+}
+
+// docs/protocol.md: a producer that wants every event subscribes before it submits. With two
+// brokers the subscription may reach one that Redis has not told of the job yet.
+TEST_F(RedisBrokersTest, SubscriberBeforeTheJobExistsFollowsItOnceSubmittedElsewhere) {
+  start_two_brokers();
+  constexpr int64_t kTokens = 300;
+  const std::string prompt = "job 8: the queue hums";
+  const Reference want = reference(prompt, kTokens);
+  auto client = connect_client();  // to broker a
+  StreamSubscriber subscriber = client->subscribe("early-sub-1");
+  std::this_thread::sleep_for(milliseconds(300));  // a asks Redis, which knows nothing yet
+  RedisClient redis(redis_->port());
+  ASSERT_EQ(redis.command({"EXISTS", "flashq:job:early-sub-1"}), std::vector<std::string>{"0"});
+  xadd_job(redis, "early-sub-1", prompt, kTokens);  // b takes and runs it
+  const std::vector<protocol::Event> events = follow_to_final(subscriber);
+  ASSERT_FALSE(events.empty()) << "nothing relayed to the early subscriber";
+  ASSERT_TRUE(events.back().final_result) << "no final event";
+  EXPECT_TRUE(is_complete_stream(events));
+  EXPECT_EQ(JobRun::ids_of(events), want.tokens);
+  EXPECT_EQ(JobRun::text_of(events), want.text);
 }
 
 }  // namespace
