@@ -525,6 +525,7 @@ void Broker::update_gauges() {
   }
   gauges.workers = static_cast<int64_t>(workers_.all().size());
   gauges.draining = draining_;
+  if (redis_) gauges.redis_connected = redis_ready_;
   metrics_.set_gauges(std::move(gauges));
 }
 

@@ -24,7 +24,7 @@ HttpEndpoint::HttpEndpoint(const std::string& address, const BrokerMetrics& metr
     response.set_content("ok\n", "text/plain");
   });
   server_->Get("/readyz", [&metrics](const httplib::Request&, httplib::Response& response) {
-    const bool ready = metrics.workers() > 0 && !metrics.draining();
+    const bool ready = metrics.ready();
     response.status = ready ? 200 : 503;
     response.set_content(ready ? "ready\n" : "not ready\n", "text/plain");
   });

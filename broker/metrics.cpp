@@ -102,6 +102,10 @@ int64_t BrokerMetrics::workers() const {
   std::lock_guard lock(mutex_);
   return gauges_.workers;
 }
+bool BrokerMetrics::ready() const {
+  std::lock_guard lock(mutex_);
+  return gauges_.workers > 0 && !gauges_.draining && gauges_.redis_connected.value_or(true);
+}
 
 std::string BrokerMetrics::render() const {
   std::lock_guard lock(mutex_);
@@ -115,6 +119,10 @@ std::string BrokerMetrics::render() const {
   gauge(out, "flashq_jobs_running", "Jobs assigned to a worker.", static_cast<double>(gauges_.jobs_running));
   gauge(out, "flashq_workers", "Workers registered.", static_cast<double>(gauges_.workers));
   gauge(out, "flashq_worker_slots", "Slots advertised by all workers.", static_cast<double>(gauges_.worker_slots));
+  if (gauges_.redis_connected) {
+    gauge(out, "flashq_redis_connected", "1 while the broker is connected to its Redis and set up there.",
+          *gauges_.redis_connected ? 1.0 : 0.0);
+  }
   counter(out, "flashq_jobs_admitted_total", "Jobs accepted into the queue.", admitted_);
   labelled_counter(out, "flashq_jobs_rejected_total", "Submissions refused, by reason.", "reason", rejected_);
   labelled_counter(out, "flashq_jobs_finished_total", "Jobs ended, by finish reason.", "finish_reason", finished_);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct BrokerGauges {
   int64_t workers = 0;
   int64_t worker_slots = 0;
   bool draining = false;
+  std::optional<bool> redis_connected;  // none without --redis
 };
 
 class BrokerMetrics {
@@ -51,6 +53,8 @@ class BrokerMetrics {
   std::string render() const;
   bool draining() const;
   int64_t workers() const;
+  // /readyz: workers registered, not draining, and Redis (when configured) connected.
+  bool ready() const;
 
  private:
   mutable std::mutex mutex_;

@@ -163,6 +163,8 @@ class Cluster {
   }
 
   ChildProcess& broker() { return *broker_; }
+  // start_broker with --redis waits until the broker is connected there, unless this is false.
+  bool wait_for_redis_on_start = true;
   bool has_broker() const { return broker_ != nullptr; }
 
   // Starts a flashq-worker named `name` (replacing a dead one of that name). It beats every
@@ -229,9 +231,13 @@ class Cluster {
     args.insert(args.end(), extra.begin(), extra.end());
     broker_ = std::make_unique<ChildProcess>("flashq-broker", args, next_log("broker"));
     if (!broker_->started()) return false;
-    return eventually([&] { return http_get(http_port_, "/healthz").status == 200 || !broker_->running(); },
-                      milliseconds(15000)) &&
-           broker_->running();
+    const bool answers = eventually([&] { return http_get(http_port_, "/healthz").status == 200 || !broker_->running(); },
+                                    milliseconds(15000)) &&
+                         broker_->running();
+    // With Redis, ready means connected there too: until then a broker answers `unavailable`.
+    const bool with_redis = wait_for_redis_on_start && std::find(args.begin(), args.end(), "--redis") != args.end();
+    return answers && (!with_redis || eventually([&] { return metric("flashq_redis_connected") == std::optional<double>(1); },
+                                                 milliseconds(15000)));
   }
 
   std::filesystem::path next_log(const std::string& name) {

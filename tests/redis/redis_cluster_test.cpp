@@ -107,9 +107,12 @@ TEST_F(RedisClusterTest, RedisRestartMidRunLosesNoJob) {
 
 TEST_F(RedisClusterTest, BrokerStartsWhileRedisIsDownAndServesOnceItIsUp) {
   redis_->kill();
+  cluster_->wait_for_redis_on_start = false;
   ASSERT_TRUE(start_broker(redis_flags("a")));
   start_worker("w1", 2);
   ASSERT_TRUE(cluster_->wait_for_workers(1));
+  EXPECT_EQ(cluster_->metric("flashq_redis_connected"), std::optional<double>(0));
+  EXPECT_EQ(http_get(cluster_->http_port(), "/readyz").status, 503) << "ready with a worker but no Redis";
   auto client = connect_client();
   try {
     client->submit(make_job("down-1", "hello world", 4), 20000);
@@ -128,6 +131,8 @@ TEST_F(RedisClusterTest, BrokerStartsWhileRedisIsDownAndServesOnceItIsUp) {
         }
       },
       milliseconds(20000)));
+  EXPECT_EQ(cluster_->metric("flashq_redis_connected"), std::optional<double>(1));
+  EXPECT_EQ(http_get(cluster_->http_port(), "/readyz").status, 200);
   ASSERT_TRUE(wait_finals({"down-2"}, milliseconds(30000)));
 }
 
