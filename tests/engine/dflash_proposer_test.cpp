@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "tests/engine/dflash_test_pair.h"
 #include "worker/engine/sampler.h"
@@ -57,16 +58,22 @@ class DFlashProposerTest : public ::testing::Test {
     pair.proposer->keep_logits(true);
   }
 
-  // Feeds every pass of `run` to the proposer, then drafts one block after the last.
-  std::vector<float> propose_after(const TargetRun& run, int64_t block) {
+  // Feeds every pass of `run` to the proposer (those in `without_taps` without their hidden
+  // states), then drafts one block after the last.
+  std::vector<float> propose_after(const TargetRun& run, int64_t block, const std::set<size_t>& without_taps = {}) {
     std::unique_ptr<ProposerState> state = pair.proposer->start_sequence(256);
     int64_t position = 0;
     for (size_t pass = 0; pass < run.taps.size(); ++pass) {
       const int64_t n = run.chunk_lengths[pass];
-      Tensor taps = upload_rows(*pair.target.backend, run.taps[pass], pair.drafter->tap_columns());
       std::vector<int32_t> tokens(static_cast<size_t>(n), 0);
-      Observation o{state.get(), tokens, position, taps};
-      pair.proposer->observe({&o, 1});
+      if (without_taps.contains(pass)) {
+        Observation o{state.get(), tokens, position, Tensor()};
+        pair.proposer->observe_without_taps({&o, 1});
+      } else {
+        Tensor taps = upload_rows(*pair.target.backend, run.taps[pass], pair.drafter->tap_columns());
+        Observation o{state.get(), tokens, position, taps};
+        pair.proposer->observe({&o, 1});
+      }
       position += n;
     }
     std::vector<int32_t> draft;
@@ -123,6 +130,31 @@ TEST_F(DFlashProposerTest, SequenceThatStoppedDraftingKeepsThePromptAndItsRecent
   float largest_difference = 0;
   for (size_t i = 0; i < whole.size(); ++i) largest_difference = std::max(largest_difference, std::abs(whole[i] - proposed[i]));
   EXPECT_GT(largest_difference, 1e-3f) << "the dropped positions were not dropped";
+}
+
+// Tokens observed without hidden states (auto where no drafting could pay): the context skips
+// them, and the recent taps before them are dropped too; those after them are kept.
+TEST_F(DFlashProposerTest, TokensObservedWithoutTapsAreSkippedWithTheRecentTapsBeforeThem) {
+  const TargetRun run = run_target(pair, 20, kRing - 3);  // pass 0 (the prompt) is injected at once
+  const std::set<size_t> without_taps{6, 7, 8, 9};
+  std::vector<size_t> kept{0};
+  for (size_t pass = 10; pass < run.taps.size(); ++pass) kept.push_back(pass);
+  expect_close(propose_after(run, 8, without_taps), draft_by_hand(run, kept, 8));
+}
+
+TEST_F(DFlashProposerTest, ObservationsWithoutTapsMustFollowTooAndMoveThePositionOn) {
+  std::unique_ptr<ProposerState> state = pair.proposer->start_sequence(64);
+  std::vector<int32_t> tokens{1, 2};
+  Observation skipped{state.get(), tokens, 0, Tensor()};
+  pair.proposer->observe_without_taps({&skipped, 1});
+  Observation gap{state.get(), tokens, 5, Tensor()};
+  EXPECT_THROW(pair.proposer->observe_without_taps({&gap, 1}), Error);
+  std::vector<int32_t> draft;
+  ProposalRequest stale{state.get(), 3, 0, 4, &draft};
+  EXPECT_THROW(pair.proposer->propose({&stale, 1}), Error) << "a draft must start after the skipped tokens";
+  ProposalRequest next{state.get(), 3, 2, 4, &draft};
+  EXPECT_NO_THROW(pair.proposer->propose({&next, 1}));
+  EXPECT_EQ(draft.size(), 3u);
 }
 
 TEST_F(DFlashProposerTest, ObservationsMustFollowEachOther) {

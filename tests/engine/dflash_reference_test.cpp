@@ -21,6 +21,9 @@ class RecordingProposer final : public Proposer {
   std::vector<int64_t> tap_layers() const override { return inner_.tap_layers(); }
   std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override { return inner_.start_sequence(max_length); }
   void observe(std::span<const Observation> observations) override { inner_.observe(observations); }
+  void observe_without_taps(std::span<const Observation> observations) override {
+    inner_.observe_without_taps(observations);
+  }
   void propose(std::span<const ProposalRequest> requests) override {
     inner_.propose(requests);
     logits.insert(logits.end(), inner_.last_logits().begin(), inner_.last_logits().end());

@@ -47,6 +47,7 @@ struct ReplayLog {
   };
   std::vector<int32_t> committed;  // every observed token, in position order
   std::vector<Proposal> proposals;
+  int64_t observed_without_taps = 0;  // of `committed`
 };
 
 class ReplayProposer final : public Proposer {
@@ -92,6 +93,19 @@ class ReplayProposer final : public Proposer {
         }
         log.committed.push_back(o.tokens[k]);
       }
+    }
+  }
+
+  // Tokens the engine committed without capturing hidden states: logged like any others.
+  void observe_without_taps(std::span<const Observation> observations) override {
+    for (const Observation& o : observations) {
+      const size_t index = index_of(o.state);
+      ReplayLog& log = logs_[index];
+      EXPECT_EQ(o.first_position, static_cast<int64_t>(log.committed.size()))
+          << "sequence " << index << ": an observation must start right after the last committed position";
+      EXPECT_FALSE(o.taps.defined()) << "sequence " << index << ": taps given to observe_without_taps";
+      log.committed.insert(log.committed.end(), o.tokens.begin(), o.tokens.end());
+      log.observed_without_taps += static_cast<int64_t>(o.tokens.size());
     }
   }
 

@@ -165,6 +165,37 @@ TEST(SpecPolicy, RecentLargerPassBoundsAStaleSmallerOne) {
   EXPECT_DOUBLE_EQ(policy.step_cost(1, 1), 2.0);
 }
 
+// A batch that shrank below every measured pass: its cost follows the trend of the two smallest
+// figures down (here in proportion to the rows), not the smallest figure, which would make a
+// plain step look dear and drafting cheap.
+TEST(SpecPolicy, PassesSmallerThanAnyMeasuredFollowTheTrendDown) {
+  SpecPolicy policy(16);
+  for (int i = 0; i < 2; ++i) {
+    policy.record_target_pass(8, 8.0);
+    policy.record_target_pass(16, 16.0);
+  }
+  EXPECT_DOUBLE_EQ(policy.step_cost(2, 1), 2.0);
+  SpecPolicy flat(16);
+  for (int i = 0; i < 2; ++i) {
+    flat.record_target_pass(8, 1.0);
+    flat.record_target_pass(16, 1.0);
+  }
+  EXPECT_DOUBLE_EQ(flat.step_cost(2, 1), 1.0) << "a flat curve stays flat";
+}
+
+// drafting_could_pay says, per batch size, whether any block could pay with every draft accepted.
+TEST(SpecPolicy, DraftingCouldPayAloneButNotInALargeBatchOnTheCpu) {
+  SpecPolicy cpu(16);
+  measure(cpu, cpu_target, cpu_draft);
+  EXPECT_TRUE(cpu.drafting_could_pay(1));
+  EXPECT_FALSE(cpu.drafting_could_pay(16));
+  SpecPolicy gpu(16);
+  measure(gpu, cheap_target, cheap_draft);
+  EXPECT_TRUE(gpu.drafting_could_pay(16));
+  SpecPolicy fresh(16);
+  EXPECT_TRUE(fresh.drafting_could_pay(64)) << "before anything is measured, drafting gets its chance";
+}
+
 TEST(SpecPolicy, AcceptedProbeResumesSpeculationWhenItPays) {
   SpecPolicy policy(16);
   measure(policy, cheap_target, cheap_draft);

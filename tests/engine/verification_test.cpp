@@ -333,5 +333,61 @@ TEST_F(Verification, ServesAProposerThatNeedsNoHiddenStates) {
   EXPECT_EQ(accepted_lengths(run.trace).front(), 2);
 }
 
+// `spec: auto` where each pass costs in proportion to its rows (a compute-bound machine): a
+// batch's extra rows never pay, so once the engine has measured its passes it keeps no hidden
+// states for the sequences (observe_without_taps), not even of a later sequence's prompt. Where
+// a pass costs the same whatever its rows, every committed token reaches the proposer with its
+// taps. The output is the plain one in both.
+TEST_F(Verification, AutoKeepsNoHiddenStatesWhereNoDraftingCouldPay) {
+  constexpr int64_t kSequences = 4;
+  constexpr int64_t kTokens = 40;
+  std::vector<GenerationRequest> requests;
+  std::vector<ReplayScript> scripts;
+  for (int64_t k = 0; k < kSequences; ++k) {
+    requests.push_back(greedy(kTokens, static_cast<uint32_t>(3 + k)));
+    scripts.push_back(continuation_of(requests.back()));
+  }
+  std::vector<ReplayScript> two_waves = scripts;
+  two_waves.insert(two_waves.end(), scripts.begin(), scripts.end());
+  struct Observed {
+    int64_t first_wave_without_taps = 0;
+    bool second_wave_all_without_taps = true;  // prompts included
+    int64_t second_wave_without_taps = 0;
+  };
+  // Two waves of the same sequences through one engine.
+  auto run_auto = [&](PassTimer target, PassTimer draft) {
+    ReplayProposer proposer(two_waves, replay_options());
+    Engine engine(*tiny_.model, *tokenizer_, &proposer,
+                  {.max_slots = kSequences, .target_pass_timer = std::move(target), .draft_pass_timer = std::move(draft)});
+    Observed observed;
+    for (int64_t wave = 0; wave < 2; ++wave) {
+      for (int64_t k = 0; k < kSequences; ++k) {
+        engine.add(static_cast<uint64_t>(wave * kSequences + k),
+                   {.generation = requests[static_cast<size_t>(k)], .spec = SpecMode::kAuto});
+      }
+      engine.run_until_idle();
+      for (const FinishedSequence& done : engine.take_finished()) {
+        EXPECT_EQ(done.tokens, plain(requests[done.id % kSequences]).tokens) << "sequence " << done.id;
+      }
+      for (int64_t k = 0; k < kSequences; ++k) {
+        const ReplayLog& log = proposer.log(static_cast<size_t>(wave * kSequences + k));
+        if (wave == 0) {
+          observed.first_wave_without_taps += log.observed_without_taps;
+        } else {
+          observed.second_wave_without_taps += log.observed_without_taps;
+          observed.second_wave_all_without_taps &= log.observed_without_taps == static_cast<int64_t>(log.committed.size());
+        }
+      }
+    }
+    return observed;
+  };
+  const Observed compute_bound = run_auto([](int64_t rows, double) { return 1e-3 * static_cast<double>(rows); },
+                                          [](int64_t rows, double) { return 0.5e-3 * static_cast<double>(rows); });
+  EXPECT_GE(compute_bound.first_wave_without_taps, kSequences * kTokens / 2) << "taps kept where no block could pay";
+  EXPECT_TRUE(compute_bound.second_wave_all_without_taps) << "a measured engine kept taps it could not use";
+  const Observed flat = run_auto([](int64_t, double) { return 1e-3; }, [](int64_t, double) { return 1e-4; });
+  EXPECT_EQ(flat.first_wave_without_taps + flat.second_wave_without_taps, 0) << "taps dropped where drafting pays";
+}
+
 }  // namespace
 }  // namespace flashq::testing

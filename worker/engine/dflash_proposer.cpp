@@ -80,6 +80,16 @@ void DFlashProposer::observe(std::span<const Observation> observations) {
   }
 }
 
+void DFlashProposer::observe_without_taps(std::span<const Observation> observations) {
+  for (const Observation& o : observations) {
+    DraftContext& c = context_of(o.state);
+    check_invariant(c.next_position == o.first_position, "the proposer observes every committed token in order");
+    c.next_position += static_cast<int64_t>(o.tokens.size());
+    c.head = 0;
+    c.recent_rows = 0;
+  }
+}
+
 void DFlashProposer::catch_up(std::span<const ProposalRequest> requests) {
   std::vector<DraftContext*> contexts;
   for (const ProposalRequest& r : requests) contexts.push_back(&context_of(r.state));

@@ -7,6 +7,8 @@
 // taps of its latest kRecentRows tokens are kept; older ones are dropped, and its draft context
 // skips their positions: when it drafts again (a probe), the drafter sees the prompt, what was
 // injected while it drafted, and the recent text. Sequences that draft every step lose nothing.
+// Where drafting cannot pay at the batch size, the engine keeps no taps at all for an `auto`
+// sequence (observe_without_taps; docs/decisions.md, "No taps where drafting cannot pay").
 #pragma once
 
 #include "worker/engine/proposer.h"
@@ -29,6 +31,9 @@ class DFlashProposer final : public Proposer {
   std::vector<int64_t> tap_layers() const override { return drafter_.config().target_layer_ids; }
   std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override;
   void observe(std::span<const Observation> observations) override;
+  // The ring is emptied (its rows would sit before a gap) and the draft context skips these
+  // positions, as it skips dropped taps.
+  void observe_without_taps(std::span<const Observation> observations) override;
   void catch_up(std::span<const ProposalRequest> requests) override;
   void propose(std::span<const ProposalRequest> requests) override;
 

@@ -88,6 +88,8 @@ void Engine::run_until_idle() {
 }
 
 void Engine::admit() {
+  // The batch these sequences join (an `auto` sequence weighs drafting at that size).
+  const int64_t batch = std::min<int64_t>(options_.max_slots, static_cast<int64_t>(running_.size() + waiting_.size()));
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_slots) {
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
     waiting_.pop_front();
@@ -96,29 +98,37 @@ void Engine::admit() {
       finish(*sequence, FinishReason::kCancelled, event);
       if (options_.on_event) options_.on_event(event);
     } else {
-      prefill(*sequence);
+      prefill(*sequence, batch);
     }
     running_.push_back(std::move(sequence));
   }
 }
 
 // One pass per prompt, so a sequence's numbers never depend on what it was admitted with.
-void Engine::prefill(Sequence& s) {
+void Engine::prefill(Sequence& s, int64_t batch) {
   const auto start = Clock::now();
   const std::vector<int32_t>& prompt = s.request.generation.prompt_tokens;
   const bool observe = speculates(s);
   if (observe) s.proposer_state = proposer_->start_sequence(s.target_cache.max_length());
+  // An `auto` sequence joining a batch where no drafting could pay keeps no hidden states of its
+  // prompt (their injection costs a tenth of the prefill); were it to draft later, its drafter
+  // would see only the tokens since.
+  const bool taps = observe && !out_of_drafting(s, batch);
 
   SequenceChunk chunk{prompt, &s.target_cache};
   ForwardOptions forward{.logits = LogitRows::kLastOfEachChunk};
-  if (observe) forward.tap_layers = proposer_->tap_layers();
+  if (taps) forward.tap_layers = proposer_->tap_layers();
   ForwardOutput out = model_.forward({&chunk, 1}, forward);
   const bool greedy = s.request.generation.sampling.greedy();
   fetch_logits(out.logits, greedy);
   const int32_t first = greedy ? choices_[0] : s.sampler.sample(logits_);
   if (observe) {
-    Observation o{s.proposer_state.get(), prompt, 0, out.taps};
-    proposer_->observe({&o, 1});
+    Observation o{s.proposer_state.get(), prompt, 0, taps ? out.taps : Tensor()};
+    if (taps) {
+      proposer_->observe({&o, 1});
+    } else {
+      proposer_->observe_without_taps({&o, 1});
+    }
   }
   phases_.prefill += seconds_since(start);
 
@@ -127,6 +137,10 @@ void Engine::prefill(Sequence& s) {
   s.next_token = first;
   emit(s, {&first, 1}, event);
   if (options_.on_event) options_.on_event(event);
+}
+
+bool Engine::out_of_drafting(const Sequence& s, int64_t batch) const {
+  return s.proposer_state && s.request.spec == SpecMode::kAuto && !policy_.drafting_could_pay(batch);
 }
 
 int64_t Engine::block_size_for(Sequence& s, int64_t batch) {
@@ -148,17 +162,22 @@ void Engine::decode_step() {
   std::vector<int64_t> blocks;
   std::vector<std::vector<int32_t>> drafts(batch.size());
   std::vector<ProposalRequest> proposals;
+  std::vector<char> without_taps(batch.size(), 0);  // auto, and no drafting could pay
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence& s = *batch[i];
     const int64_t remaining = s.request.generation.max_tokens - static_cast<int64_t>(s.output.size());
     const int64_t room = s.target_cache.max_length() - s.target_cache.length();
-    int64_t b = std::min({block_size_for(s, static_cast<int64_t>(batch.size())), remaining, room});
+    const int64_t batch_size = static_cast<int64_t>(batch.size());
+    const int64_t chosen = block_size_for(s, batch_size);
+    without_taps[i] = chosen == 1 && out_of_drafting(s, batch_size);
+    int64_t b = std::min({chosen, remaining, room});
     blocks.push_back(std::max<int64_t>(b, 0));
     if (b >= 2) {
       proposals.push_back({s.proposer_state.get(), s.next_token, s.target_cache.length(), b, &drafts[i]});
     }
   }
   std::vector<Sequence*> active;
+  std::vector<char> active_without_taps;
   std::vector<SequenceChunk> chunks;
   std::vector<std::vector<int32_t>> block_tokens(batch.size());
   bool want_taps = false;
@@ -181,7 +200,7 @@ void Engine::decode_step() {
     for (const ProposalRequest& p : proposals) rows += p.block_size;
     const double seconds = seconds_since(start);
     phases_.draft += seconds;
-    policy_.record_draft_pass(rows, seconds);
+    policy_.record_draft_pass(rows, options_.draft_pass_timer ? options_.draft_pass_timer(rows, seconds) : seconds);
   }
 
   other_start = Clock::now();
@@ -191,7 +210,8 @@ void Engine::decode_step() {
     block_tokens[i].insert(block_tokens[i].end(), drafts[i].begin(), drafts[i].end());
     chunks.push_back({block_tokens[i], &batch[i]->target_cache});
     active.push_back(batch[i]);
-    want_taps = want_taps || batch[i]->proposer_state != nullptr;
+    active_without_taps.push_back(without_taps[i]);
+    want_taps = want_taps || (batch[i]->proposer_state != nullptr && !without_taps[i]);
   }
   if (chunks.empty()) return;
   ForwardOptions forward{.logits = LogitRows::kAll};
@@ -208,11 +228,12 @@ void Engine::decode_step() {
   for (const SequenceChunk& c : chunks) total_rows += static_cast<int64_t>(c.tokens.size());
   const double verify_seconds = seconds_since(verify_start);
   phases_.verify += verify_seconds;
-  policy_.record_target_pass(total_rows, verify_seconds);
+  policy_.record_target_pass(
+      total_rows, options_.target_pass_timer ? options_.target_pass_timer(total_rows, verify_seconds) : verify_seconds);
 
   other_start = Clock::now();
   const int64_t vocab = model_.config().vocab_size;
-  std::vector<Observation> observations;
+  std::vector<Observation> observations, observations_without_taps;
   int64_t row = 0;
   for (size_t i = 0; i < active.size(); ++i) {
     Sequence& s = *active[i];
@@ -229,10 +250,14 @@ void Engine::decode_step() {
     const int64_t start = s.target_cache.length() - b;
     s.target_cache.truncate(start + acceptance.accepted + 1);
     if (s.proposer_state) {
-      // A proposer that asked for no tap layers gets no hidden states.
-      Tensor taps = out.taps.defined() ? out.taps.slice_rows(row, acceptance.accepted + 1) : Tensor();
-      observations.push_back(
-          {s.proposer_state.get(), block.first(static_cast<size_t>(acceptance.accepted + 1)), start, taps});
+      const std::span<const int32_t> committed = block.first(static_cast<size_t>(acceptance.accepted + 1));
+      if (active_without_taps[i]) {
+        observations_without_taps.push_back({s.proposer_state.get(), committed, start, Tensor()});
+      } else {
+        // A proposer that asked for no tap layers gets no hidden states.
+        Tensor taps = out.taps.defined() ? out.taps.slice_rows(row, acceptance.accepted + 1) : Tensor();
+        observations.push_back({s.proposer_state.get(), committed, start, taps});
+      }
     }
     if (b > 1) {
       s.spec_stats.draft_steps += 1;
@@ -257,6 +282,7 @@ void Engine::decode_step() {
   }
   // Taps are views into the model's workspace: inject before the next target pass.
   if (!observations.empty()) proposer_->observe(observations);
+  if (!observations_without_taps.empty()) proposer_->observe_without_taps(observations_without_taps);
   phases_.other += seconds_since(other_start);
 }
 

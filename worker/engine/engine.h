@@ -39,10 +39,16 @@ struct TraceRecord {
   int32_t bonus;
 };
 
+// What the `auto` policy is told a pass of `rows` rows took, given the seconds measured. By
+// default the measured seconds; a test stands a cost model in for the machine's clock.
+using PassTimer = std::function<double(int64_t rows, double measured_seconds)>;
+
 struct EngineOptions {
   int64_t max_slots = 8;  // sequences decoding at once
   std::function<void(const StepEvent&)> on_event;
   std::function<void(const TraceRecord&)> on_trace;
+  PassTimer target_pass_timer;
+  PassTimer draft_pass_timer;
 };
 
 struct PhaseSeconds {
@@ -84,10 +90,13 @@ class Engine {
 
  private:
   void admit();
-  void prefill(Sequence& sequence);
+  void prefill(Sequence& sequence, int64_t batch);
   void decode_step();
   bool speculates(const Sequence& sequence) const;
   int64_t block_size_for(Sequence& sequence, int64_t batch);
+  // An `auto` sequence in a batch of this size where no drafting could pay: the engine keeps no
+  // hidden states for it (Proposer::observe_without_taps).
+  bool out_of_drafting(const Sequence& sequence, int64_t batch) const;
   // Appends tokens to the output in order, applying every stop; returns the ids emitted.
   void emit(Sequence& sequence, std::span<const int32_t> tokens, StepEvent& event);
   void finish(Sequence& sequence, FinishReason reason, StepEvent& event);

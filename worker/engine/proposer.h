@@ -45,6 +45,10 @@ class Proposer {
   virtual std::vector<int64_t> tap_layers() const = 0;
   virtual std::unique_ptr<ProposerState> start_sequence(int64_t max_length) = 0;
   virtual void observe(std::span<const Observation> observations) = 0;
+  // Committed tokens observed without hidden states (`taps` undefined): the engine captures none
+  // for an `auto` sequence while drafting could not pay at the batch size. The proposer drafts
+  // without them later; by default they are observed like any others.
+  virtual void observe_without_taps(std::span<const Observation> observations) { observe(observations); }
   // Work on committed tokens that the proposer deferred (DFlash's lazy injection), done before
   // propose() so that the engine times drafting apart from it: that work is owed per committed
   // token whether the sequence drafts now or later, so it must not make drafting look dear.

@@ -82,11 +82,19 @@ void SpecPolicy::CostCurve::refresh(const std::array<Average, kBuckets>& table) 
 }
 
 // Between measured points: interpolated. Beyond the largest: between flat and in proportion to
-// the rows.
+// the rows. Below the smallest: by the trend of the two smallest, between flat and in
+// proportion (flat with one figure).
 double SpecPolicy::CostCurve::at(int64_t rows, Unmeasured unmeasured) const {
   if (points.empty()) return 0.0;
   const double r = static_cast<double>(rows);
-  if (r <= points.front().rows) return points.front().seconds;
+  if (r <= points.front().rows) {
+    const Point& first = points.front();
+    if (points.size() < 2) return first.seconds;
+    const Point& second = points[1];
+    const double per_row = std::clamp((second.seconds - first.seconds) / (second.rows - first.rows), 0.0,
+                                      first.seconds / first.rows);
+    return first.seconds - per_row * (first.rows - r);
+  }
   for (size_t i = 1; i < points.size(); ++i) {
     const Point& lo = points[i - 1];
     const Point& hi = points[i];
@@ -124,6 +132,37 @@ double SpecPolicy::step_cost(int64_t batch, int64_t b, Unmeasured unmeasured) co
   return cost;
 }
 
+namespace {
+
+// Tokens per second of a step of `batch` sequences in which one sequence, of this acceptance,
+// drafts a block of b: the others' one token each and its E(b).
+double step_rate(const SpecPolicy& policy, int64_t batch, double acceptance, int64_t b,
+                 SpecPolicy::Unmeasured unmeasured) {
+  const double tokens = static_cast<double>(batch - 1) + SpecPolicy::expected_tokens(acceptance, b);
+  const double cost = policy.step_cost(batch, b, unmeasured);
+  return cost > 0 ? tokens / cost : tokens;
+}
+
+}  // namespace
+
+bool SpecPolicy::drafting_could_pay(int64_t batch) const {
+  if (could_pay_at_ != passes_) {
+    could_pay_by_batch_.assign(could_pay_by_batch_.size(), -1);
+    could_pay_at_ = passes_;
+  }
+  if (batch < 1) batch = 1;
+  if (static_cast<size_t>(batch) >= could_pay_by_batch_.size()) could_pay_by_batch_.resize(static_cast<size_t>(batch) + 1, -1);
+  int8_t& known = could_pay_by_batch_[static_cast<size_t>(batch)];
+  if (known < 0) {
+    known = 0;
+    const double without = step_rate(*this, batch, 0.0, 1, Unmeasured::kTrend);  // E(1) = 1 whatever the acceptance
+    for (int64_t b = 2; b <= max_block_size_ && known == 0; b *= 2) {
+      known = step_rate(*this, batch, 1.0, b, Unmeasured::kTrend) > without;
+    }
+  }
+  return known == 1;
+}
+
 int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
   if (max_block_size_ < 2) return 1;
   const bool first_choice = state.block_size == 0;
@@ -138,17 +177,18 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
     state.block_size = 2;  // a fresh engine: the cheapest block measures both passes
     return state.block_size;
   }
-  // Tokens per second of the whole step: the others' one token each and this sequence's E(b).
-  auto rate_at = [&](double acceptance, int64_t b, Unmeasured unmeasured) {
-    const double tokens = static_cast<double>(batch - 1) + expected_tokens(acceptance, b);
-    const double cost = step_cost(batch, b, unmeasured);
-    return cost > 0 ? tokens / cost : tokens;
-  };
-  auto rate = [&](int64_t b) { return rate_at(state.acceptance, b, Unmeasured::kTrend); };
-  // Whether drafting could pay at this batch size at all: every draft accepted.
-  auto could_pay = [&](Unmeasured unmeasured) {
+  // A sequence out of drafting in a batch where no drafting could pay: nothing to weigh.
+  if (state.block_size == 1 && !state.probing && !drafting_could_pay(batch)) {
+    ++state.steps_without_draft;
+    ++idle_steps_;
+    return 1;
+  }
+  auto rate = [&](int64_t b) { return step_rate(*this, batch, state.acceptance, b, Unmeasured::kTrend); };
+  // Whether drafting could pay at this batch size at all (every draft accepted), with passes of
+  // more rows than measured costed by their rows.
+  auto could_pay_proportional = [&] {
     for (int64_t b = 2; b <= max_block_size_; b *= 2) {
-      if (rate_at(1.0, b, unmeasured) > rate(1)) return true;
+      if (step_rate(*this, batch, 1.0, b, Unmeasured::kProportional) > rate(1)) return true;
     }
     return false;
   };
@@ -164,7 +204,7 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
     // An accepted probe that did not resume drafting yet still promises, if drafting could pay
     // at this batch size (unmeasured passes costed by their rows): a few more probes raise the
     // acceptance enough to resume.
-    const bool promising = state.block_size > 1 || (state.probe_hit && could_pay(Unmeasured::kProportional));
+    const bool promising = state.block_size > 1 || (state.probe_hit && could_pay_proportional());
     state.probe_interval = next_probe_wait(promising, state.probe_interval);
     first_probe_interval_ = next_probe_wait(promising, first_probe_interval_);
   }
@@ -174,7 +214,7 @@ int64_t SpecPolicy::choose(SequenceSpecState& state, int64_t batch) {
   }
   // A probe only measures the acceptance: where no acceptance would make drafting pay at this
   // batch size (by the trend of the measured passes), it would only cost.
-  if (++state.steps_without_draft >= state.probe_interval && could_pay(Unmeasured::kTrend)) {
+  if (++state.steps_without_draft >= state.probe_interval && drafting_could_pay(batch)) {
     state.steps_without_draft = 0;
     state.probing = true;
     return 2;

@@ -59,6 +59,12 @@ class SpecPolicy {
   // Block size (1 = no speculation) for one auto sequence among `batch` sequences this step.
   int64_t choose(SequenceSpecState& state, int64_t batch);
 
+  // Whether any block could pay at this batch size even if every draft were accepted, by the
+  // trend of the measured passes (true before anything is measured). Where it cannot, an `auto`
+  // sequence that is not drafting stays out entirely (the engine then keeps no hidden states
+  // for it). Worked out once per batch size per timed pass.
+  bool drafting_could_pay(int64_t batch) const;
+
   // How to cost a pass of more rows than any measured: by the trend of the measured ones (flat
   // with a single figure: worth trying), or in proportion to its rows (what a compute-bound pass
   // costs).
@@ -103,6 +109,8 @@ class SpecPolicy {
   std::array<Average, kBuckets> draft_;
   mutable CostCurve target_curve_, draft_curve_;
   mutable int64_t curves_at_ = -1;  // passes_ when the curves were built
+  mutable std::vector<int8_t> could_pay_by_batch_;  // drafting_could_pay per batch: -1 unknown, 0, 1
+  mutable int64_t could_pay_at_ = -1;               // passes_ when it was last cleared
 };
 
 }  // namespace flashq
