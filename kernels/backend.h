@@ -7,12 +7,19 @@
 // after copy_to_host.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels/tensor.h"
 
 namespace flashq {
+
+struct DeviceMemory {
+  int64_t free_bytes = 0;
+  int64_t total_bytes = 0;
+};
 
 class Backend {
  public:
@@ -20,6 +27,8 @@ class Backend {
 
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
+  // The device's memory now (a GPU's); none for host memory, which is not sized up front.
+  virtual std::optional<DeviceMemory> memory() const { return std::nullopt; }
 
   // Memory on this device, zero-filled.
   virtual Tensor allocate(DType dtype, Shape shape) = 0;

@@ -50,6 +50,14 @@ std::function<void()> add_up_command(CLI::App& app) {
   cmd->add_option("--drafter", o->worker.drafter_dir, "DFlash drafter directory");
   cmd->add_option("--slots", o->worker.slots, "sequences decoding at once")->capture_default_str();
   cmd->add_option("--device", o->worker.device, "cpu, cuda or auto")->capture_default_str();
+  cmd->add_option("--gpu-memory-fraction", o->worker.gpu_memory_fraction,
+                  "share of the GPU for the model and its KV cache pool")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--cache-memory-mb", o->worker.cache_memory_mb,
+                  "KV cache pool size (0: from --gpu-memory-fraction on a GPU, none on the CPU)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--frontend", o->broker.frontend, "producers' endpoint")->capture_default_str();
   cmd->add_option("--stream", o->broker.stream, "subscribers' endpoint")->capture_default_str();
   cmd->add_option("--http", o->broker.http, "host:port of /metrics, /healthz, /readyz (empty: none)")

@@ -121,6 +121,11 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::kCuda; }
   std::string name() const override { return "cuda"; }
+  std::optional<DeviceMemory> memory() const override {
+    size_t free_bytes = 0, total_bytes = 0;
+    check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    return DeviceMemory{static_cast<int64_t>(free_bytes), static_cast<int64_t>(total_bytes)};
+  }
 
   Tensor allocate(DType dtype, Shape shape) override {
     Tensor probe(nullptr, nullptr, dtype, Device::kCuda, shape);

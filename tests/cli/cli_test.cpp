@@ -99,6 +99,15 @@ TEST_F(Cli, MissingModelDirAndBadFlagsExitTwo) {
   EXPECT_EQ(generate(model_->path(), "--device tpu").exit_code, 2);
 }
 
+// The worker's memory flags are checked before anything loads: exit 2 naming the flag.
+TEST_F(Cli, WorkerMemoryFlagsOutOfRangeExitTwo) {
+  for (const std::string flags : {"--gpu-memory-fraction 0", "--gpu-memory-fraction 1.5", "--cache-memory-mb -1"}) {
+    CommandResult r = run_command(bin_path("flashq-worker") + " --model " + model_->path().string() + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find(flags.substr(0, flags.find(' '))), std::string::npos) << r.output;
+  }
+}
+
 // flashq-bench engine --prompts: a file it cannot use is exit 2 with a message naming it, not a
 // crash or a benchmark of nothing.
 TEST_F(Cli, BenchPromptsFileThatIsMissingMalformedOrEmptyExitsTwo) {

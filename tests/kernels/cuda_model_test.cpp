@@ -2,7 +2,9 @@
 // (flashq-model make-tiny): the same logits within tolerance, the same greedy tokens in f32, and
 // speculative decoding on the GPU reproducing target-only decoding on the CPU token for token.
 // Without a CUDA device every test skips (GTEST_SKIP) saying so.
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -109,6 +111,40 @@ TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
     auto reference = run_engine(*b.cpu_model, *b.tokenizer, nullptr, {plain}, 1);
     EXPECT_EQ(speculative[i], reference[0]) << "sequence " << i;
   }
+}
+
+// The worker's GPU path: caches from a pool sized by the memory fraction (what the loaded model
+// leaves of 50% of the card), speculative decoding on it equal to target-only decoding on the CPU.
+TEST_F(CudaModel, SpeculativeDecodingFromACachePoolSizedByTheMemoryFraction) {
+  const TinyModelSpec spec = f32_target(43);
+  TwoBackends b(spec);
+  TempDir drafter_dir;
+  write_tiny_drafter({.layers = 1, .block_size = 8, .seed = spec.seed}, b.dir.path(), drafter_dir.path());
+  std::unique_ptr<DFlashDrafter> drafter = DFlashDrafter::load(drafter_dir.path(), *b.gpu_model, *b.gpu);
+  DFlashProposer proposer(*drafter);
+  const std::optional<DeviceMemory> memory = b.gpu->memory();
+  ASSERT_TRUE(memory.has_value()) << "the CUDA backend reports its memory";
+  ASSERT_GT(memory->total_bytes, memory->free_bytes);
+  CachePool pool(*b.gpu, std::min<int64_t>(cache_pool_bytes(0.5, memory->total_bytes, memory->free_bytes), 64 << 20));
+  proposer.use_cache_pool(&pool);
+  Engine engine(*b.gpu_model, *b.tokenizer, &proposer, {.max_slots = 3, .cache_pool = &pool});
+  std::vector<SequenceRequest> requests;
+  for (int i = 0; i < 3; ++i) {
+    SequenceRequest r;
+    r.generation.prompt_tokens = some_tokens(6 + static_cast<size_t>(i) * 4, 459, static_cast<uint32_t>(90 + i));
+    r.generation.max_tokens = 20;
+    r.generation.ignore_eos = true;
+    r.spec = i == 1 ? SpecMode::kAuto : SpecMode::kDflash;
+    engine.add(static_cast<uint64_t>(i), r);
+    requests.push_back(r);
+  }
+  engine.run_until_idle();
+  for (const FinishedSequence& done : engine.take_finished()) {
+    SequenceRequest plain = requests[done.id];
+    plain.spec = SpecMode::kOff;
+    EXPECT_EQ(done.tokens, run_engine(*b.cpu_model, *b.tokenizer, nullptr, {plain}, 1)[0]) << "sequence " << done.id;
+  }
+  EXPECT_EQ(pool.free_bytes(), pool.capacity_bytes());
 }
 
 }  // namespace

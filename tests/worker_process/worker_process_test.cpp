@@ -362,6 +362,28 @@ TEST_F(WorkerProcessTest, BadJobsEndWithFinalRejectedAndTheWorkerKeepsServing) {
   EXPECT_NE(good.final_message->result.finish_reason, protocol::FinishReason::kError);
 }
 
+// --cache-memory-mb: a job whose caches the pool could never hold ends rejected, naming the
+// pool, before any token; a job that fits runs as without a pool.
+TEST_F(WorkerProcessTest, JobLargerThanTheCachePoolIsRejectedAndOthersRun) {
+  const int64_t context = model_->config().max_position_embeddings;
+  ASSERT_GT(model_->make_cache(context).whole_bytes(), int64_t{1} << 20) << "the whole context must not fit 1 MiB";
+  ASSERT_TRUE(start_worker(true, {"--cache-memory-mb", "1"}));
+  broker_.send(assign("too-big", protocol::TokenIds{5, 6, 7}, context));
+  AttemptOutput big = collect_attempt(broker_, "too-big");
+  ASSERT_TRUE(big.final_message) << describe(big);
+  EXPECT_TRUE(big.tokens.empty()) << describe(big);
+  EXPECT_EQ(big.final_message->result.finish_reason, protocol::FinishReason::kRejected);
+  ASSERT_TRUE(big.final_message->result.error);
+  EXPECT_NE(big.final_message->result.error->find("cache pool"), std::string::npos) << *big.final_message->result.error;
+
+  const std::vector<int32_t> prompt = some_tokens(6, 300, 4);
+  const Reference want = reference(prompt, 12);
+  broker_.send(assign("fits", protocol::TokenIds(prompt.begin(), prompt.end()), 12));
+  AttemptOutput fits = collect_attempt(broker_, "fits");
+  ASSERT_TRUE(fits.final_message) << describe(fits);
+  EXPECT_EQ(fits.ids(), want.tokens);
+}
+
 TEST_F(WorkerProcessTest, DflashJobOnAWorkerWithoutDrafterRunsTargetOnly) {
   ASSERT_TRUE(start_worker(false));
   protocol::Assign dflash = assign("dflash-no-drafter", "hello", 8);

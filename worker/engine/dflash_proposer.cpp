@@ -25,8 +25,14 @@ DraftContext& context_of(ProposerState* state) { return *static_cast<DraftContex
 }  // namespace
 
 std::unique_ptr<ProposerState> DFlashProposer::start_sequence(int64_t max_length) {
-  return std::make_unique<DraftContext>(drafter_.make_context_cache(max_length),
+  KvCache cache = drafter_.make_context_cache(max_length);
+  if (pool_ && !cache.take_whole(*pool_)) return nullptr;
+  return std::make_unique<DraftContext>(std::move(cache),
                                         drafter_.backend().allocate(DType::kF32, {kRecentRows, drafter_.tap_columns()}));
+}
+
+int64_t DFlashProposer::pooled_bytes(int64_t max_length) const {
+  return pool_ ? drafter_.make_context_cache(max_length).whole_bytes() : 0;
 }
 
 // The ring holds at most two runs of rows (before and after its wrap): injected as two batches,

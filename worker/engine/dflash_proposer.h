@@ -30,6 +30,9 @@ class DFlashProposer final : public Proposer {
   int64_t max_block_size() const override { return drafter_.config().block_size; }
   std::vector<int64_t> tap_layers() const override { return drafter_.config().target_layer_ids; }
   std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override;
+  int64_t pooled_bytes(int64_t max_length) const override;
+  // Draft context caches come whole from `pool` from now on (null: grown on demand).
+  void use_cache_pool(CachePool* pool) { pool_ = pool; }
   void observe(std::span<const Observation> observations) override;
   // The ring is emptied (its rows would sit before a gap) and the draft context skips these
   // positions, as it skips dropped taps.
@@ -49,6 +52,7 @@ class DFlashProposer final : public Proposer {
   void inject_recent(std::span<DraftContext* const> contexts);
 
   DFlashDrafter& drafter_;
+  CachePool* pool_ = nullptr;
   bool keep_logits_ = false;
   std::vector<float> logits_;
   RowArgmax row_argmax_;

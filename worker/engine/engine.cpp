@@ -54,6 +54,17 @@ void Engine::add(uint64_t id, SequenceRequest request) {
                                                  " (0: the drafter's own)");
   }
   KvCache cache = model_.make_cache(prompt_length + g.max_tokens);
+  if (options_.cache_pool) {
+    const bool drafts = proposer_ && request.spec != SpecMode::kOff;
+    const int64_t need = CachePool::footprint(cache.whole_bytes()) +
+                         (drafts ? CachePool::footprint(proposer_->pooled_bytes(cache.max_length())) : 0);
+    if (need > options_.cache_pool->capacity_bytes()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "prompt and max_tokens (" + std::to_string(cache.max_length()) + " positions) need " +
+                      std::to_string(need) + " bytes of KV cache; this worker's cache pool holds " +
+                      std::to_string(options_.cache_pool->capacity_bytes()));
+    }
+  }
   waiting_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(cache), tokenizer_));
 }
 
@@ -91,6 +102,11 @@ void Engine::admit() {
   // The batch these sequences join (an `auto` sequence weighs drafting at that size).
   const int64_t batch = std::min<int64_t>(options_.max_slots, static_cast<int64_t>(running_.size() + waiting_.size()));
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_slots) {
+    if (!waiting_.front()->cancelled && !take_caches(*waiting_.front())) {
+      // add() refused what an empty pool could not hold: with nothing running, this is a bug.
+      check_invariant(!running_.empty(), "a sequence's caches fit an empty cache pool");
+      break;  // it waits, first in line, for running sequences to give memory back
+    }
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
     waiting_.pop_front();
     if (sequence->cancelled) {
@@ -104,12 +120,23 @@ void Engine::admit() {
   }
 }
 
+bool Engine::take_caches(Sequence& s) {
+  if (options_.cache_pool && !s.target_cache.take_whole(*options_.cache_pool)) return false;
+  if (speculates(s)) {
+    s.proposer_state = proposer_->start_sequence(s.target_cache.max_length());
+    if (!s.proposer_state) {
+      s.target_cache.release();
+      return false;
+    }
+  }
+  return true;
+}
+
 // One pass per prompt, so a sequence's numbers never depend on what it was admitted with.
 void Engine::prefill(Sequence& s, int64_t batch) {
   const auto start = Clock::now();
   const std::vector<int32_t>& prompt = s.request.generation.prompt_tokens;
   const bool observe = speculates(s);
-  if (observe) s.proposer_state = proposer_->start_sequence(s.target_cache.max_length());
   // An `auto` sequence joining a batch where no drafting could pay keeps no hidden states of its
   // prompt (their injection costs a tenth of the prefill); were it to draft later, its drafter
   // would see only the tokens since.

@@ -15,6 +15,7 @@
 #include "worker/engine/row_argmax.h"
 #include "worker/engine/sequence.h"
 #include "worker/engine/spec_policy.h"
+#include "worker/model/cache_pool.h"
 #include "worker/model/qwen3.h"
 #include "worker/tokenizer/tokenizer.h"
 
@@ -49,6 +50,10 @@ struct EngineOptions {
   std::function<void(const TraceRecord&)> on_trace;
   PassTimer target_pass_timer;
   PassTimer draft_pass_timer;
+  // Where the target's KV caches come from, whole at admission (the drafter's, through its
+  // proposer's use_cache_pool); null: each cache grows on demand. With a pool, a sequence waits
+  // in the queue until its caches fit.
+  CachePool* cache_pool = nullptr;
 };
 
 struct PhaseSeconds {
@@ -90,6 +95,9 @@ class Engine {
 
  private:
   void admit();
+  // The sequence's caches (and proposer state), whole from the pool if there is one; false when
+  // they do not fit now.
+  bool take_caches(Sequence& sequence);
   void prefill(Sequence& sequence, int64_t batch);
   void decode_step();
   bool speculates(const Sequence& sequence) const;

@@ -43,7 +43,12 @@ class Proposer {
   virtual int64_t max_block_size() const = 0;
   // Target layers whose residual stream the proposer needs in observe().
   virtual std::vector<int64_t> tap_layers() const = 0;
+  // Null when the proposer's memory cannot hold another sequence now (a cache pool that is full):
+  // the engine admits the sequence later.
   virtual std::unique_ptr<ProposerState> start_sequence(int64_t max_length) = 0;
+  // Device bytes start_sequence takes from a cache pool for a sequence of max_length positions
+  // (0: none), so that the engine refuses a sequence no pool could ever hold.
+  virtual int64_t pooled_bytes(int64_t /*max_length*/) const { return 0; }
   virtual void observe(std::span<const Observation> observations) = 0;
   // Committed tokens observed without hidden states (`taps` undefined): the engine captures none
   // for an `auto` sequence while drafting could not pay at the batch size. The proposer drafts

@@ -39,6 +39,32 @@ void KvCache::truncate(int64_t length) {
   length_ = length;
 }
 
+bool KvCache::take_whole(CachePool& pool) {
+  const auto layers = static_cast<int64_t>(keys_.size());
+  std::optional<Tensor> run = pool.try_allocate(DType::kF32, {2 * layers, max_length_, kv_heads_, head_dim_});
+  if (!run) return false;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    for (int64_t kind = 0; kind < 2; ++kind) {
+      Tensor& slot = kind == 0 ? keys_[layer] : values_[layer];
+      Tensor taken = run->slice_rows(2 * layer + kind, 1).reshape({max_length_, kv_heads_, head_dim_});
+      if (length_ > 0) backend_.copy_rows(slot.slice_rows(0, length_), taken, 0);
+      slot = taken;
+    }
+  }
+  capacity_ = max_length_;
+  return true;
+}
+
+void KvCache::release() {
+  check_invariant(length_ == 0, "a kv cache is released before anything is cached");
+  for (size_t layer = 0; layer < keys_.size(); ++layer) keys_[layer] = values_[layer] = Tensor();
+  capacity_ = 0;
+}
+
+int64_t KvCache::whole_bytes() const {
+  return static_cast<int64_t>(bytes_per_token()) * max_length_;
+}
+
 size_t KvCache::bytes_per_token() const {
   return keys_.size() * 2 * static_cast<size_t>(kv_heads_ * head_dim_) * sizeof(float);
 }

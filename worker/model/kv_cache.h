@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "worker/model/cache_pool.h"
 
 namespace flashq {
 
@@ -21,6 +22,14 @@ class KvCache {
   // Makes room for `length` positions, growing geometrically (copying what is there).
   // kInvalidArgument when `length` exceeds max_length.
   void reserve(int64_t length);
+  // Takes room for max_length positions of every layer at once, in one run of `pool` (nothing is
+  // allocated after, and what was there is copied over); false, and nothing changed, when no run
+  // of the pool is long enough now.
+  bool take_whole(CachePool& pool);
+  // The bytes take_whole needs.
+  int64_t whole_bytes() const;
+  // Gives the memory back (to its pool, if it came from one); only while nothing is cached.
+  void release();
   // Marks `count` more positions as written (the model wrote their rows at [length, length+count)).
   void commit(int64_t count);
   // Keeps positions [0, length).

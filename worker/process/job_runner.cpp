@@ -65,12 +65,13 @@ struct JobRunner::Attempt {
 };
 
 JobRunner::JobRunner(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served,
-                     int64_t slots, WorkInbox& inbox, MessageOutbox& outbox)
+                     int64_t slots, CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox)
     : model_(model),
       tokenizer_(tokenizer),
       proposer_(proposer),
       served_(std::move(served)),
       slots_(slots),
+      cache_pool_(cache_pool),
       inbox_(inbox),
       outbox_(outbox) {
   start_engine();
@@ -79,7 +80,7 @@ JobRunner::JobRunner(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* pr
 JobRunner::~JobRunner() = default;
 
 void JobRunner::start_engine() {
-  EngineOptions options{.max_slots = slots_};
+  EngineOptions options{.max_slots = slots_, .cache_pool = cache_pool_};
   options.on_event = [this](const StepEvent& event) { on_event(event); };
   engine_ = std::make_unique<Engine>(model_, tokenizer_, proposer_, std::move(options));
 }

@@ -27,8 +27,9 @@ namespace flashq {
 
 class JobRunner {
  public:
+  // `cache_pool` may be null (caches grow on demand).
   JobRunner(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
-            WorkInbox& inbox, MessageOutbox& outbox);
+            CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox);
   ~JobRunner();
 
   // The engine thread's loop; returns after StopEngine.
@@ -63,6 +64,7 @@ class JobRunner {
   Proposer* proposer_;
   WorkerModel served_;
   int64_t slots_;
+  CachePool* cache_pool_;
   WorkInbox& inbox_;
   MessageOutbox& outbox_;
 

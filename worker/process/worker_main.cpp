@@ -18,6 +18,14 @@ int main(int argc, char** argv) {
   app.add_option("--id", options.worker_id, "worker id (default: hostname-pid)");
   app.add_option("--slots", options.slots, "jobs decoding at once")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--device", options.device, "cpu, cuda or auto")->capture_default_str();
+  app.add_option("--gpu-memory-fraction", options.gpu_memory_fraction,
+                 "share of the GPU for the model and its KV cache pool (the pool gets what the model leaves)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--cache-memory-mb", options.cache_memory_mb,
+                 "KV cache pool size (0: from --gpu-memory-fraction on a GPU, none on the CPU)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(10, 60000));

@@ -14,6 +14,10 @@ struct WorkerOptions {
   std::string worker_id;    // default: hostname-pid
   std::string device = "auto";
   int64_t slots = 8;  // sequences decoding at once
+  // The KV cache pool (worker/model/cache_pool.h): `cache_memory_mb` when set; else, on a GPU,
+  // this fraction of the device less what the model uses once loaded; else (CPU) no pool.
+  double gpu_memory_fraction = 0.9;
+  int64_t cache_memory_mb = 0;
   int64_t heartbeat_ms = 1000;
   int64_t liveness = 3;             // missed heartbeats before the broker counts as dead
   int64_t reconnect_min_ms = 100;   // first backoff after losing the broker, doubling ...

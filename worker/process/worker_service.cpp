@@ -15,6 +15,7 @@
 #include "shared/error.h"
 #include "shared/protocol/job.h"
 #include "worker/engine/serving_model.h"
+#include "worker/model/cache_pool.h"
 #include "worker/process/broker_link.h"
 #include "worker/process/job_runner.h"
 
@@ -29,6 +30,21 @@ std::string default_worker_id() {
 
 std::string default_model_name(const std::string& model_dir) {
   return std::filesystem::weakly_canonical(std::filesystem::absolute(model_dir)).filename().string();
+}
+
+// The KV cache pool the options ask for, once the model is loaded (so that what it uses is
+// known); null on the CPU without --cache-memory-mb.
+std::unique_ptr<CachePool> make_cache_pool(Backend& backend, const WorkerOptions& options) {
+  if (options.cache_memory_mb < 0) throw Error(ErrorCode::kInvalidArgument, "--cache-memory-mb must not be negative");
+  int64_t bytes = options.cache_memory_mb << 20;
+  if (bytes == 0) {
+    const std::optional<DeviceMemory> memory = backend.memory();
+    if (!memory) return nullptr;
+    bytes = cache_pool_bytes(options.gpu_memory_fraction, memory->total_bytes, memory->free_bytes);
+  }
+  auto pool = std::make_unique<CachePool>(backend, bytes);
+  spdlog::info("KV cache pool: {} MiB on {}", pool->capacity_bytes() >> 20, backend.name());
+  return pool;
 }
 
 }  // namespace
@@ -53,10 +69,13 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   spdlog::info("worker {}: model {} on {}, {} slots, block size {}", ready.worker_id, ready.model, ready.backend,
                ready.slots, ready.block_size);
 
+  std::unique_ptr<CachePool> cache_pool = make_cache_pool(*serving.backend, options);
+  if (cache_pool && serving.proposer) serving.proposer->use_cache_pool(cache_pool.get());
+
   WorkInbox inbox;
   MessageOutbox outbox;
   JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(),
-                   {options.model_name, serving.drafter != nullptr}, options.slots, inbox, outbox);
+                   {options.model_name, serving.drafter != nullptr}, options.slots, cache_pool.get(), inbox, outbox);
   std::thread engine_thread([&runner] {
     try {
       runner.run();
