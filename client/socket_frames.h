@@ -20,7 +20,8 @@ std::int64_t steady_now_ms();
 // The deadline `timeout_ms` from now; 0 means none (kNoDeadline).
 std::int64_t deadline_after_ms(int timeout_ms);
 
-// Sends all frames without blocking; kIo when the socket cannot take them (its queue is full).
+// Sends all frames without blocking; kIo when the socket cannot take them (no connection that
+// completed its handshake, or its queue is full).
 void send_frames(zmq::socket_t& socket, std::span<const std::string> frames, std::string_view endpoint);
 
 // One whole message, or nothing once `deadline_ms` passes (kNoDeadline: wait as long as it takes).
