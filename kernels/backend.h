@@ -62,6 +62,10 @@ class Backend {
   virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
   // ids[m] = argmax over row m of logits[M, V] (lowest index on ties).
   virtual void argmax(const Tensor& logits, Tensor& ids) = 0;
+  // ids[m] = a token drawn from row m of logits [M, V] with params [M, 4] = {temperature, top_k,
+  // top_p, u} per row: kernels/cpu/sampling.h states the distribution and the draw. Only ids
+  // need to leave the device.
+  virtual void sample(const Tensor& logits, const Tensor& params, Tensor& ids) = 0;
 };
 
 // The CPU backend (always available) and, where built and a GPU is present, the CUDA backend.

@@ -10,6 +10,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/sampling.h"
 #include "shared/error.h"
 
 namespace flashq {
@@ -125,6 +126,13 @@ class CpuBackend final : public Backend {
   void argmax(const Tensor& logits, Tensor& ids) override {
     require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows(), "argmax shapes");
     cpu::argmax(logits.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols());
+  }
+
+  void sample(const Tensor& logits, const Tensor& params, Tensor& ids) override {
+    require(logits.dtype() == DType::kF32 && params.dtype() == DType::kF32 && ids.dtype() == DType::kI32 &&
+                ids.numel() == logits.rows() && params.numel() == cpu::kSampleParams * logits.rows(),
+            "sample shapes");
+    cpu::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols());
   }
 };
 

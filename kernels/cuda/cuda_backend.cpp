@@ -25,6 +25,7 @@
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/rope.h"
+#include "kernels/cuda/sampling.h"
 #include "shared/error.h"
 
 namespace flashq {
@@ -282,6 +283,16 @@ class CudaBackend final : public Backend {
     require_on_device(ids, "argmax ids");
     require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows(), "argmax shapes");
     cuda::argmax(logits.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols(), stream());
+  }
+
+  void sample(const Tensor& logits, const Tensor& params, Tensor& ids) override {
+    require_f32(logits, "sample logits");
+    require_f32(params, "sample params");
+    require_on_device(ids, "sample ids");
+    require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows() && params.numel() == 4 * logits.rows(),
+            "sample shapes");
+    cuda::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols(),
+                      stream());
   }
 
  private:

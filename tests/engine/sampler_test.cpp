@@ -1,9 +1,14 @@
 // Sampling: greedy, temperature, top-k, top-p, and determinism by seed.
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <memory>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "kernels/backend_factory.h"
 #include "shared/error.h"
 #include "worker/engine/sampler.h"
 
@@ -78,6 +83,58 @@ TEST(Sampler, RejectsOutOfRangeParameters) {
   EXPECT_THROW(Sampler({.temperature = 1.0f, .top_p = 0.0f}), Error);
   EXPECT_THROW(Sampler({.temperature = 1.0f, .top_p = 1.5f}), Error);
   EXPECT_THROW(Sampler({.temperature = NAN}), Error);
+}
+
+// The backend's sampling (kernels/cpu/sampling.h: what the GPU draws too) against this Sampler:
+// for the same uniform u, the id where the running probability in index order first exceeds u,
+// over the distribution Sampler::distribution gives, for every mix of temperature, top-k and
+// top-p, with ties (quantised logits). They differ only where u is within float rounding of a
+// boundary of that running sum.
+TEST(BackendSampling, DrawsFromTheSamplersDistribution) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  const int64_t vocab = 257;
+  int checked = 0, near_a_boundary = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& l : logits) l = round % 2 ? std::round(normal(rng)) : normal(rng);
+    const SamplingParams params{.temperature = round % 7 == 0 ? 0.0f : 0.25f + 0.25f * static_cast<float>(round % 6),
+                                .top_k = round % 3 == 0 ? 0 : 1 + (round * 13) % 40,
+                                .top_p = round % 4 == 0 ? 1.0f : 0.3f + 0.15f * static_cast<float>(round % 5)};
+    std::vector<float> probs;
+    Sampler(params).distribution(logits, probs);
+    const float u = uniform(rng);
+    Tensor logits_t = Tensor::zeros_cpu(DType::kF32, {1, vocab});
+    std::copy(logits.begin(), logits.end(), logits_t.data<float>());
+    Tensor params_t = Tensor::zeros_cpu(DType::kF32, {1, 4});
+    const float row[4] = {params.temperature, static_cast<float>(params.top_k), params.top_p, u};
+    std::copy(row, row + 4, params_t.data<float>());
+    Tensor id = Tensor::zeros_cpu(DType::kI32, {1});
+    backend->sample(logits_t, params_t, id);
+    const int32_t got = id.data<int32_t>()[0];
+    ASSERT_GE(got, 0);
+    ASSERT_LT(got, vocab);
+    EXPECT_GT(probs[static_cast<size_t>(got)], 0.0f) << "round " << round << ": drew an id the Sampler excludes";
+    double running = 0.0, total = 0.0;
+    for (float p : probs) total += p;
+    int32_t expected = -1;
+    double nearest = 1.0;
+    for (int64_t i = 0; i < vocab; ++i) {
+      if (probs[i] <= 0.0f) continue;
+      running += probs[i];
+      nearest = std::min(nearest, std::abs(running / total - u));
+      if (expected < 0 && u * total < running) expected = static_cast<int32_t>(i);
+    }
+    if (nearest < 1e-5) {
+      ++near_a_boundary;
+      continue;
+    }
+    EXPECT_EQ(got, expected) << "round " << round << ": u " << u;
+    ++checked;
+  }
+  EXPECT_GT(checked, 290) << near_a_boundary << " draws fell on a boundary";
 }
 
 }  // namespace

@@ -60,6 +60,33 @@ void report_read_bandwidth(double min_seconds) {
   std::cout << row.dump() << std::endl;
 }
 
+// Sampling one token per row of a Qwen3 vocabulary (151,936), for 1 and 16 rows: temperature
+// only, and with top-k 50 and top-p 0.9 (each bisects for its threshold). The floor is one read
+// of the logits per pass over them.
+template <typename Timer>
+void report_sampling(Backend& backend, const std::string& name, Timer&& time) {
+  constexpr int64_t kVocab = 151936;
+  for (int64_t rows : {int64_t{1}, int64_t{16}}) {
+    std::vector<float> logits(static_cast<size_t>(rows * kVocab));
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>((i * 7919) % 10007) * 1e-3f;
+    Tensor logits_on = backend.allocate(DType::kF32, {rows, kVocab});
+    backend.copy_from_host(logits.data(), logits_on);
+    for (const auto& [top_k, top_p] : {std::pair{0.0f, 1.0f}, std::pair{50.0f, 0.9f}}) {
+      std::vector<float> params;
+      for (int64_t m = 0; m < rows; ++m) params.insert(params.end(), {0.8f, top_k, top_p, 0.37f});
+      Tensor params_on = backend.allocate(DType::kF32, {rows, 4});
+      backend.copy_from_host(params.data(), params_on);
+      Tensor ids = backend.allocate(DType::kI32, {rows});
+      const double seconds = time(backend, [&] { backend.sample(logits_on, params_on, ids); });
+      std::cout << nlohmann::json{{"kernel", name},     {"rows", rows},           {"vocab", kVocab},
+                                  {"top_k", top_k},     {"top_p", top_p},         {"us_per_call", seconds * 1e6},
+                                  {"logits_gb_per_s", static_cast<double>(logits_on.nbytes()) / seconds / 1e9}}
+                       .dump()
+                << std::endl;
+    }
+  }
+}
+
 void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   report_read_bandwidth(o.min_seconds);
   Tensor w = Tensor::zeros_cpu(DType::kBF16, {o.n, o.k});
@@ -81,6 +108,8 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
     };
     std::cout << row.dump() << std::endl;
   }
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
 }
 
 // GPU timing through the Backend interface: launches are queued in batches and the clock stops
@@ -145,6 +174,10 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                      .dump()
               << std::endl;
   }
+
+  report_sampling(*gpu, "cuda_sample", [&](Backend& device, auto&& body) {
+    return time_per_gpu_call(device, o.min_seconds, body);
+  });
 
   // Qwen3-8B attention shapes (DFLASH.md §1): 32 query heads over 8 KV heads of 128.
   const int64_t q_heads = 32, kv_heads = 8, head_dim = 128;

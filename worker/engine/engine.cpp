@@ -22,7 +22,8 @@ Engine::Engine(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer
       tokenizer_(tokenizer),
       proposer_(proposer),
       options_(std::move(options)),
-      policy_(proposer ? proposer->max_block_size() : 1) {
+      policy_(proposer ? proposer->max_block_size() : 1),
+      sample_on_backend_(options_.sample_on_backend.value_or(model.backend().device() != Device::kCpu)) {
   if (options_.max_slots <= 0) throw Error(ErrorCode::kInvalidArgument, "the engine needs at least one slot");
 }
 
@@ -146,9 +147,14 @@ void Engine::prefill(Sequence& s, int64_t batch) {
   ForwardOptions forward{.logits = LogitRows::kLastOfEachChunk};
   if (taps) forward.tap_layers = proposer_->tap_layers();
   ForwardOutput out = model_.forward({&chunk, 1}, forward);
-  const bool greedy = s.request.generation.sampling.greedy();
-  fetch_logits(out.logits, greedy);
-  const int32_t first = greedy ? choices_[0] : s.sampler.sample(logits_);
+  const SamplingParams& sampling = s.request.generation.sampling;
+  int32_t first = 0;
+  if (!sampling.greedy() && sample_on_backend_) {
+    first = row_sampler_(model_.backend(), out.logits, RowSampler::params_for(sampling, s.sampler.uniform()))[0];
+  } else {
+    fetch_logits(out.logits, sampling.greedy());
+    first = sampling.greedy() ? choices_[0] : s.sampler.sample(logits_);
+  }
   if (observe) {
     Observation o{s.proposer_state.get(), prompt, 0, taps ? out.taps : Tensor()};
     if (taps) {
@@ -248,9 +254,28 @@ void Engine::decode_step() {
   const bool all_greedy = std::all_of(active.begin(), active.end(), [](const Sequence* s) {
     return s->request.generation.sampling.greedy();
   });
+  // Sampling sequences that verify a draft need their rows' distributions on the host; the others
+  // are sampled where the logits are.
+  bool sample_here = !all_greedy && sample_on_backend_;
+  for (size_t i = 0; i < active.size() && sample_here; ++i) {
+    sample_here = active[i]->request.generation.sampling.greedy() || chunks[i].tokens.size() == 1;
+  }
   const auto verify_start = Clock::now();
   ForwardOutput out = model_.forward(chunks, forward);
-  fetch_logits(out.logits, all_greedy);
+  if (sample_here) {
+    std::vector<float> params;
+    for (size_t i = 0; i < active.size(); ++i) {
+      Sequence& s = *active[i];
+      const bool greedy = s.request.generation.sampling.greedy();
+      for (size_t r = 0; r < chunks[i].tokens.size(); ++r) {
+        const std::array<float, 4> row = RowSampler::params_for(s.request.generation.sampling, greedy ? 0.0 : s.sampler.uniform());
+        params.insert(params.end(), row.begin(), row.end());
+      }
+    }
+    choices_ = row_sampler_(model_.backend(), out.logits, params);
+  } else {
+    fetch_logits(out.logits, all_greedy);
+  }
   int64_t total_rows = 0;
   for (const SequenceChunk& c : chunks) total_rows += static_cast<int64_t>(c.tokens.size());
   const double verify_seconds = seconds_since(verify_start);
@@ -267,13 +292,16 @@ void Engine::decode_step() {
     const std::span<const int32_t> block = chunks[i].tokens;
     const int64_t b = static_cast<int64_t>(block.size());
     const std::span<const int32_t> draft = block.subspan(1);
-    const Acceptance acceptance =
-        s.request.generation.sampling.greedy()
-            ? accept_longest_prefix(draft, std::span<const int32_t>(choices_).subspan(static_cast<size_t>(row),
-                                                                                       static_cast<size_t>(b)))
-            : accept_speculative_sampling(
-                  draft, std::span<const float>(logits_.data() + row * vocab, static_cast<size_t>(b * vocab)), vocab,
-                  s.sampler);
+    Acceptance acceptance;
+    if (s.request.generation.sampling.greedy()) {
+      acceptance = accept_longest_prefix(
+          draft, std::span<const int32_t>(choices_).subspan(static_cast<size_t>(row), static_cast<size_t>(b)));
+    } else if (sample_here) {
+      acceptance.bonus = choices_[static_cast<size_t>(row)];  // no draft: the token sampled on the backend
+    } else {
+      acceptance = accept_speculative_sampling(
+          draft, std::span<const float>(logits_.data() + row * vocab, static_cast<size_t>(b * vocab)), vocab, s.sampler);
+    }
     const int64_t start = s.target_cache.length() - b;
     s.target_cache.truncate(start + acceptance.accepted + 1);
     if (s.proposer_state) {

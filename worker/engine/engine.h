@@ -8,11 +8,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "worker/engine/proposer.h"
 #include "worker/engine/row_argmax.h"
+#include "worker/engine/row_sampler.h"
 #include "worker/engine/sequence.h"
 #include "worker/engine/spec_policy.h"
 #include "worker/model/cache_pool.h"
@@ -54,6 +56,10 @@ struct EngineOptions {
   // proposer's use_cache_pool); null: each cache grows on demand. With a pool, a sequence waits
   // in the queue until its caches fit.
   CachePool* cache_pool = nullptr;
+  // Sample tokens on the backend (RowSampler), so that only ids reach the host, where no draft
+  // of a sampling sequence needs its distribution there. Default: on a GPU backend (on the CPU
+  // the logits are host memory already, and the host Sampler draws in double precision).
+  std::optional<bool> sample_on_backend;
 };
 
 struct PhaseSeconds {
@@ -126,6 +132,8 @@ class Engine {
   std::vector<float> logits_;
   std::vector<int32_t> choices_;  // argmax of each row of the last pass
   RowArgmax row_argmax_;
+  RowSampler row_sampler_;
+  bool sample_on_backend_;
 };
 
 }  // namespace flashq
