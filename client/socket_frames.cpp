@@ -22,7 +22,8 @@ void send_frames(zmq::socket_t& socket, std::span<const std::string> frames, std
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const zmq::send_flags more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
     if (!socket.send(zmq::buffer(frames[i]), more | zmq::send_flags::dontwait)) {
-      throw Error(ErrorCode::kIo, "cannot send to " + std::string(endpoint) + ": no connection takes it (the handshake failed, or the queue is full)");
+      throw Error(ErrorCode::kIo, "cannot send to " + std::string(endpoint) +
+                                      ": no connection takes it (the handshake failed, or the queue is full)");
     }
   }
 }

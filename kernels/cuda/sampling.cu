@@ -1,8 +1,7 @@
-#include "kernels/cuda/sampling.h"
-
 #include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/sampling.h"
 
 namespace flashq::cuda {
 namespace {
@@ -65,9 +64,9 @@ struct Cut {
   float p_left = 3.0e38f;
 };
 
-__global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits,
-                                                          const float* __restrict__ params,
-                                                          int32_t* __restrict__ ids, int64_t vocab) {
+__global__ void __launch_bounds__(kThreads)
+    sample_kernel(const float* __restrict__ logits, const float* __restrict__ params, int32_t* __restrict__ ids,
+                  int64_t vocab) {
   __shared__ float shared[kWarps];
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
   const float temperature = params[4 * blockIdx.x], top_p = params[4 * blockIdx.x + 2], u = params[4 * blockIdx.x + 3];
@@ -98,7 +97,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
       const uint32_t mid = lo + (hi - lo + 1) / 2;
       float count = 0.0f;
       for (int64_t i = begin; i < end; ++i) count += key_of(row[i]) >= mid ? 1.0f : 0.0f;
-      if (block_sum(count, shared) >= static_cast<float>(top_k)) lo = mid; else hi = mid - 1;
+      if (block_sum(count, shared) >= static_cast<float>(top_k))
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     float above = 0.0f;
     for (int64_t i = begin; i < end; ++i) above += key_of(row[i]) > lo ? 1.0f : 0.0f;
@@ -133,7 +135,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
       const uint32_t mid = lo + (hi - lo + 1) / 2;
       float mass = 0.0f;
       for_each_kept([&](int64_t i, uint32_t key) { mass += key >= mid ? weight(i) : 0.0f; });
-      if (block_sum(mass, shared) >= needed) lo = mid; else hi = mid - 1;
+      if (block_sum(mass, shared) >= needed)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     float above = 0.0f;
     for_each_kept([&](int64_t i, uint32_t key) { above += key > lo ? weight(i) : 0.0f; });

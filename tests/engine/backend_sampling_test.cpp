@@ -57,8 +57,10 @@ SequenceRequest request(uint32_t prompt_seed, SpecMode spec, int64_t block, floa
   r.generation.prompt_tokens = some_tokens(7, 459, prompt_seed);
   r.generation.max_tokens = 24;
   r.generation.ignore_eos = true;
-  r.generation.sampling = {.temperature = temperature, .top_k = temperature > 0 ? 40 : 0,
-                           .top_p = temperature > 0 ? 0.9f : 1.0f, .seed = seed};
+  r.generation.sampling = {.temperature = temperature,
+                           .top_k = temperature > 0 ? 40 : 0,
+                           .top_p = temperature > 0 ? 0.9f : 1.0f,
+                           .seed = seed};
   r.spec = spec;
   r.block_size = block;
   return r;

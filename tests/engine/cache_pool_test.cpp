@@ -121,7 +121,8 @@ class EngineOnACachePool : public ::testing::Test {
 // its turn, and every output is the one without a pool.
 TEST_F(EngineOnACachePool, SequencesWaitForMemoryAndKeepTheirOutput) {
   std::vector<SequenceRequest> requests;
-  for (uint32_t i = 0; i < 5; ++i) requests.push_back(request_for(10 + i, i % 2 ? SpecMode::kDflash : SpecMode::kAuto, 20));
+  for (uint32_t i = 0; i < 5; ++i)
+    requests.push_back(request_for(10 + i, i % 2 ? SpecMode::kDflash : SpecMode::kAuto, 20));
   const int64_t per_sequence = sequence_bytes(requests[0]);
   CachePool pool(*pair.target.backend, 2 * per_sequence + kRun);
   pair.proposer->use_cache_pool(&pool);

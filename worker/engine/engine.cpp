@@ -1,6 +1,7 @@
 #include "worker/engine/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 
 #include "shared/error.h"
@@ -263,16 +264,7 @@ void Engine::decode_step() {
   const auto verify_start = Clock::now();
   ForwardOutput out = model_.forward(chunks, forward);
   if (sample_here) {
-    std::vector<float> params;
-    for (size_t i = 0; i < active.size(); ++i) {
-      Sequence& s = *active[i];
-      const bool greedy = s.request.generation.sampling.greedy();
-      for (size_t r = 0; r < chunks[i].tokens.size(); ++r) {
-        const std::array<float, 4> row = RowSampler::params_for(s.request.generation.sampling, greedy ? 0.0 : s.sampler.uniform());
-        params.insert(params.end(), row.begin(), row.end());
-      }
-    }
-    choices_ = row_sampler_(model_.backend(), out.logits, params);
+    sample_on_backend(out.logits, active, chunks);
   } else {
     fetch_logits(out.logits, all_greedy);
   }
@@ -300,7 +292,8 @@ void Engine::decode_step() {
       acceptance.bonus = choices_[static_cast<size_t>(row)];  // no draft: the token sampled on the backend
     } else {
       acceptance = accept_speculative_sampling(
-          draft, std::span<const float>(logits_.data() + row * vocab, static_cast<size_t>(b * vocab)), vocab, s.sampler);
+          draft, std::span<const float>(logits_.data() + row * vocab, static_cast<size_t>(b * vocab)), vocab,
+          s.sampler);
     }
     const int64_t start = s.target_cache.length() - b;
     s.target_cache.truncate(start + acceptance.accepted + 1);
@@ -339,6 +332,20 @@ void Engine::decode_step() {
   if (!observations.empty()) proposer_->observe(observations);
   if (!observations_without_taps.empty()) proposer_->observe_without_taps(observations_without_taps);
   phases_.other += seconds_since(other_start);
+}
+
+void Engine::sample_on_backend(const Tensor& logits, std::span<Sequence* const> active,
+                               std::span<const SequenceChunk> chunks) {
+  std::vector<float> params;
+  for (size_t i = 0; i < active.size(); ++i) {
+    Sequence& s = *active[i];
+    const SamplingParams& sampling = s.request.generation.sampling;
+    for (size_t r = 0; r < chunks[i].tokens.size(); ++r) {
+      const std::array<float, 4> row = RowSampler::params_for(sampling, sampling.greedy() ? 0.0 : s.sampler.uniform());
+      params.insert(params.end(), row.begin(), row.end());
+    }
+  }
+  choices_ = row_sampler_(model_.backend(), logits, params);
 }
 
 void Engine::fetch_logits(const Tensor& logits, bool all_greedy) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,10 @@ class Engine {
   // each row's argmax only (into choices_: 4 bytes a row, not a vocabulary); else every row
   // (into logits_, and choices_ computed here).
   void fetch_logits(const Tensor& logits, bool all_greedy);
+  // Samples every row of the pass on the backend (greedy rows: the argmax) into choices_; only
+  // for passes whose sampling sequences draft nothing.
+  void sample_on_backend(const Tensor& logits, std::span<Sequence* const> active,
+                         std::span<const SequenceChunk> chunks);
 
   Qwen3Model& model_;
   const Tokenizer& tokenizer_;

@@ -151,7 +151,9 @@ bool SpecPolicy::drafting_could_pay(int64_t batch) const {
     could_pay_at_ = passes_;
   }
   if (batch < 1) batch = 1;
-  if (static_cast<size_t>(batch) >= could_pay_by_batch_.size()) could_pay_by_batch_.resize(static_cast<size_t>(batch) + 1, -1);
+  if (static_cast<size_t>(batch) >= could_pay_by_batch_.size()) {
+    could_pay_by_batch_.resize(static_cast<size_t>(batch) + 1, -1);
+  }
   int8_t& known = could_pay_by_batch_[static_cast<size_t>(batch)];
   if (known < 0) {
     known = 0;

@@ -21,7 +21,7 @@ std::string mib(int64_t bytes) {
 struct CachePool::State {
   Tensor memory;  // float32 elements: the pool deals in bytes, aligned far beyond an element
   int64_t capacity = 0;
-  std::mutex mutex;  // runs may be released from any thread that drops the last view
+  std::mutex mutex;                      // runs may be released from any thread that drops the last view
   std::map<int64_t, int64_t> free_runs;  // offset -> length, in address order
 
   void release(int64_t offset, int64_t length) {
@@ -52,7 +52,9 @@ CachePool::CachePool(Backend& backend, int64_t bytes) : state_(std::make_shared<
 
 CachePool::~CachePool() = default;
 
-int64_t CachePool::footprint(int64_t bytes) { return std::max<int64_t>(1, (bytes + kAlignment - 1) / kAlignment) * kAlignment; }
+int64_t CachePool::footprint(int64_t bytes) {
+  return std::max<int64_t>(1, (bytes + kAlignment - 1) / kAlignment) * kAlignment;
+}
 
 int64_t CachePool::capacity_bytes() const { return state_->capacity; }
 
@@ -95,7 +97,8 @@ std::optional<Tensor> CachePool::try_allocate(DType dtype, Shape shape) {
 
 int64_t cache_pool_bytes(double fraction, int64_t total_bytes, int64_t free_bytes) {
   if (!(fraction > 0.0 && fraction <= 1.0)) {
-    throw Error(ErrorCode::kInvalidArgument, "--gpu-memory-fraction must be in (0, 1], got " + std::to_string(fraction));
+    throw Error(ErrorCode::kInvalidArgument,
+                "--gpu-memory-fraction must be in (0, 1], got " + std::to_string(fraction));
   }
   const int64_t in_use = total_bytes - free_bytes;  // weights, workspace, the runtime's own
   const auto allowed = static_cast<int64_t>(fraction * static_cast<double>(total_bytes));
@@ -103,8 +106,8 @@ int64_t cache_pool_bytes(double fraction, int64_t total_bytes, int64_t free_byte
   if (left < CachePool::kAlignment) {
     throw Error(ErrorCode::kInvalidArgument,
                 "the model does not fit: " + mib(in_use) + " of the device's " + mib(total_bytes) +
-                    " are in use after loading it, and --gpu-memory-fraction " + std::to_string(fraction) +
-                    " allows " + mib(allowed) + ", which leaves nothing for KV caches");
+                    " are in use after loading it, and --gpu-memory-fraction " + std::to_string(fraction) + " allows " +
+                    mib(allowed) + ", which leaves nothing for KV caches");
   }
   return left;
 }
