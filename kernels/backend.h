@@ -52,6 +52,9 @@ class Backend {
   virtual void add(Tensor& h, const Tensor& delta) = 0;
   // Rotate-half RoPE in place on x[M, heads, head_dim]; row m uses positions[m].
   virtual void rope(Tensor& x, const Tensor& positions, float theta) = 0;
+  // Qwen3's q/k norm and RoPE in one: rmsnorm of each head of x[M, heads, head_dim] with w (of
+  // head_dim), then rope, in place; the same result as the two calls.
+  virtual void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) = 0;
   // Grouped-query attention. q[M, Hq, D]; k, v[T, Hkv, D]; query row m attends keys
   // [0, key_counts[m]), which expresses causal, non-causal and context-only masks alike.
   virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,

@@ -91,6 +91,16 @@ class CpuBackend final : public Backend {
     cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
   }
 
+  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
+    require_f32(x, "head_norm_rope x");
+    require(x.rank() == 3 && w.numel() == x.dim(2) && positions.dtype() == DType::kI32 &&
+                positions.numel() == x.dim(0),
+            "head_norm_rope shapes");
+    // On the CPU the two passes are cache-resident per row block already: the twin is the pair.
+    cpu::rmsnorm(x.data<float>(), weight_vector(w), eps, x.data<float>(), x.dim(0) * x.dim(1), x.dim(2));
+    cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
+  }
+
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
                  Tensor& out) override {
     require(q.rank() == 3 && k.rank() == 3 && v.shape() == k.shape() && out.shape() == q.shape(),

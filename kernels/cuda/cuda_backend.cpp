@@ -22,6 +22,7 @@
 #include "kernels/cuda/device_error.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/head_norm_rope.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/rope.h"
@@ -238,6 +239,17 @@ class CudaBackend final : public Backend {
     require_on_device(positions, "rope positions");
     require(x.rank() == 3 && positions.dtype() == DType::kI32 && positions.numel() == x.dim(0), "rope shapes");
     cuda::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2), stream());
+  }
+
+  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
+    require_f32(x, "head_norm_rope x");
+    require_on_device(w, "head_norm_rope w");
+    require_on_device(positions, "head_norm_rope positions");
+    require(x.rank() == 3 && w.numel() == x.dim(2) && positions.dtype() == DType::kI32 &&
+                positions.numel() == x.dim(0),
+            "head_norm_rope shapes");
+    cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), theta, x.dim(0),
+                         x.dim(1), x.dim(2), stream());
   }
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,

@@ -34,6 +34,9 @@ class CountingBackend final : public Backend {
   }
   void add(Tensor& h, const Tensor& delta) override { inner_->add(h, delta); }
   void rope(Tensor& x, const Tensor& positions, float theta) override { inner_->rope(x, positions, theta); }
+  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
+    inner_->head_norm_rope(x, w, eps, positions, theta);
+  }
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out) override {
     inner_->attention(q, k, v, key_counts, out);
   }

@@ -398,6 +398,33 @@ TEST_F(CudaParity, AttentionKeyCountBeyondKeysFailsAtTheNextCopyToHost) {
   gpu_->copy_to_host(out, sink.data());  // reported once; the backend stays usable
 }
 
+// The fused q/k norm + RoPE against the CPU's two ops, for Qwen3 and odd shapes, every weight
+// dtype; rows at scattered positions.
+TEST_F(CudaParity, HeadNormRopeMatchesCpuRmsnormThenRope) {
+  std::mt19937 rng(13);
+  struct Shape3 {
+    int64_t rows, heads, head_dim;
+  };
+  for (const Shape3 shape : {Shape3{1, 32, 128}, Shape3{16, 8, 128}, Shape3{7, 3, 10}, Shape3{33, 2, 64},
+                             Shape3{5, 4, 7}}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      std::vector<float> x = random_floats(static_cast<size_t>(shape.rows * shape.heads * shape.head_dim), rng, 3.0f);
+      std::vector<float> w = random_floats(static_cast<size_t>(shape.head_dim), rng);
+      std::vector<int32_t> positions;
+      for (int64_t r = 0; r < shape.rows; ++r) positions.push_back(static_cast<int32_t>((r * 977) % 40000));
+      Tensor w_host = host_tensor(w, dtype, {shape.head_dim});
+      Tensor x_host = host_tensor(x, DType::kF32, {shape.rows, shape.heads, shape.head_dim});
+      Tensor heads_host = x_host.reshape({shape.rows * shape.heads, shape.head_dim});
+      cpu_->rmsnorm(heads_host, w_host, 1e-6f, heads_host);
+      cpu_->rope(x_host, host_ints(positions), 1e6f);
+      Tensor x_gpu = to_gpu(host_tensor(x, DType::kF32, {shape.rows, shape.heads, shape.head_dim}));
+      gpu_->head_norm_rope(x_gpu, gpu_->upload_weight(w_host), 1e-6f, to_gpu(host_ints(positions)), 1e6f);
+      EXPECT_LT(normalized_error(download(x_gpu), host_values(x_host)), 1e-5)
+          << dtype_name(dtype) << " rows " << shape.rows << " heads " << shape.heads << " head_dim " << shape.head_dim;
+    }
+  }
+}
+
 // ---- embedding and argmax ----
 
 TEST_F(CudaParity, EmbeddingMatchesCpuBackendForEveryDtype) {

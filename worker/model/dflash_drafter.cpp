@@ -68,12 +68,10 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
   Tensor v = workspace_.get("inject_v", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
   Tensor k_flat = k.reshape({rows, c.num_kv_heads * c.head_dim});
   Tensor v_flat = v.reshape({rows, c.num_kv_heads * c.head_dim});
-  Tensor k_heads = k.reshape({rows * c.num_kv_heads, c.head_dim});
   for (size_t l = 0; l < layers_.size(); ++l) {
     backend_.matmul(context, layers_[l].k_proj, k_flat);
     backend_.matmul(context, layers_[l].v_proj, v_flat);
-    backend_.rmsnorm(k_heads, layers_[l].k_norm, c.rms_norm_eps, k_heads);
-    backend_.rope(k, position_tensor, static_cast<float>(c.rope_theta));
+    backend_.head_norm_rope(k, layers_[l].k_norm, c.rms_norm_eps, position_tensor, static_cast<float>(c.rope_theta));
     first = 0;
     for (const ContextChunk& chunk : chunks) {
       const int64_t n = chunk.taps.dim(0);

@@ -47,12 +47,8 @@ void project_qkv(Backend& backend, const Qwen3Layer& layer, const ModelConfig& c
   backend.matmul(normed, layer.q_proj, q_flat);
   backend.matmul(normed, layer.k_proj, k_flat);
   backend.matmul(normed, layer.v_proj, v_flat);
-  Tensor q_heads = q.reshape({rows * c.num_heads, head_dim});
-  Tensor k_heads = k.reshape({rows * c.num_kv_heads, head_dim});
-  backend.rmsnorm(q_heads, layer.q_norm, c.rms_norm_eps, q_heads);
-  backend.rmsnorm(k_heads, layer.k_norm, c.rms_norm_eps, k_heads);
-  backend.rope(q, positions, static_cast<float>(c.rope_theta));
-  backend.rope(k, positions, static_cast<float>(c.rope_theta));
+  backend.head_norm_rope(q, layer.q_norm, c.rms_norm_eps, positions, static_cast<float>(c.rope_theta));
+  backend.head_norm_rope(k, layer.k_norm, c.rms_norm_eps, positions, static_cast<float>(c.rope_theta));
 }
 
 void run_swiglu_mlp(Backend& backend, Workspace& workspace, const Qwen3Layer& layer, int64_t inter,
