@@ -182,12 +182,13 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   // Qwen3-8B q heads (32 of 128): the fused norm + RoPE against the two kernels it replaces.
   for (int64_t rows : {int64_t{1}, int64_t{16}}) {
     Tensor x = gpu->allocate(DType::kF32, {rows, 32, 128});
-    Tensor w = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {128}));
+    Tensor norm = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {128}));
     Tensor positions = gpu->allocate(DType::kI32, {rows});
     Tensor heads = x.reshape({rows * 32, 128});
-    const double fused = time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->head_norm_rope(x, w, 1e-6f, positions, 1e6f); });
+    const double fused =
+        time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->head_norm_rope(x, norm, 1e-6f, positions, 1e6f); });
     const double apart = time_per_gpu_call(*gpu, o.min_seconds, [&] {
-      gpu->rmsnorm(heads, w, 1e-6f, heads);
+      gpu->rmsnorm(heads, norm, 1e-6f, heads);
       gpu->rope(x, positions, 1e6f);
     });
     std::cout << nlohmann::json{{"kernel", "cuda_head_norm_rope"}, {"rows", rows},          {"heads", 32},
