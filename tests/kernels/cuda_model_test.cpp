@@ -37,6 +37,21 @@ struct TwoBackends {
     gpu_model = Qwen3Model::load(dir.path(), *gpu);
     tokenizer = load_tokenizer(dir.path());
   }
+
+  // A random one-layer DFlash drafter for this target, written to drafter_dir and loaded on the GPU.
+  std::unique_ptr<DFlashDrafter> gpu_drafter(int64_t block_size, uint64_t seed) {
+    write_tiny_drafter({.layers = 1, .block_size = block_size, .seed = seed}, dir.path(), drafter_dir.path());
+    return DFlashDrafter::load(drafter_dir.path(), *gpu_model, *gpu);
+  }
+
+  // The target's own tokens for `request` on the CPU, without speculation.
+  std::vector<int32_t> plain_on_cpu(SequenceRequest request) {
+    request.spec = SpecMode::kOff;
+    request.block_size = 0;
+    return run_engine(*cpu_model, *tokenizer, nullptr, {request}, 1)[0];
+  }
+
+  TempDir drafter_dir;
 };
 
 class CudaModel : public ::testing::Test {
@@ -89,9 +104,7 @@ TEST_F(CudaModel, GreedyTokensEqualCpuInFloat32) {
 TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
   const TinyModelSpec spec = f32_target(41);
   TwoBackends b(spec);
-  TempDir drafter_dir;
-  write_tiny_drafter({.layers = 1, .block_size = 16, .seed = spec.seed}, b.dir.path(), drafter_dir.path());
-  std::unique_ptr<DFlashDrafter> drafter = DFlashDrafter::load(drafter_dir.path(), *b.gpu_model, *b.gpu);
+  std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(16, spec.seed);
   DFlashProposer proposer(*drafter);
   std::vector<SequenceRequest> requests;
   for (int i = 0; i < 4; ++i) {
@@ -105,11 +118,7 @@ TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
   }
   auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 4);
   for (size_t i = 0; i < requests.size(); ++i) {
-    SequenceRequest plain = requests[i];
-    plain.spec = SpecMode::kOff;
-    plain.block_size = 0;
-    auto reference = run_engine(*b.cpu_model, *b.tokenizer, nullptr, {plain}, 1);
-    EXPECT_EQ(speculative[i], reference[0]) << "sequence " << i;
+    EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
   }
 }
 
@@ -118,9 +127,7 @@ TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
 TEST_F(CudaModel, SpeculativeDecodingFromACachePoolSizedByTheMemoryFraction) {
   const TinyModelSpec spec = f32_target(43);
   TwoBackends b(spec);
-  TempDir drafter_dir;
-  write_tiny_drafter({.layers = 1, .block_size = 8, .seed = spec.seed}, b.dir.path(), drafter_dir.path());
-  std::unique_ptr<DFlashDrafter> drafter = DFlashDrafter::load(drafter_dir.path(), *b.gpu_model, *b.gpu);
+  std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(8, spec.seed);
   DFlashProposer proposer(*drafter);
   const std::optional<DeviceMemory> memory = b.gpu->memory();
   ASSERT_TRUE(memory.has_value()) << "the CUDA backend reports its memory";
@@ -140,9 +147,7 @@ TEST_F(CudaModel, SpeculativeDecodingFromACachePoolSizedByTheMemoryFraction) {
   }
   engine.run_until_idle();
   for (const FinishedSequence& done : engine.take_finished()) {
-    SequenceRequest plain = requests[done.id];
-    plain.spec = SpecMode::kOff;
-    EXPECT_EQ(done.tokens, run_engine(*b.cpu_model, *b.tokenizer, nullptr, {plain}, 1)[0]) << "sequence " << done.id;
+    EXPECT_EQ(done.tokens, b.plain_on_cpu(requests[done.id])) << "sequence " << done.id;
   }
   EXPECT_EQ(pool.free_bytes(), pool.capacity_bytes());
 }

@@ -197,11 +197,11 @@ void Engine::decode_step() {
   std::vector<std::vector<int32_t>> drafts(batch.size());
   std::vector<ProposalRequest> proposals;
   std::vector<char> without_taps(batch.size(), 0);  // auto, and no drafting could pay
+  const int64_t batch_size = static_cast<int64_t>(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence& s = *batch[i];
     const int64_t remaining = s.request.generation.max_tokens - static_cast<int64_t>(s.output.size());
     const int64_t room = s.target_cache.max_length() - s.target_cache.length();
-    const int64_t batch_size = static_cast<int64_t>(batch.size());
     const int64_t chosen = block_size_for(s, batch_size);
     without_taps[i] = chosen == 1 && out_of_drafting(s, batch_size);
     int64_t b = std::min({chosen, remaining, room});

@@ -40,15 +40,14 @@ void KvCache::truncate(int64_t length) {
 }
 
 bool KvCache::take_whole(CachePool& pool) {
+  check_invariant(length_ == 0, "a kv cache is taken whole before anything is cached");
   const auto layers = static_cast<int64_t>(keys_.size());
   std::optional<Tensor> run = pool.try_allocate(DType::kF32, {2 * layers, max_length_, kv_heads_, head_dim_});
   if (!run) return false;
   for (int64_t layer = 0; layer < layers; ++layer) {
     for (int64_t kind = 0; kind < 2; ++kind) {
       Tensor& slot = kind == 0 ? keys_[layer] : values_[layer];
-      Tensor taken = run->slice_rows(2 * layer + kind, 1).reshape({max_length_, kv_heads_, head_dim_});
-      if (length_ > 0) backend_.copy_rows(slot.slice_rows(0, length_), taken, 0);
-      slot = taken;
+      slot = run->slice_rows(2 * layer + kind, 1).reshape({max_length_, kv_heads_, head_dim_});
     }
   }
   capacity_ = max_length_;

@@ -23,8 +23,8 @@ class KvCache {
   // kInvalidArgument when `length` exceeds max_length.
   void reserve(int64_t length);
   // Takes room for max_length positions of every layer at once, in one run of `pool` (nothing is
-  // allocated after, and what was there is copied over); false, and nothing changed, when no run
-  // of the pool is long enough now.
+  // allocated after); only while nothing is cached. False, and nothing changed, when no run of
+  // the pool is long enough now.
   bool take_whole(CachePool& pool);
   // The bytes take_whole needs.
   int64_t whole_bytes() const;
