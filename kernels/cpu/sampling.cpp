@@ -30,19 +30,20 @@ int32_t sample_row(const float* logits, const float* params, int64_t vocab, std:
     std::iota(order.begin(), order.end(), 0);
     auto larger = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
     std::partial_sort(order.begin(), order.begin() + keep, order.end(), larger);
-    float total = 0.0f;
+    double total = 0.0;
     for (int64_t r = 0; r < keep; ++r) total += weights[order[r]];
-    float mass = 0.0f;
+    double mass = 0.0;
     for (int64_t r = 0; r < keep; ++r) {
       kept[order[r]] = 1;
       mass += weights[order[r]];
       if (top_p < 1.0f && mass >= top_p * total) break;
     }
   }
-  float kept_weight = 0.0f;
+  // Sums in double: a float running sum over a large vocabulary drifts by many weights.
+  double kept_weight = 0.0;
   for (int64_t i = 0; i < vocab; ++i) kept_weight += kept[i] ? weights[i] : 0.0f;
-  const float target = u * kept_weight;
-  float running = 0.0f;
+  const double target = u * kept_weight;
+  double running = 0.0;
   int32_t last = 0;
   for (int64_t i = 0; i < vocab; ++i) {
     if (!kept[i]) continue;

@@ -267,8 +267,10 @@ class CudaBackend final : public Backend {
       throw Error(ErrorCode::kUnsupported, "cuda attention: head_dim " + std::to_string(q.dim(2)) + " above " +
                                                std::to_string(cuda::kMaxAttentionHeadDim));
     }
+    const cuda::AttentionShape shape{q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(0)};
+    void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape));
     cuda::attention(q.data<float>(), k.data<float>(), v.data<float>(), key_counts.data<int32_t>(), out.data<float>(),
-                    {q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(0)}, context_->report(), stream());
+                    shape, scratch, context_->report(), stream());
   }
 
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
@@ -310,8 +312,8 @@ class CudaBackend final : public Backend {
  private:
   cudaStream_t stream() const { return context_->stream(); }
 
-  // The cuBLAS input buffer grows to the largest need seen and is reused: the stream orders
-  // each use after the previous one.
+  // The scratch buffer (cuBLAS's bf16 input, attention's partial results) grows to the largest
+  // need seen and is reused: the stream orders each use after the previous one.
   void* grow_scratch(size_t bytes) {
     if (bytes <= scratch_bytes_) return scratch_;
     if (scratch_) check_cuda(cudaFreeAsync(scratch_, stream()), "cudaFreeAsync (scratch)");

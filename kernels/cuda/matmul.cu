@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/matmul_bf16_rows.h"
 
 namespace flashq::cuda {
 namespace {
@@ -151,7 +152,8 @@ void gemm_cublas(const void* x, cudaDataType x_type, const void* w, cudaDataType
 }  // namespace
 
 size_t matmul_scratch_bytes(DType w_dtype, int64_t m, int64_t k) {
-  if (w_dtype != DType::kBF16 || m <= kStreamingMaxRows) return 0;
+  if (w_dtype != DType::kBF16) return 0;
+  if (m <= kStreamingMaxRows) return bf16_rows_scratch_bytes(m, k);
   return static_cast<size_t>(m * k) * sizeof(__nv_bfloat16);
 }
 
@@ -170,6 +172,9 @@ void matmul_streaming(const float* x, const void* w, DType w_dtype, float* y, in
 void matmul(const float* x, const void* w, DType w_dtype, float* y, int64_t m, int64_t n, int64_t k,
             cublasHandle_t cublas, void* scratch, cudaStream_t stream) {
   if (m == 0 || n == 0) return;
+  if (w_dtype == DType::kBF16 && bf16_rows_supported(x, w, m, k)) {
+    return matmul_bf16_rows(x, static_cast<const __nv_bfloat16*>(w), y, m, n, k, scratch, stream);
+  }
   if (m <= kStreamingMaxRows || w_dtype == DType::kF16 || w_dtype == DType::kI32) {
     return matmul_streaming(x, w, w_dtype, y, m, n, k, stream);
   }

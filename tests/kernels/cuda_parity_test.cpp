@@ -379,7 +379,9 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{"OneKvHeadDim80", 9, 6, 1, 80, 200, false},
                       AttentionCase{"HeadDim256", 3, 2, 1, 256, 40, false},
                       AttentionCase{"SingleKey", 4, 4, 2, 16, 1, true},
-                      AttentionCase{"LongContext", 2, 8, 8, 128, 4099, false}),
+                      AttentionCase{"LongContext", 2, 8, 8, 128, 4099, false},
+                      AttentionCase{"ManyRowsOneSlice", 300, 8, 2, 64, 200, false},
+                      AttentionCase{"SixteenHeadsPerKvHead", 2, 16, 1, 128, 500, false}),
     [](const ::testing::TestParamInfo<AttentionCase>& p) { return std::string(p.param.name); });
 
 TEST_F(CudaParity, AttentionKeyCountBeyondKeysFailsAtTheNextCopyToHost) {

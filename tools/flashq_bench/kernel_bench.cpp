@@ -21,7 +21,8 @@ struct KernelBenchOptions {
   int64_t k = 1024;
   double min_seconds = 0.5;
   std::string device = "all";  // cpu, cuda or all
-  std::vector<int64_t> cuda_rows = {1, 16, 64, 128, 129, 512};  // 128 | 129: streaming kernel | cuBLAS
+  // Up to 128 rows the tensor-core kernel for few rows (matmul_bf16_rows.h), from 129 cuBLAS.
+  std::vector<int64_t> cuda_rows = {1, 2, 4, 8, 16, 32, 64, 128, 129, 512};
   int64_t cuda_n = 4096;
   int64_t cuda_k = 4096;
   std::vector<int64_t> cuda_keys = {512, 4096};

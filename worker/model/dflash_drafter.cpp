@@ -124,8 +124,9 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
       backend_.copy_rows(k.slice_rows(first, n), context.keys(static_cast<int64_t>(l)), start);
       backend_.copy_rows(v.slice_rows(first, n), context.values(static_cast<int64_t>(l)), start);
       Tensor block_out = attended.slice_rows(first, n);
-      backend_.attention(q.slice_rows(first, n), context.keys(static_cast<int64_t>(l)),
-                         context.values(static_cast<int64_t>(l)), count_tensor.slice_rows(first, n), block_out);
+      backend_.attention(q.slice_rows(first, n), context.keys(static_cast<int64_t>(l)).slice_rows(0, start + n),
+                         context.values(static_cast<int64_t>(l)).slice_rows(0, start + n),
+                         count_tensor.slice_rows(first, n), block_out);
       first += n;
     }
     backend_.matmul(attended.reshape({rows, c.num_heads * c.head_dim}), layer.o_proj, delta);

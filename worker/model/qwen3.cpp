@@ -123,8 +123,10 @@ void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std
     backend_.copy_rows(k.slice_rows(first, n), chunk.cache->keys(layer_index), start);
     backend_.copy_rows(v.slice_rows(first, n), chunk.cache->values(layer_index), start);
     Tensor chunk_out = attended.slice_rows(first, n);
-    backend_.attention(q.slice_rows(first, n), chunk.cache->keys(layer_index), chunk.cache->values(layer_index),
-                       key_counts.slice_rows(first, n), chunk_out);
+    // Only the rows in use: the GPU kernel splits the work over the keys it is given.
+    backend_.attention(q.slice_rows(first, n), chunk.cache->keys(layer_index).slice_rows(0, start + n),
+                       chunk.cache->values(layer_index).slice_rows(0, start + n), key_counts.slice_rows(first, n),
+                       chunk_out);
     first += n;
   }
   backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
