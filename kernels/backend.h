@@ -10,11 +10,21 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "kernels/tensor.h"
 
 namespace flashq {
+
+// One sequence's share of a batched attention (Backend::store_and_attend): its rows
+// [first_row, first_row + rows) of q, k and v, and its cache, [capacity, Hkv, D] keys and values,
+// into which its k and v rows go at [start, start + rows).
+struct CacheChunk {
+  Tensor* keys = nullptr;
+  Tensor* values = nullptr;
+  int64_t first_row = 0, rows = 0, start = 0;
+};
 
 struct DeviceMemory {
   int64_t free_bytes = 0;
@@ -59,6 +69,12 @@ class Backend {
   // [0, key_counts[m]), which expresses causal, non-causal and context-only masks alike.
   virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
                          Tensor& out) = 0;
+  // For every chunk: its k and v rows stored into its cache at `start`, then attention of its q
+  // rows against its cache's rows [0, key_counts[m]) (at most start + rows). Chunks cover q's rows
+  // in order. The default is the primitives above, one chunk at a time; a GPU backend does all
+  // chunks in a few launches, since launches per sequence per layer bound batched decoding.
+  virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
+                                const Tensor& key_counts, Tensor& out);
   // out = silu(gate) * up, element-wise.
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[M, H] = table[ids[m]] widened to float32; ids outside the table are an error.

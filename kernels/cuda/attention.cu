@@ -43,6 +43,19 @@ Plan plan_for(const AttentionShape& s) {
   return {heads, head_groups, slices, slice_keys};
 }
 
+// Passed by value as a __grid_constant__ parameter: read in place, never copied per thread.
+struct KvChunkTable {
+  KvChunk chunk[kMaxKvChunks];
+  int count;
+};
+
+// The chunk holding query row m (chunks are in row order; a block looks it up once).
+__device__ inline const KvChunk& chunk_of(const KvChunkTable& table, int64_t m) {
+  int c = 0;
+  while (c + 1 < table.count && m >= table.chunk[c + 1].first_row) ++c;
+  return table.chunk[c];
+}
+
 __device__ inline int64_t clamped_count(const int32_t* key_counts, int64_t m, int64_t keys, bool reporter,
                                         DeviceErrorReport* report) {
   int64_t count = key_counts[m];
@@ -56,21 +69,23 @@ __device__ inline int64_t clamped_count(const int32_t* key_counts, int64_t m, in
 // grid (rows, head groups, slices). With one slice the block writes the normalised result to
 // `out`; with several it writes its unnormalised sum, running max and total to the partials.
 __global__ void __launch_bounds__(kThreads)
-    attend_slice(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+    attend_slice(const float* __restrict__ q, const __grid_constant__ KvChunkTable table,
                  const int32_t* __restrict__ key_counts, float* __restrict__ out, float* __restrict__ partial_out,
                  float* __restrict__ partial_stats, AttentionShape s, Plan plan, float scale,
                  DeviceErrorReport* report) {
   __shared__ float q_tile[kMaxHeadsPerBlock][kMaxAttentionHeadDim];
   __shared__ float scores[kMaxHeadsPerBlock][kTile];
-  __shared__ float running_max[kMaxHeadsPerBlock], running_total[kMaxHeadsPerBlock],
-      correction[kMaxHeadsPerBlock];
+  __shared__ float running_max[kMaxHeadsPerBlock], running_total[kMaxHeadsPerBlock], correction[kMaxHeadsPerBlock];
 
   const int64_t m = blockIdx.x, group = blockIdx.y, slice = blockIdx.z;
   const int heads = static_cast<int>(plan.heads_per_block);
   const int64_t first_head = group * heads;
   const int64_t kv_head = first_head / (s.q_heads / s.kv_heads);
   const int64_t d_count = s.head_dim, kv_stride = s.kv_heads * s.head_dim;
-  const int64_t count = clamped_count(key_counts, m, s.keys, group == 0 && slice == 0 && threadIdx.x == 0, report);
+  const KvChunk& chunk = chunk_of(table, m);
+  const float* __restrict__ k = chunk.k;
+  const float* __restrict__ v = chunk.v;
+  const int64_t count = clamped_count(key_counts, m, chunk.keys, group == 0 && slice == 0 && threadIdx.x == 0, report);
   const int64_t begin = slice * plan.slice_keys, end = min(count, begin + plan.slice_keys);
   if (plan.slices > 1 && begin >= end) return;  // the merge reads only slices holding keys
 
@@ -89,7 +104,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < kMaxSlots; ++i) acc[i] = 0.0f;
   __syncthreads();
 
-  const int key_in_pass = static_cast<int>(threadIdx.x) / kLanesPerKey, sub = static_cast<int>(threadIdx.x) % kLanesPerKey;
+  const int key_in_pass = static_cast<int>(threadIdx.x) / kLanesPerKey,
+            sub = static_cast<int>(threadIdx.x) % kLanesPerKey;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   for (int64_t tile = begin; tile < end; tile += kTile) {
     const int tile_keys = static_cast<int>(min(static_cast<int64_t>(kTile), end - tile));
@@ -172,11 +188,12 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // grid (rows, q_heads): weighs each slice holding keys by exp(its max - the overall max).
-__global__ void merge_slices(const int32_t* __restrict__ key_counts, const float* __restrict__ partial_out,
-                             const float* __restrict__ partial_stats, float* __restrict__ out, AttentionShape s,
-                             Plan plan) {
+__global__ void merge_slices(const __grid_constant__ KvChunkTable table, const int32_t* __restrict__ key_counts,
+                             const float* __restrict__ partial_out, const float* __restrict__ partial_stats,
+                             float* __restrict__ out, AttentionShape s, Plan plan) {
   const int64_t m = blockIdx.x, head_row = m * s.q_heads + blockIdx.y;
-  const int64_t count = min(static_cast<int64_t>(key_counts[m]), s.keys);  // attend_slice reports a larger one
+  // attend_slice reports a larger count
+  const int64_t count = min(static_cast<int64_t>(key_counts[m]), chunk_of(table, m).keys);
   const int64_t used = count > 0 ? (count + plan.slice_keys - 1) / plan.slice_keys : 0;
   const float* stats = partial_stats + head_row * plan.slices * 2;
   float best = -INFINITY;
@@ -202,9 +219,15 @@ size_t attention_scratch_bytes(const AttentionShape& shape) {
   return head_rows * static_cast<size_t>(shape.head_dim + 2) * sizeof(float);
 }
 
-void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out,
+void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
                AttentionShape shape, void* scratch, DeviceErrorReport* report, cudaStream_t stream) {
-  if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0) return;
+  if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
+  if (chunks.size() > static_cast<size_t>(kMaxKvChunks)) {
+    throw Error(ErrorCode::kInternal, "attention: more chunks than one launch takes");
+  }
+  KvChunkTable table{};
+  std::copy(chunks.begin(), chunks.end(), table.chunk);
+  table.count = static_cast<int>(chunks.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   const Plan plan = plan_for(shape);
   auto* partial_out = static_cast<float*>(scratch);
@@ -212,12 +235,12 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
       plan.slices == 1 ? nullptr : partial_out + shape.rows * shape.q_heads * plan.slices * shape.head_dim;
   const dim3 grid(static_cast<unsigned>(shape.rows), static_cast<unsigned>(plan.head_groups),
                   static_cast<unsigned>(plan.slices));
-  attend_slice<<<grid, kThreads, 0, stream>>>(q, k, v, key_counts, out, partial_out, partial_stats, shape, plan, scale,
+  attend_slice<<<grid, kThreads, 0, stream>>>(q, table, key_counts, out, partial_out, partial_stats, shape, plan, scale,
                                               report);
   check_launch("attention");
   if (plan.slices == 1) return;
   merge_slices<<<dim3(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.q_heads)), 128, 0, stream>>>(
-      key_counts, partial_out, partial_stats, out, shape, plan);
+      table, key_counts, partial_out, partial_stats, out, shape, plan);
   check_launch("attention (merge slices)");
 }
 

@@ -1,5 +1,6 @@
 // Grouped-query attention on the GPU (twin: kernels/cpu/attention.cpp). q[rows, q_heads, D];
 // k, v[keys, kv_heads, D]; query row m attends keys [0, key_counts[m]) with scale 1/sqrt(D).
+// The rows may belong to several sequences (chunks), each with its own k and v, in one launch.
 //
 // Split over the keys (flash-decoding): a block takes one query row, the query heads of one KV
 // head (so each key row is read once for all of them) and one slice of the keys, walks the slice
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/cuda/device_error.h"
 
@@ -21,6 +23,18 @@ namespace flashq::cuda {
 // Largest head_dim the kernel handles (Qwen3 and Llama use 128).
 inline constexpr int64_t kMaxAttentionHeadDim = 256;
 
+// Chunks one launch takes (they travel in the kernel's parameters); more take several launches.
+inline constexpr int kMaxKvChunks = 64;
+
+// One sequence's rows [first_row, first_row + rows) of q attend its own k and v, of which `keys`
+// rows may be attended.
+struct KvChunk {
+  const float* k;
+  const float* v;
+  int64_t first_row, rows, keys;
+};
+
+// rows: of q (all chunks); keys: the most any chunk has.
 struct AttentionShape {
   int64_t rows, q_heads, kv_heads, head_dim, keys;
 };
@@ -28,8 +42,9 @@ struct AttentionShape {
 // Bytes of scratch attention() needs for this shape (0 when it needs none).
 size_t attention_scratch_bytes(const AttentionShape& shape);
 
-// `scratch` holds at least attention_scratch_bytes(shape) bytes. Allocates nothing.
-void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out,
+// `chunks` (at most kMaxKvChunks) cover q's rows in order; `scratch` holds at least
+// attention_scratch_bytes(shape) bytes. Allocates nothing.
+void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
                AttentionShape shape, void* scratch, DeviceErrorReport* report, cudaStream_t stream);
 
 }  // namespace flashq::cuda

@@ -13,8 +13,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/argmax.h"
 #include "kernels/cuda/attention.h"
@@ -23,6 +26,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/head_norm_rope.h"
+#include "kernels/cuda/kv_store.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/rope.h"
@@ -252,25 +256,65 @@ class CudaBackend final : public Backend {
                          x.dim(1), x.dim(2), stream());
   }
 
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
-                 Tensor& out) override {
-    require_f32(q, "attention q");
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out) override {
+    require_attention_inputs(q, key_counts, out);
     require_f32(k, "attention k");
     require_f32(v, "attention v");
-    require_f32(out, "attention out");
-    require_on_device(key_counts, "attention key_counts");
-    require(q.rank() == 3 && k.rank() == 3 && v.shape() == k.shape() && out.shape() == q.shape(),
-            "attention shapes");
+    require(k.rank() == 3 && v.shape() == k.shape(), "attention shapes");
     require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
-    require(key_counts.dtype() == DType::kI32 && key_counts.numel() == q.dim(0), "attention key_counts");
-    if (q.dim(2) > cuda::kMaxAttentionHeadDim) {
-      throw Error(ErrorCode::kUnsupported, "cuda attention: head_dim " + std::to_string(q.dim(2)) + " above " +
-                                               std::to_string(cuda::kMaxAttentionHeadDim));
+    const cuda::KvChunk chunk{k.data<float>(), v.data<float>(), 0, q.dim(0), k.dim(0)};
+    attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0));
+  }
+
+  // One launch stores every chunk's new rows, one attends all of them (and one merges the key
+  // slices), in groups of as many chunks as a launch takes.
+  void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
+                        const Tensor& key_counts, Tensor& out) override {
+    require_attention_inputs(q, key_counts, out);
+    require_f32(k, "store_and_attend k");
+    require_f32(v, "store_and_attend v");
+    require(k.rank() == 3 && v.shape() == k.shape() && k.dim(0) == q.dim(0) && q.dim(2) == k.dim(2) && k.dim(1) > 0 &&
+                q.dim(1) % k.dim(1) == 0,
+            "store_and_attend shapes");
+    const int64_t row_floats = k.dim(1) * k.dim(2);
+    int64_t next_row = 0;
+    for (const CacheChunk& chunk : chunks) {
+      require(chunk.keys != nullptr && chunk.values != nullptr && chunk.first_row == next_row && chunk.rows >= 0 &&
+                  chunk.start >= 0,
+              "store_and_attend: chunks cover the rows in order, each with a cache");
+      require_f32(*chunk.keys, "store_and_attend cache keys");
+      require_f32(*chunk.values, "store_and_attend cache values");
+      require(chunk.keys->rank() == 3 && chunk.values->shape() == chunk.keys->shape() &&
+                  chunk.keys->dim(1) == k.dim(1) && chunk.keys->dim(2) == k.dim(2) &&
+                  chunk.start + chunk.rows <= chunk.keys->dim(0),
+              "store_and_attend: a cache's shape or room");
+      next_row += chunk.rows;
     }
-    const cuda::AttentionShape shape{q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(0)};
-    void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape));
-    cuda::attention(q.data<float>(), k.data<float>(), v.data<float>(), key_counts.data<int32_t>(), out.data<float>(),
-                    shape, scratch, context_->report(), stream());
+    require(next_row == q.dim(0), "store_and_attend: chunks cover every row of q");
+
+    std::vector<cuda::KvStore> stores;
+    std::vector<cuda::KvChunk> attended;
+    for (size_t begin = 0; begin < chunks.size(); begin += cuda::kMaxKvChunks) {
+      const size_t end = std::min(chunks.size(), begin + static_cast<size_t>(cuda::kMaxKvChunks));
+      const int64_t first = chunks[begin].first_row;
+      stores.clear();
+      attended.clear();
+      int64_t rows = 0, most_keys = 0;
+      for (size_t c = begin; c < end; ++c) {
+        const CacheChunk& chunk = chunks[c];
+        const int64_t keys = chunk.start + chunk.rows;
+        stores.push_back(
+            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, chunk.start});
+        attended.push_back(
+            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, keys});
+        rows += chunk.rows;
+        most_keys = std::max(most_keys, keys);
+      }
+      cuda::store_kv_rows(k.data<float>() + first * row_floats, v.data<float>() + first * row_floats, stores, rows,
+                          row_floats, stream());
+      Tensor group_out = out.slice_rows(first, rows);
+      attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys);
+    }
   }
 
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
@@ -311,6 +355,26 @@ class CudaBackend final : public Backend {
 
  private:
   cudaStream_t stream() const { return context_->stream(); }
+
+  void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) const {
+    require_f32(q, "attention q");
+    require_f32(out, "attention out");
+    require_on_device(key_counts, "attention key_counts");
+    require(q.rank() == 3 && out.shape() == q.shape(), "attention shapes");
+    require(key_counts.dtype() == DType::kI32 && key_counts.numel() == q.dim(0), "attention key_counts");
+    if (q.dim(2) > cuda::kMaxAttentionHeadDim) {
+      throw Error(ErrorCode::kUnsupported, "cuda attention: head_dim " + std::to_string(q.dim(2)) + " above " +
+                                               std::to_string(cuda::kMaxAttentionHeadDim));
+    }
+  }
+
+  void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, const Tensor& key_counts, Tensor& out,
+              int64_t kv_heads, int64_t most_keys) {
+    const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
+    void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape));
+    cuda::attention(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(), shape, scratch,
+                    context_->report(), stream());
+  }
 
   // The scratch buffer (cuBLAS's bf16 input, attention's partial results) grows to the largest
   // need seen and is reused: the stream orders each use after the previous one.

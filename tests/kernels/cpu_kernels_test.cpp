@@ -1,6 +1,8 @@
 // The fast CPU kernels against plain double-precision twins on random inputs, over shapes that
 // hit every code path (row groups, leftover rows, k tails, the sgemm panel path).
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -120,6 +122,49 @@ TEST(CpuBackend, AttentionMatchesNaiveSoftmaxWithPerRowKeyCounts) {
     }
   }
   EXPECT_LT(max_normalized_error(out.data<float>(), want), 1e-5);
+}
+
+// The batched op's default: each chunk's rows stored at its start, then attention against its
+// own cache, exactly as the primitives one chunk at a time; chunks that do not cover q's rows in
+// order are refused.
+TEST(CpuBackend, StoreAndAttendIsThePrimitivesChunkByChunk) {
+  std::mt19937 rng(9);
+  const int64_t q_heads = 4, kv_heads = 2, d = 8, rows = 5;
+  auto backend = make_cpu_backend();
+  Tensor q = tensor_from(random_floats(rows * q_heads * d, rng), {rows, q_heads, d});
+  Tensor k = tensor_from(random_floats(rows * kv_heads * d, rng), {rows, kv_heads, d});
+  Tensor v = tensor_from(random_floats(rows * kv_heads * d, rng), {rows, kv_heads, d});
+  Tensor counts = Tensor::zeros_cpu(DType::kI32, {rows});
+  const int32_t count_values[] = {4, 5, 3, 3, 3};  // chunk 0: 2 rows from 3 (causal); chunk 1: 3 rows from 0, all
+  std::copy(std::begin(count_values), std::end(count_values), counts.data<int32_t>());
+  std::vector<Tensor> caches, expected;
+  for (int i = 0; i < 4; ++i) {
+    caches.push_back(tensor_from(random_floats(6 * kv_heads * d, rng), {6, kv_heads, d}));
+    expected.push_back(
+        tensor_from({caches.back().data<float>(), caches.back().data<float>() + 6 * kv_heads * d}, {6, kv_heads, d}));
+  }
+  const CacheChunk chunks[] = {{&caches[0], &caches[1], 0, 2, 3}, {&caches[2], &caches[3], 2, 3, 0}};
+  Tensor out = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
+  backend->store_and_attend(q, k, v, chunks, counts, out);
+
+  Tensor want = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
+  const int64_t firsts[] = {0, 2}, sizes[] = {2, 3}, starts[] = {3, 0};
+  for (int c = 0; c < 2; ++c) {
+    backend->copy_rows(k.slice_rows(firsts[c], sizes[c]), expected[2 * c], starts[c]);
+    backend->copy_rows(v.slice_rows(firsts[c], sizes[c]), expected[2 * c + 1], starts[c]);
+    Tensor chunk_want = want.slice_rows(firsts[c], sizes[c]);
+    backend->attention(q.slice_rows(firsts[c], sizes[c]), expected[2 * c], expected[2 * c + 1],
+                       counts.slice_rows(firsts[c], sizes[c]), chunk_want);
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(0, std::memcmp(caches[i].raw(), expected[i].raw(), caches[i].nbytes())) << "cache " << i;
+  }
+  EXPECT_EQ(0, std::memcmp(out.raw(), want.raw(), out.nbytes()));
+
+  const CacheChunk skipping_a_row[] = {{&caches[0], &caches[1], 1, 4, 0}};
+  EXPECT_THROW(backend->store_and_attend(q, k, v, skipping_a_row, counts, out), Error);
+  const CacheChunk short_of_rows[] = {{&caches[0], &caches[1], 0, 4, 0}};
+  EXPECT_THROW(backend->store_and_attend(q, k, v, short_of_rows, counts, out), Error);
 }
 
 TEST(CpuBackend, RopeRotatesHalvesAndKeepsNorms) {

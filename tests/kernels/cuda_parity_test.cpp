@@ -384,6 +384,62 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{"SixteenHeadsPerKvHead", 2, 16, 1, 128, 500, false}),
     [](const ::testing::TestParamInfo<AttentionCase>& p) { return std::string(p.param.name); });
 
+// Many sequences in one call (more than one launch takes: 70 chunks), each with its own cache:
+// the stored rows and the attention against the CPU's chunk-by-chunk default. Chunks of 0, 1,
+// 3 and 16 rows at different cache lengths; causal counts, and a draft-like chunk seeing all.
+TEST_F(CudaParity, StoreAndAttendManySequencesMatchesCpuBackend) {
+  std::mt19937 rng(21);
+  const int64_t q_heads = 8, kv_heads = 2, head_dim = 64, chunk_count = 70;
+  const int64_t row_sizes[] = {1, 16, 0, 3};
+  std::vector<CacheChunk> cpu_chunks, gpu_chunks;
+  std::vector<Tensor> cpu_caches, gpu_caches;  // keys and values per chunk
+  cpu_caches.reserve(2 * chunk_count);
+  gpu_caches.reserve(2 * chunk_count);
+  std::vector<int32_t> counts;
+  int64_t rows = 0;
+  for (int64_t c = 0; c < chunk_count; ++c) {
+    const int64_t n = row_sizes[c % 4], start = (c * 37) % 300, capacity = start + n + 5;
+    for (int kv = 0; kv < 2; ++kv) {
+      std::vector<float> old = random_floats(static_cast<size_t>(capacity * kv_heads * head_dim), rng, 2.0f);
+      cpu_caches.push_back(host_tensor(old, DType::kF32, {capacity, kv_heads, head_dim}));
+      gpu_caches.push_back(to_gpu(cpu_caches.back()));
+    }
+    cpu_chunks.push_back({&cpu_caches[2 * c], &cpu_caches[2 * c + 1], rows, n, start});
+    gpu_chunks.push_back({&gpu_caches[2 * c], &gpu_caches[2 * c + 1], rows, n, start});
+    for (int64_t i = 0; i < n; ++i) counts.push_back(static_cast<int32_t>(c % 5 == 1 ? start + n : start + i + 1));
+    rows += n;
+  }
+  std::vector<float> q = random_floats(static_cast<size_t>(rows * q_heads * head_dim), rng, 2.0f);
+  std::vector<float> k = random_floats(static_cast<size_t>(rows * kv_heads * head_dim), rng, 2.0f);
+  std::vector<float> v = random_floats(static_cast<size_t>(rows * kv_heads * head_dim), rng);
+  Tensor q_host = host_tensor(q, DType::kF32, {rows, q_heads, head_dim});
+  Tensor k_host = host_tensor(k, DType::kF32, {rows, kv_heads, head_dim});
+  Tensor v_host = host_tensor(v, DType::kF32, {rows, kv_heads, head_dim});
+  Tensor counts_host = host_ints(counts);
+  Tensor out_host = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, head_dim});
+  cpu_->store_and_attend(q_host, k_host, v_host, cpu_chunks, counts_host, out_host);
+
+  Tensor out_gpu = poisoned({rows, q_heads, head_dim});
+  gpu_->store_and_attend(to_gpu(q_host), to_gpu(k_host), to_gpu(v_host), gpu_chunks, to_gpu(counts_host), out_gpu);
+  EXPECT_LT(normalized_error(download(out_gpu), host_values(out_host)), 1e-4);
+  for (size_t i = 0; i < cpu_caches.size(); ++i) {
+    ASSERT_EQ(download(gpu_caches[i]), host_values(cpu_caches[i]))
+        << "cache " << i / 2 << (i % 2 ? " values" : " keys");
+  }
+}
+
+TEST_F(CudaParity, StoreAndAttendRefusesChunksThatDoNotCoverTheRows) {
+  Tensor q = gpu_->allocate(DType::kF32, {4, 2, 16});
+  Tensor kv = gpu_->allocate(DType::kF32, {4, 2, 16});
+  Tensor cache = gpu_->allocate(DType::kF32, {8, 2, 16});
+  Tensor counts = to_gpu(host_ints({1, 2, 3, 4}));
+  Tensor out = gpu_->allocate(DType::kF32, {4, 2, 16});
+  const CacheChunk short_of_rows[] = {{&cache, &cache, 0, 3, 0}};
+  EXPECT_THROW(gpu_->store_and_attend(q, kv, kv, short_of_rows, counts, out), Error);
+  const CacheChunk beyond_the_cache[] = {{&cache, &cache, 0, 4, 5}};
+  EXPECT_THROW(gpu_->store_and_attend(q, kv, kv, beyond_the_cache, counts, out), Error);
+}
+
 TEST_F(CudaParity, AttentionKeyCountBeyondKeysFailsAtTheNextCopyToHost) {
   Tensor q = gpu_->allocate(DType::kF32, {1, 2, 16});
   Tensor kv = gpu_->allocate(DType::kF32, {4, 2, 16});

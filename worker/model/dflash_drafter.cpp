@@ -117,18 +117,15 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
     const Qwen3Layer& layer = layers_[l];
     backend_.rmsnorm(h, layer.input_norm, c.rms_norm_eps, normed);
     project_qkv(backend_, layer, c, normed, position_tensor, q, k, v);
+    cache_chunks_.clear();
     int64_t first = 0;
     for (const DraftBlock& block : blocks) {
-      const int64_t start = block.context->length(), n = block.block_size;
       KvCache& context = *block.context;
-      backend_.copy_rows(k.slice_rows(first, n), context.keys(static_cast<int64_t>(l)), start);
-      backend_.copy_rows(v.slice_rows(first, n), context.values(static_cast<int64_t>(l)), start);
-      Tensor block_out = attended.slice_rows(first, n);
-      backend_.attention(q.slice_rows(first, n), context.keys(static_cast<int64_t>(l)).slice_rows(0, start + n),
-                         context.values(static_cast<int64_t>(l)).slice_rows(0, start + n),
-                         count_tensor.slice_rows(first, n), block_out);
-      first += n;
+      cache_chunks_.push_back({&context.keys(static_cast<int64_t>(l)), &context.values(static_cast<int64_t>(l)), first,
+                               block.block_size, context.length()});
+      first += block.block_size;
     }
+    backend_.store_and_attend(q, k, v, cache_chunks_, count_tensor, attended);
     backend_.matmul(attended.reshape({rows, c.num_heads * c.head_dim}), layer.o_proj, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, c.rms_norm_eps, normed);
     run_swiglu_mlp(backend_, workspace_, layer, c.intermediate_size, normed, delta);

@@ -64,6 +64,7 @@ class DFlashDrafter {
   DrafterConfig config_;
   Backend& backend_;
   Workspace workspace_;
+  std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
   const Tensor embed_tokens_;  // the target's
   const Tensor lm_head_;       // the target's
   Tensor fc_, hidden_norm_, final_norm_;

@@ -116,19 +116,16 @@ void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std
   Tensor attended = workspace_.get("attended", DType::kF32, {rows, q_heads, head_dim});
   project_qkv(backend_, layer, config_, normed, positions, q, k, v);
 
+  cache_chunks_.clear();
   int64_t first = 0;
   for (const SequenceChunk& chunk : chunks) {
     const int64_t n = static_cast<int64_t>(chunk.tokens.size());
-    const int64_t start = chunk.cache->length();  // committed only after the last layer
-    backend_.copy_rows(k.slice_rows(first, n), chunk.cache->keys(layer_index), start);
-    backend_.copy_rows(v.slice_rows(first, n), chunk.cache->values(layer_index), start);
-    Tensor chunk_out = attended.slice_rows(first, n);
-    // Only the rows in use: the GPU kernel splits the work over the keys it is given.
-    backend_.attention(q.slice_rows(first, n), chunk.cache->keys(layer_index).slice_rows(0, start + n),
-                       chunk.cache->values(layer_index).slice_rows(0, start + n), key_counts.slice_rows(first, n),
-                       chunk_out);
+    // The cache's length is committed only after the last layer.
+    cache_chunks_.push_back(
+        {&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n, chunk.cache->length()});
     first += n;
   }
+  backend_.store_and_attend(q, k, v, cache_chunks_, key_counts, attended);
   backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
 }
 

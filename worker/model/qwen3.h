@@ -66,6 +66,7 @@ class Qwen3Model {
   ModelConfig config_;
   Backend& backend_;
   Workspace workspace_;
+  std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
   Tensor embed_tokens_, final_norm_, lm_head_;
   std::vector<Qwen3Layer> layers_;
 };
