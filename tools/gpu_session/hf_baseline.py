@@ -6,15 +6,17 @@ timed as `flashq-bench engine` times ours: the prefill apart, and decode speed a
 the first over the seconds after the first.
 
     hf_baseline.py --model DIR [--impl hf|ours-torch] [--device cuda|cpu]
-                   [--variants eager,static-compile] [--prompt-tokens 259] [--decode-tokens 128]
+                   [--variants eager,static-auto] [--prompt-tokens 259] [--decode-tokens 128]
                    [--repeats 3] [--warmup 1] [--compile-warmup 2]
 
 --impl hf (the default) loads DIR with AutoModelForCausalLM in bf16. Variants:
   eager            model.generate, the default dynamic cache, nothing compiled
-  static-compile   cache_implementation="static", model.forward compiled with
-                   torch.compile(mode="reduce-overhead", fullgraph=True) (transformers' guide)
   static-auto      cache_implementation="static" alone: recent transformers compile the forward
-                   themselves on CUDA with a static cache; a fallback if static-compile fails
+                   themselves on CUDA with a static cache (CUDA graphs included); the default
+  static-compile   cache_implementation="static", model.forward compiled with
+                   torch.compile(mode="reduce-overhead", fullgraph=True) (transformers' guide);
+                   with transformers 5.17 on the H100 it failed in the cache update ("accessing
+                   tensor output of CUDAGraphs that has been overwritten"), docs/perf.md
 --impl ours-torch runs the same harness on our PyTorch Qwen3 (tools/train/qwen3_model.py, float32,
 CPU only), so everything but the transformers calls can be tested where transformers is missing.
 
@@ -272,7 +274,7 @@ def main():
         parser.error("--prompt-tokens and --decode-tokens must be at least 2, --repeats at least 1")
     if not os.path.isfile(os.path.join(args.model, "config.json")):
         parser.error(f"{args.model}: no config.json (a directory written by flashq-model make-tiny)")
-    names = (args.variants or ("eager,static-compile" if args.impl == "hf" else "eager")).split(",")
+    names = (args.variants or ("eager,static-auto" if args.impl == "hf" else "eager")).split(",")
 
     try:
         try:
