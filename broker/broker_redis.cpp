@@ -77,6 +77,7 @@ void Broker::redis_connection_lost() {
   spdlog::warn("redis {}: {}; {} writes kept for when it is back", redis_->url().describe(), redis_->last_error(),
                redis_pipeline_.retained());
   redis_ready_ = false;
+  update_gauges();
 }
 
 // Before a request answered at once: the replies outstanding come first (they are in order).
@@ -126,6 +127,7 @@ void Broker::redis_on_connect() {
     return;
   }
   redis_ready_ = true;
+  update_gauges();  // /readyz and flashq_redis_connected follow at once, not at the next sweep
 }
 
 void Broker::redis_submit(const std::string& producer, protocol::Job job) {

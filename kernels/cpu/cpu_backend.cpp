@@ -1,5 +1,6 @@
 // The CPU backend: the reference every other backend is tested against, and the embedded
 // default. Checks shapes and dtypes at the interface, then calls the kernels in this folder.
+#include <concepts>
 #include <cstring>
 #include <string>
 
@@ -16,12 +17,22 @@
 namespace flashq {
 namespace {
 
-void require(bool ok, const std::string& what) {
-  if (!ok) throw Error(ErrorCode::kInternal, "cpu backend: " + what);
+// Checks run on every op of the decode loop, so a message is built only when one fails: a
+// literal as it is, anything composed from a callable.
+[[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::kInternal, "cpu backend: " + what); }
+
+void require(bool ok, const char* what) {
+  if (!ok) fail(what);
+}
+
+template <std::invocable MakeMessage>
+void require(bool ok, MakeMessage&& make_message) {
+  if (!ok) fail(make_message());
 }
 
 void require_f32(const Tensor& t, const char* name) {
-  require(t.defined() && t.dtype() == DType::kF32, std::string(name) + " must be a float32 tensor");
+  require(t.defined() && t.dtype() == DType::kF32,
+          [&] { return std::string(name) + " must be a float32 tensor"; });
 }
 
 cpu::WeightVector weight_vector(const Tensor& w) { return {w.raw(), w.dtype()}; }
@@ -48,7 +59,9 @@ class CpuBackend final : public Backend {
   void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
     require(src.dtype() == dst.dtype() && src.rows() == dst.rows() && first_col >= 0 &&
                 first_col + src.cols() <= dst.cols(),
-            "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape()));
+            [&] {
+              return "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape());
+            });
     const size_t element = dtype_size(src.dtype());
     const char* from = static_cast<const char*>(src.raw());
     char* to = static_cast<char*>(dst.raw());
@@ -61,8 +74,10 @@ class CpuBackend final : public Backend {
     require_f32(x, "matmul x");
     require_f32(y, "matmul y");
     require(w.rank() == 2 && x.cols() == w.dim(1) && y.rows() == x.rows() && y.cols() == w.dim(0),
-            "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
-                shape_to_string(y.shape()));
+            [&] {
+              return "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
+                     shape_to_string(y.shape());
+            });
     cpu::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1));
   }
 

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -39,17 +40,27 @@ namespace {
 using cuda::check_cublas;
 using cuda::check_cuda;
 
-void require(bool ok, const std::string& what) {
-  if (!ok) throw Error(ErrorCode::kInternal, "cuda backend: " + what);
+// Checks run on every op of the decode loop, so a message is built only when one fails: a
+// literal as it is, anything composed from a callable.
+[[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::kInternal, "cuda backend: " + what); }
+
+void require(bool ok, const char* what) {
+  if (!ok) fail(what);
+}
+
+template <std::invocable MakeMessage>
+void require(bool ok, MakeMessage&& make_message) {
+  if (!ok) fail(make_message());
 }
 
 void require_on_device(const Tensor& t, const char* name) {
-  require(t.defined() && t.device() == Device::kCuda, std::string(name) + " must be a tensor on the CUDA device");
+  require(t.defined() && t.device() == Device::kCuda,
+          [&] { return std::string(name) + " must be a tensor on the CUDA device"; });
 }
 
 void require_f32(const Tensor& t, const char* name) {
   require_on_device(t, name);
-  require(t.dtype() == DType::kF32, std::string(name) + " must be a float32 tensor");
+  require(t.dtype() == DType::kF32, [&] { return std::string(name) + " must be a float32 tensor"; });
 }
 
 // The stream, the cuBLAS handle and the error report: shared by the backend and by every
@@ -191,7 +202,9 @@ class CudaBackend final : public Backend {
     require_on_device(dst, "copy_columns dst");
     require(src.dtype() == dst.dtype() && src.rows() == dst.rows() && first_col >= 0 &&
                 first_col + src.cols() <= dst.cols(),
-            "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape()));
+            [&] {
+              return "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape());
+            });
     if (src.nbytes() == 0) return;
     const size_t element = dtype_size(src.dtype());
     check_cuda(cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + first_col * element, dst.cols() * element, src.raw(),
@@ -205,8 +218,10 @@ class CudaBackend final : public Backend {
     require_f32(y, "matmul y");
     require_on_device(w, "matmul w");
     require(w.rank() == 2 && x.cols() == w.dim(1) && y.rows() == x.rows() && y.cols() == w.dim(0),
-            "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
-                shape_to_string(y.shape()));
+            [&] {
+              return "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
+                     shape_to_string(y.shape());
+            });
     require(w.dtype() != DType::kI32, "matmul: weights must be f32, f16 or bf16");
     void* scratch = grow_scratch(cuda::matmul_scratch_bytes(w.dtype(), x.rows(), x.cols()));
     cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1),
