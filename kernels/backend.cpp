@@ -23,4 +23,12 @@ void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v
   if (next_row != q.dim(0)) throw Error(ErrorCode::kInternal, "store_and_attend: chunks must cover every row of q");
 }
 
+std::unique_ptr<CapturedOps> Backend::capture(const std::function<void()>&) {
+  throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot capture ops");
+}
+
+void Backend::replay(CapturedOps&) {
+  throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot replay ops");
+}
+
 }  // namespace flashq

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,6 +25,12 @@ struct CacheChunk {
   Tensor* keys = nullptr;
   Tensor* values = nullptr;
   int64_t first_row = 0, rows = 0, start = 0;
+};
+
+// Ops recorded by Backend::capture for replay (on a GPU, a CUDA graph).
+class CapturedOps {
+ public:
+  virtual ~CapturedOps() = default;
 };
 
 struct DeviceMemory {
@@ -75,6 +82,15 @@ class Backend {
   // chunks in a few launches, since launches per sequence per layer bound batched decoding.
   virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
                                 const Tensor& key_counts, Tensor& out);
+  // Records the ops `work` issues, without running them, for replay(): on a GPU a CUDA graph,
+  // which launches a whole pass for the price of one launch. A replay runs the same ops on the
+  // same tensors: what they hold may change between replays (upload a step's ids, positions and
+  // key counts first), where they are and their shapes may not. Nothing may be allocated or
+  // cross between host and device while recording (those calls throw), and checks of what
+  // tensors hold (token ids, key counts) happen at replay. Backends that cannot record throw
+  // `unsupported`.
+  virtual std::unique_ptr<CapturedOps> capture(const std::function<void()>& work);
+  virtual void replay(CapturedOps& ops);
   // out = silu(gate) * up, element-wise.
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[M, H] = table[ids[m]] widened to float32; ids outside the table are an error.

@@ -2,7 +2,11 @@
 // default. Checks shapes and dtypes at the interface, then calls the kernels in this folder.
 #include <concepts>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/attention.h"
@@ -37,23 +41,43 @@ void require_f32(const Tensor& t, const char* name) {
 
 cpu::WeightVector weight_vector(const Tensor& w) { return {w.raw(), w.dtype()}; }
 
+// What CpuBackend::capture records: each op as a closure holding its tensors (so their memory
+// outlives the recording, as a CUDA graph's does not need) and its arguments as they were.
+class CpuCapturedOps final : public CapturedOps {
+ public:
+  std::vector<std::function<void()>> ops;
+};
+
 class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::kCpu; }
   std::string name() const override { return "cpu"; }
 
-  Tensor allocate(DType dtype, Shape shape) override { return Tensor::zeros_cpu(dtype, std::move(shape)); }
-  Tensor upload_weight(const Tensor& host) override { return host; }
-  void copy_to_host(const Tensor& src, void* dst) override { std::memcpy(dst, src.raw(), src.nbytes()); }
-  void copy_from_host(const void* src, Tensor& dst) override { std::memcpy(dst.raw(), src, dst.nbytes()); }
+  Tensor allocate(DType dtype, Shape shape) override {
+    refuse_while_recording("allocate");
+    return Tensor::zeros_cpu(dtype, std::move(shape));
+  }
+  Tensor upload_weight(const Tensor& host) override {
+    refuse_while_recording("upload_weight");
+    return host;
+  }
+  void copy_to_host(const Tensor& src, void* dst) override {
+    refuse_while_recording("copy_to_host");
+    std::memcpy(dst, src.raw(), src.nbytes());
+  }
+  void copy_from_host(const void* src, Tensor& dst) override {
+    refuse_while_recording("copy_from_host");
+    std::memcpy(dst.raw(), src, dst.nbytes());
+  }
 
   void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override {
     auto row_elements = [](const Tensor& t) { return t.dim(0) == 0 ? 0 : t.numel() / t.dim(0); };
     require(src.dtype() == dst.dtype() && (src.dim(0) == 0 || row_elements(src) == row_elements(dst)),
             "copy_rows: dtypes or row sizes differ");
     require(first_row >= 0 && first_row + src.dim(0) <= dst.dim(0), "copy_rows: rows out of range");
-    Tensor target = dst.slice_rows(first_row, src.dim(0));
-    std::memcpy(target.raw(), src.raw(), src.nbytes());
+    run([src, target = dst.slice_rows(first_row, src.dim(0))] {
+      std::memcpy(target.raw(), src.raw(), src.nbytes());
+    });
   }
 
   void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
@@ -62,12 +86,15 @@ class CpuBackend final : public Backend {
             [&] {
               return "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape());
             });
-    const size_t element = dtype_size(src.dtype());
-    const char* from = static_cast<const char*>(src.raw());
-    char* to = static_cast<char*>(dst.raw());
-    for (int64_t m = 0; m < src.rows(); ++m) {
-      std::memcpy(to + (m * dst.cols() + first_col) * element, from + m * src.cols() * element, src.cols() * element);
-    }
+    run([src, dst, first_col] {
+      const size_t element = dtype_size(src.dtype());
+      const char* from = static_cast<const char*>(src.raw());
+      char* to = static_cast<char*>(dst.raw());
+      for (int64_t m = 0; m < src.rows(); ++m) {
+        std::memcpy(to + (m * dst.cols() + first_col) * element, from + m * src.cols() * element,
+                    src.cols() * element);
+      }
+    });
   }
 
   void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
@@ -78,32 +105,36 @@ class CpuBackend final : public Backend {
               return "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
                      shape_to_string(y.shape());
             });
-    cpu::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1));
+    run([x, w, y] { cpu::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1)); });
   }
 
   void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
     require_f32(x, "rmsnorm x");
     require(x.numel() == y.numel() && w.numel() == x.cols(), "rmsnorm shapes");
-    cpu::rmsnorm(x.data<float>(), weight_vector(w), eps, y.data<float>(), x.rows(), x.cols());
+    run([x, w, eps, y] { cpu::rmsnorm(x.data<float>(), weight_vector(w), eps, y.data<float>(), x.rows(), x.cols()); });
   }
 
   void add_rmsnorm(Tensor& h, const Tensor& delta, const Tensor& w, float eps, Tensor& y) override {
     require_f32(h, "add_rmsnorm h");
     require(h.numel() == delta.numel() && h.numel() == y.numel() && w.numel() == h.cols(), "add_rmsnorm shapes");
-    cpu::add_rmsnorm(h.data<float>(), delta.data<float>(), weight_vector(w), eps, y.data<float>(), h.rows(),
-                     h.cols());
+    run([h, delta, w, eps, y] {
+      cpu::add_rmsnorm(h.data<float>(), delta.data<float>(), weight_vector(w), eps, y.data<float>(), h.rows(),
+                       h.cols());
+    });
   }
 
   void add(Tensor& h, const Tensor& delta) override {
     require_f32(h, "add h");
     require(h.numel() == delta.numel(), "add shapes");
-    cpu::add(h.data<float>(), delta.data<float>(), h.numel());
+    run([h, delta] { cpu::add(h.data<float>(), delta.data<float>(), h.numel()); });
   }
 
   void rope(Tensor& x, const Tensor& positions, float theta) override {
     require_f32(x, "rope x");
     require(x.rank() == 3 && positions.dtype() == DType::kI32 && positions.numel() == x.dim(0), "rope shapes");
-    cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
+    run([x, positions, theta] {
+      cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
+    });
   }
 
   void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
@@ -112,8 +143,10 @@ class CpuBackend final : public Backend {
                 positions.numel() == x.dim(0),
             "head_norm_rope shapes");
     // On the CPU the two passes are cache-resident per row block already: the twin is the pair.
-    cpu::rmsnorm(x.data<float>(), weight_vector(w), eps, x.data<float>(), x.dim(0) * x.dim(1), x.dim(2));
-    cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
+    run([x, w, eps, positions, theta] {
+      cpu::rmsnorm(x.data<float>(), weight_vector(w), eps, x.data<float>(), x.dim(0) * x.dim(1), x.dim(2));
+      cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
+    });
   }
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
@@ -122,43 +155,92 @@ class CpuBackend final : public Backend {
             "attention shapes");
     require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
     require(key_counts.dtype() == DType::kI32 && key_counts.numel() == q.dim(0), "attention key_counts");
-    const int32_t* counts = key_counts.data<int32_t>();
-    for (int64_t m = 0; m < q.dim(0); ++m) require(counts[m] <= k.dim(0), "attention key count beyond keys");
-    cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(),
-                   {q.dim(0), q.dim(1), k.dim(1), q.dim(2)});
+    run([q, k, v, key_counts, out] {
+      const int32_t* counts = key_counts.data<int32_t>();  // read when the op runs, as on a GPU
+      for (int64_t m = 0; m < q.dim(0); ++m) require(counts[m] <= k.dim(0), "attention key count beyond keys");
+      cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(),
+                     {q.dim(0), q.dim(1), k.dim(1), q.dim(2)});
+    });
   }
 
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
     require(gate.numel() == up.numel() && gate.numel() == out.numel(), "swiglu shapes");
-    cpu::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel());
+    run([gate, up, out] { cpu::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel()); });
   }
 
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
     require(table.rank() == 2 && ids.dtype() == DType::kI32 && out.rows() == ids.numel() &&
                 out.cols() == table.dim(1),
             "embedding shapes");
-    const int32_t* id = ids.data<int32_t>();
-    for (int64_t m = 0; m < ids.numel(); ++m) {
-      if (id[m] < 0 || id[m] >= table.dim(0)) {
-        throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(id[m]) +
-                                                     " is outside the embedding table of " +
-                                                     std::to_string(table.dim(0)) + " rows");
+    run([table, ids, out] {
+      const int32_t* id = ids.data<int32_t>();
+      for (int64_t m = 0; m < ids.numel(); ++m) {
+        if (id[m] < 0 || id[m] >= table.dim(0)) {
+          throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(id[m]) +
+                                                       " is outside the embedding table of " +
+                                                       std::to_string(table.dim(0)) + " rows");
+        }
       }
-    }
-    cpu::embedding(table.raw(), table.dtype(), id, out.data<float>(), ids.numel(), table.dim(1));
+      cpu::embedding(table.raw(), table.dtype(), id, out.data<float>(), ids.numel(), table.dim(1));
+    });
   }
 
   void argmax(const Tensor& logits, Tensor& ids) override {
     require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows(), "argmax shapes");
-    cpu::argmax(logits.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols());
+    run([logits, ids] { cpu::argmax(logits.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols()); });
   }
 
   void sample(const Tensor& logits, const Tensor& params, Tensor& ids) override {
     require(logits.dtype() == DType::kF32 && params.dtype() == DType::kF32 && ids.dtype() == DType::kI32 &&
                 ids.numel() == logits.rows() && params.numel() == cpu::kSampleParams * logits.rows(),
             "sample shapes");
-    cpu::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols());
+    run([logits, params, ids] {
+      cpu::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(),
+                       logits.cols());
+    });
   }
+
+  // The CPU twin of a CUDA graph: ops are recorded with their arguments as they were, so a
+  // replay sees exactly what a graph would (new contents, the old addresses and sizes).
+  std::unique_ptr<CapturedOps> capture(const std::function<void()>& work) override {
+    require(recording_ == nullptr, "capture while capturing");
+    auto captured = std::make_unique<CpuCapturedOps>();
+    recording_ = &captured->ops;
+    try {
+      work();
+    } catch (...) {
+      recording_ = nullptr;
+      throw;
+    }
+    recording_ = nullptr;
+    return captured;
+  }
+
+  void replay(CapturedOps& ops) override {
+    require(recording_ == nullptr, "replay while capturing");
+    auto* recorded = dynamic_cast<CpuCapturedOps*>(&ops);
+    require(recorded != nullptr, "replay of ops another backend captured");
+    for (const std::function<void()>& op : recorded->ops) op();
+  }
+
+ private:
+  // Runs an op now, or records it while capturing.
+  template <typename Op>
+  void run(Op&& op) {
+    if (recording_ != nullptr) {
+      recording_->emplace_back(std::forward<Op>(op));
+    } else {
+      op();
+    }
+  }
+
+  void refuse_while_recording(const char* what) const {
+    require(recording_ == nullptr, [&] {
+      return std::string(what) + " while capturing ops: upload before capture() and replay(), read back after";
+    });
+  }
+
+  std::vector<std::function<void()>>* recording_ = nullptr;
 };
 
 }  // namespace

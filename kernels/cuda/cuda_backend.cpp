@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -145,6 +147,7 @@ class CudaBackend final : public Backend {
   }
 
   Tensor allocate(DType dtype, Shape shape) override {
+    refuse_while_capturing("allocate");
     Tensor probe(nullptr, nullptr, dtype, Device::kCuda, shape);
     const size_t bytes = probe.nbytes() == 0 ? 16 : probe.nbytes();
     void* memory = nullptr;
@@ -158,6 +161,7 @@ class CudaBackend final : public Backend {
 
   Tensor upload_weight(const Tensor& host) override {
     if (host.device() == Device::kCuda) return host;
+    refuse_while_capturing("upload_weight");
     Tensor weight = allocate(host.dtype(), host.shape());
     check_cuda(cudaMemcpyAsync(weight.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream()),
                "cudaMemcpyAsync (upload weight)");
@@ -167,6 +171,7 @@ class CudaBackend final : public Backend {
   }
 
   void copy_to_host(const Tensor& src, void* dst) override {
+    refuse_while_capturing("copy_to_host");
     require_on_device(src, "copy_to_host src");
     if (src.nbytes() > 0) {
       check_cuda(cudaMemcpyAsync(dst, src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, stream()),
@@ -176,6 +181,7 @@ class CudaBackend final : public Backend {
   }
 
   void copy_from_host(const void* src, Tensor& dst) override {
+    refuse_while_capturing("copy_from_host");
     require_on_device(dst, "copy_from_host dst");
     if (dst.nbytes() == 0) return;
     // From pageable memory the copy is staged before the call returns, so `src` may be a
@@ -368,8 +374,59 @@ class CudaBackend final : public Backend {
                       stream());
   }
 
+  // A CUDA graph of the stream's launches (capture mode thread-local: other threads' CUDA calls
+  // are not disturbed).
+  std::unique_ptr<CapturedOps> capture(const std::function<void()>& work) override {
+    require(!capturing_, "capture while capturing");
+    check_cuda(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    capturing_ = true;
+    cudaGraph_t graph = nullptr;
+    try {
+      work();
+    } catch (...) {
+      capturing_ = false;
+      if (cudaStreamEndCapture(stream(), &graph) == cudaSuccess && graph != nullptr) cudaGraphDestroy(graph);
+      throw;
+    }
+    capturing_ = false;
+    check_cuda(cudaStreamEndCapture(stream(), &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check_cuda(instantiated, "cudaGraphInstantiate");
+    return std::make_unique<CudaGraph>(context_, exec);
+  }
+
+  void replay(CapturedOps& ops) override {
+    require(!capturing_, "replay while capturing");
+    auto* graph = dynamic_cast<CudaGraph*>(&ops);
+    require(graph != nullptr, "replay of ops another backend captured");
+    check_cuda(cudaGraphLaunch(graph->exec(), stream()), "cudaGraphLaunch");
+  }
+
  private:
+  // What capture() returns: the instantiated graph, with the context (stream, device) it runs on.
+  class CudaGraph final : public CapturedOps {
+   public:
+    CudaGraph(std::shared_ptr<DeviceContext> context, cudaGraphExec_t exec)
+        : context_(std::move(context)), exec_(exec) {}
+    ~CudaGraph() override { cudaGraphExecDestroy(exec_); }
+    CudaGraph(const CudaGraph&) = delete;
+    CudaGraph& operator=(const CudaGraph&) = delete;
+    cudaGraphExec_t exec() const { return exec_; }
+
+   private:
+    std::shared_ptr<DeviceContext> context_;
+    cudaGraphExec_t exec_;
+  };
+
   cudaStream_t stream() const { return context_->stream(); }
+
+  void refuse_while_capturing(const char* what) const {
+    require(!capturing_, [&] {
+      return std::string(what) + " while capturing ops: upload before capture() and replay(), read back after";
+    });
+  }
 
   void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) const {
     require_f32(q, "attention q");
@@ -395,6 +452,8 @@ class CudaBackend final : public Backend {
   // need seen and is reused: the stream orders each use after the previous one.
   void* grow_scratch(size_t bytes) {
     if (bytes <= scratch_bytes_) return scratch_;
+    // A graph would keep the old buffer's address: run the same shapes once before capturing.
+    require(!capturing_, "the scratch buffer would grow while capturing ops");
     if (scratch_) check_cuda(cudaFreeAsync(scratch_, stream()), "cudaFreeAsync (scratch)");
     scratch_ = nullptr;
     scratch_bytes_ = 0;
@@ -406,6 +465,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<DeviceContext> context_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  bool capturing_ = false;
 };
 
 }  // namespace

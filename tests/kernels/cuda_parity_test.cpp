@@ -12,6 +12,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -438,6 +439,76 @@ TEST_F(CudaParity, StoreAndAttendRefusesChunksThatDoNotCoverTheRows) {
   EXPECT_THROW(gpu_->store_and_attend(q, kv, kv, short_of_rows, counts, out), Error);
   const CacheChunk beyond_the_cache[] = {{&cache, &cache, 0, 4, 5}};
   EXPECT_THROW(gpu_->store_and_attend(q, kv, kv, beyond_the_cache, counts, out), Error);
+}
+
+// A pass captured as a CUDA graph and replayed with new ids, positions and key counts against
+// the same pass run directly on the CPU: embedding, norm, the few-row matmul, store_and_attend
+// into a cache, argmax. Then the refusals while capturing.
+TEST_F(CudaParity, CapturedPassReplaysWithNewInputsAsTheCpuRunsThem) {
+  std::mt19937 rng(31);
+  const int64_t vocab = 300, hidden = 256, heads = 2, head_dim = 128, rows = 4;
+  std::vector<float> table = random_floats(static_cast<size_t>(vocab * hidden), rng);
+  std::vector<float> head = random_floats(static_cast<size_t>(vocab * hidden), rng, 0.5f);
+  std::vector<float> norm = random_floats(static_cast<size_t>(hidden), rng);
+  struct Run {
+    Backend* backend;
+    Tensor table, head, norm, ids, counts, h, q, cache, attended, logits, next;
+  };
+  auto make = [&](Backend& b) {
+    auto on = [&](Tensor host) { return &b == gpu_.get() ? to_gpu(host) : host; };
+    Run r{&b,
+          on(host_tensor(table, DType::kBF16, {vocab, hidden})),
+          on(host_tensor(head, DType::kBF16, {vocab, hidden})),
+          on(host_tensor(norm, DType::kF32, {hidden})),
+          b.allocate(DType::kI32, {rows}),
+          b.allocate(DType::kI32, {rows}),
+          b.allocate(DType::kF32, {rows, hidden}),
+          b.allocate(DType::kF32, {rows, heads, head_dim}),
+          b.allocate(DType::kF32, {rows, heads, head_dim}),
+          b.allocate(DType::kF32, {rows, heads, head_dim}),
+          b.allocate(DType::kF32, {rows, vocab}),
+          b.allocate(DType::kI32, {rows})};
+    return r;
+  };
+  auto pass = [](Run& r) {
+    Backend& b = *r.backend;
+    b.embedding(r.table, r.ids, r.h);
+    b.rmsnorm(r.h, r.norm, 1e-6f, r.h);
+    Tensor as_heads = r.h.reshape({rows, heads, head_dim});
+    const CacheChunk chunk[] = {{&r.cache, &r.cache, 0, rows, 0}};
+    b.store_and_attend(as_heads, as_heads, as_heads, chunk, r.counts, r.attended);
+    b.matmul(r.attended.reshape({rows, hidden}), r.head, r.logits);
+    b.argmax(r.logits, r.next);
+  };
+  auto upload = [](Run& r, const std::vector<int32_t>& ids, const std::vector<int32_t>& counts) {
+    r.backend->copy_from_host(ids.data(), r.ids);
+    r.backend->copy_from_host(counts.data(), r.counts);
+  };
+  Run cpu = make(*cpu_), gpu = make(*gpu_);
+  const std::vector<int32_t> ids_a = {5, 17, 299, 0}, ids_b = {42, 42, 7, 123};
+  const std::vector<int32_t> causal = {1, 2, 3, 4}, all = {4, 4, 4, 4};
+  upload(gpu, ids_a, causal);
+  pass(gpu);  // once directly, so the scratch buffers have their size before capture
+  std::unique_ptr<CapturedOps> graph = gpu_->capture([&] { pass(gpu); });
+  for (const auto& [ids, counts] : {std::pair{ids_a, causal}, std::pair{ids_b, all}}) {
+    upload(cpu, ids, counts);
+    pass(cpu);
+    upload(gpu, ids, counts);
+    gpu_->replay(*graph);
+    EXPECT_LT(normalized_error(download(gpu.logits), host_values(cpu.logits)), 1e-2);
+    std::vector<int32_t> next(static_cast<size_t>(rows));
+    gpu_->copy_to_host(gpu.next, next.data());
+    std::vector<int32_t> want(cpu.next.data<int32_t>(), cpu.next.data<int32_t>() + rows);
+    EXPECT_EQ(next, want);
+  }
+
+  std::vector<int32_t> host(static_cast<size_t>(rows));
+  EXPECT_THROW(gpu_->capture([&] { gpu_->copy_from_host(host.data(), gpu.ids); }), Error);
+  EXPECT_THROW(gpu_->capture([&] { gpu_->copy_to_host(gpu.ids, host.data()); }), Error);
+  EXPECT_THROW(gpu_->capture([&] { gpu_->allocate(DType::kF32, {2}); }), Error);
+  upload(gpu, ids_a, causal);  // the backend runs ops directly again
+  pass(gpu);
+  gpu_->copy_to_host(gpu.next, host.data());
 }
 
 TEST_F(CudaParity, AttentionKeyCountBeyondKeysFailsAtTheNextCopyToHost) {
