@@ -5,19 +5,17 @@
 namespace flashq {
 
 void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                               const Tensor& key_counts, Tensor& out) {
+                               const Tensor& store_at, const Tensor& key_counts, Tensor& out) {
   int64_t next_row = 0;
   for (const CacheChunk& chunk : chunks) {
-    if (chunk.keys == nullptr || chunk.values == nullptr || chunk.first_row != next_row || chunk.rows < 0 ||
-        chunk.start < 0) {
+    if (chunk.keys == nullptr || chunk.values == nullptr || chunk.first_row != next_row || chunk.rows < 0) {
       throw Error(ErrorCode::kInternal, "store_and_attend: chunks must cover the rows in order, each with a cache");
     }
-    const int64_t first = chunk.first_row, n = chunk.rows, used = chunk.start + chunk.rows;
-    copy_rows(k.slice_rows(first, n), *chunk.keys, chunk.start);
-    copy_rows(v.slice_rows(first, n), *chunk.values, chunk.start);
+    const int64_t first = chunk.first_row, n = chunk.rows;
+    store_rows(k.slice_rows(first, n), *chunk.keys, store_at.slice_rows(first, n));
+    store_rows(v.slice_rows(first, n), *chunk.values, store_at.slice_rows(first, n));
     Tensor chunk_out = out.slice_rows(first, n);
-    attention(q.slice_rows(first, n), chunk.keys->slice_rows(0, used), chunk.values->slice_rows(0, used),
-              key_counts.slice_rows(first, n), chunk_out);
+    attention(q.slice_rows(first, n), *chunk.keys, *chunk.values, key_counts.slice_rows(first, n), chunk_out);
     next_row += n;
   }
   if (next_row != q.dim(0)) throw Error(ErrorCode::kInternal, "store_and_attend: chunks must cover every row of q");

@@ -19,12 +19,11 @@
 namespace flashq {
 
 // One sequence's share of a batched attention (Backend::store_and_attend): its rows
-// [first_row, first_row + rows) of q, k and v, and its cache, [capacity, Hkv, D] keys and values,
-// into which its k and v rows go at [start, start + rows).
+// [first_row, first_row + rows) of q, k and v, and its cache, [capacity, Hkv, D] keys and values.
 struct CacheChunk {
   Tensor* keys = nullptr;
   Tensor* values = nullptr;
-  int64_t first_row = 0, rows = 0, start = 0;
+  int64_t first_row = 0, rows = 0;
 };
 
 // Ops recorded by Backend::capture for replay (on a GPU, a CUDA graph).
@@ -76,12 +75,16 @@ class Backend {
   // [0, key_counts[m]), which expresses causal, non-causal and context-only masks alike.
   virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
                          Tensor& out) = 0;
-  // For every chunk: its k and v rows stored into its cache at `start`, then attention of its q
-  // rows against its cache's rows [0, key_counts[m]) (at most start + rows). Chunks cover q's rows
-  // in order. The default is the primitives above, one chunk at a time; a GPU backend does all
-  // chunks in a few launches, since launches per sequence per layer bound batched decoding.
+  // dst[rows[i]] = src[i] (float32 rows; `rows` int32 on the device, checked when the op runs).
+  virtual void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) = 0;
+  // For every chunk: row i of k and v stored into its cache at row store_at[i], then attention
+  // of its q rows against its cache's rows [0, key_counts[m]). What changes from step to step is
+  // read from device tensors (store_at, key_counts), so a captured call stays right as the caches
+  // fill. Chunks cover q's rows in order. The default is the primitives above, one chunk at a
+  // time; a GPU backend does all chunks in a few launches, since launches per sequence per layer
+  // bound batched decoding.
   virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                                const Tensor& key_counts, Tensor& out);
+                                const Tensor& store_at, const Tensor& key_counts, Tensor& out);
   // Records the ops `work` issues, without running them, for replay(): on a GPU a CUDA graph,
   // which launches a whole pass for the price of one launch. A replay runs the same ops on the
   // same tensors: what they hold may change between replays (upload a step's ids, positions and

@@ -1,5 +1,6 @@
 // The CPU backend: the reference every other backend is tested against, and the embedded
 // default. Checks shapes and dtypes at the interface, then calls the kernels in this folder.
+#include <algorithm>
 #include <concepts>
 #include <cstring>
 #include <functional>
@@ -77,6 +78,23 @@ class CpuBackend final : public Backend {
     require(first_row >= 0 && first_row + src.dim(0) <= dst.dim(0), "copy_rows: rows out of range");
     run([src, target = dst.slice_rows(first_row, src.dim(0))] {
       std::memcpy(target.raw(), src.raw(), src.nbytes());
+    });
+  }
+
+  void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
+    require_f32(src, "store_rows src");
+    require_f32(dst, "store_rows dst");
+    require(rows.dtype() == DType::kI32 && rows.numel() == src.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
+                (src.dim(0) == 0 || src.numel() / src.dim(0) == dst.numel() / std::max<int64_t>(dst.dim(0), 1)),
+            "store_rows shapes");
+    run([src, dst, rows] {
+      const int32_t* at = rows.data<int32_t>();  // read when the op runs, as on a GPU
+      const size_t row_bytes = src.dim(0) == 0 ? 0 : src.nbytes() / static_cast<size_t>(src.dim(0));
+      for (int64_t i = 0; i < src.dim(0); ++i) {
+        require(at[i] >= 0 && at[i] < dst.dim(0), "store_rows: a row outside the destination");
+        std::memcpy(static_cast<char*>(dst.raw()) + static_cast<size_t>(at[i]) * row_bytes,
+                    static_cast<const char*>(src.raw()) + static_cast<size_t>(i) * row_bytes, row_bytes);
+      }
     });
   }
 

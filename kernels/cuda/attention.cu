@@ -18,8 +18,10 @@ constexpr int kMaxSlots = kMaxHeadsPerBlock * static_cast<int>(kMaxAttentionHead
 constexpr int64_t kTargetBlocks = 264;
 constexpr int64_t kMinSliceKeys = kTile;
 
+// The grid depends only on the shape (rows, heads, the most keys a row may have), never on the
+// key counts, which live on the device: a captured launch stays right as the caches fill.
 struct Plan {
-  int64_t heads_per_block, head_groups, slices, slice_keys;
+  int64_t heads_per_block, head_groups, slices;
 };
 
 // Query heads per block: the largest divisor of the group size (q_heads / kv_heads) up to 8, so
@@ -37,10 +39,15 @@ Plan plan_for(const AttentionShape& s) {
   const int64_t blocks_per_slice = s.rows * head_groups;
   const int64_t most_slices = std::max<int64_t>(1, (s.keys + kMinSliceKeys - 1) / kMinSliceKeys);
   const int64_t wanted = (kTargetBlocks + blocks_per_slice - 1) / blocks_per_slice;
-  int64_t slices = std::clamp<int64_t>(wanted, 1, std::min<int64_t>(most_slices, 65535));
-  const int64_t slice_keys = std::max<int64_t>(1, (s.keys + slices - 1) / slices);
-  slices = std::max<int64_t>(1, (s.keys + slice_keys - 1) / slice_keys);
-  return {heads, head_groups, slices, slice_keys};
+  const int64_t slices = std::clamp<int64_t>(wanted, 1, std::min<int64_t>(most_slices, 65535));
+  return {heads, head_groups, slices};
+}
+
+// Keys per slice for a row of `count` keys: its keys spread over the plan's slices, at least a
+// tile each, so a short row uses few slices and a long one all of them.
+__host__ __device__ inline int64_t slice_keys_for(int64_t count, const Plan& plan) {
+  const int64_t spread = (count + plan.slices - 1) / plan.slices;
+  return spread > kMinSliceKeys ? spread : kMinSliceKeys;
 }
 
 // Passed by value as a __grid_constant__ parameter: read in place, never copied per thread.
@@ -86,7 +93,8 @@ __global__ void __launch_bounds__(kThreads)
   const float* __restrict__ k = chunk.k;
   const float* __restrict__ v = chunk.v;
   const int64_t count = clamped_count(key_counts, m, chunk.keys, group == 0 && slice == 0 && threadIdx.x == 0, report);
-  const int64_t begin = slice * plan.slice_keys, end = min(count, begin + plan.slice_keys);
+  const int64_t slice_keys = slice_keys_for(count, plan);
+  const int64_t begin = slice * slice_keys, end = min(count, begin + slice_keys);
   if (plan.slices > 1 && begin >= end) return;  // the merge reads only slices holding keys
 
   for (int64_t i = threadIdx.x; i < heads * d_count; i += kThreads) {
@@ -194,7 +202,8 @@ __global__ void merge_slices(const __grid_constant__ KvChunkTable table, const i
   const int64_t m = blockIdx.x, head_row = m * s.q_heads + blockIdx.y;
   // attend_slice reports a larger count
   const int64_t count = min(static_cast<int64_t>(key_counts[m]), chunk_of(table, m).keys);
-  const int64_t used = count > 0 ? (count + plan.slice_keys - 1) / plan.slice_keys : 0;
+  const int64_t slice_keys = slice_keys_for(count, plan);
+  const int64_t used = count > 0 ? (count + slice_keys - 1) / slice_keys : 0;
   const float* stats = partial_stats + head_row * plan.slices * 2;
   float best = -INFINITY;
   for (int64_t i = 0; i < used; ++i) best = fmaxf(best, stats[2 * i]);

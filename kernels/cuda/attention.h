@@ -5,8 +5,10 @@
 // Split over the keys (flash-decoding): a block takes one query row, the query heads of one KV
 // head (so each key row is read once for all of them) and one slice of the keys, walks the slice
 // in tiles of 64 keys with an online softmax, and leaves an unnormalised partial result; a second
-// kernel merges the slices. The number of slices is chosen so that even one decode row fills the
-// GPU; with enough rows there is one slice and no merge. A key count beyond `keys` is reported
+// kernel merges the slices. The number of slices follows the shape (enough for one decode row to
+// fill the GPU; with enough rows, one slice and no merge), and each row spreads its own key count,
+// read on the device, over them: a launch does not depend on the counts, so a captured one stays
+// right as the caches fill. A key count beyond its chunk's keys is reported
 // through `report` (device_error.h) and clamped; a count <= 0 gives zeros.
 #pragma once
 

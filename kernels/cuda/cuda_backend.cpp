@@ -119,6 +119,10 @@ class DeviceContext {
                                                    " is outside the embedding table of " +
                                                    std::to_string(found.limit) + " rows");
     }
+    if (found.kind == cuda::kStoreRowOutsideCache) {
+      throw Error(ErrorCode::kInternal, "cuda backend: a row stored at " + std::to_string(found.value) +
+                                            ", outside the " + std::to_string(found.limit) + " rows of its cache");
+    }
     throw Error(ErrorCode::kInternal, "cuda backend: attention key count " + std::to_string(found.value) +
                                           " beyond the " + std::to_string(found.limit) + " keys");
   }
@@ -201,6 +205,18 @@ class CudaBackend final : public Backend {
     Tensor target = dst.slice_rows(first_row, src.dim(0));
     check_cuda(cudaMemcpyAsync(target.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, stream()),
                "cudaMemcpyAsync (copy_rows)");
+  }
+
+  void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
+    require_f32(src, "store_rows src");
+    require_f32(dst, "store_rows dst");
+    require_on_device(rows, "store_rows rows");
+    require(rows.dtype() == DType::kI32 && rows.numel() == src.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
+                (src.dim(0) == 0 || src.numel() / src.dim(0) == dst.numel() / std::max<int64_t>(dst.dim(0), 1)),
+            "store_rows shapes");
+    const int64_t row_floats = src.dim(0) == 0 ? 0 : src.numel() / src.dim(0);
+    cuda::store_rows(src.data<float>(), dst.data<float>(), rows.data<int32_t>(), src.dim(0), row_floats, dst.dim(0),
+                     context_->report(), stream());
   }
 
   void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
@@ -290,8 +306,10 @@ class CudaBackend final : public Backend {
   // One launch stores every chunk's new rows, one attends all of them (and one merges the key
   // slices), in groups of as many chunks as a launch takes.
   void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                        const Tensor& key_counts, Tensor& out) override {
+                        const Tensor& store_at, const Tensor& key_counts, Tensor& out) override {
     require_attention_inputs(q, key_counts, out);
+    require_on_device(store_at, "store_and_attend store_at");
+    require(store_at.dtype() == DType::kI32 && store_at.numel() == q.dim(0), "store_and_attend store_at");
     require_f32(k, "store_and_attend k");
     require_f32(v, "store_and_attend v");
     require(k.rank() == 3 && v.shape() == k.shape() && k.dim(0) == q.dim(0) && q.dim(2) == k.dim(2) && k.dim(1) > 0 &&
@@ -300,15 +318,13 @@ class CudaBackend final : public Backend {
     const int64_t row_floats = k.dim(1) * k.dim(2);
     int64_t next_row = 0;
     for (const CacheChunk& chunk : chunks) {
-      require(chunk.keys != nullptr && chunk.values != nullptr && chunk.first_row == next_row && chunk.rows >= 0 &&
-                  chunk.start >= 0,
+      require(chunk.keys != nullptr && chunk.values != nullptr && chunk.first_row == next_row && chunk.rows >= 0,
               "store_and_attend: chunks cover the rows in order, each with a cache");
       require_f32(*chunk.keys, "store_and_attend cache keys");
       require_f32(*chunk.values, "store_and_attend cache values");
       require(chunk.keys->rank() == 3 && chunk.values->shape() == chunk.keys->shape() &&
-                  chunk.keys->dim(1) == k.dim(1) && chunk.keys->dim(2) == k.dim(2) &&
-                  chunk.start + chunk.rows <= chunk.keys->dim(0),
-              "store_and_attend: a cache's shape or room");
+                  chunk.keys->dim(1) == k.dim(1) && chunk.keys->dim(2) == k.dim(2),
+              "store_and_attend: a cache's shape");
       next_row += chunk.rows;
     }
     require(next_row == q.dim(0), "store_and_attend: chunks cover every row of q");
@@ -320,19 +336,20 @@ class CudaBackend final : public Backend {
       const int64_t first = chunks[begin].first_row;
       stores.clear();
       attended.clear();
+      // The whole capacity of each cache: the key counts (on the device) say how much is used.
       int64_t rows = 0, most_keys = 0;
       for (size_t c = begin; c < end; ++c) {
         const CacheChunk& chunk = chunks[c];
-        const int64_t keys = chunk.start + chunk.rows;
+        const int64_t capacity = chunk.keys->dim(0);
         stores.push_back(
-            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, chunk.start});
+            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, capacity});
         attended.push_back(
-            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, keys});
+            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, capacity});
         rows += chunk.rows;
-        most_keys = std::max(most_keys, keys);
+        most_keys = std::max(most_keys, capacity);
       }
-      cuda::store_kv_rows(k.data<float>() + first * row_floats, v.data<float>() + first * row_floats, stores, rows,
-                          row_floats, stream());
+      cuda::store_kv_rows(k.data<float>() + first * row_floats, v.data<float>() + first * row_floats, stores,
+                          store_at.data<int32_t>() + first, rows, row_floats, context_->report(), stream());
       Tensor group_out = out.slice_rows(first, rows);
       attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys);
     }

@@ -12,6 +12,7 @@ enum DeviceErrorKind : int32_t {
   kNoDeviceError = 0,
   kTokenIdOutsideTable = 1,  // embedding: value = the id, limit = rows of the table
   kKeyCountBeyondKeys = 2,   // attention: value = the count, limit = rows of k and v
+  kStoreRowOutsideCache = 3, // store_rows, store_and_attend: value = the row, limit = the cache's rows
 };
 
 struct DeviceErrorReport {

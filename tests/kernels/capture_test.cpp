@@ -103,28 +103,35 @@ TEST_F(CaptureTest, TokenIdsAreCheckedWhenTheReplayRunsNotWhenRecorded) {
   EXPECT_EQ(read_next(), upload_and_run_directly(good));
 }
 
-// The cache rows a captured store_and_attend writes are where they were at capture: a step
-// replayed must keep its sequences' cache lengths (a CUDA graph bakes the same addresses).
-TEST_F(CaptureTest, StoreAndAttendRecordsItsChunksAsTheyWere) {
+// A captured store_and_attend reads where to store and how many keys to attend when it runs,
+// so one captured step serves the next steps as the cache fills.
+TEST_F(CaptureTest, StoreAndAttendReadsItsRowsAndCountsWhenReplayed) {
   const int64_t heads = 2, dim = 4;
   Tensor q = backend_->allocate(DType::kF32, {1, heads, dim});
   Tensor k = backend_->allocate(DType::kF32, {1, heads, dim});
   Tensor cache = backend_->allocate(DType::kF32, {4, heads, dim});
+  Tensor store_at = backend_->allocate(DType::kI32, {1});
   Tensor counts = backend_->allocate(DType::kI32, {1});
   Tensor out = backend_->allocate(DType::kF32, {1, heads, dim});
-  const std::vector<float> row(static_cast<size_t>(heads * dim), 2.5f);
-  backend_->copy_from_host(row.data(), k);
-  const std::vector<int32_t> count = {3};
-  backend_->copy_from_host(count.data(), counts);
-  const CacheChunk chunk[] = {{&cache, &cache, 0, 1, 2}};
+  const CacheChunk chunk[] = {{&cache, &cache, 0, 1}};
   std::unique_ptr<CapturedOps> ops =
-      backend_->capture([&] { backend_->store_and_attend(q, k, k, chunk, counts, out); });
-  std::vector<float> stored(static_cast<size_t>(cache.numel()), -1.0f);
+      backend_->capture([&] { backend_->store_and_attend(q, k, k, chunk, store_at, counts, out); });
+  std::vector<float> stored(static_cast<size_t>(cache.numel()));
+  for (int32_t step = 0; step < 4; ++step) {
+    const std::vector<float> row(static_cast<size_t>(heads * dim), 1.0f + static_cast<float>(step));
+    backend_->copy_from_host(row.data(), k);
+    const std::vector<int32_t> at = {step}, count = {step + 1};
+    backend_->copy_from_host(at.data(), store_at);
+    backend_->copy_from_host(count.data(), counts);
+    backend_->replay(*ops);
+  }
   backend_->copy_to_host(cache, stored.data());
-  EXPECT_EQ(stored[2 * heads * dim], 0.0f) << "capturing stored the row";
-  backend_->replay(*ops);
-  backend_->copy_to_host(cache, stored.data());
-  for (int64_t i = 0; i < heads * dim; ++i) EXPECT_EQ(stored[2 * heads * dim + i], 2.5f);
+  for (int64_t row = 0; row < 4; ++row) {
+    EXPECT_EQ(stored[row * heads * dim], 1.0f + static_cast<float>(row)) << "cache row " << row;
+  }
+  const std::vector<int32_t> outside = {4};
+  backend_->copy_from_host(outside.data(), store_at);
+  EXPECT_THROW(backend_->replay(*ops), Error);
 }
 
 TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
@@ -137,6 +144,7 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void copy_to_host(const Tensor&, void*) override {}
     void copy_from_host(const void*, Tensor&) override {}
     void copy_rows(const Tensor&, Tensor&, int64_t) override {}
+    void store_rows(const Tensor&, Tensor&, const Tensor&) override {}
     void copy_columns(const Tensor&, Tensor&, int64_t) override {}
     void matmul(const Tensor&, const Tensor&, Tensor&) override {}
     void rmsnorm(const Tensor&, const Tensor&, float, Tensor&) override {}

@@ -124,9 +124,9 @@ TEST(CpuBackend, AttentionMatchesNaiveSoftmaxWithPerRowKeyCounts) {
   EXPECT_LT(max_normalized_error(out.data<float>(), want), 1e-5);
 }
 
-// The batched op's default: each chunk's rows stored at its start, then attention against its
-// own cache, exactly as the primitives one chunk at a time; chunks that do not cover q's rows in
-// order are refused.
+// The batched op's default: each chunk's rows stored where store_at says, then attention against
+// its own cache, exactly as the primitives one chunk at a time; chunks that do not cover q's rows
+// in order, and rows stored outside a cache, are refused.
 TEST(CpuBackend, StoreAndAttendIsThePrimitivesChunkByChunk) {
   std::mt19937 rng(9);
   const int64_t q_heads = 4, kv_heads = 2, d = 8, rows = 5;
@@ -143,9 +143,12 @@ TEST(CpuBackend, StoreAndAttendIsThePrimitivesChunkByChunk) {
     expected.push_back(
         tensor_from({caches.back().data<float>(), caches.back().data<float>() + 6 * kv_heads * d}, {6, kv_heads, d}));
   }
-  const CacheChunk chunks[] = {{&caches[0], &caches[1], 0, 2, 3}, {&caches[2], &caches[3], 2, 3, 0}};
+  const CacheChunk chunks[] = {{&caches[0], &caches[1], 0, 2}, {&caches[2], &caches[3], 2, 3}};
+  Tensor store_at = Tensor::zeros_cpu(DType::kI32, {rows});
+  const int32_t store_values[] = {3, 4, 0, 1, 2};
+  std::copy(std::begin(store_values), std::end(store_values), store_at.data<int32_t>());
   Tensor out = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
-  backend->store_and_attend(q, k, v, chunks, counts, out);
+  backend->store_and_attend(q, k, v, chunks, store_at, counts, out);
 
   Tensor want = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
   const int64_t firsts[] = {0, 2}, sizes[] = {2, 3}, starts[] = {3, 0};
@@ -161,10 +164,12 @@ TEST(CpuBackend, StoreAndAttendIsThePrimitivesChunkByChunk) {
   }
   EXPECT_EQ(0, std::memcmp(out.raw(), want.raw(), out.nbytes()));
 
-  const CacheChunk skipping_a_row[] = {{&caches[0], &caches[1], 1, 4, 0}};
-  EXPECT_THROW(backend->store_and_attend(q, k, v, skipping_a_row, counts, out), Error);
-  const CacheChunk short_of_rows[] = {{&caches[0], &caches[1], 0, 4, 0}};
-  EXPECT_THROW(backend->store_and_attend(q, k, v, short_of_rows, counts, out), Error);
+  const CacheChunk skipping_a_row[] = {{&caches[0], &caches[1], 1, 4}};
+  EXPECT_THROW(backend->store_and_attend(q, k, v, skipping_a_row, store_at, counts, out), Error);
+  const CacheChunk short_of_rows[] = {{&caches[0], &caches[1], 0, 4}};
+  EXPECT_THROW(backend->store_and_attend(q, k, v, short_of_rows, store_at, counts, out), Error);
+  store_at.data<int32_t>()[4] = 6;  // one past the cache
+  EXPECT_THROW(backend->store_and_attend(q, k, v, chunks, store_at, counts, out), Error);
 }
 
 TEST(CpuBackend, RopeRotatesHalvesAndKeepsNorms) {

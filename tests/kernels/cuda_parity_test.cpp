@@ -387,7 +387,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Many sequences in one call (more than one launch takes: 70 chunks), each with its own cache:
 // the stored rows and the attention against the CPU's chunk-by-chunk default. Chunks of 0, 1,
-// 3 and 16 rows at different cache lengths; causal counts, and a draft-like chunk seeing all.
+// 3 and 16 rows at different cache lengths, some caches far larger than what is used (the
+// attention grid follows the capacity, each row's slices its own count); causal counts, and a
+// draft-like chunk seeing all.
 TEST_F(CudaParity, StoreAndAttendManySequencesMatchesCpuBackend) {
   std::mt19937 rng(21);
   const int64_t q_heads = 8, kv_heads = 2, head_dim = 64, chunk_count = 70;
@@ -396,18 +398,21 @@ TEST_F(CudaParity, StoreAndAttendManySequencesMatchesCpuBackend) {
   std::vector<Tensor> cpu_caches, gpu_caches;  // keys and values per chunk
   cpu_caches.reserve(2 * chunk_count);
   gpu_caches.reserve(2 * chunk_count);
-  std::vector<int32_t> counts;
+  std::vector<int32_t> counts, store_at;
   int64_t rows = 0;
   for (int64_t c = 0; c < chunk_count; ++c) {
-    const int64_t n = row_sizes[c % 4], start = (c * 37) % 300, capacity = start + n + 5;
+    const int64_t n = row_sizes[c % 4], start = (c * 37) % 300, capacity = start + n + 5 + (c % 3 == 0 ? 700 : 0);
     for (int kv = 0; kv < 2; ++kv) {
       std::vector<float> old = random_floats(static_cast<size_t>(capacity * kv_heads * head_dim), rng, 2.0f);
       cpu_caches.push_back(host_tensor(old, DType::kF32, {capacity, kv_heads, head_dim}));
       gpu_caches.push_back(to_gpu(cpu_caches.back()));
     }
-    cpu_chunks.push_back({&cpu_caches[2 * c], &cpu_caches[2 * c + 1], rows, n, start});
-    gpu_chunks.push_back({&gpu_caches[2 * c], &gpu_caches[2 * c + 1], rows, n, start});
-    for (int64_t i = 0; i < n; ++i) counts.push_back(static_cast<int32_t>(c % 5 == 1 ? start + n : start + i + 1));
+    cpu_chunks.push_back({&cpu_caches[2 * c], &cpu_caches[2 * c + 1], rows, n});
+    gpu_chunks.push_back({&gpu_caches[2 * c], &gpu_caches[2 * c + 1], rows, n});
+    for (int64_t i = 0; i < n; ++i) {
+      store_at.push_back(static_cast<int32_t>(start + i));
+      counts.push_back(static_cast<int32_t>(c % 5 == 1 ? start + n : start + i + 1));
+    }
     rows += n;
   }
   std::vector<float> q = random_floats(static_cast<size_t>(rows * q_heads * head_dim), rng, 2.0f);
@@ -416,12 +421,13 @@ TEST_F(CudaParity, StoreAndAttendManySequencesMatchesCpuBackend) {
   Tensor q_host = host_tensor(q, DType::kF32, {rows, q_heads, head_dim});
   Tensor k_host = host_tensor(k, DType::kF32, {rows, kv_heads, head_dim});
   Tensor v_host = host_tensor(v, DType::kF32, {rows, kv_heads, head_dim});
-  Tensor counts_host = host_ints(counts);
+  Tensor counts_host = host_ints(counts), store_host = host_ints(store_at);
   Tensor out_host = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, head_dim});
-  cpu_->store_and_attend(q_host, k_host, v_host, cpu_chunks, counts_host, out_host);
+  cpu_->store_and_attend(q_host, k_host, v_host, cpu_chunks, store_host, counts_host, out_host);
 
   Tensor out_gpu = poisoned({rows, q_heads, head_dim});
-  gpu_->store_and_attend(to_gpu(q_host), to_gpu(k_host), to_gpu(v_host), gpu_chunks, to_gpu(counts_host), out_gpu);
+  gpu_->store_and_attend(to_gpu(q_host), to_gpu(k_host), to_gpu(v_host), gpu_chunks, to_gpu(store_host),
+                         to_gpu(counts_host), out_gpu);
   EXPECT_LT(normalized_error(download(out_gpu), host_values(out_host)), 1e-4);
   for (size_t i = 0; i < cpu_caches.size(); ++i) {
     ASSERT_EQ(download(gpu_caches[i]), host_values(cpu_caches[i]))
@@ -429,16 +435,34 @@ TEST_F(CudaParity, StoreAndAttendManySequencesMatchesCpuBackend) {
   }
 }
 
-TEST_F(CudaParity, StoreAndAttendRefusesChunksThatDoNotCoverTheRows) {
+// Chunks that do not cover q's rows are refused at the call; a row stored outside its cache is
+// found on the device and fails the next copy to the host, after which the backend goes on.
+TEST_F(CudaParity, StoreAndAttendRefusesChunksThatDoNotCoverTheRowsAndRowsOutsideTheCache) {
   Tensor q = gpu_->allocate(DType::kF32, {4, 2, 16});
   Tensor kv = gpu_->allocate(DType::kF32, {4, 2, 16});
   Tensor cache = gpu_->allocate(DType::kF32, {8, 2, 16});
   Tensor counts = to_gpu(host_ints({1, 2, 3, 4}));
   Tensor out = gpu_->allocate(DType::kF32, {4, 2, 16});
-  const CacheChunk short_of_rows[] = {{&cache, &cache, 0, 3, 0}};
-  EXPECT_THROW(gpu_->store_and_attend(q, kv, kv, short_of_rows, counts, out), Error);
-  const CacheChunk beyond_the_cache[] = {{&cache, &cache, 0, 4, 5}};
-  EXPECT_THROW(gpu_->store_and_attend(q, kv, kv, beyond_the_cache, counts, out), Error);
+  Tensor store_at = to_gpu(host_ints({5, 6, 7, 8}));
+  const CacheChunk short_of_rows[] = {{&cache, &cache, 0, 3}};
+  EXPECT_THROW(gpu_->store_and_attend(q, kv, kv, short_of_rows, store_at, counts, out), Error);
+  const CacheChunk whole[] = {{&cache, &cache, 0, 4}};
+  gpu_->store_and_attend(q, kv, kv, whole, store_at, counts, out);
+  std::vector<float> sink(static_cast<size_t>(out.numel()));
+  EXPECT_THROW(gpu_->copy_to_host(out, sink.data()), Error);
+  gpu_->copy_to_host(out, sink.data());
+}
+
+TEST_F(CudaParity, StoreRowsMatchesCpuBackend) {
+  std::mt19937 rng(23);
+  std::vector<float> src = random_floats(5 * 3 * 8, rng), old = random_floats(9 * 3 * 8, rng);
+  Tensor src_host = host_tensor(src, DType::kF32, {5, 3, 8});
+  Tensor dst_host = host_tensor(old, DType::kF32, {9, 3, 8});
+  Tensor rows_host = host_ints({8, 0, 4, 5, 2});
+  Tensor dst_gpu = to_gpu(dst_host);
+  cpu_->store_rows(src_host, dst_host, rows_host);
+  gpu_->store_rows(to_gpu(src_host), dst_gpu, to_gpu(rows_host));
+  EXPECT_EQ(download(dst_gpu), host_values(dst_host));
 }
 
 // A pass captured as a CUDA graph and replayed with new ids, positions and key counts against
@@ -452,7 +476,7 @@ TEST_F(CudaParity, CapturedPassReplaysWithNewInputsAsTheCpuRunsThem) {
   std::vector<float> norm = random_floats(static_cast<size_t>(hidden), rng);
   struct Run {
     Backend* backend;
-    Tensor table, head, norm, ids, counts, h, q, cache, attended, logits, next;
+    Tensor table, head, norm, ids, store_at, counts, h, q, cache, attended, logits, next;
   };
   auto make = [&](Backend& b) {
     auto on = [&](Tensor host) { return &b == gpu_.get() ? to_gpu(host) : host; };
@@ -460,6 +484,7 @@ TEST_F(CudaParity, CapturedPassReplaysWithNewInputsAsTheCpuRunsThem) {
           on(host_tensor(table, DType::kBF16, {vocab, hidden})),
           on(host_tensor(head, DType::kBF16, {vocab, hidden})),
           on(host_tensor(norm, DType::kF32, {hidden})),
+          b.allocate(DType::kI32, {rows}),
           b.allocate(DType::kI32, {rows}),
           b.allocate(DType::kI32, {rows}),
           b.allocate(DType::kF32, {rows, hidden}),
@@ -475,13 +500,15 @@ TEST_F(CudaParity, CapturedPassReplaysWithNewInputsAsTheCpuRunsThem) {
     b.embedding(r.table, r.ids, r.h);
     b.rmsnorm(r.h, r.norm, 1e-6f, r.h);
     Tensor as_heads = r.h.reshape({rows, heads, head_dim});
-    const CacheChunk chunk[] = {{&r.cache, &r.cache, 0, rows, 0}};
-    b.store_and_attend(as_heads, as_heads, as_heads, chunk, r.counts, r.attended);
+    const CacheChunk chunk[] = {{&r.cache, &r.cache, 0, rows}};
+    b.store_and_attend(as_heads, as_heads, as_heads, chunk, r.store_at, r.counts, r.attended);
     b.matmul(r.attended.reshape({rows, hidden}), r.head, r.logits);
     b.argmax(r.logits, r.next);
   };
   auto upload = [](Run& r, const std::vector<int32_t>& ids, const std::vector<int32_t>& counts) {
+    const std::vector<int32_t> store_at = {0, 1, 2, 3};
     r.backend->copy_from_host(ids.data(), r.ids);
+    r.backend->copy_from_host(store_at.data(), r.store_at);
     r.backend->copy_from_host(counts.data(), r.counts);
   };
   Run cpu = make(*cpu_), gpu = make(*gpu_);

@@ -85,7 +85,7 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
 
 Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
   const ModelConfig& c = config_.layers;
-  std::vector<int32_t> ids, positions, key_counts;
+  std::vector<int32_t> ids, positions, key_counts, store_rows;
   int64_t output_rows = 0;
   for (const DraftBlock& block : blocks) {
     check_invariant(block.block_size >= 2, "a draft block has at least 2 rows");
@@ -96,6 +96,7 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
     for (int64_t j = 0; j < block.block_size; ++j) {
       ids.push_back(j == 0 ? block.last_token : config_.mask_token_id);
       positions.push_back(static_cast<int32_t>(block.position + j));
+      store_rows.push_back(static_cast<int32_t>(start + j));
       key_counts.push_back(static_cast<int32_t>(start + block.block_size));  // no mask inside the block
     }
     output_rows += block.block_size - 1;
@@ -104,6 +105,7 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
   Tensor id_tensor = int32_tensor(backend_, workspace_, "draft_ids", ids);
   Tensor position_tensor = int32_tensor(backend_, workspace_, "draft_positions", positions);
   Tensor count_tensor = int32_tensor(backend_, workspace_, "draft_key_counts", key_counts);
+  Tensor store_tensor = int32_tensor(backend_, workspace_, "draft_store_rows", store_rows);
   Tensor h = workspace_.get("draft_residual", DType::kF32, {rows, c.hidden_size});
   Tensor normed = workspace_.get("draft_normed", DType::kF32, {rows, c.hidden_size});
   Tensor delta = workspace_.get("draft_delta", DType::kF32, {rows, c.hidden_size});
@@ -121,11 +123,11 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
     int64_t first = 0;
     for (const DraftBlock& block : blocks) {
       KvCache& context = *block.context;
-      cache_chunks_.push_back({&context.keys(static_cast<int64_t>(l)), &context.values(static_cast<int64_t>(l)), first,
-                               block.block_size, context.length()});
+      cache_chunks_.push_back(
+          {&context.keys(static_cast<int64_t>(l)), &context.values(static_cast<int64_t>(l)), first, block.block_size});
       first += block.block_size;
     }
-    backend_.store_and_attend(q, k, v, cache_chunks_, count_tensor, attended);
+    backend_.store_and_attend(q, k, v, cache_chunks_, store_tensor, count_tensor, attended);
     backend_.matmul(attended.reshape({rows, c.num_heads * c.head_dim}), layer.o_proj, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, c.rms_norm_eps, normed);
     run_swiglu_mlp(backend_, workspace_, layer, c.intermediate_size, normed, delta);

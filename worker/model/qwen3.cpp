@@ -120,12 +120,11 @@ void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std
   int64_t first = 0;
   for (const SequenceChunk& chunk : chunks) {
     const int64_t n = static_cast<int64_t>(chunk.tokens.size());
-    // The cache's length is committed only after the last layer.
-    cache_chunks_.push_back(
-        {&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n, chunk.cache->length()});
+    cache_chunks_.push_back({&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n});
     first += n;
   }
-  backend_.store_and_attend(q, k, v, cache_chunks_, key_counts, attended);
+  // A row's position is the cache row its key and value go to.
+  backend_.store_and_attend(q, k, v, cache_chunks_, positions, key_counts, attended);
   backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
 }
 
