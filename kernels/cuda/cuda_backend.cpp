@@ -140,6 +140,7 @@ class CudaBackend final : public Backend {
   CudaBackend() : context_(std::make_shared<DeviceContext>()) {}
   ~CudaBackend() override {
     if (scratch_) cudaFreeAsync(scratch_, context_->stream());
+    for (void* retired : retired_scratch_) cudaFreeAsync(retired, context_->stream());
   }
 
   Device device() const override { return Device::kCuda; }
@@ -397,6 +398,7 @@ class CudaBackend final : public Backend {
     require(!capturing_, "capture while capturing");
     check_cuda(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     capturing_ = true;
+    captured_any_ = true;
     cudaGraph_t graph = nullptr;
     try {
       work();
@@ -471,7 +473,12 @@ class CudaBackend final : public Backend {
     if (bytes <= scratch_bytes_) return scratch_;
     // A graph would keep the old buffer's address: run the same shapes once before capturing.
     require(!capturing_, "the scratch buffer would grow while capturing ops");
-    if (scratch_) check_cuda(cudaFreeAsync(scratch_, stream()), "cudaFreeAsync (scratch)");
+    // Graphs recorded before may still use the old buffer: it is kept until the backend goes.
+    if (scratch_ && captured_any_) {
+      retired_scratch_.push_back(scratch_);
+    } else if (scratch_) {
+      check_cuda(cudaFreeAsync(scratch_, stream()), "cudaFreeAsync (scratch)");
+    }
     scratch_ = nullptr;
     scratch_bytes_ = 0;
     check_cuda(cudaMallocAsync(&scratch_, bytes, stream()), "cudaMallocAsync (scratch)");
@@ -482,7 +489,9 @@ class CudaBackend final : public Backend {
   std::shared_ptr<DeviceContext> context_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::vector<void*> retired_scratch_;
   bool capturing_ = false;
+  bool captured_any_ = false;
 };
 
 }  // namespace

@@ -121,5 +121,65 @@ TEST(Qwen3Model, RejectsTokenIdsOutsideTheVocabulary) {
   EXPECT_EQ(cache.length(), 0);
 }
 
+// Passes recorded and replayed (Backend::capture, the CPU twin of CUDA graphs) give the logits
+// and taps of passes run directly, step after step: while the batch stays; when a sequence is
+// replaced by another of the same batch size (a new cache, nothing else changed); when the
+// batch shrinks; and after a larger pass moved the workspace's buffers.
+TEST(Qwen3Model, RecordedPassesGiveWhatDirectPassesGive) {
+  LoadedTinyModel direct_tiny(float32_spec()), recorded_tiny(float32_spec());
+  Qwen3Model& direct = *direct_tiny.model;
+  Qwen3Model& recorded = *recorded_tiny.model;
+  recorded.set_capture_passes(true);
+  const ForwardOptions options{.logits = LogitRows::kLastOfEachChunk, .tap_layers = {0, 2}};
+
+  struct Sequence {
+    std::vector<int32_t> tokens;
+    KvCache direct_cache, recorded_cache;
+  };
+  std::vector<std::unique_ptr<Sequence>> live;
+  auto admit = [&](uint64_t seed, int64_t prompt) {
+    auto s = std::make_unique<Sequence>(Sequence{some_tokens(static_cast<size_t>(prompt), 400, static_cast<uint32_t>(seed)), direct.make_cache(64),
+                                                 recorded.make_cache(64)});
+    SequenceChunk d{s->tokens, &s->direct_cache}, r{s->tokens, &s->recorded_cache};
+    direct.forward({&d, 1}, options);
+    recorded.forward({&r, 1}, options);
+    live.push_back(std::move(s));
+  };
+  auto step = [&](int step_index) {
+    std::vector<int32_t> next;
+    for (size_t i = 0; i < live.size(); ++i) next.push_back(static_cast<int32_t>((step_index * 31 + i * 7) % 400));
+    std::vector<SequenceChunk> d, r;
+    for (size_t i = 0; i < live.size(); ++i) {
+      d.push_back({std::span(next).subspan(i, 1), &live[i]->direct_cache});
+      r.push_back({std::span(next).subspan(i, 1), &live[i]->recorded_cache});
+    }
+    const ForwardOutput want = direct.forward(d, options);
+    const ForwardOutput got = recorded.forward(r, options);
+    EXPECT_EQ(to_host(recorded.backend(), got.logits), to_host(direct.backend(), want.logits)) << "step " << step_index;
+    EXPECT_EQ(to_host(recorded.backend(), got.taps), to_host(direct.backend(), want.taps)) << "step " << step_index;
+  };
+
+  for (uint64_t seed : {1, 2, 3}) admit(seed, 4 + static_cast<int64_t>(seed));
+  int index = 0;
+  for (; index < 8; ++index) step(index);
+  const int64_t replayed_with_three = recorded.replayed_passes();
+  EXPECT_GE(replayed_with_three, 5) << "a batch that stayed the same was not replayed";
+
+  live.erase(live.begin() + 1);  // one finishes and another takes its place
+  admit(4, 3);
+  for (; index < 12; ++index) step(index);
+  live.erase(live.begin());  // the batch shrinks
+  for (; index < 16; ++index) step(index);
+  {  // a longer pass than any before, of a sequence outside the batch: the buffers move
+    KvCache direct_side = direct.make_cache(64), recorded_side = recorded.make_cache(64);
+    const std::vector<int32_t> prompt = some_tokens(30, 400, 9);
+    SequenceChunk d{prompt, &direct_side}, r{prompt, &recorded_side};
+    direct.forward({&d, 1}, options);
+    recorded.forward({&r, 1}, options);
+  }
+  for (; index < 22; ++index) step(index);
+  EXPECT_GE(recorded.replayed_passes(), replayed_with_three + 8);
+}
+
 }  // namespace
 }  // namespace flashq::testing

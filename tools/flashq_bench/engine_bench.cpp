@@ -33,6 +33,7 @@ struct EngineBenchOptions {
   std::string prompts_file;  // JSONL of prompt texts; empty: random token prompts
   bool passes = false;
   bool json = false;
+  bool graphs = false;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -200,12 +201,14 @@ void run_engine_bench(const EngineBenchOptions& o) {
       throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + " needs --drafter");
   }
   Bench bench{o, ServingModel::load(o.model_dir, o.drafter_dir, o.device)};
+  bench.serving.model->set_capture_passes(o.graphs);
   bench.ordinary =
       std::min<int64_t>(bench.serving.tokenizer->vocab_size(), bench.serving.model->config().vocab_size) - 8;
   if (!o.prompts_file.empty()) bench.prompts = read_prompts(o.prompts_file, *bench.serving.tokenizer);
   const size_t bytes = weight_bytes(o.model_dir);
 
   nlohmann::json report = {{"backend", bench.serving.backend->name()},
+                           {"graphs", o.graphs},
                            {"prompts", o.prompts_file.empty() ? "random" : o.prompts_file},
                            {"prompt_tokens", o.prompt_tokens},
                            {"decode_tokens", o.decode_tokens},
@@ -298,6 +301,8 @@ std::function<void()> add_engine_bench(CLI::App& app) {
   cmd->add_option("--prompts", o->prompts_file,
                   "JSONL file of prompts (a JSON string or {\"prompt\": ...} per line) instead of random ones");
   cmd->add_flag("--passes", o->passes, "also time one decode, verify(B) and draft(B) pass");
+  cmd->add_flag("--graphs", o->graphs,
+                "record the target's passes and replay them while they repeat (CUDA graphs on a GPU)");
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {
     if (*cmd) run_engine_bench(*o);

@@ -49,7 +49,6 @@ KvCache Qwen3Model::make_cache(int64_t max_length) const {
 }
 
 ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
-  const int64_t hidden = config_.hidden_size;
   std::vector<int32_t> ids, positions, key_counts;
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
@@ -69,12 +68,54 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
   for (const SequenceChunk& chunk : chunks) {
     chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
   }
-  const int64_t rows = static_cast<int64_t>(ids.size());
-
   Tensor id_tensor = int32_tensor(backend_, workspace_, "ids", ids);
   Tensor position_tensor = int32_tensor(backend_, workspace_, "positions", positions);
   // Uploaded once per pass, not once per layer: the same for every layer.
   Tensor key_count_tensor = int32_tensor(backend_, workspace_, "key_counts", key_counts);
+
+  ForwardOutput out;
+  if (!capture_passes_) {
+    out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor);
+  } else {
+    // A pass like the last direct one (same rows per chunk, caches, options, buffers) is recorded
+    // and replayed from then on; the first of its kind runs directly and sizes every buffer.
+    PassKey key = pass_key(chunks, options);
+    auto found = std::find_if(captured_.begin(), captured_.end(), [&](const CapturedPass& p) { return p.key == key; });
+    if (found == captured_.end() && seen_ == key) {
+      CapturedPass pass{std::move(key), nullptr, {}};
+      pass.ops = backend_.capture(
+          [&] { pass.out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor); });
+      if (captured_.size() == kMostCapturedPasses) captured_.erase(captured_.begin());
+      captured_.push_back(std::move(pass));
+      found = captured_.end() - 1;
+    }
+    if (found != captured_.end()) {
+      backend_.replay(*found->ops);
+      ++replayed_passes_;
+      out = found->out;
+    } else {
+      seen_ = std::move(key);
+      out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor);
+    }
+  }
+  for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
+  return out;
+}
+
+Qwen3Model::PassKey Qwen3Model::pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const {
+  PassKey key{.logits = options.logits, .tap_layers = options.tap_layers, .workspace = workspace_.generation()};
+  for (const SequenceChunk& chunk : chunks) {
+    key.chunk_rows.push_back(static_cast<int64_t>(chunk.tokens.size()));
+    // A cache's layers are allocated together: its first layer's keys stand for all of them.
+    key.caches.push_back(chunk.cache->keys(0).raw());
+  }
+  return key;
+}
+
+ForwardOutput Qwen3Model::run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
+                                   const Tensor& id_tensor, const Tensor& position_tensor,
+                                   const Tensor& key_count_tensor) {
+  const int64_t hidden = config_.hidden_size, rows = id_tensor.numel();
   Tensor h = workspace_.get("residual", DType::kF32, {rows, hidden});
   Tensor normed = workspace_.get("normed", DType::kF32, {rows, hidden});
   Tensor delta = workspace_.get("delta", DType::kF32, {rows, hidden});
@@ -100,7 +141,6 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
       if (options.tap_layers[t] == l) backend_.copy_columns(h, out.taps, t * hidden);
     }
   }
-  for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
   if (options.logits != LogitRows::kNone) out.logits = compute_logits(chunks, h, options.logits);
   return out;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -52,11 +53,38 @@ class Qwen3Model {
 
   ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
 
+  // Records passes (Backend::capture: CUDA graphs on a GPU) and replays them: a pass with the
+  // same rows per chunk, caches and options as the last one run directly is recorded once and
+  // replayed while they repeat (a decode batch that stays the same), launching a whole pass as
+  // one graph. Off by default.
+  void set_capture_passes(bool on) { capture_passes_ = on; }
+  int64_t replayed_passes() const { return replayed_passes_; }
+
   // Borrowed by the DFlash drafter, which has neither of its own.
   const Tensor& embedding_table() const { return embed_tokens_; }
   const Tensor& lm_head() const { return lm_head_; }
 
  private:
+  // What a recorded pass depends on besides the contents of its input tensors.
+  struct PassKey {
+    std::vector<int64_t> chunk_rows;
+    std::vector<const void*> caches;
+    LogitRows logits = LogitRows::kNone;
+    std::vector<int64_t> tap_layers;
+    uint64_t workspace = 0;  // Workspace::generation(): no buffer moved since
+    bool operator==(const PassKey&) const = default;
+  };
+  struct CapturedPass {
+    PassKey key;
+    std::unique_ptr<CapturedOps> ops;
+    ForwardOutput out;
+  };
+  static constexpr size_t kMostCapturedPasses = 8;
+
+  PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
+  // Every op of a pass, on tensors the host filled before.
+  ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
+                         const Tensor& id_tensor, const Tensor& position_tensor, const Tensor& key_count_tensor);
   // key_counts: per row of the pass, the keys its attention sees (causal over its chunk's cache).
   void run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
                      const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
@@ -69,6 +97,10 @@ class Qwen3Model {
   std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
   Tensor embed_tokens_, final_norm_, lm_head_;
   std::vector<Qwen3Layer> layers_;
+  bool capture_passes_ = false;
+  std::optional<PassKey> seen_;          // the last pass run directly
+  std::vector<CapturedPass> captured_;  // the most recent last
+  int64_t replayed_passes_ = 0;
 };
 
 }  // namespace flashq

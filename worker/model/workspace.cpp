@@ -15,6 +15,7 @@ Tensor Workspace::get(const std::string& name, DType dtype, Shape shape) {
       grown[0] = std::max(grown[0], 2 * slot.numel() / std::max<int64_t>(row_elements, 1));
     }
     slot = backend_.allocate(dtype, grown);
+    ++generation_;
   }
   return slot.reshape({slot.numel()}).slice_rows(0, probe.numel()).reshape(std::move(shape));
 }

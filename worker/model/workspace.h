@@ -18,9 +18,14 @@ class Workspace {
   // A [rows, cols...] tensor of `dtype` for slot `name`.
   Tensor get(const std::string& name, DType dtype, Shape shape);
 
+  // Counts the allocations so far: while it stands still, every view handed out keeps its
+  // address (what a recorded pass relies on).
+  uint64_t generation() const { return generation_; }
+
  private:
   Backend& backend_;
   std::map<std::string, Tensor> slots_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace flashq
