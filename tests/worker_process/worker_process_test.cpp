@@ -128,6 +128,42 @@ class WorkerProcessTest : public ::testing::Test {
   static Tokenizer* tokenizer_;
 
   TempDir scratch_;
+
+  // Three jobs at once ("side-0".."side-2"; the second without speculation, the others auto, or
+  // dflash for the third when `dflash_last`), each streamed gap-free and equal to the target alone.
+  void expect_side_by_side_jobs_match_the_target(bool dflash_last) {
+    const std::vector<std::vector<int32_t>> prompts = {some_tokens(5, 300, 21), some_tokens(9, 300, 22),
+                                                       some_tokens(3, 300, 23)};
+    std::map<std::string, AttemptOutput> outputs;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      protocol::Assign job = assign("side-" + std::to_string(i), prompts[i], 20);
+      job.job.spec = i == 1 ? protocol::SpecMode::kOff : protocol::SpecMode::kAuto;
+      if (i == 2 && dflash_last) job.job.spec = protocol::SpecMode::kDflash;
+      broker_.send(job);
+      outputs[job.job.id];
+    }
+    size_t finals = 0;
+    while (finals < prompts.size()) {
+      auto m = broker_.next_non_heartbeat(milliseconds(10000));
+      ASSERT_TRUE(m) << finals << " FINALs only";
+      if (m->wire.type == protocol::MessageType::kTokens) {
+        protocol::Tokens t = protocol::from_wire<protocol::Tokens>(m->wire);
+        AttemptOutput& out = outputs.at(t.id);
+        EXPECT_FALSE(out.final_message) << t.id << ": TOKENS after FINAL";
+        EXPECT_EQ(t.seq, static_cast<int64_t>(out.tokens.size())) << t.id;
+        out.tokens.push_back(std::move(t));
+      } else if (m->wire.type == protocol::MessageType::kFinal) {
+        protocol::Final f = protocol::from_wire<protocol::Final>(m->wire);
+        EXPECT_FALSE(outputs.at(f.id).final_message) << f.id << ": a second FINAL";
+        outputs.at(f.id).final_message = std::move(f);
+        ++finals;
+      }
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(outputs.at("side-" + std::to_string(i)).ids(), reference(prompts[i], 20).tokens) << "job " << i;
+    }
+  }
+
   FakeBroker broker_;
   std::unique_ptr<WorkerProcess> worker_;
 };
@@ -194,35 +230,13 @@ TEST_F(WorkerProcessTest, SpeculativeJobMatchesTheTargetAndReportsSpecStats) {
 
 TEST_F(WorkerProcessTest, JobsInSeveralSlotsStreamSideBySideEachGapFree) {
   ASSERT_TRUE(start_worker(true, {"--slots", "3"}));
-  const std::vector<std::vector<int32_t>> prompts = {some_tokens(5, 300, 21), some_tokens(9, 300, 22),
-                                                     some_tokens(3, 300, 23)};
-  std::map<std::string, AttemptOutput> outputs;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    protocol::Assign job = assign("side-" + std::to_string(i), prompts[i], 20);
-    job.job.spec = i == 1 ? protocol::SpecMode::kOff : protocol::SpecMode::kAuto;
-    broker_.send(job);
-    outputs[job.job.id];
-  }
-  size_t finals = 0;
-  while (finals < prompts.size()) {
-    auto m = broker_.next_non_heartbeat(milliseconds(10000));
-    ASSERT_TRUE(m) << finals << " FINALs only";
-    if (m->wire.type == protocol::MessageType::kTokens) {
-      protocol::Tokens t = protocol::from_wire<protocol::Tokens>(m->wire);
-      AttemptOutput& out = outputs.at(t.id);
-      EXPECT_FALSE(out.final_message) << t.id << ": TOKENS after FINAL";
-      EXPECT_EQ(t.seq, static_cast<int64_t>(out.tokens.size())) << t.id;
-      out.tokens.push_back(std::move(t));
-    } else if (m->wire.type == protocol::MessageType::kFinal) {
-      protocol::Final f = protocol::from_wire<protocol::Final>(m->wire);
-      EXPECT_FALSE(outputs.at(f.id).final_message) << f.id << ": a second FINAL";
-      outputs.at(f.id).final_message = std::move(f);
-      ++finals;
-    }
-  }
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(outputs.at("side-" + std::to_string(i)).ids(), reference(prompts[i], 20).tokens) << "job " << i;
-  }
+  expect_side_by_side_jobs_match_the_target(false);
+}
+
+// --graphs: the target's passes recorded and replayed (the CPU twin of CUDA graphs here).
+TEST_F(WorkerProcessTest, WithGraphsJobsSideBySideStillMatchTheTarget) {
+  ASSERT_TRUE(start_worker(true, {"--slots", "3", "--graphs"}));
+  expect_side_by_side_jobs_match_the_target(true);
 }
 
 TEST_F(WorkerProcessTest, ContinuationStreamsExactlyTheRemainingTokensAndText) {

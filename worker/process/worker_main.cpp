@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
                  "KV cache pool size (0: from --gpu-memory-fraction on a GPU, none on the CPU)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--graphs", options.graphs,
+               "record the target's passes and replay them while they repeat (CUDA graphs on a GPU)");
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(10, 60000));
