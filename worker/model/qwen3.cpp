@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "shared/error.h"
 
 namespace flashq {
@@ -82,12 +84,20 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
     PassKey key = pass_key(chunks, options);
     auto found = std::find_if(captured_.begin(), captured_.end(), [&](const CapturedPass& p) { return p.key == key; });
     if (found == captured_.end() && seen_ == key) {
-      CapturedPass pass{std::move(key), nullptr, {}};
-      pass.ops = backend_.capture(
-          [&] { pass.out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor); });
-      if (captured_.size() == kMostCapturedPasses) captured_.erase(captured_.begin());
-      captured_.push_back(std::move(pass));
-      found = captured_.end() - 1;
+      CapturedPass pass{key, nullptr, {}};
+      try {
+        pass.ops = backend_.capture(
+            [&] { pass.out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor); });
+      } catch (const Error& e) {
+        // A backend that cannot record this pass serves it directly from now on.
+        spdlog::warn("recording passes is off: {}", e.what());
+        capture_passes_ = false;
+      }
+      if (pass.ops != nullptr) {
+        if (captured_.size() == kMostCapturedPasses) captured_.erase(captured_.begin());
+        captured_.push_back(std::move(pass));
+        found = captured_.end() - 1;
+      }
     }
     if (found != captured_.end()) {
       backend_.replay(*found->ops);
