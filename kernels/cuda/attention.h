@@ -28,12 +28,12 @@ inline constexpr int64_t kMaxAttentionHeadDim = 256;
 // Chunks one launch takes (they travel in the kernel's parameters); more take several launches.
 inline constexpr int kMaxKvChunks = 64;
 
-// One sequence's rows [first_row, first_row + rows) of q attend its own k and v, of which `keys`
-// rows may be attended.
+// One sequence's rows of q, from first_row up to the next chunk's, attend its own k and v, of
+// which `keys` rows may be attended.
 struct KvChunk {
   const float* k;
   const float* v;
-  int64_t first_row, rows, keys;
+  int64_t first_row, keys;
 };
 
 // rows: of q (all chunks); keys: the most any chunk has.

@@ -300,7 +300,7 @@ class CudaBackend final : public Backend {
     require_f32(v, "attention v");
     require(k.rank() == 3 && v.shape() == k.shape(), "attention shapes");
     require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
-    const cuda::KvChunk chunk{k.data<float>(), v.data<float>(), 0, q.dim(0), k.dim(0)};
+    const cuda::KvChunk chunk{k.data<float>(), v.data<float>(), 0, k.dim(0)};
     attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0));
   }
 
@@ -342,10 +342,8 @@ class CudaBackend final : public Backend {
       for (size_t c = begin; c < end; ++c) {
         const CacheChunk& chunk = chunks[c];
         const int64_t capacity = chunk.keys->dim(0);
-        stores.push_back(
-            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, capacity});
-        attended.push_back(
-            {chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, chunk.rows, capacity});
+        stores.push_back({chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, capacity});
+        attended.push_back({chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, capacity});
         rows += chunk.rows;
         most_keys = std::max(most_keys, capacity);
       }

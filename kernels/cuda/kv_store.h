@@ -15,11 +15,12 @@ namespace flashq::cuda {
 
 inline constexpr int kMaxKvStores = 64;  // per launch: they travel in the kernel's parameters
 
-// One sequence: source rows [first_row, first_row + rows) go into k and v, of `capacity` rows.
+// One sequence: source rows from first_row up to the next chunk's go into k and v, of
+// `capacity` rows.
 struct KvStore {
   float* k;
   float* v;
-  int64_t first_row, rows, capacity;
+  int64_t first_row, capacity;
 };
 
 // k and v rows of several sequences in one launch. row_floats: floats in one row (kv_heads *
