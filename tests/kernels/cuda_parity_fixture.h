@@ -1,0 +1,112 @@
+// The CUDA parity tests' fixture: both backends, random inputs rounded to a weight dtype so
+// both see the same numbers, NaN-poisoned outputs, and the error measure. Every test of a class
+// derived from CudaParity skips (GTEST_SKIP) where no CUDA device is visible.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
+
+namespace flashq {
+
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+inline double tolerance_for(DType weight_dtype) { return weight_dtype == DType::kF32 ? 1e-4 : 1e-2; }
+
+inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// max |got - want| / max |want|, or infinity when got has a NaN or infinity where want has none
+// (a plain max would skip NaN, which is exactly what poisoning is meant to catch).
+inline double normalized_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double scale = 1e-30, worst = 0.0;
+  for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i]) && std::isfinite(want[i])) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+  }
+  return worst / scale;
+}
+
+class CudaParity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device visible: CUDA-vs-CPU parity runs only on a GPU machine";
+    }
+    cpu_ = make_cpu_backend();
+    gpu_ = make_backend("cuda");
+    ASSERT_EQ(gpu_->device(), Device::kCuda);
+  }
+
+  // A host tensor holding `values` (rounded to `dtype`, and `values` updated to the rounded
+  // numbers so both backends see the same inputs).
+  static Tensor host_tensor(std::vector<float>& values, DType dtype, Shape shape) {
+    Tensor t = Tensor::zeros_cpu(dtype, std::move(shape));
+    for (size_t i = 0; i < values.size(); ++i) {
+      switch (dtype) {
+        case DType::kF32: t.data<float>()[i] = values[i]; break;
+        case DType::kBF16:
+          t.data<uint16_t>()[i] = f32_to_bf16(values[i]);
+          values[i] = bf16_to_f32(t.data<uint16_t>()[i]);
+          break;
+        case DType::kF16:
+          t.data<uint16_t>()[i] = f32_to_f16(values[i]);
+          values[i] = f16_to_f32(t.data<uint16_t>()[i]);
+          break;
+        case DType::kI32: break;
+      }
+    }
+    return t;
+  }
+
+  static Tensor host_ints(const std::vector<int32_t>& values) {
+    Tensor t = Tensor::zeros_cpu(DType::kI32, {static_cast<int64_t>(values.size())});
+    std::copy(values.begin(), values.end(), t.data<int32_t>());
+    return t;
+  }
+
+  // The same contents on the GPU (through allocate and copy_from_host).
+  Tensor to_gpu(const Tensor& host) {
+    Tensor t = gpu_->allocate(host.dtype(), host.shape());
+    gpu_->copy_from_host(host.raw(), t);
+    return t;
+  }
+
+  // A GPU float32 tensor full of NaN: every element the op must write.
+  Tensor poisoned(Shape shape) {
+    Tensor t = gpu_->allocate(DType::kF32, std::move(shape));
+    std::vector<float> nans(static_cast<size_t>(t.numel()), kNaN);
+    gpu_->copy_from_host(nans.data(), t);
+    return t;
+  }
+
+  std::vector<float> download(const Tensor& t) {
+    std::vector<float> values(static_cast<size_t>(t.numel()));
+    gpu_->copy_to_host(t, values.data());
+    return values;
+  }
+
+  static std::vector<float> host_values(const Tensor& t) {
+    return {t.data<float>(), t.data<float>() + t.numel()};
+  }
+
+  std::unique_ptr<Backend> cpu_, gpu_;
+};
+
+}  // namespace flashq
