@@ -4,6 +4,21 @@
 
 namespace flashq {
 
+void Backend::matmul_many(const Tensor& x, std::span<const WeightProduct> products) {
+  for (const WeightProduct& product : products) {
+    if (product.w == nullptr || product.y == nullptr) {
+      throw Error(ErrorCode::kInternal, "matmul_many: every product needs a weight and an output");
+    }
+    matmul(x, *product.w, *product.y);
+  }
+}
+
+void Backend::matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, Tensor& out, Tensor& scratch) {
+  matmul(x, gate, out);
+  matmul(x, up, scratch);
+  swiglu(out, scratch, out);
+}
+
 void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
                                const Tensor& store_at, const Tensor& key_counts, Tensor& out) {
   int64_t next_row = 0;

@@ -26,6 +26,12 @@ struct CacheChunk {
   int64_t first_row = 0, rows = 0;
 };
 
+// One product of Backend::matmul_many: y = x * w^T.
+struct WeightProduct {
+  const Tensor* w = nullptr;
+  Tensor* y = nullptr;
+};
+
 // Ops recorded by Backend::capture for replay (on a GPU, a CUDA graph).
 class CapturedOps {
  public:
@@ -60,6 +66,14 @@ class Backend {
 
   // y[M, N] = x[M, K] * w[N, K]^T
   virtual void matmul(const Tensor& x, const Tensor& w, Tensor& y) = 0;
+  // matmul() of one x against several weights (q, k and v; every drafter layer's k and v), with
+  // the same results. The default is one matmul at a time; a GPU backend runs them all in one
+  // launch, since a product of a few thousand weight rows alone leaves most of a GPU idle.
+  virtual void matmul_many(const Tensor& x, std::span<const WeightProduct> products);
+  // out = silu(x * gate^T) * (x * up^T): the MLP's two products and swiglu, with the results of
+  // the three calls. `scratch` (out's shape) is where a backend may keep x * up^T; a GPU backend
+  // does it all in one launch for up to 128 rows and never writes scratch there.
+  virtual void matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, Tensor& out, Tensor& scratch);
   // y = x * rsqrt(mean(x^2) + eps) * w, row by row over the last dimension (w has that length).
   virtual void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
   // h += delta, then y = rmsnorm(h) * w (the residual add fused with the next norm).

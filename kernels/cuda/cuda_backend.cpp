@@ -31,6 +31,7 @@
 #include "kernels/cuda/head_norm_rope.h"
 #include "kernels/cuda/kv_store.h"
 #include "kernels/cuda/matmul.h"
+#include "kernels/cuda/matmul_bf16_rows.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sampling.h"
@@ -237,18 +238,37 @@ class CudaBackend final : public Backend {
   }
 
   void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
-    require_f32(x, "matmul x");
-    require_f32(y, "matmul y");
-    require_on_device(w, "matmul w");
-    require(w.rank() == 2 && x.cols() == w.dim(1) && y.rows() == x.rows() && y.cols() == w.dim(0),
-            [&] {
-              return "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
-                     shape_to_string(y.shape());
-            });
-    require(w.dtype() != DType::kI32, "matmul: weights must be f32, f16 or bf16");
+    require_matmul_inputs(x, w, y);
     void* scratch = grow_scratch(cuda::matmul_scratch_bytes(w.dtype(), x.rows(), x.cols()));
     cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1),
                  context_->cublas(), scratch, stream());
+  }
+
+  void matmul_many(const Tensor& x, std::span<const WeightProduct> products) override {
+    bool one_launch = true;
+    for (const WeightProduct& product : products) {
+      require(product.w != nullptr && product.y != nullptr, "matmul_many: every product needs a weight and an output");
+      require_matmul_inputs(x, *product.w, *product.y);
+      one_launch = one_launch && takes_bf16_rows_kernel(x, *product.w);
+    }
+    if (!one_launch) return Backend::matmul_many(x, products);
+    bf16_products_.clear();
+    for (const WeightProduct& product : products) {
+      bf16_products_.push_back({product.w->data<__nv_bfloat16>(), product.y->data<float>(), product.w->dim(0)});
+    }
+    void* scratch = grow_scratch(cuda::bf16_rows_scratch_bytes(x.rows(), x.cols()));
+    cuda::matmul_bf16_rows_many(x.data<float>(), bf16_products_, x.rows(), x.cols(), scratch, stream());
+  }
+
+  void matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, Tensor& out, Tensor& scratch) override {
+    require_matmul_inputs(x, gate, out);
+    require_matmul_inputs(x, up, scratch);
+    if (!takes_bf16_rows_kernel(x, gate) || !takes_bf16_rows_kernel(x, up)) {
+      return Backend::matmul_swiglu(x, gate, up, out, scratch);
+    }
+    void* rounded = grow_scratch(cuda::bf16_rows_scratch_bytes(x.rows(), x.cols()));
+    cuda::matmul_bf16_rows_swiglu(x.data<float>(), gate.data<__nv_bfloat16>(), up.data<__nv_bfloat16>(),
+                                  out.data<float>(), x.rows(), gate.dim(0), x.cols(), rounded, stream());
   }
 
   void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
@@ -445,6 +465,23 @@ class CudaBackend final : public Backend {
     });
   }
 
+  static void require_matmul_inputs(const Tensor& x, const Tensor& w, const Tensor& y) {
+    require_f32(x, "matmul x");
+    require_f32(y, "matmul y");
+    require_on_device(w, "matmul w");
+    require(w.rank() == 2 && x.cols() == w.dim(1) && y.rows() == x.rows() && y.cols() == w.dim(0), [&] {
+      return "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
+             shape_to_string(y.shape());
+    });
+    require(w.dtype() != DType::kI32, "matmul: weights must be f32, f16 or bf16");
+  }
+
+  // Whether cuda::matmul would take the tensor-core kernel for few rows: the only one that
+  // runs several products, or the MLP's fused one, in a launch.
+  static bool takes_bf16_rows_kernel(const Tensor& x, const Tensor& w) {
+    return w.dtype() == DType::kBF16 && cuda::bf16_rows_supported(x.raw(), w.raw(), x.rows(), x.cols());
+  }
+
   void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) const {
     require_f32(q, "attention q");
     require_f32(out, "attention out");
@@ -488,6 +525,7 @@ class CudaBackend final : public Backend {
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   std::vector<void*> retired_scratch_;
+  std::vector<cuda::Bf16RowsProduct> bf16_products_;  // matmul_many's table, kept to allocate once
   bool capturing_ = false;
   bool captured_any_ = false;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
 
 namespace flashq::cuda {
 namespace {
@@ -20,11 +21,10 @@ __global__ void add_in_place(float* h, const float* delta, int64_t count) {
   }
 }
 
-__global__ void silu_times(const float* gate, const float* up, float* out, int64_t count) {
+__global__ void swiglu_elements(const float* gate, const float* up, float* out, int64_t count) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + expf(-g)) * up[i];
+    out[i] = silu_times(gate[i], up[i]);
   }
 }
 
@@ -38,7 +38,7 @@ void add(float* h, const float* delta, int64_t count, cudaStream_t stream) {
 
 void swiglu(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
-  silu_times<<<blocks_for(count), kThreads, 0, stream>>>(gate, up, out, count);
+  swiglu_elements<<<blocks_for(count), kThreads, 0, stream>>>(gate, up, out, count);
   check_launch("swiglu");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
 
 namespace flashq::cuda {
 namespace {
@@ -53,24 +54,24 @@ __device__ inline void load_x8(const __nv_bfloat16* x, int64_t row, int64_t m, i
   out[3] = v.w;
 }
 
-// RowTiles tiles of 16 x rows. In a chunk of 32 columns, lane (group g = lane / 4, quad q =
-// lane % 4) holds columns 8q..8q+7 of weight rows g and g + 8 and of x rows g and g + 8. The
-// first k16 step takes columns 8q..8q+3 as the fragment's 2q, 2q+1, 2q+8, 2q+9, the second
-// 8q+4..8q+7: a permutation of the chunk's columns, the same for x and w.
+// The loop both variants share: x's RowTiles tiles of 16 rows against a block's two tiles of 8
+// weight rows; acc[t][0] takes the first tile, acc[t][1] the second. `row_a` and `row_b` are
+// this lane's weight row in each tile (lane group g = lane / 4 holds row g of both), nullptr
+// past the weights' end, which reads as zeros.
+//
+// In a chunk of 32 columns, lane (group g, quad q = lane % 4) holds columns 8q..8q+7 of its two
+// weight rows and of x rows g and g + 8. The first k16 step takes columns 8q..8q+3 as the
+// fragment's 2q, 2q+1, 2q+8, 2q+9, the second 8q+4..8q+7: a permutation of the chunk's
+// columns, the same for x and w.
 template <int RowTiles, typename X>
-__global__ void __launch_bounds__(kWarps * 32)
-    multiply_rows(const X* __restrict__ x, const __nv_bfloat16* __restrict__ w, float* __restrict__ y, int64_t m,
-                  int64_t n, int64_t k) {
-  __shared__ float partial[kWarps][32][8];
+__device__ inline void multiply_two_tiles(const X* __restrict__ x, int64_t m, int64_t k,
+                                          const __nv_bfloat16* row_a, const __nv_bfloat16* row_b,
+                                          float (&acc)[RowTiles][2][4]) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int group = lane / 4, quad = lane % 4;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kWeightRows;
   const int64_t chunks = k / kBf16RowsChunk;
-  const int64_t row_a = n0 + group, row_b = n0 + 8 + group;
-  const uint4* wa = reinterpret_cast<const uint4*>(w + row_a * k);
-  const uint4* wb = reinterpret_cast<const uint4*>(w + row_b * k);
-
-  float acc[RowTiles][2][4];
+  const uint4* wa = reinterpret_cast<const uint4*>(row_a);
+  const uint4* wb = reinterpret_cast<const uint4*>(row_b);
 #pragma unroll
   for (int t = 0; t < RowTiles; ++t) {
 #pragma unroll
@@ -83,8 +84,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t c = c0 + static_cast<int64_t>(u) * kWarps;
       const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-      weights_a[u] = c < chunks && row_a < n ? __ldg(wa + c * 4 + quad) : zero;
-      weights_b[u] = c < chunks && row_b < n ? __ldg(wb + c * 4 + quad) : zero;
+      weights_a[u] = c < chunks && wa != nullptr ? __ldg(wa + c * 4 + quad) : zero;
+      weights_b[u] = c < chunks && wb != nullptr ? __ldg(wb + c * 4 + quad) : zero;
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -105,26 +106,102 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
   }
+}
 
-  // The warps' sums, added in warp order. Thread i adds element i % 8 of lane i / 8's fragment:
-  // n-tile (i % 8) / 4, accumulator (i % 8) % 4 at row group (+ 8 for accumulators 2 and 3) and
-  // column 2 * quad (+ 1 for odd accumulators).
+// Every warp's fragments of row tile t, for the block to add in warp order: partial[warp][lane]
+// holds the lane's four accumulators of the first tile, then the four of the second. In a
+// fragment, accumulator e of lane (group g, quad q) is row g (+ 8 for e >= 2), column 2q + e % 2.
+using WarpPartials = float[kWarps][32][8];
+
+template <int RowTiles>
+__device__ inline void share_fragments(const float (&acc)[RowTiles][2][4], int t, WarpPartials& partial) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    partial[warp][lane][e] = acc[t][0][e];
+    partial[warp][lane][4 + e] = acc[t][1][e];
+  }
+}
+
+__device__ inline float sum_over_warps(const WarpPartials& partial, int lane, int element) {
+  float sum = 0.0f;
+#pragma unroll
+  for (int v = 0; v < kWarps; ++v) sum += partial[v][lane][element];
+  return sum;
+}
+
+// Decode (one row tile) is held to 3 blocks per SM, as the first version of the kernel fitted
+// unasked at 100% of the copy floor; more row tiles need the registers.
+constexpr int min_blocks_per_sm(int row_tiles) { return row_tiles == 1 ? 3 : 1; }
+
+// Up to kBf16RowsMaxProducts products, each owning a run of consecutive blocks.
+struct ProductTable {
+  struct Entry {
+    const __nv_bfloat16* w;
+    float* y;
+    int64_t n;
+    int64_t first_block;
+  } at[kBf16RowsMaxProducts];
+  int count;
+};
+
+// A block takes 16 weight rows of one product: two tiles of 8.
+template <int RowTiles, typename X>
+__global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(RowTiles))
+    multiply_rows(const X* __restrict__ x, int64_t m, int64_t k, const __grid_constant__ ProductTable table) {
+  __shared__ WarpPartials partial;
+  int p = 0;
+  while (p + 1 < table.count && static_cast<int64_t>(blockIdx.x) >= table.at[p + 1].first_block) ++p;
+  const ProductTable::Entry& product = table.at[p];
+  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - product.first_block) * kWeightRows;
+  const int group = static_cast<int>(threadIdx.x) % 32 / 4;
+  const int64_t row_a = n0 + group, row_b = n0 + 8 + group;
+  float acc[RowTiles][2][4];
+  multiply_two_tiles<RowTiles>(x, m, k, row_a < product.n ? product.w + row_a * k : nullptr,
+                               row_b < product.n ? product.w + row_b * k : nullptr, acc);
+
+  // Thread i adds element i % 8 of lane i / 8's fragments: tile (i % 8) / 4, accumulator
+  // (i % 8) % 4.
   const int from_lane = static_cast<int>(threadIdx.x) / 8, element = static_cast<int>(threadIdx.x) % 8;
   const int64_t out_row = from_lane / 4 + (element % 4 >= 2 ? 8 : 0);
   const int64_t out_col = n0 + (element / 4) * 8 + (from_lane % 4) * 2 + (element % 2);
 #pragma unroll
   for (int t = 0; t < RowTiles; ++t) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      partial[warp][lane][e] = acc[t][0][e];
-      partial[warp][lane][4 + e] = acc[t][1][e];
-    }
+    share_fragments<RowTiles>(acc, t, partial);
     __syncthreads();
-    float sum = 0.0f;
-#pragma unroll
-    for (int v = 0; v < kWarps; ++v) sum += partial[v][from_lane][element];
+    const float sum = sum_over_warps(partial, from_lane, element);
     const int64_t row = t * 16 + out_row;
-    if (row < m && out_col < n) y[row * n + out_col] = sum;
+    if (row < m && out_col < product.n) product.y[row * product.n + out_col] = sum;
+    __syncthreads();
+  }
+}
+
+// A block takes rows j0..j0+7 of gate (first tile) and of up (second tile) and writes
+// silu(gate) * up for those 8 columns of out.
+template <int RowTiles, typename X>
+__global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(RowTiles))
+    multiply_rows_swiglu(const X* __restrict__ x, int64_t m, int64_t k, const __nv_bfloat16* __restrict__ gate,
+                         const __nv_bfloat16* __restrict__ up, float* __restrict__ out, int64_t n) {
+  __shared__ WarpPartials partial;
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * 8;
+  const int64_t row = j0 + static_cast<int>(threadIdx.x) % 32 / 4;
+  float acc[RowTiles][2][4];
+  multiply_two_tiles<RowTiles>(x, m, k, row < n ? gate + row * k : nullptr, row < n ? up + row * k : nullptr, acc);
+
+  // Threads 0..127 each finish one of the tile's 16 x 8 outputs: row r, column c sits in lane
+  // (r % 8) * 4 + c / 2, accumulator (r >= 8 ? 2 : 0) + c % 2 of each tile.
+  const int r = static_cast<int>(threadIdx.x) / 8, c = static_cast<int>(threadIdx.x) % 8;
+  const int from_lane = (r % 8) * 4 + c / 2, element = (r >= 8 ? 2 : 0) + c % 2;
+#pragma unroll
+  for (int t = 0; t < RowTiles; ++t) {
+    share_fragments<RowTiles>(acc, t, partial);
+    __syncthreads();
+    if (threadIdx.x < 128) {
+      const float g = sum_over_warps(partial, from_lane, element);
+      const float u = sum_over_warps(partial, from_lane, 4 + element);
+      const int64_t out_row = t * 16 + r, out_col = j0 + c;
+      if (out_row < m && out_col < n) out[out_row * n + out_col] = silu_times(g, u);
+    }
     __syncthreads();
   }
 }
@@ -136,22 +213,63 @@ __global__ void round_rows_to_bf16(const float* __restrict__ x, __nv_bfloat16* _
   }
 }
 
-template <typename X>
-void launch(const X* x, const __nv_bfloat16* w, float* y, int64_t m, int64_t n, int64_t k, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>((n + kWeightRows - 1) / kWeightRows);
-  const int64_t tiles = (m + 15) / 16;
-  constexpr unsigned kThreads = kWarps * 32;
-  switch (tiles) {
-    case 1: multiply_rows<1><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
-    case 2: multiply_rows<2><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
-    case 3: multiply_rows<3><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
-    case 4: multiply_rows<4><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
-    case 5: multiply_rows<5><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
-    case 6: multiply_rows<6><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
-    case 7: multiply_rows<7><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
-    default: multiply_rows<8><<<blocks, kThreads, 0, stream>>>(x, w, y, m, n, k); break;
+// Calls launch_tiles.operator()<RowTiles>() with the row tiles M needs (at most 8).
+template <typename Launch>
+void with_row_tiles(int64_t m, Launch&& launch_tiles) {
+  switch ((m + 15) / 16) {
+    case 1: return launch_tiles.template operator()<1>();
+    case 2: return launch_tiles.template operator()<2>();
+    case 3: return launch_tiles.template operator()<3>();
+    case 4: return launch_tiles.template operator()<4>();
+    case 5: return launch_tiles.template operator()<5>();
+    case 6: return launch_tiles.template operator()<6>();
+    case 7: return launch_tiles.template operator()<7>();
+    default: return launch_tiles.template operator()<8>();
   }
-  check_launch("matmul (bf16 rows kernel)");
+}
+
+constexpr unsigned kThreads = kWarps * 32;
+
+template <typename X>
+void launch_products(const X* x, std::span<const Bf16RowsProduct> products, int64_t m, int64_t k,
+                     cudaStream_t stream) {
+  for (size_t first = 0; first < products.size(); first += kBf16RowsMaxProducts) {
+    ProductTable table{};
+    int64_t blocks = 0;
+    for (size_t i = first; i < std::min(products.size(), first + kBf16RowsMaxProducts); ++i) {
+      const Bf16RowsProduct& product = products[i];
+      table.at[table.count++] = {product.w, product.y, product.n, blocks};
+      blocks += (product.n + kWeightRows - 1) / kWeightRows;
+    }
+    if (blocks == 0) continue;
+    with_row_tiles(m, [&]<int RowTiles>() {
+      multiply_rows<RowTiles><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, m, k, table);
+    });
+    check_launch("matmul (bf16 rows kernel)");
+  }
+}
+
+template <typename X>
+void launch_swiglu(const X* x, const __nv_bfloat16* gate, const __nv_bfloat16* up, float* out, int64_t m,
+                   int64_t n, int64_t k, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((n + 7) / 8);
+  with_row_tiles(m, [&]<int RowTiles>() {
+    multiply_rows_swiglu<RowTiles><<<blocks, kThreads, 0, stream>>>(x, m, k, gate, up, out, n);
+  });
+  check_launch("matmul_swiglu (bf16 rows kernel)");
+}
+
+// Up to 16 rows, x is rounded as it is loaded; more row tiles would read it once per tile per
+// block, so it is rounded to bf16 once (half the bytes, the same rounding) into `scratch`.
+template <typename Launch>
+void with_x_for_rows(const float* x, int64_t m, int64_t k, void* scratch, cudaStream_t stream, Launch&& launch_with) {
+  if (m <= 16) return launch_with(x);
+  auto* rounded = static_cast<__nv_bfloat16*>(scratch);
+  const int64_t count = m * k;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>((count + 255) / 256, 4096));
+  round_rows_to_bf16<<<blocks, 256, 0, stream>>>(x, rounded, count);
+  check_launch("matmul (round x to bf16)");
+  launch_with(static_cast<const __nv_bfloat16*>(rounded));
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -166,17 +284,23 @@ size_t bf16_rows_scratch_bytes(int64_t m, int64_t k) {
   return m <= 16 ? 0 : static_cast<size_t>(m * k) * sizeof(__nv_bfloat16);
 }
 
+void matmul_bf16_rows_many(const float* x, std::span<const Bf16RowsProduct> products, int64_t m, int64_t k,
+                           void* scratch, cudaStream_t stream) {
+  if (m == 0 || products.empty()) return;
+  with_x_for_rows(x, m, k, scratch, stream, [&](const auto* rows) { launch_products(rows, products, m, k, stream); });
+}
+
 void matmul_bf16_rows(const float* x, const __nv_bfloat16* w, float* y, int64_t m, int64_t n, int64_t k,
                       void* scratch, cudaStream_t stream) {
+  const Bf16RowsProduct product{w, y, n};
+  matmul_bf16_rows_many(x, std::span(&product, 1), m, k, scratch, stream);
+}
+
+void matmul_bf16_rows_swiglu(const float* x, const __nv_bfloat16* gate, const __nv_bfloat16* up, float* out,
+                             int64_t m, int64_t n, int64_t k, void* scratch, cudaStream_t stream) {
   if (m == 0 || n == 0) return;
-  if (m <= 16) return launch(x, w, y, m, n, k, stream);
-  // More row tiles read x once per tile per block: half the bytes from bf16, rounded the same way.
-  auto* rounded = static_cast<__nv_bfloat16*>(scratch);
-  const int64_t count = m * k;
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>((count + 255) / 256, 4096));
-  round_rows_to_bf16<<<blocks, 256, 0, stream>>>(x, rounded, count);
-  check_launch("matmul (round x to bf16)");
-  launch(static_cast<const __nv_bfloat16*>(rounded), w, y, m, n, k, stream);
+  with_x_for_rows(x, m, k, scratch, stream,
+                  [&](const auto* rows) { launch_swiglu(rows, gate, up, out, m, n, k, stream); });
 }
 
 }  // namespace flashq::cuda

@@ -8,12 +8,19 @@
 // 16 rows while the weights stay in registers. The warps' sums are added in a fixed order, so a
 // row's result never depends on M or on the other rows: decoding a row alone and verifying it
 // in a block give the same bits.
+//
+// Two variants share that loop. Several products of one x (q, k and v) go in one launch, the
+// blocks split among them. The MLP's gate and up products go in one launch with SwiGLU applied
+// before anything is stored: a block's two tiles are 8 rows of gate and the same 8 rows of up,
+// each summed exactly as alone, so the result has the bits of matmul, matmul, swiglu.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace flashq::cuda {
 
@@ -29,5 +36,24 @@ size_t bf16_rows_scratch_bytes(int64_t m, int64_t k);
 
 void matmul_bf16_rows(const float* x, const __nv_bfloat16* w, float* y, int64_t m, int64_t n, int64_t k,
                       void* scratch, cudaStream_t stream);
+
+// One product of matmul_bf16_rows_many: y[M, n] = x * w[n, K]^T.
+struct Bf16RowsProduct {
+  const __nv_bfloat16* w = nullptr;
+  float* y = nullptr;
+  int64_t n = 0;
+};
+
+// Products launched together (their blocks in one grid); more than this many take more launches.
+inline constexpr int kBf16RowsMaxProducts = 16;
+
+// Every product of the same x, each with the result matmul_bf16_rows gives it alone.
+void matmul_bf16_rows_many(const float* x, std::span<const Bf16RowsProduct> products, int64_t m, int64_t k,
+                           void* scratch, cudaStream_t stream);
+
+// out[M, n] = silu(x * gate^T) * (x * up^T), gate and up [n, K], in one launch (two beyond 16
+// rows, which round x first).
+void matmul_bf16_rows_swiglu(const float* x, const __nv_bfloat16* gate, const __nv_bfloat16* up, float* out,
+                             int64_t m, int64_t n, int64_t k, void* scratch, cudaStream_t stream);
 
 }  // namespace flashq::cuda

@@ -172,6 +172,34 @@ TEST(CpuBackend, StoreAndAttendIsThePrimitivesChunkByChunk) {
   EXPECT_THROW(backend->store_and_attend(q, k, v, chunks, store_at, counts, out), Error);
 }
 
+// The fused products' defaults (the CPU backend's; a GPU backend's fast paths are held to the
+// same results in cuda_fused_matmul_parity_test).
+TEST(CpuBackend, MatmulManyAndMatmulSwigluGiveTheUnfusedOpsResults) {
+  std::mt19937 rng(10);
+  const int64_t m = 3, n = 24, k = 40;
+  auto backend = make_cpu_backend();
+  Tensor x = tensor_from(random_floats(m * k, rng), {m, k});
+  std::vector<float> a = random_floats(n * k, rng), b = random_floats(n * k, rng);
+  Tensor wa = weight_from(a, DType::kBF16, {n, k}), wb = weight_from(b, DType::kBF16, {n, k});
+
+  Tensor ya = Tensor::zeros_cpu(DType::kF32, {m, n}), yb = Tensor::zeros_cpu(DType::kF32, {m, n});
+  const WeightProduct products[] = {{&wa, &ya}, {&wb, &yb}};
+  backend->matmul_many(x, products);
+  Tensor want_a = Tensor::zeros_cpu(DType::kF32, {m, n}), want_b = Tensor::zeros_cpu(DType::kF32, {m, n});
+  backend->matmul(x, wa, want_a);
+  backend->matmul(x, wb, want_b);
+  EXPECT_EQ(0, std::memcmp(ya.raw(), want_a.raw(), ya.nbytes()));
+  EXPECT_EQ(0, std::memcmp(yb.raw(), want_b.raw(), yb.nbytes()));
+
+  Tensor out = Tensor::zeros_cpu(DType::kF32, {m, n}), scratch = Tensor::zeros_cpu(DType::kF32, {m, n});
+  backend->matmul_swiglu(x, wa, wb, out, scratch);
+  backend->swiglu(want_a, want_b, want_a);
+  EXPECT_EQ(0, std::memcmp(out.raw(), want_a.raw(), out.nbytes()));
+
+  const WeightProduct no_output[] = {{&wa, &ya}, {&wb, nullptr}};
+  EXPECT_THROW(backend->matmul_many(x, no_output), Error);
+}
+
 TEST(CpuBackend, RopeRotatesHalvesAndKeepsNorms) {
   std::mt19937 rng(3);
   const int64_t heads = 2, d = 8;

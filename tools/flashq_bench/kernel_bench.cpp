@@ -146,6 +146,50 @@ double report_cuda_copy_bandwidth(Backend& gpu, double min_seconds) {
   return gb_per_s;
 }
 
+// Qwen3-8B's fused products against the ops they replace, at decode (1 row) and a verify block
+// (16): q, k and v of one x in one launch (k and v alone fill only half of an H100's SMs), and
+// gate, up and SwiGLU in one.
+void report_cuda_fused_products(Backend& gpu, double copy_gb_per_s, double min_seconds) {
+  const int64_t hidden = 4096, kv_width = 1024, inter = 12288;
+  auto weight = [&](int64_t n, int64_t k) { return gpu.upload_weight(Tensor::zeros_cpu(DType::kBF16, {n, k})); };
+  const Tensor q_proj = weight(hidden, hidden), k_proj = weight(kv_width, hidden), v_proj = weight(kv_width, hidden);
+  const Tensor gate_proj = weight(inter, hidden), up_proj = weight(inter, hidden);
+  auto report = [&](const char* kernel, int64_t rows, size_t weight_bytes, double fused, double apart) {
+    const double gb_per_s = static_cast<double>(weight_bytes) / fused / 1e9;
+    std::cout << nlohmann::json{{"kernel", kernel},
+                                {"rows", rows},
+                                {"us_fused", fused * 1e6},
+                                {"us_apart", apart * 1e6},
+                                {"weight_gb_per_s", gb_per_s},
+                                {"fraction_of_copy_bandwidth", gb_per_s / copy_gb_per_s}}
+                     .dump()
+              << std::endl;
+  };
+  for (int64_t rows : {int64_t{1}, int64_t{16}}) {
+    Tensor x = gpu.allocate(DType::kF32, {rows, hidden});
+    Tensor q = gpu.allocate(DType::kF32, {rows, hidden});
+    Tensor k = gpu.allocate(DType::kF32, {rows, kv_width}), v = gpu.allocate(DType::kF32, {rows, kv_width});
+    const WeightProduct qkv[] = {{&q_proj, &q}, {&k_proj, &k}, {&v_proj, &v}};
+    const double qkv_fused = time_per_gpu_call(gpu, min_seconds, [&] { gpu.matmul_many(x, qkv); });
+    const double qkv_apart = time_per_gpu_call(gpu, min_seconds, [&] {
+      gpu.matmul(x, q_proj, q);
+      gpu.matmul(x, k_proj, k);
+      gpu.matmul(x, v_proj, v);
+    });
+    report("cuda_matmul_qkv", rows, q_proj.nbytes() + k_proj.nbytes() + v_proj.nbytes(), qkv_fused, qkv_apart);
+
+    Tensor gate = gpu.allocate(DType::kF32, {rows, inter}), up = gpu.allocate(DType::kF32, {rows, inter});
+    const double mlp_fused =
+        time_per_gpu_call(gpu, min_seconds, [&] { gpu.matmul_swiglu(x, gate_proj, up_proj, gate, up); });
+    const double mlp_apart = time_per_gpu_call(gpu, min_seconds, [&] {
+      gpu.matmul(x, gate_proj, gate);
+      gpu.matmul(x, up_proj, up);
+      gpu.swiglu(gate, up, gate);
+    });
+    report("cuda_matmul_swiglu", rows, gate_proj.nbytes() + up_proj.nbytes(), mlp_fused, mlp_apart);
+  }
+}
+
 void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   if (cuda_device_count() == 0) {
     std::cout << nlohmann::json{{"kernel", "cuda"}, {"skipped", "no CUDA device visible to this build"}}.dump()
@@ -175,6 +219,8 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                      .dump()
               << std::endl;
   }
+
+  report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
 
   report_sampling(*gpu, "cuda_sample", [&](Backend& device, auto&& body) {
     return time_per_gpu_call(device, o.min_seconds, body);

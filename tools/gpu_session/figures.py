@@ -151,6 +151,9 @@ def cmd_kernels(args, common):
     line["attention"] = [
         {k: v.get(k) for k in ("rows", "keys", "us_per_call", "kv_gb_per_s", "fraction_of_copy_bandwidth")}
         for v in lines if v.get("kernel") == "cuda_attention"]
+    line["fused"] = [
+        {k: v.get(k) for k in ("kernel", "rows", "us_fused", "us_apart", "fraction_of_copy_bandwidth")}
+        for v in lines if v.get("kernel") in ("cuda_matmul_qkv", "cuda_matmul_swiglu")]
     skipped = [v["skipped"] for v in lines if "skipped" in v]
     if skipped:
         line["skipped"] = skipped[0]
@@ -379,7 +382,7 @@ def cmd_table(args):
                    f"ours / static-compile {fmt(hf.get('ours_over_static_compile'), 2, 'x')}) |")
     if parity:
         cells = []
-        for name in ("cuda_parity_test", "cuda_model_test"):
+        for name in ("cuda_parity_test", "cuda_fused_matmul_parity_test", "cuda_model_test"):
             s = parity.get(name) or {}
             cells.append(f"{name} {s.get('passed', '?')} passed, {s.get('failed', '?')} failed, "
                          f"{s.get('skipped', '?')} skipped")
@@ -419,6 +422,15 @@ def cmd_table(args):
                 fraction = m["weight_gb_per_s"] / kernels["floor_gb_per_s"]
             out.append(f"| {m.get('m')} | {fmt(m.get('us_per_call'), 1)} | {fmt(m.get('weight_gb_per_s'), 0)} | "
                        f"{fmt(100 * fraction if fraction is not None else None, 0, '%')} |")
+        if kernels.get("fused"):
+            out.append("")
+            out.append("| fused product | rows | us fused | us apart | fused, of the floor |")
+            out.append("|---|---|---|---|---|")
+            for f in kernels["fused"]:
+                fraction = f.get("fraction_of_copy_bandwidth")
+                out.append(f"| {f.get('kernel')} | {f.get('rows')} | {fmt(f.get('us_fused'), 1)} | "
+                           f"{fmt(f.get('us_apart'), 1)} | "
+                           f"{fmt(100 * fraction if fraction is not None else None, 0, '%')} |")
     figures_seen = list(dict.fromkeys(v["figure"] for v in lines))
     not_ok = [f"{f}: {v.get('status')} ({v.get('error', '')})" for f in figures_seen
               for v in [latest(lines, f)] if v.get("status") != "ok"]

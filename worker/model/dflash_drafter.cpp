@@ -1,6 +1,7 @@
 #include "worker/model/dflash_drafter.h"
 
 #include <string>
+#include <vector>
 
 #include "shared/error.h"
 
@@ -63,20 +64,33 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
   backend_.matmul(taps, fc_, context);
   backend_.rmsnorm(context, hidden_norm_, c.rms_norm_eps, context);
 
-  // The context rows skip input_layernorm, the residual stream and the MLP: only k and v.
-  Tensor k = workspace_.get("inject_k", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
-  Tensor v = workspace_.get("inject_v", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
-  Tensor k_flat = k.reshape({rows, c.num_kv_heads * c.head_dim});
-  Tensor v_flat = v.reshape({rows, c.num_kv_heads * c.head_dim});
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    backend_.matmul(context, layers_[l].k_proj, k_flat);
-    backend_.matmul(context, layers_[l].v_proj, v_flat);
+  // The context rows skip input_layernorm, the residual stream and the MLP: only k and v, of
+  // every layer from one x, so all layers' products go to the backend at once.
+  const int64_t layers = static_cast<int64_t>(layers_.size());
+  Tensor all_k = workspace_.get("inject_k", DType::kF32, {layers, rows, c.num_kv_heads, c.head_dim});
+  Tensor all_v = workspace_.get("inject_v", DType::kF32, {layers, rows, c.num_kv_heads, c.head_dim});
+  const int64_t kv_width = c.num_kv_heads * c.head_dim;
+  std::vector<Tensor> outputs;
+  outputs.reserve(2 * layers_.size());
+  for (int64_t l = 0; l < layers; ++l) {
+    outputs.push_back(all_k.slice_rows(l, 1).reshape({rows, kv_width}));
+    outputs.push_back(all_v.slice_rows(l, 1).reshape({rows, kv_width}));
+  }
+  std::vector<WeightProduct> products;
+  for (int64_t l = 0; l < layers; ++l) {
+    products.push_back({&layers_[l].k_proj, &outputs[2 * l]});
+    products.push_back({&layers_[l].v_proj, &outputs[2 * l + 1]});
+  }
+  backend_.matmul_many(context, products);
+  for (int64_t l = 0; l < layers; ++l) {
+    Tensor k = all_k.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim});
+    const Tensor v = all_v.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim});
     backend_.head_norm_rope(k, layers_[l].k_norm, c.rms_norm_eps, position_tensor, static_cast<float>(c.rope_theta));
     first = 0;
     for (const ContextChunk& chunk : chunks) {
       const int64_t n = chunk.taps.dim(0);
-      backend_.copy_rows(k.slice_rows(first, n), chunk.context->keys(static_cast<int64_t>(l)), chunk.context->length());
-      backend_.copy_rows(v.slice_rows(first, n), chunk.context->values(static_cast<int64_t>(l)), chunk.context->length());
+      backend_.copy_rows(k.slice_rows(first, n), chunk.context->keys(l), chunk.context->length());
+      backend_.copy_rows(v.slice_rows(first, n), chunk.context->values(l), chunk.context->length());
       first += n;
     }
   }

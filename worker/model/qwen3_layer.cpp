@@ -44,9 +44,8 @@ void project_qkv(Backend& backend, const Qwen3Layer& layer, const ModelConfig& c
   Tensor q_flat = q.reshape({rows, c.num_heads * head_dim});
   Tensor k_flat = k.reshape({rows, c.num_kv_heads * head_dim});
   Tensor v_flat = v.reshape({rows, c.num_kv_heads * head_dim});
-  backend.matmul(normed, layer.q_proj, q_flat);
-  backend.matmul(normed, layer.k_proj, k_flat);
-  backend.matmul(normed, layer.v_proj, v_flat);
+  const WeightProduct products[] = {{&layer.q_proj, &q_flat}, {&layer.k_proj, &k_flat}, {&layer.v_proj, &v_flat}};
+  backend.matmul_many(normed, products);
   backend.head_norm_rope(q, layer.q_norm, c.rms_norm_eps, positions, static_cast<float>(c.rope_theta));
   backend.head_norm_rope(k, layer.k_norm, c.rms_norm_eps, positions, static_cast<float>(c.rope_theta));
 }
@@ -56,9 +55,7 @@ void run_swiglu_mlp(Backend& backend, Workspace& workspace, const Qwen3Layer& la
   const int64_t rows = normed.dim(0);
   Tensor gate = workspace.get("mlp_gate", DType::kF32, {rows, inter});
   Tensor up = workspace.get("mlp_up", DType::kF32, {rows, inter});
-  backend.matmul(normed, layer.gate_proj, gate);
-  backend.matmul(normed, layer.up_proj, up);
-  backend.swiglu(gate, up, gate);
+  backend.matmul_swiglu(normed, layer.gate_proj, layer.up_proj, gate, up);
   backend.matmul(gate, layer.down_proj, out);
 }
 
