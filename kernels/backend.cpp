@@ -4,6 +4,12 @@
 
 namespace flashq {
 
+void require_norm_rope(const QkNormRope& norm_rope) {
+  if (norm_rope.q_norm == nullptr || norm_rope.k_norm == nullptr || norm_rope.positions == nullptr) {
+    throw Error(ErrorCode::kInternal, "store_and_attend: a q/k norm and RoPE needs both norms and the positions");
+  }
+}
+
 void Backend::matmul_many(const Tensor& x, std::span<const WeightProduct> products) {
   for (const WeightProduct& product : products) {
     if (product.w == nullptr || product.y == nullptr) {
@@ -20,7 +26,14 @@ void Backend::matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& u
 }
 
 void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                               const Tensor& store_at, const Tensor& key_counts, Tensor& out) {
+                               const Tensor& store_at, const Tensor& key_counts, Tensor& out,
+                               const QkNormRope* norm_rope) {
+  if (norm_rope != nullptr) {
+    require_norm_rope(*norm_rope);
+    Tensor q_heads = q, k_heads = k;  // views: normed and rotated in place, as documented
+    head_norm_rope(q_heads, *norm_rope->q_norm, norm_rope->eps, *norm_rope->positions, norm_rope->theta);
+    head_norm_rope(k_heads, *norm_rope->k_norm, norm_rope->eps, *norm_rope->positions, norm_rope->theta);
+  }
   int64_t next_row = 0;
   for (const CacheChunk& chunk : chunks) {
     if (chunk.keys == nullptr || chunk.values == nullptr || chunk.first_row != next_row || chunk.rows < 0) {

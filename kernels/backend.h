@@ -26,6 +26,18 @@ struct CacheChunk {
   int64_t first_row = 0, rows = 0;
 };
 
+// Qwen3's q/k norm and RoPE for Backend::store_and_attend to apply first: head_norm_rope of q
+// with q_norm and of k with k_norm, at `positions`.
+struct QkNormRope {
+  const Tensor* q_norm = nullptr;
+  const Tensor* k_norm = nullptr;
+  const Tensor* positions = nullptr;
+  float eps = 0.0f, theta = 0.0f;
+};
+
+// Throws unless every pointer of `norm_rope` is set.
+void require_norm_rope(const QkNormRope& norm_rope);
+
 // One product of Backend::matmul_many: y = x * w^T.
 struct WeightProduct {
   const Tensor* w = nullptr;
@@ -92,13 +104,16 @@ class Backend {
   // dst[rows[i]] = src[i] (float32 rows; `rows` int32 on the device, checked when the op runs).
   virtual void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) = 0;
   // For every chunk: row i of k and v stored into its cache at row store_at[i], then attention
-  // of its q rows against its cache's rows [0, key_counts[m]). What changes from step to step is
-  // read from device tensors (store_at, key_counts), so a captured call stays right as the caches
-  // fill. Chunks cover q's rows in order. The default is the primitives above, one chunk at a
-  // time; a GPU backend does all chunks in a few launches, since launches per sequence per layer
-  // bound batched decoding.
+  // of its q rows against its cache's rows [0, key_counts[m]). With `norm_rope`, q and k are
+  // first normed and rotated in place as head_norm_rope does (a layer's whole path from its
+  // q/k/v products to attention). What changes from step to step is read from device tensors
+  // (store_at, key_counts, positions), so a captured call stays right as the caches fill. Chunks
+  // cover q's rows in order. The default is the primitives above, one chunk at a time; a GPU
+  // backend does all chunks in a few launches, since launches per sequence per layer bound
+  // batched decoding.
   virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                                const Tensor& store_at, const Tensor& key_counts, Tensor& out);
+                                const Tensor& store_at, const Tensor& key_counts, Tensor& out,
+                                const QkNormRope* norm_rope = nullptr);
   // Records the ops `work` issues, without running them, for replay(): on a GPU a CUDA graph,
   // which launches a whole pass for the price of one launch. A replay runs the same ops on the
   // same tensors: what they hold may change between replays (upload a step's ids, positions and

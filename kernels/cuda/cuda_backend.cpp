@@ -327,7 +327,8 @@ class CudaBackend final : public Backend {
   // One launch stores every chunk's new rows, one attends all of them (and one merges the key
   // slices), in groups of as many chunks as a launch takes.
   void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                        const Tensor& store_at, const Tensor& key_counts, Tensor& out) override {
+                        const Tensor& store_at, const Tensor& key_counts, Tensor& out,
+                        const QkNormRope* norm_rope) override {
     require_attention_inputs(q, key_counts, out);
     require_on_device(store_at, "store_and_attend store_at");
     require(store_at.dtype() == DType::kI32 && store_at.numel() == q.dim(0), "store_and_attend store_at");
@@ -336,6 +337,7 @@ class CudaBackend final : public Backend {
     require(k.rank() == 3 && v.shape() == k.shape() && k.dim(0) == q.dim(0) && q.dim(2) == k.dim(2) && k.dim(1) > 0 &&
                 q.dim(1) % k.dim(1) == 0,
             "store_and_attend shapes");
+    if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, q);
     const int64_t row_floats = k.dim(1) * k.dim(2);
     int64_t next_row = 0;
     for (const CacheChunk& chunk : chunks) {
@@ -367,8 +369,20 @@ class CudaBackend final : public Backend {
         rows += chunk.rows;
         most_keys = std::max(most_keys, capacity);
       }
-      cuda::store_kv_rows(k.data<float>() + first * row_floats, v.data<float>() + first * row_floats, stores,
-                          store_at.data<int32_t>() + first, rows, row_floats, context_->report(), stream());
+      const int32_t* store_rows_at = store_at.data<int32_t>() + first;
+      if (norm_rope != nullptr) {
+        const cuda::QkNormRope norm{norm_rope->q_norm->raw(),  norm_rope->q_norm->dtype(),
+                                    norm_rope->k_norm->raw(),  norm_rope->k_norm->dtype(),
+                                    norm_rope->eps,            norm_rope->positions->data<int32_t>() + first,
+                                    norm_rope->theta};
+        cuda::norm_rope_store_kv_rows(q.data<float>() + first * q.dim(1) * q.dim(2), q.dim(1),
+                                      k.data<float>() + first * row_floats, v.data<float>() + first * row_floats,
+                                      k.dim(1), k.dim(2), norm, stores, store_rows_at, rows, context_->report(),
+                                      stream());
+      } else {
+        cuda::store_kv_rows(k.data<float>() + first * row_floats, v.data<float>() + first * row_floats, stores,
+                            store_rows_at, rows, row_floats, context_->report(), stream());
+      }
       Tensor group_out = out.slice_rows(first, rows);
       attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys);
     }
@@ -480,6 +494,19 @@ class CudaBackend final : public Backend {
   // runs several products, or the MLP's fused one, in a launch.
   static bool takes_bf16_rows_kernel(const Tensor& x, const Tensor& w) {
     return w.dtype() == DType::kBF16 && cuda::bf16_rows_supported(x.raw(), w.raw(), x.rows(), x.cols());
+  }
+
+  // After the shapes are checked (q and k share head_dim).
+  void require_norm_rope_inputs(const QkNormRope& norm_rope, const Tensor& q) const {
+    require_norm_rope(norm_rope);
+    require_on_device(*norm_rope.q_norm, "store_and_attend q_norm");
+    require_on_device(*norm_rope.k_norm, "store_and_attend k_norm");
+    require_on_device(*norm_rope.positions, "store_and_attend positions");
+    require(norm_rope.q_norm->numel() == q.dim(2) && norm_rope.k_norm->numel() == q.dim(2) &&
+                norm_rope.positions->dtype() == DType::kI32 && norm_rope.positions->numel() == q.dim(0),
+            "store_and_attend: norm weights of head_dim and a position per row");
+    require(norm_rope.q_norm->dtype() != DType::kI32 && norm_rope.k_norm->dtype() != DType::kI32,
+            "store_and_attend: norm weights must be f32, f16 or bf16");
   }
 
   void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) const {

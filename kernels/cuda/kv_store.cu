@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/head_norm_rope.cuh"
 
 namespace flashq::cuda {
 namespace {
@@ -13,6 +14,13 @@ struct KvStoreTable {
   int count;
 };
 
+// The chunk holding source row `row` (chunks in order of first_row).
+__device__ inline const KvStore& store_of(const KvStoreTable& table, int64_t row) {
+  int c = 0;
+  while (c + 1 < table.count && row >= table.store[c + 1].first_row) ++c;
+  return table.store[c];
+}
+
 __device__ inline void copy_row(const float* __restrict__ from, float* __restrict__ to, int64_t row_floats) {
   for (int64_t i = threadIdx.x; i < row_floats; i += blockDim.x) to[i] = from[i];
 }
@@ -22,9 +30,7 @@ __global__ void store_kv(const float* __restrict__ k, const float* __restrict__ 
                          const __grid_constant__ KvStoreTable table, const int32_t* __restrict__ rows,
                          int64_t row_floats, DeviceErrorReport* report) {
   const int64_t row = blockIdx.x;
-  int c = 0;
-  while (c + 1 < table.count && row >= table.store[c + 1].first_row) ++c;
-  const KvStore& store = table.store[c];
+  const KvStore& store = store_of(table, row);
   const int64_t at = rows[row];
   if (at < 0 || at >= store.capacity) {
     if (threadIdx.x == 0 && blockIdx.y == 0) {
@@ -34,6 +40,40 @@ __global__ void store_kv(const float* __restrict__ k, const float* __restrict__ 
   }
   const float* from = (blockIdx.y == 0 ? k : v) + row * row_floats;
   copy_row(from, (blockIdx.y == 0 ? store.k : store.v) + at * row_floats, row_floats);
+}
+
+// One block per (row, head slot): slots [0, q_heads) are q's heads, then kv_heads of k, then
+// kv_heads of v.
+__global__ void norm_rope_store_kv(float* q, float* k, const float* __restrict__ v,
+                                   const __grid_constant__ KvStoreTable table, const int32_t* __restrict__ rows,
+                                   int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                                   const __grid_constant__ QkNormRope norm, DeviceErrorReport* report) {
+  extern __shared__ float normed[];  // head_dim floats
+  __shared__ float scratch[kWarpSize];
+  const int64_t row = blockIdx.x, slot = blockIdx.y;
+  const int32_t position = norm.positions[row];
+  if (slot < q_heads) {
+    float* head = q + (row * q_heads + slot) * head_dim;
+    norm_rope_head(head, head, nullptr, norm.q_w, norm.q_dtype, norm.eps, position, norm.theta, head_dim, normed,
+                   scratch);
+    return;
+  }
+  const KvStore& store = store_of(table, row);
+  const int64_t at = rows[row];
+  const bool inside = at >= 0 && at < store.capacity;
+  if (!inside && slot == q_heads && threadIdx.x == 0) {
+    report_device_error(report, kStoreRowOutsideCache, rows[row], store.capacity);
+  }
+  const bool is_key = slot < q_heads + kv_heads;
+  const int64_t kv_head = (slot - q_heads) % kv_heads;
+  const int64_t from = (row * kv_heads + kv_head) * head_dim, to = (at * kv_heads + kv_head) * head_dim;
+  if (is_key) {
+    float* head = k + from;
+    norm_rope_head(head, head, inside ? store.k + to : nullptr, norm.k_w, norm.k_dtype, norm.eps, position,
+                   norm.theta, head_dim, normed, scratch);
+  } else if (inside) {
+    copy_row(v + from, store.v + to, head_dim);
+  }
 }
 
 __global__ void store_at(const float* __restrict__ src, float* __restrict__ dst, const int32_t* __restrict__ rows,
@@ -46,19 +86,38 @@ __global__ void store_at(const float* __restrict__ src, float* __restrict__ dst,
   copy_row(src + row * row_floats, dst + at * row_floats, row_floats);
 }
 
-}  // namespace
-
-void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, const int32_t* rows,
-                   int64_t total_rows, int64_t row_floats, DeviceErrorReport* report, cudaStream_t stream) {
-  if (total_rows == 0 || row_floats == 0 || stores.empty()) return;
+KvStoreTable table_of(std::span<const KvStore> stores) {
   if (stores.size() > static_cast<size_t>(kMaxKvStores)) {
     throw Error(ErrorCode::kInternal, "store_kv_rows: more chunks than one launch takes");
   }
   KvStoreTable table{};
   std::copy(stores.begin(), stores.end(), table.store);
   table.count = static_cast<int>(stores.size());
+  return table;
+}
+
+}  // namespace
+
+void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, const int32_t* rows,
+                   int64_t total_rows, int64_t row_floats, DeviceErrorReport* report, cudaStream_t stream) {
+  if (total_rows == 0 || row_floats == 0 || stores.empty()) return;
+  const KvStoreTable table = table_of(stores);
   store_kv<<<dim3(static_cast<unsigned>(total_rows), 2), 256, 0, stream>>>(k, v, table, rows, row_floats, report);
   check_launch("store_kv_rows");
+}
+
+void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v, int64_t kv_heads, int64_t head_dim,
+                             const QkNormRope& norm, std::span<const KvStore> stores, const int32_t* rows,
+                             int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream) {
+  if (total_rows == 0 || head_dim == 0 || kv_heads == 0 || stores.empty()) return;
+  const KvStoreTable table = table_of(stores);
+  // As cuda::head_norm_rope launches: a thread per element up to 256.
+  const int64_t rounded = (head_dim + kWarpSize - 1) / kWarpSize * kWarpSize;
+  const auto threads = static_cast<unsigned>(std::clamp<int64_t>(rounded, kWarpSize, 256));
+  const dim3 grid(static_cast<unsigned>(total_rows), static_cast<unsigned>(q_heads + 2 * kv_heads));
+  norm_rope_store_kv<<<grid, threads, static_cast<size_t>(head_dim) * sizeof(float), stream>>>(
+      q, k, v, table, rows, q_heads, kv_heads, head_dim, norm, report);
+  check_launch("norm_rope_store_kv_rows");
 }
 
 void store_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int64_t row_floats, int64_t capacity,

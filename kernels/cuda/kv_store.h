@@ -10,6 +10,7 @@
 #include <span>
 
 #include "kernels/cuda/device_error.h"
+#include "kernels/dtype.h"
 
 namespace flashq::cuda {
 
@@ -27,6 +28,25 @@ struct KvStore {
 // head_dim). At most kMaxKvStores chunks.
 void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, const int32_t* rows,
                    int64_t total_rows, int64_t row_floats, DeviceErrorReport* report, cudaStream_t stream);
+
+// Qwen3's q/k norm and RoPE (cuda::head_norm_rope's) for norm_rope_store_kv_rows; positions
+// start at the launch's first row.
+struct QkNormRope {
+  const void* q_w;
+  DType q_dtype;
+  const void* k_w;
+  DType k_dtype;
+  float eps;
+  const int32_t* positions;
+  float theta;
+};
+
+// store_kv_rows after head_norm_rope of q (q_heads per row) and k, in one launch: q's heads are
+// normed and rotated in place, k's in place and into their caches, v's copied there. The bits
+// of head_norm_rope, head_norm_rope, store_kv_rows.
+void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v, int64_t kv_heads, int64_t head_dim,
+                             const QkNormRope& norm, std::span<const KvStore> stores, const int32_t* rows,
+                             int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream);
 
 // dst[rows[i]] = src[i] for n rows of row_floats floats; dst has `capacity` rows.
 void store_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int64_t row_floats, int64_t capacity,

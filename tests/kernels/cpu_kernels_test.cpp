@@ -173,7 +173,7 @@ TEST(CpuBackend, StoreAndAttendIsThePrimitivesChunkByChunk) {
 }
 
 // The fused products' defaults (the CPU backend's; a GPU backend's fast paths are held to the
-// same results in cuda_fused_matmul_parity_test).
+// same results in cuda_fused_parity_test).
 TEST(CpuBackend, MatmulManyAndMatmulSwigluGiveTheUnfusedOpsResults) {
   std::mt19937 rng(10);
   const int64_t m = 3, n = 24, k = 40;
@@ -198,6 +198,52 @@ TEST(CpuBackend, MatmulManyAndMatmulSwigluGiveTheUnfusedOpsResults) {
 
   const WeightProduct no_output[] = {{&wa, &ya}, {&wb, nullptr}};
   EXPECT_THROW(backend->matmul_many(x, no_output), Error);
+}
+
+// With the q/k norm and RoPE, the default is head_norm_rope of q and k, then the same call
+// without: the same bits, q and k changed in place.
+TEST(CpuBackend, StoreAndAttendWithNormRopeIsHeadNormRopeFirst) {
+  std::mt19937 rng(11);
+  const int64_t q_heads = 4, kv_heads = 2, d = 8, rows = 3;
+  auto backend = make_cpu_backend();
+  const std::vector<float> q_values = random_floats(rows * q_heads * d, rng);
+  const std::vector<float> k_values = random_floats(rows * kv_heads * d, rng);
+  Tensor v = tensor_from(random_floats(rows * kv_heads * d, rng), {rows, kv_heads, d});
+  Tensor q_norm = tensor_from(random_floats(d, rng), {d}), k_norm = tensor_from(random_floats(d, rng), {d});
+  Tensor positions = Tensor::zeros_cpu(DType::kI32, {rows}), counts = Tensor::zeros_cpu(DType::kI32, {rows});
+  for (int64_t i = 0; i < rows; ++i) {
+    positions.data<int32_t>()[i] = static_cast<int32_t>(100 + i);
+    counts.data<int32_t>()[i] = static_cast<int32_t>(i + 1);
+  }
+  auto run = [&](bool fused) {
+    Tensor q = tensor_from(q_values, {rows, q_heads, d}), k = tensor_from(k_values, {rows, kv_heads, d});
+    Tensor keys = Tensor::zeros_cpu(DType::kF32, {rows, kv_heads, d});
+    Tensor values = Tensor::zeros_cpu(DType::kF32, {rows, kv_heads, d});
+    Tensor out = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
+    const CacheChunk chunk[] = {{&keys, &values, 0, rows}};
+    Tensor store_at = Tensor::zeros_cpu(DType::kI32, {rows});
+    for (int64_t i = 0; i < rows; ++i) store_at.data<int32_t>()[i] = static_cast<int32_t>(i);
+    if (fused) {
+      const QkNormRope norm_rope{&q_norm, &k_norm, &positions, 1e-6f, 1e6f};
+      backend->store_and_attend(q, k, v, chunk, store_at, counts, out, &norm_rope);
+    } else {
+      backend->head_norm_rope(q, q_norm, 1e-6f, positions, 1e6f);
+      backend->head_norm_rope(k, k_norm, 1e-6f, positions, 1e6f);
+      backend->store_and_attend(q, k, v, chunk, store_at, counts, out);
+    }
+    return std::vector<Tensor>{q, k, keys, out};
+  };
+  const std::vector<Tensor> fused = run(true), apart = run(false);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(fused[i].raw(), apart[i].raw(), fused[i].nbytes())) << "tensor " << i;
+  }
+  EXPECT_NE(0, std::memcmp(fused[0].raw(), q_values.data(), fused[0].nbytes())) << "q was not changed in place";
+
+  Tensor q = tensor_from(q_values, {rows, q_heads, d}), k = tensor_from(k_values, {rows, kv_heads, d});
+  Tensor out = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
+  const CacheChunk chunk[] = {{&k, &v, 0, rows}};
+  const QkNormRope no_positions{&q_norm, &k_norm, nullptr, 1e-6f, 1e6f};
+  EXPECT_THROW(backend->store_and_attend(q, k, v, chunk, counts, counts, out, &no_positions), Error);
 }
 
 TEST(CpuBackend, RopeRotatesHalvesAndKeepsNorms) {

@@ -246,6 +246,42 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
 
   // Qwen3-8B attention shapes (DFLASH.md §1): 32 query heads over 8 KV heads of 128.
   const int64_t q_heads = 32, kv_heads = 8, head_dim = 128;
+
+  // A layer's path from its q/k/v products to attention over 512 cached keys: the q/k norm and
+  // RoPE fused into the KV store, against the two head_norm_rope launches before it.
+  for (int64_t rows : {int64_t{1}, int64_t{16}}) {
+    const int64_t keys = 512;
+    Tensor q = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
+    Tensor k = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
+    Tensor v = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
+    Tensor cache_k = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
+    Tensor cache_v = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
+    Tensor out = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
+    Tensor norm = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {head_dim}));
+    std::vector<int32_t> at(static_cast<size_t>(rows)), counts(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      at[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i);
+      counts[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i + 1);
+    }
+    Tensor store_at = gpu->allocate(DType::kI32, {rows}), key_counts = gpu->allocate(DType::kI32, {rows});
+    gpu->copy_from_host(at.data(), store_at);
+    gpu->copy_from_host(counts.data(), key_counts);
+    const CacheChunk chunk[] = {{&cache_k, &cache_v, 0, rows}};
+    const QkNormRope norm_rope{&norm, &norm, &store_at, 1e-6f, 1e6f};
+    const double fused = time_per_gpu_call(
+        *gpu, o.min_seconds, [&] { gpu->store_and_attend(q, k, v, chunk, store_at, key_counts, out, &norm_rope); });
+    const double apart = time_per_gpu_call(*gpu, o.min_seconds, [&] {
+      gpu->head_norm_rope(q, norm, 1e-6f, store_at, 1e6f);
+      gpu->head_norm_rope(k, norm, 1e-6f, store_at, 1e6f);
+      gpu->store_and_attend(q, k, v, chunk, store_at, key_counts, out);
+    });
+    std::cout << nlohmann::json{{"kernel", "cuda_norm_rope_store_attend"}, {"rows", rows},
+                                {"keys", keys},          {"us_fused", fused * 1e6},
+                                {"us_apart", apart * 1e6}}
+                     .dump()
+              << std::endl;
+  }
+
   for (int64_t keys : o.cuda_keys) {
     for (int64_t rows : {int64_t{1}, int64_t{16}}) {
       Tensor q = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});

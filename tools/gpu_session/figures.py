@@ -153,7 +153,7 @@ def cmd_kernels(args, common):
         for v in lines if v.get("kernel") == "cuda_attention"]
     line["fused"] = [
         {k: v.get(k) for k in ("kernel", "rows", "us_fused", "us_apart", "fraction_of_copy_bandwidth")}
-        for v in lines if v.get("kernel") in ("cuda_matmul_qkv", "cuda_matmul_swiglu")]
+        for v in lines if v.get("kernel") in ("cuda_matmul_qkv", "cuda_matmul_swiglu", "cuda_norm_rope_store_attend")]
     skipped = [v["skipped"] for v in lines if "skipped" in v]
     if skipped:
         line["skipped"] = skipped[0]
@@ -382,7 +382,7 @@ def cmd_table(args):
                    f"ours / static-compile {fmt(hf.get('ours_over_static_compile'), 2, 'x')}) |")
     if parity:
         cells = []
-        for name in ("cuda_parity_test", "cuda_fused_matmul_parity_test", "cuda_model_test"):
+        for name in ("cuda_parity_test", "cuda_fused_parity_test", "cuda_model_test"):
             s = parity.get(name) or {}
             cells.append(f"{name} {s.get('passed', '?')} passed, {s.get('failed', '?')} failed, "
                          f"{s.get('skipped', '?')} skipped")
@@ -424,7 +424,7 @@ def cmd_table(args):
                        f"{fmt(100 * fraction if fraction is not None else None, 0, '%')} |")
         if kernels.get("fused"):
             out.append("")
-            out.append("| fused product | rows | us fused | us apart | fused, of the floor |")
+            out.append("| fused op | rows | us fused | us apart | fused, of the floor |")
             out.append("|---|---|---|---|---|")
             for f in kernels["fused"]:
                 fraction = f.get("fraction_of_copy_bandwidth")

@@ -132,7 +132,7 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Qwen3Layer& layer = layers_[l];
     backend_.rmsnorm(h, layer.input_norm, c.rms_norm_eps, normed);
-    project_qkv(backend_, layer, c, normed, position_tensor, q, k, v);
+    project_qkv(backend_, layer, c, normed, q, k, v);
     cache_chunks_.clear();
     int64_t first = 0;
     for (const DraftBlock& block : blocks) {
@@ -141,7 +141,8 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
           {&context.keys(static_cast<int64_t>(l)), &context.values(static_cast<int64_t>(l)), first, block.block_size});
       first += block.block_size;
     }
-    backend_.store_and_attend(q, k, v, cache_chunks_, store_tensor, count_tensor, attended);
+    const QkNormRope norm_rope = qk_norm_rope(layer, c, position_tensor);
+    backend_.store_and_attend(q, k, v, cache_chunks_, store_tensor, count_tensor, attended, &norm_rope);
     backend_.matmul(attended.reshape({rows, c.num_heads * c.head_dim}), layer.o_proj, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, c.rms_norm_eps, normed);
     run_swiglu_mlp(backend_, workspace_, layer, c.intermediate_size, normed, delta);

@@ -164,7 +164,7 @@ void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std
   Tensor k = workspace_.get("k", DType::kF32, {rows, kv_heads, head_dim});
   Tensor v = workspace_.get("v", DType::kF32, {rows, kv_heads, head_dim});
   Tensor attended = workspace_.get("attended", DType::kF32, {rows, q_heads, head_dim});
-  project_qkv(backend_, layer, config_, normed, positions, q, k, v);
+  project_qkv(backend_, layer, config_, normed, q, k, v);
 
   cache_chunks_.clear();
   int64_t first = 0;
@@ -174,7 +174,8 @@ void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std
     first += n;
   }
   // A row's position is the cache row its key and value go to.
-  backend_.store_and_attend(q, k, v, cache_chunks_, positions, key_counts, attended);
+  const QkNormRope norm_rope = qk_norm_rope(layer, config_, positions);
+  backend_.store_and_attend(q, k, v, cache_chunks_, positions, key_counts, attended, &norm_rope);
   backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
 }
 

@@ -38,16 +38,22 @@ Qwen3Layer load_qwen3_layer(const WeightStore& weights, const std::string& p, co
   };
 }
 
-void project_qkv(Backend& backend, const Qwen3Layer& layer, const ModelConfig& c, const Tensor& normed,
-                 const Tensor& positions, Tensor& q, Tensor& k, Tensor& v) {
+void project_qkv(Backend& backend, const Qwen3Layer& layer, const ModelConfig& c, const Tensor& normed, Tensor& q,
+                 Tensor& k, Tensor& v) {
   const int64_t rows = normed.dim(0), head_dim = c.head_dim;
   Tensor q_flat = q.reshape({rows, c.num_heads * head_dim});
   Tensor k_flat = k.reshape({rows, c.num_kv_heads * head_dim});
   Tensor v_flat = v.reshape({rows, c.num_kv_heads * head_dim});
   const WeightProduct products[] = {{&layer.q_proj, &q_flat}, {&layer.k_proj, &k_flat}, {&layer.v_proj, &v_flat}};
   backend.matmul_many(normed, products);
-  backend.head_norm_rope(q, layer.q_norm, c.rms_norm_eps, positions, static_cast<float>(c.rope_theta));
-  backend.head_norm_rope(k, layer.k_norm, c.rms_norm_eps, positions, static_cast<float>(c.rope_theta));
+}
+
+QkNormRope qk_norm_rope(const Qwen3Layer& layer, const ModelConfig& c, const Tensor& positions) {
+  return {.q_norm = &layer.q_norm,
+          .k_norm = &layer.k_norm,
+          .positions = &positions,
+          .eps = c.rms_norm_eps,
+          .theta = static_cast<float>(c.rope_theta)};
 }
 
 void run_swiglu_mlp(Backend& backend, Workspace& workspace, const Qwen3Layer& layer, int64_t inter,

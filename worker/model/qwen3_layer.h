@@ -24,10 +24,14 @@ Tensor load_weight(const WeightStore& weights, const std::string& name, const Sh
 Qwen3Layer load_qwen3_layer(const WeightStore& weights, const std::string& prefix, const ModelConfig& config,
                             Backend& backend);
 
-// q[M, Hq, D], k[M, Hkv, D], v[M, Hkv, D] of `normed` rows: projections, per-head q_norm and
-// k_norm, then RoPE at `positions` (V is never normalised).
-void project_qkv(Backend& backend, const Qwen3Layer& layer, const ModelConfig& config, const Tensor& normed,
-                 const Tensor& positions, Tensor& q, Tensor& k, Tensor& v);
+// q[M, Hq, D], k[M, Hkv, D], v[M, Hkv, D]: the projections of `normed` rows, in one call. The
+// per-head q_norm and k_norm and RoPE come next, in Backend::store_and_attend (qk_norm_rope).
+void project_qkv(Backend& backend, const Qwen3Layer& layer, const ModelConfig& config, const Tensor& normed, Tensor& q,
+                 Tensor& k, Tensor& v);
+
+// The layer's q_norm and k_norm and RoPE at `positions`, for Backend::store_and_attend (V is
+// never normalised). Holds pointers to `layer` and `positions`.
+QkNormRope qk_norm_rope(const Qwen3Layer& layer, const ModelConfig& config, const Tensor& positions);
 
 // out = down(silu(gate(normed)) * up(normed)).
 void run_swiglu_mlp(Backend& backend, Workspace& workspace, const Qwen3Layer& layer, int64_t intermediate_size,

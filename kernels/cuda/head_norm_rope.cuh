@@ -1,0 +1,46 @@
+// One head's Qwen3 q/k norm and RoPE, for a block of threads: shared by the head_norm_rope
+// kernel and the attention input kernel (norm_rope_store.h), so both give the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/dtype.h"
+
+namespace flashq::cuda {
+
+// head[0, head_dim) normalised with weight w, then rotated for `position`, written to `out`
+// and, when not null, to `also_out`. `normed` is head_dim floats of shared memory and `scratch`
+// kWarpSize floats; the block's threads all call this. `out` may be `head`.
+__device__ inline void norm_rope_head(const float* head, float* out, float* also_out, const void* w, DType w_dtype,
+                                      float eps, int32_t position, float theta, int64_t head_dim, float* normed,
+                                      float* scratch) {
+  float sum_squares = 0.0f;
+  for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) sum_squares = fmaf(head[i], head[i], sum_squares);
+  const float total = block_sum(sum_squares, scratch);
+  const float scale = 1.0f / sqrtf(total / static_cast<float>(head_dim) + eps);
+  for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) normed[i] = head[i] * scale * weight_at(w, w_dtype, i);
+  __syncthreads();
+  const int64_t half = head_dim / 2;
+  for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+    const double inv_freq =
+        pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    const float angle = static_cast<float>(position * static_cast<double>(static_cast<float>(inv_freq)));
+    float sin_a, cos_a;
+    sincosf(angle, &sin_a, &cos_a);
+    const float a = normed[i], b = normed[i + half];
+    const float first = a * cos_a - b * sin_a, second = b * cos_a + a * sin_a;
+    out[i] = first;
+    out[i + half] = second;
+    if (also_out != nullptr) {
+      also_out[i] = first;
+      also_out[i + half] = second;
+    }
+  }
+  if (head_dim % 2 == 1 && threadIdx.x == 0) {  // no pair: as rope leaves it
+    out[head_dim - 1] = normed[head_dim - 1];
+    if (also_out != nullptr) also_out[head_dim - 1] = normed[head_dim - 1];
+  }
+}
+
+}  // namespace flashq::cuda
