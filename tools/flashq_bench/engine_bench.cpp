@@ -201,7 +201,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
       throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + " needs --drafter");
   }
   Bench bench{o, ServingModel::load(o.model_dir, o.drafter_dir, o.device)};
-  bench.serving.model->set_capture_passes(o.graphs);
+  bench.serving.set_capture_passes(o.graphs);
   bench.ordinary =
       std::min<int64_t>(bench.serving.tokenizer->vocab_size(), bench.serving.model->config().vocab_size) - 8;
   if (!o.prompts_file.empty()) bench.prompts = read_prompts(o.prompts_file, *bench.serving.tokenizer);
@@ -276,6 +276,9 @@ void run_engine_bench(const EngineBenchOptions& o) {
     }
     report["passes"] = passes;
   }
+  // With --graphs: how many passes were replayed rather than run op by op.
+  report["replayed_target_passes"] = bench.serving.model->replayed_passes();
+  if (bench.serving.drafter) report["replayed_draft_passes"] = bench.serving.drafter->replayed_passes();
   // Compatibility with the first version of this benchmark: the first run's figures at top level.
   report["prefill_tokens_per_s"] = report["runs"][0]["prefill_tokens_per_s"];
   report["decode_tokens_per_s"] = report["runs"][0]["decode_tokens_per_s"];
@@ -302,7 +305,8 @@ std::function<void()> add_engine_bench(CLI::App& app) {
                   "JSONL file of prompts (a JSON string or {\"prompt\": ...} per line) instead of random ones");
   cmd->add_flag("--passes", o->passes, "also time one decode, verify(B) and draft(B) pass");
   cmd->add_flag("--graphs", o->graphs,
-                "record the target's passes and replay them while they repeat (CUDA graphs on a GPU)");
+                "record the target's and the drafter's passes and replay them while they repeat"
+                " (CUDA graphs on a GPU)");
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {
     if (*cmd) run_engine_bench(*o);

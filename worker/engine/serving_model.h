@@ -24,6 +24,11 @@ struct ServingModel {
   // `device`: cpu, cuda or auto. Every loading error propagates as is (typed, naming the file).
   static ServingModel load(const std::string& model_dir, const std::string& drafter_dir, const std::string& device);
   int64_t block_size() const { return drafter ? drafter->config().block_size : 0; }
+  // Records the target's passes and the drafter's draft passes for replay (CUDA graphs on a GPU).
+  void set_capture_passes(bool on) const {
+    model->set_capture_passes(on);
+    if (drafter) drafter->set_capture_passes(on);
+  }
 };
 
 }  // namespace flashq

@@ -26,7 +26,7 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& 
 DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, const Qwen3Model& target,
                              Backend& backend)
     : config_(std::move(config)), backend_(backend), workspace_(backend), embed_tokens_(target.embedding_table()),
-      lm_head_(target.lm_head()) {
+      lm_head_(target.lm_head()), recorder_(backend) {
   const ModelConfig& c = config_.layers;
   const int64_t features = static_cast<int64_t>(config_.target_layer_ids.size()) * target.config().hidden_size;
   fc_ = load_weight(weights, "fc.weight", {c.hidden_size, features}, backend_);
@@ -98,7 +98,6 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
 }
 
 Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
-  const ModelConfig& c = config_.layers;
   std::vector<int32_t> ids, positions, key_counts, store_rows;
   int64_t output_rows = 0;
   for (const DraftBlock& block : blocks) {
@@ -115,11 +114,30 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
     }
     output_rows += block.block_size - 1;
   }
-  const int64_t rows = static_cast<int64_t>(ids.size());
   Tensor id_tensor = int32_tensor(backend_, workspace_, "draft_ids", ids);
   Tensor position_tensor = int32_tensor(backend_, workspace_, "draft_positions", positions);
   Tensor count_tensor = int32_tensor(backend_, workspace_, "draft_key_counts", key_counts);
   Tensor store_tensor = int32_tensor(backend_, workspace_, "draft_store_rows", store_rows);
+  auto run = [&] {
+    return run_draft_pass(blocks, id_tensor, position_tensor, count_tensor, store_tensor, output_rows);
+  };
+  return recorder_.enabled() ? recorder_.run(draft_key(blocks), run) : run();
+}
+
+DFlashDrafter::DraftKey DFlashDrafter::draft_key(std::span<const DraftBlock> blocks) const {
+  DraftKey key{.workspace = workspace_.generation()};
+  for (const DraftBlock& block : blocks) {
+    key.block_sizes.push_back(block.block_size);
+    key.contexts.push_back(block.context->keys(0).raw());  // its layers are allocated together
+  }
+  return key;
+}
+
+Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const Tensor& id_tensor,
+                                     const Tensor& position_tensor, const Tensor& count_tensor,
+                                     const Tensor& store_tensor, int64_t output_rows) {
+  const ModelConfig& c = config_.layers;
+  const int64_t rows = id_tensor.numel();
   Tensor h = workspace_.get("draft_residual", DType::kF32, {rows, c.hidden_size});
   Tensor normed = workspace_.get("draft_normed", DType::kF32, {rows, c.hidden_size});
   Tensor delta = workspace_.get("draft_delta", DType::kF32, {rows, c.hidden_size});

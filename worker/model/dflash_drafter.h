@@ -18,6 +18,7 @@
 #include "kernels/backend.h"
 #include "worker/model/drafter_config.h"
 #include "worker/model/kv_cache.h"
+#include "worker/model/pass_recorder.h"
 #include "worker/model/qwen3.h"
 #include "worker/model/qwen3_layer.h"
 #include "worker/model/workspace.h"
@@ -60,7 +61,24 @@ class DFlashDrafter {
   // block order: [sum(block_size - 1), vocab]. Valid until the next call.
   Tensor draft(std::span<const DraftBlock> blocks);
 
+  // Records draft passes and replays them (pass_recorder.h): the same block sizes over the same
+  // context caches, step after step, replay one recording. Off by default.
+  void set_capture_passes(bool on) { recorder_.set_enabled(on); }
+  int64_t replayed_passes() const { return recorder_.replayed(); }
+
  private:
+  // What a recorded draft pass depends on besides the contents of its input tensors.
+  struct DraftKey {
+    std::vector<int64_t> block_sizes;
+    std::vector<const void*> contexts;
+    uint64_t workspace = 0;  // Workspace::generation(): no buffer moved since
+    bool operator==(const DraftKey&) const = default;
+  };
+  DraftKey draft_key(std::span<const DraftBlock> blocks) const;
+  // Every op of a draft pass, on tensors the host filled before.
+  Tensor run_draft_pass(std::span<const DraftBlock> blocks, const Tensor& ids, const Tensor& positions,
+                        const Tensor& key_counts, const Tensor& store_rows, int64_t output_rows);
+
   DrafterConfig config_;
   Backend& backend_;
   Workspace workspace_;
@@ -69,6 +87,7 @@ class DFlashDrafter {
   const Tensor lm_head_;       // the target's
   Tensor fc_, hidden_norm_, final_norm_;
   std::vector<Qwen3Layer> layers_;
+  PassRecorder<DraftKey, Tensor> recorder_;
 };
 
 }  // namespace flashq

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include <spdlog/spdlog.h>
-
 #include "shared/error.h"
 
 namespace flashq {
@@ -28,7 +26,7 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::filesystem::path& dir, B
 }
 
 Qwen3Model::Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& backend)
-    : config_(std::move(config)), backend_(backend), workspace_(backend) {
+    : config_(std::move(config)), backend_(backend), workspace_(backend), recorder_(backend) {
   const int64_t hidden = config_.hidden_size;
   embed_tokens_ = load_weight(weights, "model.embed_tokens.weight", {config_.vocab_size, hidden}, backend_);
   final_norm_ = load_weight(weights, "model.norm.weight", {hidden}, backend_);
@@ -75,39 +73,8 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
   // Uploaded once per pass, not once per layer: the same for every layer.
   Tensor key_count_tensor = int32_tensor(backend_, workspace_, "key_counts", key_counts);
 
-  ForwardOutput out;
-  if (!capture_passes_) {
-    out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor);
-  } else {
-    // A pass like the last direct one (same rows per chunk, caches, options, buffers) is recorded
-    // and replayed from then on; the first of its kind runs directly and sizes every buffer.
-    PassKey key = pass_key(chunks, options);
-    auto found = std::find_if(captured_.begin(), captured_.end(), [&](const CapturedPass& p) { return p.key == key; });
-    if (found == captured_.end() && seen_ == key) {
-      CapturedPass pass{key, nullptr, {}};
-      try {
-        pass.ops = backend_.capture(
-            [&] { pass.out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor); });
-      } catch (const Error& e) {
-        // A backend that cannot record this pass serves it directly from now on.
-        spdlog::warn("recording passes is off: {}", e.what());
-        capture_passes_ = false;
-      }
-      if (pass.ops != nullptr) {
-        if (captured_.size() == kMostCapturedPasses) captured_.erase(captured_.begin());
-        captured_.push_back(std::move(pass));
-        found = captured_.end() - 1;
-      }
-    }
-    if (found != captured_.end()) {
-      backend_.replay(*found->ops);
-      ++replayed_passes_;
-      out = found->out;
-    } else {
-      seen_ = std::move(key);
-      out = run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor);
-    }
-  }
+  auto run = [&] { return run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor); };
+  const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
   for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
   return out;
 }

@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <span>
 #include <vector>
 
 #include "kernels/backend.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
+#include "worker/model/pass_recorder.h"
 #include "worker/model/qwen3_layer.h"
 #include "worker/model/safetensors.h"
 #include "worker/model/workspace.h"
@@ -53,12 +53,11 @@ class Qwen3Model {
 
   ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
 
-  // Records passes (Backend::capture: CUDA graphs on a GPU) and replays them: a pass with the
-  // same rows per chunk, caches and options as the last one run directly is recorded once and
-  // replayed while they repeat (a decode batch that stays the same), launching a whole pass as
-  // one graph. Off by default.
-  void set_capture_passes(bool on) { capture_passes_ = on; }
-  int64_t replayed_passes() const { return replayed_passes_; }
+  // Records passes and replays them (pass_recorder.h): a pass with the same rows per chunk, caches
+  // and options as the last one run directly is recorded once and replayed while they repeat (a
+  // decode batch that stays the same), launching a whole pass as one graph. Off by default.
+  void set_capture_passes(bool on) { recorder_.set_enabled(on); }
+  int64_t replayed_passes() const { return recorder_.replayed(); }
 
   // Borrowed by the DFlash drafter, which has neither of its own.
   const Tensor& embedding_table() const { return embed_tokens_; }
@@ -74,12 +73,6 @@ class Qwen3Model {
     uint64_t workspace = 0;  // Workspace::generation(): no buffer moved since
     bool operator==(const PassKey&) const = default;
   };
-  struct CapturedPass {
-    PassKey key;
-    std::unique_ptr<CapturedOps> ops;
-    ForwardOutput out;
-  };
-  static constexpr size_t kMostCapturedPasses = 8;
 
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
   // Every op of a pass, on tensors the host filled before.
@@ -97,10 +90,7 @@ class Qwen3Model {
   std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
   Tensor embed_tokens_, final_norm_, lm_head_;
   std::vector<Qwen3Layer> layers_;
-  bool capture_passes_ = false;
-  std::optional<PassKey> seen_;          // the last pass run directly
-  std::vector<CapturedPass> captured_;  // the most recent last
-  int64_t replayed_passes_ = 0;
+  PassRecorder<PassKey, ForwardOutput> recorder_;
 };
 
 }  // namespace flashq

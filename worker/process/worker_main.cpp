@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--graphs", options.graphs,
-               "record the target's passes and replay them while they repeat (CUDA graphs on a GPU)");
+               "record the target's and the drafter's passes and replay them while they repeat"
+               " (CUDA graphs on a GPU)");
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(10, 60000));

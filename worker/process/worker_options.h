@@ -18,7 +18,8 @@ struct WorkerOptions {
   // this fraction of the device less what the model uses once loaded; else (CPU) no pool.
   double gpu_memory_fraction = 0.9;
   int64_t cache_memory_mb = 0;
-  // Record the target's passes and replay them while they repeat (CUDA graphs on a GPU).
+  // Record the target's and the drafter's passes and replay them while they repeat (CUDA graphs
+  // on a GPU).
   bool graphs = false;
   int64_t heartbeat_ms = 1000;
   int64_t liveness = 3;             // missed heartbeats before the broker counts as dead

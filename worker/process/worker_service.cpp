@@ -61,7 +61,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
       load_curve_client_keys(options.curve_server_key, options.curve_secret_key);
 
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
-  serving.model->set_capture_passes(options.graphs);
+  serving.set_capture_passes(options.graphs);
   const protocol::Ready ready{.worker_id = options.worker_id,
                               .model = options.model_name,
                               .slots = options.slots,
