@@ -201,6 +201,9 @@ def cmd_engine(args, common):
     achieved = tokens_per_s * streamed / 1e9
     line.update({
         "backend": bench.get("backend"),
+        "graphs": bench.get("graphs"),
+        "replayed_target_passes": bench.get("replayed_target_passes"),
+        "replayed_draft_passes": bench.get("replayed_draft_passes"),
         "prompt_tokens": bench.get("prompt_tokens"),
         "decode_tokens": bench.get("decode_tokens"),
         "decode_tokens_per_s": tokens_per_s,
