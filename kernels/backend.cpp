@@ -1,5 +1,7 @@
 #include "kernels/backend.h"
 
+#include <string>
+
 #include "shared/error.h"
 
 namespace flashq {
@@ -8,6 +10,17 @@ void require_norm_rope(const QkNormRope& norm_rope) {
   if (norm_rope.q_norm == nullptr || norm_rope.k_norm == nullptr || norm_rope.positions == nullptr) {
     throw Error(ErrorCode::kInternal, "store_and_attend: a q/k norm and RoPE needs both norms and the positions");
   }
+}
+
+void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op) {
+  int64_t next_row = 0;
+  for (const CacheChunk& chunk : chunks) {
+    if (chunk.keys == nullptr || chunk.values == nullptr || chunk.first_row != next_row || chunk.rows < 0) {
+      throw Error(ErrorCode::kInternal, std::string(op) + ": chunks must cover the rows in order, each with a cache");
+    }
+    next_row += chunk.rows;
+  }
+  if (next_row != rows) throw Error(ErrorCode::kInternal, std::string(op) + ": chunks must cover every row");
 }
 
 void Backend::matmul_many(const Tensor& x, std::span<const WeightProduct> products) {
@@ -25,28 +38,38 @@ void Backend::matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& u
   swiglu(out, scratch, out);
 }
 
-void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                               const Tensor& store_at, const Tensor& key_counts, Tensor& out,
-                               const QkNormRope* norm_rope) {
+void Backend::store_kv(const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks, const Tensor& store_at,
+                       const QkNormRope* norm_rope) {
+  require_chunks_cover(chunks, k.rank() > 0 ? k.dim(0) : 0, "store_kv");
   if (norm_rope != nullptr) {
-    require_norm_rope(*norm_rope);
-    Tensor q_heads = q, k_heads = k;  // views: normed and rotated in place, as documented
-    head_norm_rope(q_heads, *norm_rope->q_norm, norm_rope->eps, *norm_rope->positions, norm_rope->theta);
+    if (norm_rope->k_norm == nullptr || norm_rope->positions == nullptr) {
+      throw Error(ErrorCode::kInternal, "store_kv: a k norm and RoPE needs the norm and the positions");
+    }
+    Tensor k_heads = k;  // a view: normed and rotated in place, as documented
     head_norm_rope(k_heads, *norm_rope->k_norm, norm_rope->eps, *norm_rope->positions, norm_rope->theta);
   }
-  int64_t next_row = 0;
   for (const CacheChunk& chunk : chunks) {
-    if (chunk.keys == nullptr || chunk.values == nullptr || chunk.first_row != next_row || chunk.rows < 0) {
-      throw Error(ErrorCode::kInternal, "store_and_attend: chunks must cover the rows in order, each with a cache");
-    }
     const int64_t first = chunk.first_row, n = chunk.rows;
     store_rows(k.slice_rows(first, n), *chunk.keys, store_at.slice_rows(first, n));
     store_rows(v.slice_rows(first, n), *chunk.values, store_at.slice_rows(first, n));
-    Tensor chunk_out = out.slice_rows(first, n);
-    attention(q.slice_rows(first, n), *chunk.keys, *chunk.values, key_counts.slice_rows(first, n), chunk_out);
-    next_row += n;
   }
-  if (next_row != q.dim(0)) throw Error(ErrorCode::kInternal, "store_and_attend: chunks must cover every row of q");
+}
+
+void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
+                               const Tensor& store_at, const Tensor& key_counts, Tensor& out,
+                               const QkNormRope* norm_rope) {
+  require_chunks_cover(chunks, q.rank() > 0 ? q.dim(0) : 0, "store_and_attend");
+  if (norm_rope != nullptr) {
+    require_norm_rope(*norm_rope);
+    Tensor q_heads = q;  // a view: normed and rotated in place, as documented
+    head_norm_rope(q_heads, *norm_rope->q_norm, norm_rope->eps, *norm_rope->positions, norm_rope->theta);
+  }
+  store_kv(k, v, chunks, store_at, norm_rope);
+  for (const CacheChunk& chunk : chunks) {
+    Tensor chunk_out = out.slice_rows(chunk.first_row, chunk.rows);
+    attention(q.slice_rows(chunk.first_row, chunk.rows), *chunk.keys, *chunk.values,
+              key_counts.slice_rows(chunk.first_row, chunk.rows), chunk_out);
+  }
 }
 
 std::unique_ptr<CapturedOps> Backend::capture(const std::function<void()>&) {

@@ -37,6 +37,8 @@ struct QkNormRope {
 
 // Throws unless every pointer of `norm_rope` is set.
 void require_norm_rope(const QkNormRope& norm_rope);
+// Throws unless `chunks` cover rows [0, rows) in order, each with a cache; `op` names the caller.
+void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op);
 
 // One product of Backend::matmul_many: y = x * w^T.
 struct WeightProduct {
@@ -114,6 +116,12 @@ class Backend {
   virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
                                 const Tensor& store_at, const Tensor& key_counts, Tensor& out,
                                 const QkNormRope* norm_rope = nullptr);
+  // The KV half of store_and_attend, for rows that attend nothing (the drafter's context
+  // injection): row i of k and v stored into its chunk's cache at row store_at[i], k first normed
+  // and rotated in place with `norm_rope` (whose q_norm is not read). The default is the
+  // primitives chunk by chunk; a GPU backend stores every chunk in one launch.
+  virtual void store_kv(const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks, const Tensor& store_at,
+                        const QkNormRope* norm_rope = nullptr);
   // Records the ops `work` issues, without running them, for replay(): on a GPU a CUDA graph,
   // which launches a whole pass for the price of one launch. A replay runs the same ops on the
   // same tensors: what they hold may change between replays (upload a step's ids, positions and

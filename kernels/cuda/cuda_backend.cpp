@@ -330,61 +330,36 @@ class CudaBackend final : public Backend {
                         const Tensor& store_at, const Tensor& key_counts, Tensor& out,
                         const QkNormRope* norm_rope) override {
     require_attention_inputs(q, key_counts, out);
-    require_on_device(store_at, "store_and_attend store_at");
-    require(store_at.dtype() == DType::kI32 && store_at.numel() == q.dim(0), "store_and_attend store_at");
-    require_f32(k, "store_and_attend k");
-    require_f32(v, "store_and_attend v");
-    require(k.rank() == 3 && v.shape() == k.shape() && k.dim(0) == q.dim(0) && q.dim(2) == k.dim(2) && k.dim(1) > 0 &&
-                q.dim(1) % k.dim(1) == 0,
-            "store_and_attend shapes");
-    if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, q);
-    const int64_t row_floats = k.dim(1) * k.dim(2);
-    int64_t next_row = 0;
-    for (const CacheChunk& chunk : chunks) {
-      require(chunk.keys != nullptr && chunk.values != nullptr && chunk.first_row == next_row && chunk.rows >= 0,
-              "store_and_attend: chunks cover the rows in order, each with a cache");
-      require_f32(*chunk.keys, "store_and_attend cache keys");
-      require_f32(*chunk.values, "store_and_attend cache values");
-      require(chunk.keys->rank() == 3 && chunk.values->shape() == chunk.keys->shape() &&
-                  chunk.keys->dim(1) == k.dim(1) && chunk.keys->dim(2) == k.dim(2),
-              "store_and_attend: a cache's shape");
-      next_row += chunk.rows;
-    }
-    require(next_row == q.dim(0), "store_and_attend: chunks cover every row of q");
-
-    std::vector<cuda::KvStore> stores;
+    require_kv_inputs(k, v, chunks, store_at, q.dim(0), "store_and_attend");
+    require(q.dim(2) == k.dim(2) && q.dim(1) % k.dim(1) == 0, "store_and_attend shapes");
+    if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, q.dim(2), q.dim(0), true);
+    static_assert(cuda::kMaxKvChunks <= cuda::kMaxKvStores, "a group of chunks is stored in one launch");
     std::vector<cuda::KvChunk> attended;
     for (size_t begin = 0; begin < chunks.size(); begin += cuda::kMaxKvChunks) {
-      const size_t end = std::min(chunks.size(), begin + static_cast<size_t>(cuda::kMaxKvChunks));
-      const int64_t first = chunks[begin].first_row;
-      stores.clear();
-      attended.clear();
+      const auto group = chunks.subspan(begin, std::min<size_t>(cuda::kMaxKvChunks, chunks.size() - begin));
+      store_group(&q, k, v, group, store_at, norm_rope);
       // The whole capacity of each cache: the key counts (on the device) say how much is used.
+      const int64_t first = group.front().first_row;
       int64_t rows = 0, most_keys = 0;
-      for (size_t c = begin; c < end; ++c) {
-        const CacheChunk& chunk = chunks[c];
+      attended.clear();
+      for (const CacheChunk& chunk : group) {
         const int64_t capacity = chunk.keys->dim(0);
-        stores.push_back({chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, capacity});
         attended.push_back({chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, capacity});
         rows += chunk.rows;
         most_keys = std::max(most_keys, capacity);
       }
-      const int32_t* store_rows_at = store_at.data<int32_t>() + first;
-      if (norm_rope != nullptr) {
-        const cuda::QkNormRope norm{norm_rope->q_norm->raw(),  norm_rope->q_norm->dtype(),
-                                    norm_rope->k_norm->raw(),  norm_rope->k_norm->dtype(),
-                                    norm_rope->eps,            norm_rope->positions->data<int32_t>() + first,
-                                    norm_rope->theta};
-        cuda::norm_rope_store_kv_rows(q.data<float>() + first * q.dim(1) * q.dim(2), q.dim(1),
-                                      k.data<float>() + first * row_floats, v.data<float>() + first * row_floats,
-                                      k.dim(1), k.dim(2), norm, stores, store_rows_at, rows, context_->report(),
-                                      stream());
-      } else {
-        cuda::store_kv_rows(k.data<float>() + first * row_floats, v.data<float>() + first * row_floats, stores,
-                            store_rows_at, rows, row_floats, context_->report(), stream());
-      }
       Tensor group_out = out.slice_rows(first, rows);
       attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys);
+    }
+  }
+
+  void store_kv(const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks, const Tensor& store_at,
+                const QkNormRope* norm_rope) override {
+    require_kv_inputs(k, v, chunks, store_at, k.rank() > 0 ? k.dim(0) : 0, "store_kv");
+    if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, k.dim(2), k.dim(0), false);
+    for (size_t begin = 0; begin < chunks.size(); begin += cuda::kMaxKvStores) {
+      store_group(nullptr, k, v, chunks.subspan(begin, std::min<size_t>(cuda::kMaxKvStores, chunks.size() - begin)),
+                  store_at, norm_rope);
     }
   }
 
@@ -496,17 +471,74 @@ class CudaBackend final : public Backend {
     return w.dtype() == DType::kBF16 && cuda::bf16_rows_supported(x.raw(), w.raw(), x.rows(), x.cols());
   }
 
-  // After the shapes are checked (q and k share head_dim).
-  void require_norm_rope_inputs(const QkNormRope& norm_rope, const Tensor& q) const {
-    require_norm_rope(norm_rope);
-    require_on_device(*norm_rope.q_norm, "store_and_attend q_norm");
-    require_on_device(*norm_rope.k_norm, "store_and_attend k_norm");
-    require_on_device(*norm_rope.positions, "store_and_attend positions");
-    require(norm_rope.q_norm->numel() == q.dim(2) && norm_rope.k_norm->numel() == q.dim(2) &&
-                norm_rope.positions->dtype() == DType::kI32 && norm_rope.positions->numel() == q.dim(0),
-            "store_and_attend: norm weights of head_dim and a position per row");
-    require(norm_rope.q_norm->dtype() != DType::kI32 && norm_rope.k_norm->dtype() != DType::kI32,
-            "store_and_attend: norm weights must be f32, f16 or bf16");
+  // k and v [rows, Hkv, D], store_at [rows] int32, and chunks covering the rows, each with a
+  // cache of [capacity, Hkv, D].
+  static void require_kv_inputs(const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
+                                const Tensor& store_at, int64_t rows, const char* op) {
+    require_f32(k, "k");
+    require_f32(v, "v");
+    require(k.rank() == 3 && v.shape() == k.shape() && k.dim(0) == rows && k.dim(1) > 0,
+            [&] { return std::string(op) + ": k and v shapes"; });
+    require_on_device(store_at, "store_at");
+    require(store_at.dtype() == DType::kI32 && store_at.numel() == rows,
+            [&] { return std::string(op) + ": store_at must hold an int32 row per row"; });
+    require_chunks_cover(chunks, rows, op);
+    for (const CacheChunk& chunk : chunks) {
+      require_f32(*chunk.keys, "cache keys");
+      require_f32(*chunk.values, "cache values");
+      require(chunk.keys->rank() == 3 && chunk.values->shape() == chunk.keys->shape() &&
+                  chunk.keys->dim(1) == k.dim(1) && chunk.keys->dim(2) == k.dim(2),
+              [&] { return std::string(op) + ": a cache's shape"; });
+    }
+  }
+
+  // The norm weights (of head_dim; q's only `with_q`) and a position per row.
+  static void require_norm_rope_inputs(const QkNormRope& norm_rope, int64_t head_dim, int64_t rows, bool with_q) {
+    require(norm_rope.k_norm != nullptr && norm_rope.positions != nullptr && (!with_q || norm_rope.q_norm != nullptr),
+            "q/k norm and RoPE: the norms and the positions must be given");
+    require_on_device(*norm_rope.k_norm, "k_norm");
+    require_on_device(*norm_rope.positions, "positions");
+    require(norm_rope.k_norm->numel() == head_dim && norm_rope.k_norm->dtype() != DType::kI32,
+            "q/k norm and RoPE: k_norm must be f32, f16 or bf16 of head_dim");
+    require(norm_rope.positions->dtype() == DType::kI32 && norm_rope.positions->numel() == rows,
+            "q/k norm and RoPE: an int32 position per row");
+    if (with_q) {
+      require_on_device(*norm_rope.q_norm, "q_norm");
+      require(norm_rope.q_norm->numel() == head_dim && norm_rope.q_norm->dtype() != DType::kI32,
+              "q/k norm and RoPE: q_norm must be f32, f16 or bf16 of head_dim");
+    }
+  }
+
+  // The k and v rows of `group` (at most cuda::kMaxKvStores chunks) into their caches in one
+  // launch; with `norm_rope`, k's heads and, given q, q's are normed and rotated first.
+  void store_group(const Tensor* q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> group,
+                   const Tensor& store_at, const QkNormRope* norm_rope) {
+    const int64_t first = group.front().first_row, row_floats = k.dim(1) * k.dim(2);
+    int64_t rows = 0;
+    kv_stores_.clear();
+    for (const CacheChunk& chunk : group) {
+      kv_stores_.push_back({chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first,
+                            chunk.keys->dim(0)});
+      rows += chunk.rows;
+    }
+    const int32_t* at = store_at.data<int32_t>() + first;
+    float* k_rows = k.data<float>() + first * row_floats;
+    const float* v_rows = v.data<float>() + first * row_floats;
+    if (norm_rope == nullptr) {
+      cuda::store_kv_rows(k_rows, v_rows, kv_stores_, at, rows, row_floats, context_->report(), stream());
+      return;
+    }
+    const bool with_q = q != nullptr;
+    const cuda::QkNormRope norm{with_q ? norm_rope->q_norm->raw() : nullptr,
+                                with_q ? norm_rope->q_norm->dtype() : DType::kF32,
+                                norm_rope->k_norm->raw(),
+                                norm_rope->k_norm->dtype(),
+                                norm_rope->eps,
+                                norm_rope->positions->data<int32_t>() + first,
+                                norm_rope->theta};
+    float* q_rows = with_q ? q->data<float>() + first * q->dim(1) * q->dim(2) : nullptr;
+    cuda::norm_rope_store_kv_rows(q_rows, with_q ? q->dim(1) : 0, k_rows, v_rows, k.dim(1), k.dim(2), norm, kv_stores_,
+                                  at, rows, context_->report(), stream());
   }
 
   void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) const {
@@ -553,6 +585,7 @@ class CudaBackend final : public Backend {
   size_t scratch_bytes_ = 0;
   std::vector<void*> retired_scratch_;
   std::vector<cuda::Bf16RowsProduct> bf16_products_;  // matmul_many's table, kept to allocate once
+  std::vector<cuda::KvStore> kv_stores_;              // store_group's table, likewise
   bool capturing_ = false;
   bool captured_any_ = false;
 };

@@ -246,6 +246,55 @@ TEST(CpuBackend, StoreAndAttendWithNormRopeIsHeadNormRopeFirst) {
   EXPECT_THROW(backend->store_and_attend(q, k, v, chunk, counts, counts, out, &no_positions), Error);
 }
 
+// store_kv is the KV half of store_and_attend: k normed and rotated in place when asked, then
+// every chunk's rows into its cache at store_at; chunks that miss a row are refused up front.
+TEST(CpuBackend, StoreKvIsHeadNormRopeThenStoreRows) {
+  std::mt19937 rng(12);
+  const int64_t kv_heads = 2, d = 8, rows = 5;
+  auto backend = make_cpu_backend();
+  const std::vector<float> k_values = random_floats(rows * kv_heads * d, rng);
+  Tensor v = tensor_from(random_floats(rows * kv_heads * d, rng), {rows, kv_heads, d});
+  Tensor k_norm = tensor_from(random_floats(d, rng), {d});
+  Tensor positions = Tensor::zeros_cpu(DType::kI32, {rows}), store_at = Tensor::zeros_cpu(DType::kI32, {rows});
+  const int32_t at[] = {3, 4, 0, 1, 2};  // chunk 0: 2 rows after 3 cached; chunk 1: 3 rows from 0
+  for (int64_t i = 0; i < rows; ++i) {
+    positions.data<int32_t>()[i] = static_cast<int32_t>(50 + i);
+    store_at.data<int32_t>()[i] = at[i];
+  }
+  auto run = [&](bool fused) {
+    std::vector<Tensor> out = {tensor_from(k_values, {rows, kv_heads, d})};
+    for (int i = 0; i < 4; ++i) out.push_back(Tensor::zeros_cpu(DType::kF32, {6, kv_heads, d}));
+    const CacheChunk chunks[] = {{&out[1], &out[2], 0, 2}, {&out[3], &out[4], 2, 3}};
+    if (fused) {
+      const QkNormRope norm_rope{.k_norm = &k_norm, .positions = &positions, .eps = 1e-6f, .theta = 1e6f};
+      backend->store_kv(out[0], v, chunks, store_at, &norm_rope);
+    } else {
+      backend->head_norm_rope(out[0], k_norm, 1e-6f, positions, 1e6f);
+      for (int c = 0; c < 2; ++c) {
+        const CacheChunk& chunk = chunks[c];
+        backend->store_rows(out[0].slice_rows(chunk.first_row, chunk.rows), *chunk.keys,
+                            store_at.slice_rows(chunk.first_row, chunk.rows));
+        backend->store_rows(v.slice_rows(chunk.first_row, chunk.rows), *chunk.values,
+                            store_at.slice_rows(chunk.first_row, chunk.rows));
+      }
+    }
+    return out;
+  };
+  const std::vector<Tensor> fused = run(true), apart = run(false);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(fused[i].raw(), apart[i].raw(), fused[i].nbytes())) << "tensor " << i;
+  }
+  EXPECT_NE(0, std::memcmp(fused[1].raw(), Tensor::zeros_cpu(DType::kF32, {6, kv_heads, d}).raw(), fused[1].nbytes()));
+
+  Tensor k = tensor_from(k_values, {rows, kv_heads, d});
+  Tensor cache = Tensor::zeros_cpu(DType::kF32, {6, kv_heads, d});
+  const CacheChunk short_of_rows[] = {{&cache, &cache, 0, 4}};
+  EXPECT_THROW(backend->store_kv(k, v, short_of_rows, store_at), Error);
+  const CacheChunk whole[] = {{&cache, &cache, 0, rows}};
+  const QkNormRope no_norm{.positions = &positions};
+  EXPECT_THROW(backend->store_kv(k, v, whole, store_at, &no_norm), Error);
+}
+
 TEST(CpuBackend, RopeRotatesHalvesAndKeepsNorms) {
   std::mt19937 rng(3);
   const int64_t heads = 2, d = 8;

@@ -4,7 +4,7 @@
 //   up products with SwiGLU in one launch), where the tensor-core kernel for few rows takes
 //   them; elsewhere (many rows, f32 weights, K not a multiple of 32) they are the unfused ops;
 // - store_and_attend with the q/k norm and RoPE (one launch from the q/k/v products to the
-//   caches).
+//   caches), and store_kv, its KV half (the drafter's injection).
 //
 // Without a CUDA device every test skips (GTEST_SKIP) saying so.
 #include <cstdint>
@@ -213,6 +213,71 @@ TEST_F(CudaFusedParity, StoreAndAttendWithNormRopeIsHeadNormRopeThenStoreAndAtte
     const std::vector<float> cache = download(fused_caches[i]);
     EXPECT_LT(normalized_error(cache, host_values(cpu_caches[i])), 1e-5) << what;
     expect_same_bits(cache, download(apart_caches[i]), what);
+  }
+}
+
+// store_kv of many sequences (more than one launch's chunks), with and without k's norm and
+// RoPE: every cache and k against the CPU, and bit for bit against head_norm_rope and store_rows.
+TEST_F(CudaFusedParity, StoreKvIsHeadNormRopeThenStoreRows) {
+  std::mt19937 rng(16);
+  const int64_t kv_heads = 2, head_dim = 64, chunk_count = 70;
+  for (bool with_norm : {true, false}) {
+    std::vector<Tensor> cpu_caches, fused_caches, apart_caches;
+    for (auto* caches : {&cpu_caches, &fused_caches, &apart_caches}) caches->reserve(2 * chunk_count);
+    std::vector<CacheChunk> cpu_chunks, fused_chunks;
+    std::vector<int32_t> store_at, positions;
+    int64_t rows = 0;
+    for (int64_t c = 0; c < chunk_count; ++c) {
+      const int64_t n = 1 + c % 3, start = (c * 13) % 50, capacity = start + n + 2;
+      for (int kv = 0; kv < 2; ++kv) {
+        std::vector<float> old = random_floats(static_cast<size_t>(capacity * kv_heads * head_dim), rng);
+        cpu_caches.push_back(host_tensor(old, DType::kF32, {capacity, kv_heads, head_dim}));
+        fused_caches.push_back(to_gpu(cpu_caches.back()));
+        apart_caches.push_back(to_gpu(cpu_caches.back()));
+      }
+      cpu_chunks.push_back({&cpu_caches[2 * c], &cpu_caches[2 * c + 1], rows, n});
+      fused_chunks.push_back({&fused_caches[2 * c], &fused_caches[2 * c + 1], rows, n});
+      for (int64_t i = 0; i < n; ++i) {
+        store_at.push_back(static_cast<int32_t>(start + i));
+        positions.push_back(static_cast<int32_t>(start + i + 1000 * c));
+      }
+      rows += n;
+    }
+    std::vector<float> k = random_floats(static_cast<size_t>(rows * kv_heads * head_dim), rng, 3.0f);
+    std::vector<float> v = random_floats(static_cast<size_t>(rows * kv_heads * head_dim), rng);
+    std::vector<float> k_w = random_floats(static_cast<size_t>(head_dim), rng);
+    Tensor k_host = host_tensor(k, DType::kF32, {rows, kv_heads, head_dim});
+    Tensor v_host = host_tensor(v, DType::kF32, {rows, kv_heads, head_dim});
+    Tensor k_norm_host = host_tensor(k_w, DType::kBF16, {head_dim});
+    Tensor store_host = host_ints(store_at), positions_host = host_ints(positions);
+    const QkNormRope cpu_norm{.k_norm = &k_norm_host, .positions = &positions_host, .eps = 1e-6f, .theta = 1e6f};
+    cpu_->store_kv(k_host, v_host, cpu_chunks, store_host, with_norm ? &cpu_norm : nullptr);
+
+    Tensor k_norm = gpu_->upload_weight(k_norm_host);
+    Tensor positions_gpu = to_gpu(positions_host), store_gpu = to_gpu(store_host), v_gpu = to_gpu(v_host);
+    const QkNormRope gpu_norm{.k_norm = &k_norm, .positions = &positions_gpu, .eps = 1e-6f, .theta = 1e6f};
+    Tensor k_fused = to_gpu(host_tensor(k, DType::kF32, {rows, kv_heads, head_dim}));
+    gpu_->store_kv(k_fused, v_gpu, fused_chunks, store_gpu, with_norm ? &gpu_norm : nullptr);
+
+    Tensor k_apart = to_gpu(host_tensor(k, DType::kF32, {rows, kv_heads, head_dim}));
+    if (with_norm) gpu_->head_norm_rope(k_apart, k_norm, 1e-6f, positions_gpu, 1e6f);
+    for (int64_t c = 0; c < chunk_count; ++c) {
+      const CacheChunk& chunk = fused_chunks[static_cast<size_t>(c)];
+      Tensor rows_at = store_gpu.slice_rows(chunk.first_row, chunk.rows);
+      gpu_->store_rows(k_apart.slice_rows(chunk.first_row, chunk.rows), apart_caches[2 * c], rows_at);
+      gpu_->store_rows(v_gpu.slice_rows(chunk.first_row, chunk.rows), apart_caches[2 * c + 1], rows_at);
+    }
+
+    const std::string how = with_norm ? "with the norm" : "without the norm";
+    const std::vector<float> k_after = download(k_fused);
+    EXPECT_LT(normalized_error(k_after, host_values(k_host)), 1e-5) << "k " << how;
+    expect_same_bits(k_after, download(k_apart), "k " + how);
+    for (size_t i = 0; i < cpu_caches.size(); ++i) {
+      const std::string what = "cache " + std::to_string(i / 2) + (i % 2 ? " values " : " keys ") + how;
+      const std::vector<float> cache = download(fused_caches[i]);
+      EXPECT_LT(normalized_error(cache, host_values(cpu_caches[i])), 1e-5) << what;
+      expect_same_bits(cache, download(apart_caches[i]), what);
+    }
   }
 }
 

@@ -49,17 +49,21 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
   if (rows == 0) return;
 
   Tensor taps = workspace_.get("taps", DType::kF32, {rows, fc_.dim(1)});
-  std::vector<int32_t> positions;
+  std::vector<int32_t> positions, store_rows;
   int64_t first = 0;
   for (const ContextChunk& chunk : chunks) {
-    const int64_t n = chunk.taps.dim(0);
+    const int64_t n = chunk.taps.dim(0), start = chunk.context->length();
     check_invariant(chunk.taps.cols() == fc_.dim(1), "drafter taps have K * target_hidden columns");
     backend_.copy_rows(chunk.taps, taps, first);
-    for (int64_t i = 0; i < n; ++i) positions.push_back(static_cast<int32_t>(chunk.first_position + i));
-    chunk.context->reserve(chunk.context->length() + n);
+    for (int64_t i = 0; i < n; ++i) {
+      positions.push_back(static_cast<int32_t>(chunk.first_position + i));
+      store_rows.push_back(static_cast<int32_t>(start + i));
+    }
+    chunk.context->reserve(start + n);
     first += n;
   }
   Tensor position_tensor = int32_tensor(backend_, workspace_, "inject_positions", positions);
+  Tensor store_tensor = int32_tensor(backend_, workspace_, "inject_store_rows", store_rows);
   Tensor context = workspace_.get("context", DType::kF32, {rows, c.hidden_size});
   backend_.matmul(taps, fc_, context);
   backend_.rmsnorm(context, hidden_norm_, c.rms_norm_eps, context);
@@ -72,27 +76,30 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
   const int64_t kv_width = c.num_kv_heads * c.head_dim;
   std::vector<Tensor> outputs;
   outputs.reserve(2 * layers_.size());
-  for (int64_t l = 0; l < layers; ++l) {
-    outputs.push_back(all_k.slice_rows(l, 1).reshape({rows, kv_width}));
-    outputs.push_back(all_v.slice_rows(l, 1).reshape({rows, kv_width}));
-  }
   std::vector<WeightProduct> products;
   for (int64_t l = 0; l < layers; ++l) {
-    products.push_back({&layers_[l].k_proj, &outputs[2 * l]});
-    products.push_back({&layers_[l].v_proj, &outputs[2 * l + 1]});
+    outputs.push_back(all_k.slice_rows(l, 1).reshape({rows, kv_width}));
+    products.push_back({&layers_[l].k_proj, &outputs.back()});
+    outputs.push_back(all_v.slice_rows(l, 1).reshape({rows, kv_width}));
+    products.push_back({&layers_[l].v_proj, &outputs.back()});
   }
   backend_.matmul_many(context, products);
+  // Then per layer, k's norm and RoPE and every sequence's rows into its context: one call.
   for (int64_t l = 0; l < layers; ++l) {
-    Tensor k = all_k.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim});
-    const Tensor v = all_v.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim});
-    backend_.head_norm_rope(k, layers_[l].k_norm, c.rms_norm_eps, position_tensor, static_cast<float>(c.rope_theta));
+    cache_chunks_.clear();
     first = 0;
     for (const ContextChunk& chunk : chunks) {
       const int64_t n = chunk.taps.dim(0);
-      backend_.copy_rows(k.slice_rows(first, n), chunk.context->keys(l), chunk.context->length());
-      backend_.copy_rows(v.slice_rows(first, n), chunk.context->values(l), chunk.context->length());
+      cache_chunks_.push_back({&chunk.context->keys(l), &chunk.context->values(l), first, n});
       first += n;
     }
+    const QkNormRope k_norm_rope{.k_norm = &layers_[l].k_norm,
+                                 .positions = &position_tensor,
+                                 .eps = c.rms_norm_eps,
+                                 .theta = static_cast<float>(c.rope_theta)};
+    backend_.store_kv(all_k.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}),
+                      all_v.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}), cache_chunks_, store_tensor,
+                      &k_norm_rope);
   }
   for (const ContextChunk& chunk : chunks) chunk.context->commit(chunk.taps.dim(0));
 }
