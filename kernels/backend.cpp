@@ -5,12 +5,15 @@
 #include "shared/error.h"
 
 namespace flashq {
+namespace {
 
 void require_norm_rope(const QkNormRope& norm_rope) {
   if (norm_rope.q_norm == nullptr || norm_rope.k_norm == nullptr || norm_rope.positions == nullptr) {
     throw Error(ErrorCode::kInternal, "store_and_attend: a q/k norm and RoPE needs both norms and the positions");
   }
 }
+
+}  // namespace
 
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op) {
   int64_t next_row = 0;

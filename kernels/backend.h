@@ -26,8 +26,8 @@ struct CacheChunk {
   int64_t first_row = 0, rows = 0;
 };
 
-// Qwen3's q/k norm and RoPE for Backend::store_and_attend to apply first: head_norm_rope of q
-// with q_norm and of k with k_norm, at `positions`.
+// Qwen3's q/k norm and RoPE for Backend::store_and_attend and store_kv to apply first:
+// head_norm_rope of q with q_norm and of k with k_norm, at `positions` (store_kv has no q).
 struct QkNormRope {
   const Tensor* q_norm = nullptr;
   const Tensor* k_norm = nullptr;
@@ -35,8 +35,6 @@ struct QkNormRope {
   float eps = 0.0f, theta = 0.0f;
 };
 
-// Throws unless every pointer of `norm_rope` is set.
-void require_norm_rope(const QkNormRope& norm_rope);
 // Throws unless `chunks` cover rows [0, rows) in order, each with a cache; `op` names the caller.
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op);
 
@@ -110,7 +108,7 @@ class Backend {
   // first normed and rotated in place as head_norm_rope does (a layer's whole path from its
   // q/k/v products to attention). What changes from step to step is read from device tensors
   // (store_at, key_counts, positions), so a captured call stays right as the caches fill. Chunks
-  // cover q's rows in order. The default is the primitives above, one chunk at a time; a GPU
+  // cover q's rows in order. The default is store_kv, then attention chunk by chunk; a GPU
   // backend does all chunks in a few launches, since launches per sequence per layer bound
   // batched decoding.
   virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
