@@ -103,6 +103,9 @@ class Backend {
                          Tensor& out) = 0;
   // dst[rows[i]] = src[i] (float32 rows; `rows` int32 on the device, checked when the op runs).
   virtual void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) = 0;
+  // dst[i] = src[rows[i]], store_rows the other way: rows picked out of a pass in one launch
+  // (the drafter's output rows of every block).
+  virtual void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) = 0;
   // For every chunk: row i of k and v stored into its cache at row store_at[i], then attention
   // of its q rows against its cache's rows [0, key_counts[m]). With `norm_rope`, q and k are
   // first normed and rotated in place as head_norm_rope does (a layer's whole path from its

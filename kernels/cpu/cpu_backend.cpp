@@ -81,6 +81,23 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
+    require_f32(src, "gather_rows src");
+    require_f32(dst, "gather_rows dst");
+    require(rows.dtype() == DType::kI32 && rows.numel() == dst.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
+                (dst.dim(0) == 0 || dst.numel() / dst.dim(0) == src.numel() / std::max<int64_t>(src.dim(0), 1)),
+            "gather_rows shapes");
+    run([src, dst, rows] {
+      const int32_t* from = rows.data<int32_t>();  // read when the op runs, as on a GPU
+      const size_t row_bytes = dst.dim(0) == 0 ? 0 : dst.nbytes() / static_cast<size_t>(dst.dim(0));
+      for (int64_t i = 0; i < dst.dim(0); ++i) {
+        require(from[i] >= 0 && from[i] < src.dim(0), "gather_rows: a row outside the source");
+        std::memcpy(static_cast<char*>(dst.raw()) + static_cast<size_t>(i) * row_bytes,
+                    static_cast<const char*>(src.raw()) + static_cast<size_t>(from[i]) * row_bytes, row_bytes);
+      }
+    });
+  }
+
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
     require_f32(src, "store_rows src");
     require_f32(dst, "store_rows dst");

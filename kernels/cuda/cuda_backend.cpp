@@ -120,6 +120,10 @@ class DeviceContext {
                                                    " is outside the embedding table of " +
                                                    std::to_string(found.limit) + " rows");
     }
+    if (found.kind == cuda::kGatherRowOutsideSource) {
+      throw Error(ErrorCode::kInternal, "cuda backend: a row gathered from " + std::to_string(found.value) +
+                                            ", outside the " + std::to_string(found.limit) + " rows of its source");
+    }
     if (found.kind == cuda::kStoreRowOutsideCache) {
       throw Error(ErrorCode::kInternal, "cuda backend: a row stored at " + std::to_string(found.value) +
                                             ", outside the " + std::to_string(found.limit) + " rows of its cache");
@@ -207,6 +211,18 @@ class CudaBackend final : public Backend {
     Tensor target = dst.slice_rows(first_row, src.dim(0));
     check_cuda(cudaMemcpyAsync(target.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, stream()),
                "cudaMemcpyAsync (copy_rows)");
+  }
+
+  void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
+    require_f32(src, "gather_rows src");
+    require_f32(dst, "gather_rows dst");
+    require_on_device(rows, "gather_rows rows");
+    require(rows.dtype() == DType::kI32 && rows.numel() == dst.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
+                (dst.dim(0) == 0 || dst.numel() / dst.dim(0) == src.numel() / std::max<int64_t>(src.dim(0), 1)),
+            "gather_rows shapes");
+    const int64_t row_floats = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
+    cuda::gather_rows(src.data<float>(), rows.data<int32_t>(), dst.data<float>(), dst.dim(0), row_floats, src.dim(0),
+                      context_->report(), stream());
   }
 
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {

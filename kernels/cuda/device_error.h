@@ -13,6 +13,7 @@ enum DeviceErrorKind : int32_t {
   kTokenIdOutsideTable = 1,  // embedding: value = the id, limit = rows of the table
   kKeyCountBeyondKeys = 2,   // attention: value = the count, limit = rows of k and v
   kStoreRowOutsideCache = 3, // store_rows, store_and_attend: value = the row, limit = the cache's rows
+  kGatherRowOutsideSource = 4, // gather_rows: value = the row, limit = the source's rows
 };
 
 struct DeviceErrorReport {

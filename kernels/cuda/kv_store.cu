@@ -86,6 +86,16 @@ __global__ void store_at(const float* __restrict__ src, float* __restrict__ dst,
   copy_row(src + row * row_floats, dst + at * row_floats, row_floats);
 }
 
+__global__ void gather_at(const float* __restrict__ src, const int32_t* __restrict__ rows, float* __restrict__ dst,
+                          int64_t row_floats, int64_t source_rows, DeviceErrorReport* report) {
+  const int64_t row = blockIdx.x, from = rows[row];
+  if (from < 0 || from >= source_rows) {
+    if (threadIdx.x == 0) report_device_error(report, kGatherRowOutsideSource, rows[row], source_rows);
+    return;
+  }
+  copy_row(src + from * row_floats, dst + row * row_floats, row_floats);
+}
+
 KvStoreTable table_of(std::span<const KvStore> stores) {
   if (stores.size() > static_cast<size_t>(kMaxKvStores)) {
     throw Error(ErrorCode::kInternal, "store_kv_rows: more chunks than one launch takes");
@@ -125,6 +135,13 @@ void store_rows(const float* src, float* dst, const int32_t* rows, int64_t n, in
   if (n == 0 || row_floats == 0) return;
   store_at<<<static_cast<unsigned>(n), 256, 0, stream>>>(src, dst, rows, row_floats, capacity, report);
   check_launch("store_rows");
+}
+
+void gather_rows(const float* src, const int32_t* rows, float* dst, int64_t n, int64_t row_floats, int64_t source_rows,
+                 DeviceErrorReport* report, cudaStream_t stream) {
+  if (n == 0 || row_floats == 0) return;
+  gather_at<<<static_cast<unsigned>(n), 256, 0, stream>>>(src, rows, dst, row_floats, source_rows, report);
+  check_launch("gather_rows");
 }
 
 }  // namespace flashq::cuda

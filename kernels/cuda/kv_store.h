@@ -1,7 +1,7 @@
 // Stores rows into caches at rows the device holds (twin: CpuBackend::store_rows and
-// Backend::store_and_attend's default). Row i of the source goes to row rows[i] of its
-// destination; a row outside the destination is reported through `report` (device_error.h)
-// and skipped.
+// Backend::store_kv's default). Row i of the source goes to row rows[i] of its destination; a
+// row outside the destination is reported through `report` (device_error.h) and skipped.
+// gather_rows goes the other way (twin: CpuBackend::gather_rows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,5 +51,10 @@ void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v
 // dst[rows[i]] = src[i] for n rows of row_floats floats; dst has `capacity` rows.
 void store_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int64_t row_floats, int64_t capacity,
                 DeviceErrorReport* report, cudaStream_t stream);
+
+// dst[i] = src[rows[i]] for n rows of row_floats floats; src has `source_rows` rows. A row
+// outside the source is reported and left unwritten.
+void gather_rows(const float* src, const int32_t* rows, float* dst, int64_t n, int64_t row_floats, int64_t source_rows,
+                 DeviceErrorReport* report, cudaStream_t stream);
 
 }  // namespace flashq::cuda

@@ -25,6 +25,7 @@ class CountingBackend final : public Backend {
   void copy_from_host(const void* src, Tensor& dst) override { inner_->copy_from_host(src, dst); }
   void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override { inner_->copy_rows(src, dst, first_row); }
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override { inner_->store_rows(src, dst, rows); }
+  void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override { inner_->gather_rows(src, rows, dst); }
   void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
     inner_->copy_columns(src, dst, first_col);
   }

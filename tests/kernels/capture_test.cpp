@@ -145,6 +145,7 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void copy_from_host(const void*, Tensor&) override {}
     void copy_rows(const Tensor&, Tensor&, int64_t) override {}
     void store_rows(const Tensor&, Tensor&, const Tensor&) override {}
+    void gather_rows(const Tensor&, const Tensor&, Tensor&) override {}
     void copy_columns(const Tensor&, Tensor&, int64_t) override {}
     void matmul(const Tensor&, const Tensor&, Tensor&) override {}
     void rmsnorm(const Tensor&, const Tensor&, float, Tensor&) override {}

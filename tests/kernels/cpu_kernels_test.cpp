@@ -295,6 +295,25 @@ TEST(CpuBackend, StoreKvIsHeadNormRopeThenStoreRows) {
   EXPECT_THROW(backend->store_kv(k, v, whole, store_at, &no_norm), Error);
 }
 
+TEST(CpuBackend, GatherRowsPicksRowsInAnyOrderAndRefusesRowsOutsideTheSource) {
+  auto backend = make_cpu_backend();
+  std::vector<float> values(4 * 3);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  Tensor src = tensor_from(values, {4, 3});
+  Tensor rows = Tensor::zeros_cpu(DType::kI32, {3});
+  const int32_t picked[] = {3, 0, 3};
+  std::copy(std::begin(picked), std::end(picked), rows.data<int32_t>());
+  Tensor dst = Tensor::zeros_cpu(DType::kF32, {3, 3});
+  backend->gather_rows(src, rows, dst);
+  EXPECT_EQ(std::vector<float>(dst.data<float>(), dst.data<float>() + 9),
+            (std::vector<float>{9, 10, 11, 0, 1, 2, 9, 10, 11}));
+  rows.data<int32_t>()[1] = 4;
+  EXPECT_THROW(backend->gather_rows(src, rows, dst), Error);
+  Tensor wrong_width = Tensor::zeros_cpu(DType::kF32, {3, 2});
+  rows.data<int32_t>()[1] = 0;
+  EXPECT_THROW(backend->gather_rows(src, rows, wrong_width), Error);
+}
+
 TEST(CpuBackend, RopeRotatesHalvesAndKeepsNorms) {
   std::mt19937 rng(3);
   const int64_t heads = 2, d = 8;

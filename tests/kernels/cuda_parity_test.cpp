@@ -376,6 +376,24 @@ TEST_F(CudaParity, StoreRowsMatchesCpuBackend) {
   EXPECT_EQ(download(dst_gpu), host_values(dst_host));
 }
 
+// Rows picked in any order, one twice; a row outside the source fails the next copy to the host.
+TEST_F(CudaParity, GatherRowsMatchesCpuBackendAndRefusesRowsOutsideTheSource) {
+  std::mt19937 rng(24);
+  std::vector<float> src = random_floats(9 * 3 * 8, rng);
+  Tensor src_host = host_tensor(src, DType::kF32, {9, 3, 8});
+  Tensor rows_host = host_ints({8, 0, 4, 4, 2});
+  Tensor dst_host = Tensor::zeros_cpu(DType::kF32, {5, 3, 8});
+  cpu_->gather_rows(src_host, rows_host, dst_host);
+  Tensor src_gpu = to_gpu(src_host), dst_gpu = poisoned({5, 3, 8});
+  gpu_->gather_rows(src_gpu, to_gpu(rows_host), dst_gpu);
+  EXPECT_EQ(download(dst_gpu), host_values(dst_host));
+
+  gpu_->gather_rows(src_gpu, to_gpu(host_ints({1, 9, 0, 0, 0})), dst_gpu);
+  std::vector<float> sink(static_cast<size_t>(dst_gpu.numel()));
+  EXPECT_THROW(gpu_->copy_to_host(dst_gpu, sink.data()), Error);
+  gpu_->copy_to_host(dst_gpu, sink.data());
+}
+
 // A pass captured as a CUDA graph and replayed with new ids, positions and key counts against
 // the same pass run directly on the CPU: embedding, norm, the few-row matmul, store_and_attend
 // into a cache, argmax. Then the refusals while capturing.

@@ -105,28 +105,30 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
 }
 
 Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
-  std::vector<int32_t> ids, positions, key_counts, store_rows;
-  int64_t output_rows = 0;
+  std::vector<int32_t> ids, positions, key_counts, store_rows, output_rows;
   for (const DraftBlock& block : blocks) {
     check_invariant(block.block_size >= 2, "a draft block has at least 2 rows");
     check_invariant(block.position >= block.context->length(), "a draft block follows its context");
     const int64_t start = block.context->length();
     // The block's own keys and values sit after the context, uncommitted: thrown away after the pass.
     block.context->reserve(start + block.block_size);
+    const auto first_row = static_cast<int32_t>(ids.size());
     for (int64_t j = 0; j < block.block_size; ++j) {
       ids.push_back(j == 0 ? block.last_token : config_.mask_token_id);
       positions.push_back(static_cast<int32_t>(block.position + j));
       store_rows.push_back(static_cast<int32_t>(start + j));
       key_counts.push_back(static_cast<int32_t>(start + block.block_size));  // no mask inside the block
     }
-    output_rows += block.block_size - 1;
+    // Rows 1..B-1 of the block carry its draft.
+    for (int64_t j = 1; j < block.block_size; ++j) output_rows.push_back(first_row + static_cast<int32_t>(j));
   }
   Tensor id_tensor = int32_tensor(backend_, workspace_, "draft_ids", ids);
   Tensor position_tensor = int32_tensor(backend_, workspace_, "draft_positions", positions);
   Tensor count_tensor = int32_tensor(backend_, workspace_, "draft_key_counts", key_counts);
   Tensor store_tensor = int32_tensor(backend_, workspace_, "draft_store_rows", store_rows);
+  Tensor output_tensor = int32_tensor(backend_, workspace_, "draft_output_rows", output_rows);
   auto run = [&] {
-    return run_draft_pass(blocks, id_tensor, position_tensor, count_tensor, store_tensor, output_rows);
+    return run_draft_pass(blocks, id_tensor, position_tensor, count_tensor, store_tensor, output_tensor);
   };
   return recorder_.enabled() ? recorder_.run(draft_key(blocks), run) : run();
 }
@@ -142,7 +144,7 @@ DFlashDrafter::DraftKey DFlashDrafter::draft_key(std::span<const DraftBlock> blo
 
 Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const Tensor& id_tensor,
                                      const Tensor& position_tensor, const Tensor& count_tensor,
-                                     const Tensor& store_tensor, int64_t output_rows) {
+                                     const Tensor& store_tensor, const Tensor& output_tensor) {
   const ModelConfig& c = config_.layers;
   const int64_t rows = id_tensor.numel();
   Tensor h = workspace_.get("draft_residual", DType::kF32, {rows, c.hidden_size});
@@ -175,13 +177,9 @@ Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const T
   }
 
   // Row j predicts the token at position start + j: rows 1..B-1 carry the draft.
+  const int64_t output_rows = output_tensor.numel();
   Tensor selected = workspace_.get("draft_selected", DType::kF32, {output_rows, c.hidden_size});
-  int64_t first = 0, out = 0;
-  for (const DraftBlock& block : blocks) {
-    backend_.copy_rows(h.slice_rows(first + 1, block.block_size - 1), selected, out);
-    first += block.block_size;
-    out += block.block_size - 1;
-  }
+  backend_.gather_rows(h, output_tensor, selected);
   Tensor final_normed = workspace_.get("draft_final_normed", DType::kF32, {output_rows, c.hidden_size});
   backend_.rmsnorm(selected, final_norm_, c.rms_norm_eps, final_normed);
   Tensor logits = workspace_.get("draft_logits", DType::kF32, {output_rows, lm_head_.dim(0)});

@@ -77,7 +77,7 @@ class DFlashDrafter {
   DraftKey draft_key(std::span<const DraftBlock> blocks) const;
   // Every op of a draft pass, on tensors the host filled before.
   Tensor run_draft_pass(std::span<const DraftBlock> blocks, const Tensor& ids, const Tensor& positions,
-                        const Tensor& key_counts, const Tensor& store_rows, int64_t output_rows);
+                        const Tensor& key_counts, const Tensor& store_rows, const Tensor& output_rows);
 
   DrafterConfig config_;
   Backend& backend_;
