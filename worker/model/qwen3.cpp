@@ -73,7 +73,20 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
   // Uploaded once per pass, not once per layer: the same for every layer.
   Tensor key_count_tensor = int32_tensor(backend_, workspace_, "key_counts", key_counts);
 
-  auto run = [&] { return run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor); };
+  // The row of each chunk's logits, when they are not simply every row (chunks of one token).
+  Tensor last_rows;
+  const bool one_row_each =
+      std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.tokens.size() == 1; });
+  if (options.logits == LogitRows::kLastOfEachChunk && !one_row_each) {
+    std::vector<int32_t> last;
+    int64_t end = 0;
+    for (const SequenceChunk& chunk : chunks) {
+      end += static_cast<int64_t>(chunk.tokens.size());
+      last.push_back(static_cast<int32_t>(end - 1));
+    }
+    last_rows = int32_tensor(backend_, workspace_, "last_rows", last);
+  }
+  auto run = [&] { return run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor, last_rows); };
   const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
   for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
   return out;
@@ -91,7 +104,7 @@ Qwen3Model::PassKey Qwen3Model::pass_key(std::span<const SequenceChunk> chunks, 
 
 ForwardOutput Qwen3Model::run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
                                    const Tensor& id_tensor, const Tensor& position_tensor,
-                                   const Tensor& key_count_tensor) {
+                                   const Tensor& key_count_tensor, const Tensor& last_rows) {
   const int64_t hidden = config_.hidden_size, rows = id_tensor.numel();
   Tensor h = workspace_.get("residual", DType::kF32, {rows, hidden});
   Tensor normed = workspace_.get("normed", DType::kF32, {rows, hidden});
@@ -118,7 +131,7 @@ ForwardOutput Qwen3Model::run_pass(std::span<const SequenceChunk> chunks, const 
       if (options.tap_layers[t] == l) backend_.copy_columns(h, out.taps, t * hidden);
     }
   }
-  if (options.logits != LogitRows::kNone) out.logits = compute_logits(chunks, h, options.logits);
+  if (options.logits != LogitRows::kNone) out.logits = compute_logits(h, last_rows);
   return out;
 }
 
@@ -146,15 +159,11 @@ void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std
   backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
 }
 
-Tensor Qwen3Model::compute_logits(std::span<const SequenceChunk> chunks, const Tensor& hidden, LogitRows rows) {
+Tensor Qwen3Model::compute_logits(const Tensor& hidden, const Tensor& last_rows) {
   Tensor selected = hidden;
-  if (rows == LogitRows::kLastOfEachChunk) {
-    selected = workspace_.get("last_rows", DType::kF32, {static_cast<int64_t>(chunks.size()), config_.hidden_size});
-    int64_t end = 0;
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      end += static_cast<int64_t>(chunks[c].tokens.size());
-      backend_.copy_rows(hidden.slice_rows(end - 1, 1), selected, static_cast<int64_t>(c));
-    }
+  if (last_rows.defined()) {
+    selected = workspace_.get("last_hidden", DType::kF32, {last_rows.numel(), config_.hidden_size});
+    backend_.gather_rows(hidden, last_rows, selected);
   }
   Tensor normed = workspace_.get("final_normed", DType::kF32, selected.shape());
   backend_.rmsnorm(selected, final_norm_, config_.rms_norm_eps, normed);

@@ -75,14 +75,17 @@ class Qwen3Model {
   };
 
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
-  // Every op of a pass, on tensors the host filled before.
+  // Every op of a pass, on tensors the host filled before. `last_rows`: the rows whose logits are
+  // wanted, when not every row's.
   ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                         const Tensor& id_tensor, const Tensor& position_tensor, const Tensor& key_count_tensor);
+                         const Tensor& id_tensor, const Tensor& position_tensor, const Tensor& key_count_tensor,
+                         const Tensor& last_rows);
   // key_counts: per row of the pass, the keys its attention sees (causal over its chunk's cache).
   void run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
                      const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
                      Tensor& attention_out);
-  Tensor compute_logits(std::span<const SequenceChunk> chunks, const Tensor& hidden, LogitRows rows);
+  // Logits of `hidden`'s rows, or of those `last_rows` names when defined.
+  Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
 
   ModelConfig config_;
   Backend& backend_;
