@@ -222,7 +222,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   const double ties_before = block_exclusive_scan(my_ties, shared);
   const double my_drawn_ties = fmin(fmax(static_cast<double>(cut_ties) - ties_before, 0.0), my_ties);
-  const double cut_weight = weight_at_key(cut_key);
+  // No ties are drawn without a cut (cut_key 0 is no float, and its weight NaN).
+  const double cut_weight = cut_key == 0 ? 0.0 : weight_at_key(cut_key);
   const double my_weight = my_above + my_drawn_ties * cut_weight;
   const double before = block_exclusive_scan(my_weight, shared);
   const double target = u * block_sum(my_weight, shared);
