@@ -6,15 +6,6 @@
 #include "shared/error.h"
 
 namespace flashq {
-namespace {
-
-Tensor int32_tensor(Backend& backend, Workspace& workspace, const std::string& slot, const std::vector<int32_t>& values) {
-  Tensor t = workspace.get(slot, DType::kI32, {static_cast<int64_t>(values.size())});
-  backend.copy_from_host(values.data(), t);
-  return t;
-}
-
-}  // namespace
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& dir, const Qwen3Model& target,
                                                    Backend& backend) {
@@ -62,8 +53,9 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
     chunk.context->reserve(start + n);
     first += n;
   }
-  Tensor position_tensor = int32_tensor(backend_, workspace_, "inject_positions", positions);
-  Tensor store_tensor = int32_tensor(backend_, workspace_, "inject_store_rows", store_rows);
+  const std::vector<Tensor> uploaded = workspace_.upload_int32s("inject_ints", {positions, store_rows});
+  const Tensor& position_tensor = uploaded[0];
+  const Tensor& store_tensor = uploaded[1];
   Tensor context = workspace_.get("context", DType::kF32, {rows, c.hidden_size});
   backend_.matmul(taps, fc_, context);
   backend_.rmsnorm(context, hidden_norm_, c.rms_norm_eps, context);
@@ -122,14 +114,9 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
     // Rows 1..B-1 of the block carry its draft.
     for (int64_t j = 1; j < block.block_size; ++j) output_rows.push_back(first_row + static_cast<int32_t>(j));
   }
-  Tensor id_tensor = int32_tensor(backend_, workspace_, "draft_ids", ids);
-  Tensor position_tensor = int32_tensor(backend_, workspace_, "draft_positions", positions);
-  Tensor count_tensor = int32_tensor(backend_, workspace_, "draft_key_counts", key_counts);
-  Tensor store_tensor = int32_tensor(backend_, workspace_, "draft_store_rows", store_rows);
-  Tensor output_tensor = int32_tensor(backend_, workspace_, "draft_output_rows", output_rows);
-  auto run = [&] {
-    return run_draft_pass(blocks, id_tensor, position_tensor, count_tensor, store_tensor, output_tensor);
-  };
+  const std::vector<Tensor> uploaded =
+      workspace_.upload_int32s("draft_ints", {ids, positions, key_counts, store_rows, output_rows});
+  auto run = [&] { return run_draft_pass(blocks, uploaded[0], uploaded[1], uploaded[2], uploaded[3], uploaded[4]); };
   return recorder_.enabled() ? recorder_.run(draft_key(blocks), run) : run();
 }
 

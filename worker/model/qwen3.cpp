@@ -10,13 +10,6 @@ namespace {
 
 std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
 
-Tensor int32_tensor(Backend& backend, Workspace& workspace, const std::string& slot,
-                    const std::vector<int32_t>& values) {
-  Tensor t = workspace.get(slot, DType::kI32, {static_cast<int64_t>(values.size())});
-  backend.copy_from_host(values.data(), t);
-  return t;
-}
-
 }  // namespace
 
 std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::filesystem::path& dir, Backend& backend) {
@@ -68,24 +61,24 @@ ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const F
   for (const SequenceChunk& chunk : chunks) {
     chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
   }
-  Tensor id_tensor = int32_tensor(backend_, workspace_, "ids", ids);
-  Tensor position_tensor = int32_tensor(backend_, workspace_, "positions", positions);
-  // Uploaded once per pass, not once per layer: the same for every layer.
-  Tensor key_count_tensor = int32_tensor(backend_, workspace_, "key_counts", key_counts);
-
   // The row of each chunk's logits, when they are not simply every row (chunks of one token).
-  Tensor last_rows;
   const bool one_row_each =
       std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.tokens.size() == 1; });
-  if (options.logits == LogitRows::kLastOfEachChunk && !one_row_each) {
-    std::vector<int32_t> last;
+  const bool pick_last_rows = options.logits == LogitRows::kLastOfEachChunk && !one_row_each;
+  std::vector<int32_t> last;
+  if (pick_last_rows) {
     int64_t end = 0;
     for (const SequenceChunk& chunk : chunks) {
       end += static_cast<int64_t>(chunk.tokens.size());
       last.push_back(static_cast<int32_t>(end - 1));
     }
-    last_rows = int32_tensor(backend_, workspace_, "last_rows", last);
   }
+  // One copy per pass, not per layer: the same for every layer.
+  const std::vector<Tensor> uploaded = workspace_.upload_int32s("pass_ints", {ids, positions, key_counts, last});
+  const Tensor& id_tensor = uploaded[0];
+  const Tensor& position_tensor = uploaded[1];
+  const Tensor& key_count_tensor = uploaded[2];
+  const Tensor last_rows = pick_last_rows ? uploaded[3] : Tensor();
   auto run = [&] { return run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor, last_rows); };
   const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
   for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));

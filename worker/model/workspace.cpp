@@ -20,4 +20,19 @@ Tensor Workspace::get(const std::string& name, DType dtype, Shape shape) {
   return slot.reshape({slot.numel()}).slice_rows(0, probe.numel()).reshape(std::move(shape));
 }
 
+std::vector<Tensor> Workspace::upload_int32s(const std::string& name,
+                                             std::initializer_list<std::span<const int32_t>> parts) {
+  std::vector<int32_t> packed;
+  for (std::span<const int32_t> part : parts) packed.insert(packed.end(), part.begin(), part.end());
+  Tensor all = get(name, DType::kI32, {static_cast<int64_t>(packed.size())});
+  backend_.copy_from_host(packed.data(), all);
+  std::vector<Tensor> views;
+  int64_t first = 0;
+  for (std::span<const int32_t> part : parts) {
+    views.push_back(all.slice_rows(first, static_cast<int64_t>(part.size())));
+    first += static_cast<int64_t>(part.size());
+  }
+  return views;
+}
+
 }  // namespace flashq

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.h"
 
@@ -17,6 +20,10 @@ class Workspace {
 
   // A [rows, cols...] tensor of `dtype` for slot `name`.
   Tensor get(const std::string& name, DType dtype, Shape shape);
+
+  // The int32 vectors `parts`, copied to the device in one transfer into slot `name`, as a view
+  // each: a pass's ids, positions, key counts... cost one copy instead of one per vector.
+  std::vector<Tensor> upload_int32s(const std::string& name, std::initializer_list<std::span<const int32_t>> parts);
 
   // Counts the allocations so far: while it stands still, every view handed out keeps its
   // address (what a recorded pass relies on).
