@@ -42,6 +42,32 @@ void require_f32(const Tensor& t, const char* name) {
 
 cpu::WeightVector weight_vector(const Tensor& w) { return {w.raw(), w.dtype()}; }
 
+// For gather_rows and store_rows: `listed` has a row per entry of `rows`, int32 indices into the
+// rows of `indexed`, and both have rows of one size.
+void require_row_index(const Tensor& listed, const Tensor& indexed, const Tensor& rows, const char* op) {
+  const auto row_size = [](const Tensor& t) { return t.numel() / std::max<int64_t>(t.dim(0), 1); };
+  require(listed.rank() >= 1 && indexed.rank() >= 1 && rows.dtype() == DType::kI32 && rows.numel() == listed.dim(0) &&
+              (listed.dim(0) == 0 || row_size(listed) == row_size(indexed)),
+          [&] { return std::string(op) + " shapes"; });
+}
+
+// Row i of src to row rows[i] of dst (`scatter`), or row rows[i] of src to row i of dst. The
+// indices are read here, when the op runs, as on a GPU.
+void copy_indexed_rows(const Tensor& src, const Tensor& dst, const Tensor& rows, bool scatter) {
+  const int32_t* index = rows.data<int32_t>();
+  const Tensor& indexed = scatter ? dst : src;
+  const Tensor& listed = scatter ? src : dst;  // a row per index
+  const size_t row_bytes = rows.numel() == 0 ? 0 : listed.nbytes() / static_cast<size_t>(rows.numel());
+  for (int64_t i = 0; i < rows.numel(); ++i) {
+    require(index[i] >= 0 && index[i] < indexed.dim(0),
+            scatter ? "store_rows: a row outside the destination" : "gather_rows: a row outside the source");
+    const auto to = static_cast<size_t>(scatter ? index[i] : i);
+    const auto from = static_cast<size_t>(scatter ? i : index[i]);
+    std::memcpy(static_cast<char*>(dst.raw()) + to * row_bytes,
+                static_cast<const char*>(src.raw()) + from * row_bytes, row_bytes);
+  }
+}
+
 // What CpuBackend::capture records: each op as a closure holding its tensors (so their memory
 // outlives the recording, as a CUDA graph's does not need) and its arguments as they were.
 class CpuCapturedOps final : public CapturedOps {
@@ -84,35 +110,16 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
     require_f32(src, "gather_rows src");
     require_f32(dst, "gather_rows dst");
-    require(rows.dtype() == DType::kI32 && rows.numel() == dst.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
-                (dst.dim(0) == 0 || dst.numel() / dst.dim(0) == src.numel() / std::max<int64_t>(src.dim(0), 1)),
-            "gather_rows shapes");
-    run([src, dst, rows] {
-      const int32_t* from = rows.data<int32_t>();  // read when the op runs, as on a GPU
-      const size_t row_bytes = dst.dim(0) == 0 ? 0 : dst.nbytes() / static_cast<size_t>(dst.dim(0));
-      for (int64_t i = 0; i < dst.dim(0); ++i) {
-        require(from[i] >= 0 && from[i] < src.dim(0), "gather_rows: a row outside the source");
-        std::memcpy(static_cast<char*>(dst.raw()) + static_cast<size_t>(i) * row_bytes,
-                    static_cast<const char*>(src.raw()) + static_cast<size_t>(from[i]) * row_bytes, row_bytes);
-      }
-    });
+    require_row_index(dst, src, rows, "gather_rows");
+    run([src, dst, rows] { copy_indexed_rows(src, dst, rows, false); });
   }
 
+  // dst[rows[i]] = src[i]: gather_rows the other way.
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
     require_f32(src, "store_rows src");
     require_f32(dst, "store_rows dst");
-    require(rows.dtype() == DType::kI32 && rows.numel() == src.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
-                (src.dim(0) == 0 || src.numel() / src.dim(0) == dst.numel() / std::max<int64_t>(dst.dim(0), 1)),
-            "store_rows shapes");
-    run([src, dst, rows] {
-      const int32_t* at = rows.data<int32_t>();  // read when the op runs, as on a GPU
-      const size_t row_bytes = src.dim(0) == 0 ? 0 : src.nbytes() / static_cast<size_t>(src.dim(0));
-      for (int64_t i = 0; i < src.dim(0); ++i) {
-        require(at[i] >= 0 && at[i] < dst.dim(0), "store_rows: a row outside the destination");
-        std::memcpy(static_cast<char*>(dst.raw()) + static_cast<size_t>(at[i]) * row_bytes,
-                    static_cast<const char*>(src.raw()) + static_cast<size_t>(i) * row_bytes, row_bytes);
-      }
-    });
+    require_row_index(src, dst, rows, "store_rows");
+    run([src, dst, rows] { copy_indexed_rows(src, dst, rows, true); });
   }
 
   void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {

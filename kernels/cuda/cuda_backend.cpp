@@ -217,9 +217,7 @@ class CudaBackend final : public Backend {
     require_f32(src, "gather_rows src");
     require_f32(dst, "gather_rows dst");
     require_on_device(rows, "gather_rows rows");
-    require(rows.dtype() == DType::kI32 && rows.numel() == dst.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
-                (dst.dim(0) == 0 || dst.numel() / dst.dim(0) == src.numel() / std::max<int64_t>(src.dim(0), 1)),
-            "gather_rows shapes");
+    require_row_index(dst, src, rows, "gather_rows");
     const int64_t row_floats = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
     cuda::gather_rows(src.data<float>(), rows.data<int32_t>(), dst.data<float>(), dst.dim(0), row_floats, src.dim(0),
                       context_->report(), stream());
@@ -229,9 +227,7 @@ class CudaBackend final : public Backend {
     require_f32(src, "store_rows src");
     require_f32(dst, "store_rows dst");
     require_on_device(rows, "store_rows rows");
-    require(rows.dtype() == DType::kI32 && rows.numel() == src.dim(0) && src.rank() >= 1 && dst.rank() >= 1 &&
-                (src.dim(0) == 0 || src.numel() / src.dim(0) == dst.numel() / std::max<int64_t>(dst.dim(0), 1)),
-            "store_rows shapes");
+    require_row_index(src, dst, rows, "store_rows");
     const int64_t row_floats = src.dim(0) == 0 ? 0 : src.numel() / src.dim(0);
     cuda::store_rows(src.data<float>(), dst.data<float>(), rows.data<int32_t>(), src.dim(0), row_floats, dst.dim(0),
                      context_->report(), stream());
@@ -468,6 +464,15 @@ class CudaBackend final : public Backend {
     require(!capturing_, [&] {
       return std::string(what) + " while capturing ops: upload before capture() and replay(), read back after";
     });
+  }
+
+  // For gather_rows and store_rows: `listed` has a row per entry of `rows`, int32 indices into
+  // the rows of `indexed`, and both have rows of one size.
+  static void require_row_index(const Tensor& listed, const Tensor& indexed, const Tensor& rows, const char* op) {
+    const auto row_size = [](const Tensor& t) { return t.numel() / std::max<int64_t>(t.dim(0), 1); };
+    require(listed.rank() >= 1 && indexed.rank() >= 1 && rows.dtype() == DType::kI32 &&
+                rows.numel() == listed.dim(0) && (listed.dim(0) == 0 || row_size(listed) == row_size(indexed)),
+            [&] { return std::string(op) + " shapes"; });
   }
 
   static void require_matmul_inputs(const Tensor& x, const Tensor& w, const Tensor& y) {
