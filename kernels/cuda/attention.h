@@ -2,14 +2,17 @@
 // k, v[keys, kv_heads, D]; query row m attends keys [0, key_counts[m]) with scale 1/sqrt(D).
 // The rows may belong to several sequences (chunks), each with its own k and v, in one launch.
 //
-// Split over the keys (flash-decoding): a block takes one query row, the query heads of one KV
-// head (so each key row is read once for all of them) and one slice of the keys, walks the slice
-// in tiles of 64 keys with an online softmax, and leaves an unnormalised partial result; a second
-// kernel merges the slices. The number of slices follows the shape (enough for one decode row to
-// fill the GPU; with enough rows, one slice and no merge), and each row spreads its own key count,
-// read on the device, over them: a launch does not depend on the counts, so a captured one stays
-// right as the caches fill. A key count beyond its chunk's keys is reported
-// through `report` (device_error.h) and clamped; a count <= 0 gives zeros.
+// Split over the keys (flash-decoding): a block takes the query heads of one KV head (so each
+// key row is read once for all of them), one slice of the keys and either one query row
+// (decode) or, when a chunk has several rows (verify and draft blocks, prefill), a tile of up
+// to 64 / heads consecutive rows of it, whose query vectors then share every key and value the
+// block loads. It walks the slice in tiles with an online softmax and leaves an unnormalised
+// partial result; a second kernel merges the slices. The number of slices follows the shape
+// (enough blocks to fill the GPU; with enough rows, one slice and no merge), and each tile
+// spreads its longest row's key count, read on the device, over them: a launch does not
+// depend on the counts, so a captured one stays right as the caches fill. A key count beyond
+// its chunk's keys is reported through `report` (device_error.h) and clamped; a count <= 0
+// gives zeros.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,11 +44,11 @@ struct AttentionShape {
   int64_t rows, q_heads, kv_heads, head_dim, keys;
 };
 
-// Bytes of scratch attention() needs for this shape (0 when it needs none).
-size_t attention_scratch_bytes(const AttentionShape& shape);
+// Bytes of scratch attention() needs for this shape and these chunks (0 when it needs none).
+size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvChunk> chunks);
 
 // `chunks` (at most kMaxKvChunks) cover q's rows in order; `scratch` holds at least
-// attention_scratch_bytes(shape) bytes. Allocates nothing.
+// attention_scratch_bytes(shape, chunks) bytes. Allocates nothing.
 void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
                AttentionShape shape, void* scratch, DeviceErrorReport* report, cudaStream_t stream);
 

@@ -577,7 +577,7 @@ class CudaBackend final : public Backend {
   void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, const Tensor& key_counts, Tensor& out,
               int64_t kv_heads, int64_t most_keys) {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
-    void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape));
+    void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape, chunks));
     cuda::attention(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(), shape, scratch,
                     context_->report(), stream());
   }

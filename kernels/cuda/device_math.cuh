@@ -27,13 +27,19 @@ __device__ inline float weight_at(const void* w, DType dtype, int64_t i) {
   }
 }
 
-// Butterfly sum: every lane ends with the same total.
 // SwiGLU's element: silu(g) * u. One definition for the swiglu kernel and the fused MLP
 // product, so the two give the same bits.
 __device__ inline float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
+// Butterfly sum: every lane ends with the same total.
 __device__ inline float warp_sum(float v) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Butterfly max: every lane ends with the same maximum.
+__device__ inline float warp_max(float v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
 

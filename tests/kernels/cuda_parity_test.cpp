@@ -293,7 +293,12 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{"SingleKey", 4, 4, 2, 16, 1, true},
                       AttentionCase{"LongContext", 2, 8, 8, 128, 4099, false},
                       AttentionCase{"ManyRowsOneSlice", 300, 8, 2, 64, 200, false},
-                      AttentionCase{"SixteenHeadsPerKvHead", 2, 16, 1, 128, 500, false}),
+                      AttentionCase{"SixteenHeadsPerKvHead", 2, 16, 1, 128, 500, false},
+                      // Chunks of 4 rows or more take the row-tile kernel; the cases above with
+                      // fewer rows take the one-row kernel.
+                      AttentionCase{"VerifyBlockLongContext", 16, 32, 8, 128, 4099, false},
+                      AttentionCase{"HeadDim256Block", 6, 4, 1, 256, 100, false},
+                      AttentionCase{"SixteenHeadsBlock", 12, 16, 1, 128, 300, false}),
     [](const ::testing::TestParamInfo<AttentionCase>& p) { return std::string(p.param.name); });
 
 // Many sequences in one call (more than one launch takes: 70 chunks), each with its own cache:

@@ -306,6 +306,40 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                 << std::endl;
     }
   }
+
+  // A causal verify block of 16 rows over one cache: the row-tile kernel (one 16-row chunk)
+  // against a block per row (the same rows as 16 one-row chunks of the same cache).
+  for (int64_t keys : o.cuda_keys) {
+    const int64_t rows = 16;
+    Tensor q = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
+    Tensor k = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
+    Tensor v = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
+    Tensor cache_k = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
+    Tensor cache_v = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
+    Tensor out = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
+    std::vector<int32_t> at(static_cast<size_t>(rows)), counts(static_cast<size_t>(rows));
+    std::vector<CacheChunk> one_row_chunks;
+    for (int64_t i = 0; i < rows; ++i) {
+      at[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i);
+      counts[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i + 1);
+      one_row_chunks.push_back({&cache_k, &cache_v, i, 1});
+    }
+    Tensor store_at = gpu->allocate(DType::kI32, {rows}), key_counts = gpu->allocate(DType::kI32, {rows});
+    gpu->copy_from_host(at.data(), store_at);
+    gpu->copy_from_host(counts.data(), key_counts);
+    const CacheChunk block_chunk[] = {{&cache_k, &cache_v, 0, rows}};
+    const double tiles = time_per_gpu_call(
+        *gpu, o.min_seconds, [&] { gpu->store_and_attend(q, k, v, block_chunk, store_at, key_counts, out); });
+    const double row_blocks = time_per_gpu_call(
+        *gpu, o.min_seconds, [&] { gpu->store_and_attend(q, k, v, one_row_chunks, store_at, key_counts, out); });
+    std::cout << nlohmann::json{{"kernel", "cuda_attention_block"}, {"rows", rows},
+                                {"keys", keys},
+                                {"us_row_tiles", tiles * 1e6},
+                                {"us_row_blocks", row_blocks * 1e6},
+                                {"kv_gb_per_s", 2.0 * static_cast<double>(cache_k.nbytes()) / tiles / 1e9}}
+                     .dump()
+              << std::endl;
+  }
 }
 
 void run_kernel_bench(const KernelBenchOptions& o) {
