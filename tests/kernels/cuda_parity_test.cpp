@@ -250,6 +250,8 @@ struct AttentionCase {
   const char* name;
   int64_t rows, q_heads, kv_heads, head_dim, keys;
   bool same_count;  // every row sees all keys (a draft block); else per-row counts in [0, keys]
+  // q 4 bytes off 16-byte alignment: the float4 tile kernels refuse it, the one-row kernel takes it
+  bool shift_q = false;
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
@@ -278,7 +280,13 @@ TEST_P(CudaAttentionParity, MatchesCpuBackend) {
   cpu_->attention(q_host, k_host, v_host, counts_host, out_host);
 
   Tensor out_gpu = poisoned({c.rows, c.q_heads, c.head_dim});
-  gpu_->attention(to_gpu(q_host), to_gpu(k_host), to_gpu(v_host), to_gpu(counts_host), out_gpu);
+  Tensor q_gpu = to_gpu(q_host);
+  if (c.shift_q) {
+    Tensor shifted = gpu_->allocate(DType::kF32, {q_host.numel() + 1});
+    q_gpu = shifted.slice_rows(1, q_host.numel()).reshape(q_host.shape());
+    gpu_->copy_from_host(q.data(), q_gpu);
+  }
+  gpu_->attention(q_gpu, to_gpu(k_host), to_gpu(v_host), to_gpu(counts_host), out_gpu);
   EXPECT_LT(normalized_error(download(out_gpu), host_values(out_host)), 1e-4) << c.name;
 }
 
@@ -294,11 +302,17 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{"LongContext", 2, 8, 8, 128, 4099, false},
                       AttentionCase{"ManyRowsOneSlice", 300, 8, 2, 64, 200, false},
                       AttentionCase{"SixteenHeadsPerKvHead", 2, 16, 1, 128, 500, false},
-                      // Chunks of 4 rows or more take the row-tile kernel; the cases above with
-                      // fewer rows take the one-row kernel.
+                      // Chunks of 4 rows or more take the 64-query tiles, fewer the 8-query
+                      // (decode) tiles; a head dim not a multiple of 4 or a misaligned q the
+                      // one-row kernel.
                       AttentionCase{"VerifyBlockLongContext", 16, 32, 8, 128, 4099, false},
                       AttentionCase{"HeadDim256Block", 6, 4, 1, 256, 100, false},
-                      AttentionCase{"SixteenHeadsBlock", 12, 16, 1, 128, 300, false}),
+                      AttentionCase{"SixteenHeadsBlock", 12, 16, 1, 128, 300, false},
+                      AttentionCase{"HeadDim18OneRowKernel", 6, 8, 2, 18, 150, false},
+                      AttentionCase{"HeadDim18DecodeOneRowKernel", 1, 8, 2, 18, 700, true},
+                      AttentionCase{"MisalignedDecodeOneRowKernel", 1, 32, 8, 128, 300, true, true},
+                      AttentionCase{"MisalignedBlockOneRowKernel", 16, 8, 2, 64, 129, false, true},
+                      AttentionCase{"MisalignedLongContextOneRowKernel", 2, 8, 8, 128, 4099, false, true}),
     [](const ::testing::TestParamInfo<AttentionCase>& p) { return std::string(p.param.name); });
 
 // Many sequences in one call (more than one launch takes: 70 chunks), each with its own cache:

@@ -293,6 +293,13 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
       gpu->copy_from_host(all_keys.data(), counts);
       const double seconds = time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q, k, v, counts, out); });
       const double kv_gb_per_s = 2.0 * static_cast<double>(k.nbytes()) / seconds / 1e9;
+      // The same call with q 4 bytes off 16-byte alignment, which the float4 tile kernels need:
+      // the one-row kernel they replaced takes it (kernels/cuda/attention.cu).
+      const int64_t q_floats = rows * q_heads * head_dim;
+      Tensor shifted = gpu->allocate(DType::kF32, {q_floats + 1});
+      Tensor q_shifted = shifted.slice_rows(1, q_floats).reshape({rows, q_heads, head_dim});
+      const double one_row =
+          time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q_shifted, k, v, counts, out); });
       std::cout << nlohmann::json{{"kernel", "cuda_attention"},
                                   {"rows", rows},
                                   {"keys", keys},
@@ -300,6 +307,7 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                                   {"kv_heads", kv_heads},
                                   {"head_dim", head_dim},
                                   {"us_per_call", seconds * 1e6},
+                                  {"us_one_row_kernel", one_row * 1e6},
                                   {"kv_gb_per_s", kv_gb_per_s},
                                   {"fraction_of_copy_bandwidth", kv_gb_per_s / copy_gb_per_s}}
                        .dump()
@@ -307,39 +315,6 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
     }
   }
 
-  // A causal verify block of 16 rows over one cache: the row-tile kernel (one 16-row chunk)
-  // against a block per row (the same rows as 16 one-row chunks of the same cache).
-  for (int64_t keys : o.cuda_keys) {
-    const int64_t rows = 16;
-    Tensor q = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
-    Tensor k = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
-    Tensor v = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
-    Tensor cache_k = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
-    Tensor cache_v = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
-    Tensor out = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
-    std::vector<int32_t> at(static_cast<size_t>(rows)), counts(static_cast<size_t>(rows));
-    std::vector<CacheChunk> one_row_chunks;
-    for (int64_t i = 0; i < rows; ++i) {
-      at[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i);
-      counts[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i + 1);
-      one_row_chunks.push_back({&cache_k, &cache_v, i, 1});
-    }
-    Tensor store_at = gpu->allocate(DType::kI32, {rows}), key_counts = gpu->allocate(DType::kI32, {rows});
-    gpu->copy_from_host(at.data(), store_at);
-    gpu->copy_from_host(counts.data(), key_counts);
-    const CacheChunk block_chunk[] = {{&cache_k, &cache_v, 0, rows}};
-    const double tiles = time_per_gpu_call(
-        *gpu, o.min_seconds, [&] { gpu->store_and_attend(q, k, v, block_chunk, store_at, key_counts, out); });
-    const double row_blocks = time_per_gpu_call(
-        *gpu, o.min_seconds, [&] { gpu->store_and_attend(q, k, v, one_row_chunks, store_at, key_counts, out); });
-    std::cout << nlohmann::json{{"kernel", "cuda_attention_block"}, {"rows", rows},
-                                {"keys", keys},
-                                {"us_row_tiles", tiles * 1e6},
-                                {"us_row_blocks", row_blocks * 1e6},
-                                {"kv_gb_per_s", 2.0 * static_cast<double>(cache_k.nbytes()) / tiles / 1e9}}
-                     .dump()
-              << std::endl;
-  }
 }
 
 void run_kernel_bench(const KernelBenchOptions& o) {

@@ -149,11 +149,9 @@ def cmd_kernels(args, common):
                                "gflop_per_s")}
         for v in lines if v.get("kernel") in ("cuda_matmul_bf16", "matmul_bf16")]
     line["attention"] = [
-        {k: v.get(k) for k in ("rows", "keys", "us_per_call", "kv_gb_per_s", "fraction_of_copy_bandwidth")}
+        {k: v.get(k) for k in ("rows", "keys", "us_per_call", "us_one_row_kernel", "kv_gb_per_s",
+                               "fraction_of_copy_bandwidth")}
         for v in lines if v.get("kernel") == "cuda_attention"]
-    line["attention_block"] = [
-        {k: v.get(k) for k in ("rows", "keys", "us_row_tiles", "us_row_blocks", "kv_gb_per_s")}
-        for v in lines if v.get("kernel") == "cuda_attention_block"]
     line["fused"] = [
         {k: v.get(k) for k in ("kernel", "rows", "us_fused", "us_apart", "fraction_of_copy_bandwidth")}
         for v in lines if v.get("kernel") in ("cuda_matmul_qkv", "cuda_matmul_swiglu", "cuda_norm_rope_store_attend")]
