@@ -595,6 +595,33 @@ TEST_F(CudaParity, ArgmaxMatchesCpuBackendWithTiesToTheLowestIndex) {
   }
 }
 
+// Logits 4 bytes off 16-byte alignment take the kernel's 4-byte loads, the rest 16-byte loads.
+TEST_F(CudaParity, ArgmaxOfUnalignedLogitsMatchesCpuBackend) {
+  std::mt19937 rng(12);
+  const int64_t rows = 3, vocab = 1000;
+  std::vector<float> logits = random_floats(static_cast<size_t>(rows * vocab), rng, 10.0f);
+  logits[5] = logits[900] = 60.0f;        // a tie in row 0
+  logits[vocab + 999] = 70.0f;            // the last element of row 1
+  logits[2 * vocab + 3] = std::nanf("");  // NaN never wins
+  Tensor logits_host = host_tensor(logits, DType::kF32, {rows, vocab});
+  Tensor ids_host = Tensor::zeros_cpu(DType::kI32, {rows});
+  cpu_->argmax(logits_host, ids_host);
+  Tensor shifted = gpu_->allocate(DType::kF32, {rows * vocab + 1});
+  Tensor logits_gpu = shifted.slice_rows(1, rows * vocab).reshape({rows, vocab});
+  gpu_->copy_from_host(logits.data(), logits_gpu);
+  Tensor ids_gpu = gpu_->allocate(DType::kI32, {rows});
+  gpu_->argmax(to_gpu(logits_host), ids_gpu);
+  std::vector<int32_t> aligned(static_cast<size_t>(rows)), unaligned(static_cast<size_t>(rows));
+  gpu_->copy_to_host(ids_gpu, aligned.data());
+  Tensor unaligned_ids = gpu_->allocate(DType::kI32, {rows});
+  gpu_->argmax(logits_gpu, unaligned_ids);
+  gpu_->copy_to_host(unaligned_ids, unaligned.data());
+  const std::vector<int32_t> want(ids_host.data<int32_t>(), ids_host.data<int32_t>() + rows);
+  EXPECT_EQ(want, (std::vector<int32_t>{5, 999, want[2]}));
+  EXPECT_EQ(aligned, want);
+  EXPECT_EQ(unaligned, want);
+}
+
 // Sampling on the device draws what the CPU twin draws for the same uniform: the same kept set
 // (top-k and top-p, ties by index: quantised logits make many ties), and the same id unless the
 // uniform falls within float rounding of a boundary of the cumulative weights (a few in 10^5;

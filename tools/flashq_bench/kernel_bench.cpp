@@ -80,11 +80,27 @@ void report_sampling(Backend& backend, const std::string& name, Timer&& time) {
       Tensor ids = backend.allocate(DType::kI32, {rows});
       const double seconds = time(backend, [&] { backend.sample(logits_on, params_on, ids); });
       std::cout << nlohmann::json{{"kernel", name},     {"rows", rows},           {"vocab", kVocab},
-                                  {"top_k", top_k},     {"top_p", top_p},         {"us_per_call", seconds * 1e6},
+                                  {"temperature", 0.8}, {"top_k", top_k},         {"top_p", top_p},
+                                  {"us_per_call", seconds * 1e6},
                                   {"logits_gb_per_s", static_cast<double>(logits_on.nbytes()) / seconds / 1e9}}
                        .dump()
                 << std::endl;
     }
+    // Temperature 0: argmax, also with the logits 4 bytes off 16-byte alignment (4-byte loads).
+    Tensor ids = backend.allocate(DType::kI32, {rows});
+    Tensor shifted = backend.allocate(DType::kF32, {rows * kVocab + 1});
+    Tensor logits_shifted = shifted.slice_rows(1, rows * kVocab).reshape({rows, kVocab});
+    const double seconds = time(backend, [&] { backend.argmax(logits_on, ids); });
+    const double unaligned = time(backend, [&] { backend.argmax(logits_shifted, ids); });
+    std::cout << nlohmann::json{{"kernel", name},
+                                {"rows", rows},
+                                {"vocab", kVocab},
+                                {"temperature", 0},
+                                {"us_per_call", seconds * 1e6},
+                                {"us_unaligned", unaligned * 1e6},
+                                {"logits_gb_per_s", static_cast<double>(logits_on.nbytes()) / seconds / 1e9}}
+                     .dump()
+              << std::endl;
   }
 }
 
