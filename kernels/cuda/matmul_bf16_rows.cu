@@ -9,8 +9,14 @@ namespace flashq::cuda {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kWeightRows = 16;  // per block: two n-tiles of 8
-constexpr int kUnroll = 4;       // chunks whose weights are in flight before any is multiplied
+
+// Weight tiles of 8 rows a block takes: 2 for up to 32 rows of x; 4 beyond, where each block
+// reads all of x (up to 128 rows x K) again, so that x is read half as often per weight row.
+__host__ __device__ constexpr int n_tiles_for(int row_tiles) { return row_tiles <= 2 ? 2 : 4; }
+
+// Chunks whose weights are in flight before any is multiplied: fewer when the accumulators
+// (row tiles x weight tiles x 4) need the registers.
+__host__ __device__ constexpr int unroll_for(int row_tiles, int n_tiles) { return row_tiles * n_tiles <= 16 ? 4 : 2; }
 
 __device__ inline uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -54,38 +60,43 @@ __device__ inline void load_x8(const __nv_bfloat16* x, int64_t row, int64_t m, i
   out[3] = v.w;
 }
 
-// The loop both variants share: x's RowTiles tiles of 16 rows against a block's two tiles of 8
-// weight rows; acc[t][0] takes the first tile, acc[t][1] the second. `row_a` and `row_b` are
-// this lane's weight row in each tile (lane group g = lane / 4 holds row g of both), nullptr
-// past the weights' end, which reads as zeros.
+// The loop both variants share: x's RowTiles tiles of 16 rows against a block's NTiles tiles
+// of 8 weight rows; acc[t][j] takes row tile t against weight tile j. rows[j] is this lane's
+// weight row in tile j (lane group g = lane / 4 holds row g of every tile), nullptr past the
+// weights' end, which reads as zeros.
 //
-// In a chunk of 32 columns, lane (group g, quad q = lane % 4) holds columns 8q..8q+7 of its two
+// In a chunk of 32 columns, lane (group g, quad q = lane % 4) holds columns 8q..8q+7 of its
 // weight rows and of x rows g and g + 8. The first k16 step takes columns 8q..8q+3 as the
 // fragment's 2q, 2q+1, 2q+8, 2q+9, the second 8q+4..8q+7: a permutation of the chunk's
-// columns, the same for x and w.
-template <int RowTiles, typename X>
-__device__ inline void multiply_two_tiles(const X* __restrict__ x, int64_t m, int64_t k,
-                                          const __nv_bfloat16* row_a, const __nv_bfloat16* row_b,
-                                          float (&acc)[RowTiles][2][4]) {
+// columns, the same for x and w. Warp w takes chunks w, w + 8, ... in that order, however many
+// tiles there are: an output's sum does not depend on RowTiles or NTiles.
+template <int RowTiles, int NTiles, typename X>
+__device__ inline void multiply_tiles(const X* __restrict__ x, int64_t m, int64_t k,
+                                      const __nv_bfloat16* const (&rows)[NTiles], float (&acc)[RowTiles][NTiles][4]) {
+  constexpr int kUnroll = unroll_for(RowTiles, NTiles);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int group = lane / 4, quad = lane % 4;
   const int64_t chunks = k / kBf16RowsChunk;
-  const uint4* wa = reinterpret_cast<const uint4*>(row_a);
-  const uint4* wb = reinterpret_cast<const uint4*>(row_b);
+  const uint4* w[NTiles];
+#pragma unroll
+  for (int j = 0; j < NTiles; ++j) w[j] = reinterpret_cast<const uint4*>(rows[j]);
 #pragma unroll
   for (int t = 0; t < RowTiles; ++t) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[t][0][e] = acc[t][1][e] = 0.0f;
+    for (int j = 0; j < NTiles; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[t][j][e] = 0.0f;
+    }
   }
 
   for (int64_t c0 = warp; c0 < chunks; c0 += static_cast<int64_t>(kWarps) * kUnroll) {
-    uint4 weights_a[kUnroll], weights_b[kUnroll];
+    uint4 weights[kUnroll][NTiles];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t c = c0 + static_cast<int64_t>(u) * kWarps;
       const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-      weights_a[u] = c < chunks && wa != nullptr ? __ldg(wa + c * 4 + quad) : zero;
-      weights_b[u] = c < chunks && wb != nullptr ? __ldg(wb + c * 4 + quad) : zero;
+#pragma unroll
+      for (int j = 0; j < NTiles; ++j) weights[u][j] = c < chunks && w[j] != nullptr ? __ldg(w[j] + c * 4 + quad) : zero;
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -99,31 +110,34 @@ __device__ inline void multiply_two_tiles(const X* __restrict__ x, int64_t m, in
         load_x8(x, t * 16 + group + 8, m, k, col, bottom);
         const uint32_t first[4] = {top[0], bottom[0], top[1], bottom[1]};
         const uint32_t second[4] = {top[2], bottom[2], top[3], bottom[3]};
-        mma_bf16(acc[t][0], first, weights_a[u].x, weights_a[u].y);
-        mma_bf16(acc[t][0], second, weights_a[u].z, weights_a[u].w);
-        mma_bf16(acc[t][1], first, weights_b[u].x, weights_b[u].y);
-        mma_bf16(acc[t][1], second, weights_b[u].z, weights_b[u].w);
+#pragma unroll
+        for (int j = 0; j < NTiles; ++j) {
+          mma_bf16(acc[t][j], first, weights[u][j].x, weights[u][j].y);
+          mma_bf16(acc[t][j], second, weights[u][j].z, weights[u][j].w);
+        }
       }
     }
   }
 }
 
 // Every warp's fragments of row tile t, for the block to add in warp order: partial[warp][lane]
-// holds the lane's four accumulators of the first tile, then the four of the second. In a
-// fragment, accumulator e of lane (group g, quad q) is row g (+ 8 for e >= 2), column 2q + e % 2.
-using WarpPartials = float[kWarps][32][8];
+// holds the lane's four accumulators of weight tile 0, then of tile 1, ... In a fragment,
+// accumulator e of lane (group g, quad q) is row g (+ 8 for e >= 2), column 2q + e % 2.
+template <int NTiles>
+using WarpPartials = float[kWarps][32][4 * NTiles];
 
-template <int RowTiles>
-__device__ inline void share_fragments(const float (&acc)[RowTiles][2][4], int t, WarpPartials& partial) {
+template <int RowTiles, int NTiles>
+__device__ inline void share_fragments(const float (&acc)[RowTiles][NTiles][4], int t, WarpPartials<NTiles>& partial) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    partial[warp][lane][e] = acc[t][0][e];
-    partial[warp][lane][4 + e] = acc[t][1][e];
+  for (int j = 0; j < NTiles; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) partial[warp][lane][4 * j + e] = acc[t][j][e];
   }
 }
 
-__device__ inline float sum_over_warps(const WarpPartials& partial, int lane, int element) {
+template <int NTiles>
+__device__ inline float sum_over_warps(const WarpPartials<NTiles>& partial, int lane, int element) {
   float sum = 0.0f;
 #pragma unroll
   for (int v = 0; v < kWarps; ++v) sum += partial[v][lane][element];
@@ -133,6 +147,8 @@ __device__ inline float sum_over_warps(const WarpPartials& partial, int lane, in
 // Decode (one row tile) is held to 3 blocks per SM, as the first version of the kernel fitted
 // unasked at 100% of the copy floor; more row tiles need the registers.
 constexpr int min_blocks_per_sm(int row_tiles) { return row_tiles == 1 ? 3 : 1; }
+
+constexpr unsigned kThreads = kWarps * 32;
 
 // Up to kBf16RowsMaxProducts products, each owning a run of consecutive blocks.
 struct ProductTable {
@@ -145,60 +161,76 @@ struct ProductTable {
   int count;
 };
 
-// A block takes 16 weight rows of one product: two tiles of 8.
+// A block takes 8 x n_tiles_for(RowTiles) weight rows of one product.
 template <int RowTiles, typename X>
 __global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(RowTiles))
     multiply_rows(const X* __restrict__ x, int64_t m, int64_t k, const __grid_constant__ ProductTable table) {
-  __shared__ WarpPartials partial;
+  constexpr int kTiles = n_tiles_for(RowTiles);
+  __shared__ WarpPartials<kTiles> partial;
   int p = 0;
   while (p + 1 < table.count && static_cast<int64_t>(blockIdx.x) >= table.at[p + 1].first_block) ++p;
   const ProductTable::Entry& product = table.at[p];
-  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - product.first_block) * kWeightRows;
+  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - product.first_block) * 8 * kTiles;
   const int group = static_cast<int>(threadIdx.x) % 32 / 4;
-  const int64_t row_a = n0 + group, row_b = n0 + 8 + group;
-  float acc[RowTiles][2][4];
-  multiply_two_tiles<RowTiles>(x, m, k, row_a < product.n ? product.w + row_a * k : nullptr,
-                               row_b < product.n ? product.w + row_b * k : nullptr, acc);
+  const __nv_bfloat16* rows[kTiles];
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    const int64_t row = n0 + 8 * j + group;
+    rows[j] = row < product.n ? product.w + row * k : nullptr;
+  }
+  float acc[RowTiles][kTiles][4];
+  multiply_tiles<RowTiles, kTiles>(x, m, k, rows, acc);
 
-  // Thread i adds element i % 8 of lane i / 8's fragments: tile (i % 8) / 4, accumulator
-  // (i % 8) % 4.
-  const int from_lane = static_cast<int>(threadIdx.x) / 8, element = static_cast<int>(threadIdx.x) % 8;
-  const int64_t out_row = from_lane / 4 + (element % 4 >= 2 ? 8 : 0);
-  const int64_t out_col = n0 + (element / 4) * 8 + (from_lane % 4) * 2 + (element % 2);
+  // Job i adds element i % (4 kTiles) of lane i / (4 kTiles)'s fragments: weight tile
+  // element / 4, accumulator element % 4.
 #pragma unroll
   for (int t = 0; t < RowTiles; ++t) {
-    share_fragments<RowTiles>(acc, t, partial);
+    share_fragments<RowTiles, kTiles>(acc, t, partial);
     __syncthreads();
-    const float sum = sum_over_warps(partial, from_lane, element);
-    const int64_t row = t * 16 + out_row;
-    if (row < m && out_col < product.n) product.y[row * product.n + out_col] = sum;
+    for (int job = static_cast<int>(threadIdx.x); job < 32 * 4 * kTiles; job += static_cast<int>(kThreads)) {
+      const int from_lane = job / (4 * kTiles), element = job % (4 * kTiles), e = element % 4;
+      const int64_t row = t * 16 + from_lane / 4 + (e >= 2 ? 8 : 0);
+      const int64_t col = n0 + (element / 4) * 8 + (from_lane % 4) * 2 + (e % 2);
+      const float sum = sum_over_warps<kTiles>(partial, from_lane, element);
+      if (row < m && col < product.n) product.y[row * product.n + col] = sum;
+    }
     __syncthreads();
   }
 }
 
-// A block takes rows j0..j0+7 of gate (first tile) and of up (second tile) and writes
-// silu(gate) * up for those 8 columns of out.
+// A block takes rows j0..j0+W-1 of gate (its first half of weight tiles) and the same rows of
+// up (the second half), W = 4 x n_tiles_for(RowTiles), and writes silu(gate) * up for those W
+// columns of out.
 template <int RowTiles, typename X>
 __global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(RowTiles))
     multiply_rows_swiglu(const X* __restrict__ x, int64_t m, int64_t k, const __nv_bfloat16* __restrict__ gate,
                          const __nv_bfloat16* __restrict__ up, float* __restrict__ out, int64_t n) {
-  __shared__ WarpPartials partial;
-  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * 8;
-  const int64_t row = j0 + static_cast<int>(threadIdx.x) % 32 / 4;
-  float acc[RowTiles][2][4];
-  multiply_two_tiles<RowTiles>(x, m, k, row < n ? gate + row * k : nullptr, row < n ? up + row * k : nullptr, acc);
+  constexpr int kTiles = n_tiles_for(RowTiles), kHalf = kTiles / 2, kColumns = 8 * kHalf;
+  __shared__ WarpPartials<kTiles> partial;
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColumns;
+  const int group = static_cast<int>(threadIdx.x) % 32 / 4;
+  const __nv_bfloat16* rows[kTiles];
+#pragma unroll
+  for (int h = 0; h < kHalf; ++h) {
+    const int64_t row = j0 + 8 * h + group;
+    rows[h] = row < n ? gate + row * k : nullptr;
+    rows[kHalf + h] = row < n ? up + row * k : nullptr;
+  }
+  float acc[RowTiles][kTiles][4];
+  multiply_tiles<RowTiles, kTiles>(x, m, k, rows, acc);
 
-  // Threads 0..127 each finish one of the tile's 16 x 8 outputs: row r, column c sits in lane
-  // (r % 8) * 4 + c / 2, accumulator (r >= 8 ? 2 : 0) + c % 2 of each tile.
-  const int r = static_cast<int>(threadIdx.x) / 8, c = static_cast<int>(threadIdx.x) % 8;
-  const int from_lane = (r % 8) * 4 + c / 2, element = (r >= 8 ? 2 : 0) + c % 2;
+  // Job i finishes one of the row tile's 16 x kColumns outputs: row r, column c = 8h + cc sits
+  // in lane (r % 8) * 4 + cc / 2, accumulator (r >= 8 ? 2 : 0) + cc % 2 of gate tile h and of
+  // up tile kHalf + h.
 #pragma unroll
   for (int t = 0; t < RowTiles; ++t) {
-    share_fragments<RowTiles>(acc, t, partial);
+    share_fragments<RowTiles, kTiles>(acc, t, partial);
     __syncthreads();
-    if (threadIdx.x < 128) {
-      const float g = sum_over_warps(partial, from_lane, element);
-      const float u = sum_over_warps(partial, from_lane, 4 + element);
+    for (int job = static_cast<int>(threadIdx.x); job < 16 * kColumns; job += static_cast<int>(kThreads)) {
+      const int r = job / kColumns, c = job % kColumns, h = c / 8, cc = c % 8;
+      const int from_lane = (r % 8) * 4 + cc / 2, element = (r >= 8 ? 2 : 0) + cc % 2;
+      const float g = sum_over_warps<kTiles>(partial, from_lane, 4 * h + element);
+      const float u = sum_over_warps<kTiles>(partial, from_lane, 4 * (kHalf + h) + element);
       const int64_t out_row = t * 16 + r, out_col = j0 + c;
       if (out_row < m && out_col < n) out[out_row * n + out_col] = silu_times(g, u);
     }
@@ -228,32 +260,32 @@ void with_row_tiles(int64_t m, Launch&& launch_tiles) {
   }
 }
 
-constexpr unsigned kThreads = kWarps * 32;
-
 template <typename X>
 void launch_products(const X* x, std::span<const Bf16RowsProduct> products, int64_t m, int64_t k,
                      cudaStream_t stream) {
   for (size_t first = 0; first < products.size(); first += kBf16RowsMaxProducts) {
-    ProductTable table{};
-    int64_t blocks = 0;
-    for (size_t i = first; i < std::min(products.size(), first + kBf16RowsMaxProducts); ++i) {
-      const Bf16RowsProduct& product = products[i];
-      table.at[table.count++] = {product.w, product.y, product.n, blocks};
-      blocks += (product.n + kWeightRows - 1) / kWeightRows;
-    }
-    if (blocks == 0) continue;
+    const auto batch = products.subspan(first, std::min<size_t>(kBf16RowsMaxProducts, products.size() - first));
     with_row_tiles(m, [&]<int RowTiles>() {
+      constexpr int64_t kWeightRows = 8 * n_tiles_for(RowTiles);
+      ProductTable table{};
+      int64_t blocks = 0;
+      for (const Bf16RowsProduct& product : batch) {
+        table.at[table.count++] = {product.w, product.y, product.n, blocks};
+        blocks += (product.n + kWeightRows - 1) / kWeightRows;
+      }
+      if (blocks == 0) return;
       multiply_rows<RowTiles><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, m, k, table);
+      check_launch("matmul (bf16 rows kernel)");
     });
-    check_launch("matmul (bf16 rows kernel)");
   }
 }
 
 template <typename X>
 void launch_swiglu(const X* x, const __nv_bfloat16* gate, const __nv_bfloat16* up, float* out, int64_t m,
                    int64_t n, int64_t k, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>((n + 7) / 8);
   with_row_tiles(m, [&]<int RowTiles>() {
+    constexpr int64_t kColumns = 4 * n_tiles_for(RowTiles);
+    const auto blocks = static_cast<unsigned>((n + kColumns - 1) / kColumns);
     multiply_rows_swiglu<RowTiles><<<blocks, kThreads, 0, stream>>>(x, m, k, gate, up, out, n);
   });
   check_launch("matmul_swiglu (bf16 rows kernel)");

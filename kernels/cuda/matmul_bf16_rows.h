@@ -2,12 +2,13 @@
 // blocks, M <= 128), on the tensor cores: x rounded to bf16, float32 accumulation.
 //
 // Such a product is bound by reading the weights once. A block takes 16 weight rows (two
-// 8-column tiles of mma.m16n8k16) and its 8 warps split K in chunks of 32; each lane loads
-// 16 bytes of a weight row per chunk, so the chunk's elements go to the tensor core in a
-// permuted order (the same for x), which a dot product does not see. x goes by in tiles of
-// 16 rows while the weights stay in registers. The warps' sums are added in a fixed order, so a
-// row's result never depends on M or on the other rows: decoding a row alone and verifying it
-// in a block give the same bits.
+// 8-column tiles of mma.m16n8k16; 32 rows, four tiles, beyond 32 rows of x, which every block
+// reads whole) and its 8 warps split K in chunks of 32; each lane loads 16 bytes of a weight
+// row per chunk, so the chunk's elements go to the tensor core in a permuted order (the same
+// for x), which a dot product does not see. x goes by in tiles of 16 rows while the weights
+// stay in registers. Warp w always takes chunks w, w + 8, ... and the warps' sums are added in
+// a fixed order, so a row's result never depends on M, on the tiles or on the other rows:
+// decoding a row alone and verifying it in a block give the same bits.
 //
 // Two variants share that loop. Several products of one x (q, k and v) go in one launch, the
 // blocks split among them. The MLP's gate and up products go in one launch with SwiGLU applied
