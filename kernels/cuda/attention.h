@@ -3,13 +3,15 @@
 // The rows may belong to several sequences (chunks), each with its own k and v, in one launch.
 //
 // Split over the keys (flash-decoding): a block takes the query heads of one KV head (so each
-// key row is read once for all of them), one slice of the keys and either one query row
-// (decode) or, when a chunk has several rows (verify and draft blocks, prefill), a tile of up
-// to 64 / heads consecutive rows of it, whose query vectors then share every key and value the
-// block loads. It walks the slice in tiles with an online softmax and leaves an unnormalised
-// partial result; a second kernel merges the slices. The number of slices follows the shape
-// (enough blocks to fill the GPU; with enough rows, one slice and no merge), and each tile
-// spreads its longest row's key count, read on the device, over them: a launch does not
+// key row is read once for all of them), one slice of the keys and a tile of rows of one chunk:
+// up to 64 / heads rows when a chunk has 4 or more (verify and draft blocks, prefill), whose
+// query vectors then share every key and value the block loads, else up to 8 / heads (decode:
+// one row). Keys and values go through shared memory 32 at a time (attend_tile.cuh); a head
+// dim that is not a multiple of 4, or an address not 16-byte aligned, takes a block per row
+// instead (attend_row.cuh). Each block walks its slice with an online softmax and leaves an
+// unnormalised partial result; a second kernel merges the slices. The number of slices follows
+// the shape (enough blocks to fill the GPU; with enough rows, one slice and no merge), and each
+// tile spreads its longest row's key count, read on the device, over them: a launch does not
 // depend on the counts, so a captured one stays right as the caches fill. A key count beyond
 // its chunk's keys is reported through `report` (device_error.h) and clamped; a count <= 0
 // gives zeros.
