@@ -258,6 +258,23 @@ void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
 class CudaAttentionParity : public CudaParity, public ::testing::WithParamInterface<AttentionCase> {};
 
+// Where a failing case first differs: row, head and element, with the row's key count, which
+// tells a tile, slice or mask fault from a wrong sum.
+std::string first_attention_mismatch(const std::vector<float>& got, const std::vector<float>& want,
+                                     const std::vector<int32_t>& counts, int64_t q_heads, int64_t head_dim) {
+  double scale = 1e-30;
+  for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isfinite(got[i]) && std::abs(static_cast<double>(got[i]) - want[i]) <= 1e-4 * scale) continue;
+    const auto row = static_cast<int64_t>(i) / (q_heads * head_dim);
+    return "first at row " + std::to_string(row) + " (" + std::to_string(counts[static_cast<size_t>(row)]) +
+           " keys), head " + std::to_string(static_cast<int64_t>(i) / head_dim % q_heads) + ", element " +
+           std::to_string(static_cast<int64_t>(i) % head_dim) + ": " + std::to_string(got[i]) + " for " +
+           std::to_string(want[i]);
+  }
+  return "no element off";
+}
+
 TEST_P(CudaAttentionParity, MatchesCpuBackend) {
   const AttentionCase c = GetParam();
   std::mt19937 rng(static_cast<unsigned>(c.rows * 11 + c.keys * 3 + c.head_dim));
@@ -287,7 +304,9 @@ TEST_P(CudaAttentionParity, MatchesCpuBackend) {
     gpu_->copy_from_host(q.data(), q_gpu);
   }
   gpu_->attention(q_gpu, to_gpu(k_host), to_gpu(v_host), to_gpu(counts_host), out_gpu);
-  EXPECT_LT(normalized_error(download(out_gpu), host_values(out_host)), 1e-4) << c.name;
+  const std::vector<float> got = download(out_gpu), want = host_values(out_host);
+  const double error = normalized_error(got, want);
+  EXPECT_LT(error, 1e-4) << c.name << ": " << first_attention_mismatch(got, want, counts, c.q_heads, c.head_dim);
 }
 
 INSTANTIATE_TEST_SUITE_P(
