@@ -97,12 +97,7 @@ __global__ void __launch_bounds__(kRowThreads)
         tile_total += p;
       }
       for (int o = 16; o > 0; o /= 2) tile_total += __shfl_xor_sync(0xffffffffu, tile_total, o);
-      if (lane == 0) {
-        const float c = expf(running_max[warp] - new_max);  // 0 for the first tile
-        correction[warp] = c;
-        running_total[warp] = running_total[warp] * c + tile_total;
-        running_max[warp] = new_max;
-      }
+      if (lane == 0) advance_softmax(running_max[warp], running_total[warp], correction[warp], new_max, tile_total);
     }
     __syncthreads();
 #pragma unroll

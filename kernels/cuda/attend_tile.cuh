@@ -170,18 +170,12 @@ __global__ void __launch_bounds__(kTileThreads)
     for (int query = warp; query < queries; query += kTileWarps) {
       float* row = scores_s + query * kScoreStride;
       const float score = row[lane];
-      const float old_max = running_max[query];
-      const float new_max = fmaxf(old_max, warp_max(score));
+      const float new_max = fmaxf(running_max[query], warp_max(score));
       // -inf until the row has seen a key: nothing to weigh or rescale yet.
       const float weight = new_max == -INFINITY ? 0.0f : expf(score - new_max);
       row[lane] = weight;
       const float total = warp_sum(weight);
-      if (lane == 0) {
-        const float c = new_max == -INFINITY ? 1.0f : expf(old_max - new_max);  // 0 on the first key
-        correction[query] = c;
-        running_total[query] = running_total[query] * c + total;
-        running_max[query] = new_max;
-      }
+      if (lane == 0) advance_softmax(running_max[query], running_total[query], correction[query], new_max, total);
     }
     __syncthreads();
     // Values. Row tiles: a warp's lanes share their 8 queries (broadcast reads of the weights)

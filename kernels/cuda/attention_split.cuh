@@ -3,6 +3,7 @@
 // kernels/cuda/attention.cu and the kernels it launches (attend_row.cuh, attend_tile.cuh).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cuda/attention.h"
@@ -72,6 +73,18 @@ __device__ inline RowTile tile_at(const KvChunkTable& table, int64_t total_rows,
     index -= tiles;
   }
   return {0, 0, 0};  // beyond the plan's tiles: not launched
+}
+
+// One step of the online softmax of a query: its running max and total move to a tile whose
+// largest score is at most new_max and whose weights exp(score - new_max) sum to tile_total;
+// `correction` is what the sums so far are multiplied by. A max still -inf (no key seen yet)
+// rescales nothing.
+__device__ inline void advance_softmax(float& running_max, float& running_total, float& correction, float new_max,
+                                       float tile_total) {
+  const float c = new_max == -INFINITY ? 1.0f : expf(running_max - new_max);  // 0 on the first key
+  correction = c;
+  running_total = running_total * c + tile_total;
+  running_max = new_max;
 }
 
 // Keys row m attends: its count, clamped into [0, keys]; the reporter reports a count beyond.
