@@ -86,7 +86,8 @@ void report_sampling(Backend& backend, const std::string& name, Timer&& time) {
                        .dump()
                 << std::endl;
     }
-    // Temperature 0: argmax, also with the logits 4 bytes off 16-byte alignment (4-byte loads).
+    // Temperature 0: argmax, also with the logits 4 bytes off 16-byte alignment (on the GPU that
+    // takes the kernel's 4-byte scan; the CPU's is the same either way).
     Tensor ids = backend.allocate(DType::kI32, {rows});
     Tensor shifted = backend.allocate(DType::kF32, {rows * kVocab + 1});
     Tensor logits_shifted = shifted.slice_rows(1, rows * kVocab).reshape({rows, kVocab});
@@ -330,7 +331,6 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                 << std::endl;
     }
   }
-
 }
 
 void run_kernel_bench(const KernelBenchOptions& o) {
