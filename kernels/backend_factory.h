@@ -13,4 +13,9 @@ std::unique_ptr<Backend> make_backend(std::string_view device);
 // Number of CUDA devices usable by this build (0 when built without CUDA or without a GPU).
 int cuda_device_count();
 
+// Process-wide: kernels launched from now on may overlap the previous kernel's tail
+// (programmatic dependent launch, kernels/cuda/kernel_launch.h); a CUDA graph keeps the setting
+// it was captured with. Off by default; nothing to do in a build without CUDA.
+void set_programmatic_launches(bool on);
+
 }  // namespace flashq

@@ -11,4 +11,6 @@ std::unique_ptr<Backend> make_cuda_backend() {
   throw Error(ErrorCode::kUnsupported, "this build has no CUDA backend (nvcc was not found when it was configured)");
 }
 
+void set_programmatic_launches(bool) {}
+
 }  // namespace flashq

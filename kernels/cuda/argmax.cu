@@ -3,8 +3,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 
 namespace flashq::cuda {
 namespace {
@@ -38,6 +39,7 @@ __global__ void __launch_bounds__(kThreads) argmax_rows(const float* __restrict_
                                                         int64_t vocab, bool by_four) {
   __shared__ float values[kThreads];
   __shared__ int64_t indices[kThreads];
+  begin_after_previous_grid();
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
   Candidate best{-INFINITY, vocab};
   if (by_four) {
@@ -84,8 +86,7 @@ __global__ void __launch_bounds__(kThreads) argmax_rows(const float* __restrict_
 void argmax(const float* logits, int32_t* ids, int64_t rows, int64_t vocab, cudaStream_t stream) {
   if (rows == 0) return;
   const bool by_four = vocab % 4 == 0 && reinterpret_cast<uintptr_t>(logits) % sizeof(float4) == 0;
-  argmax_rows<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ids, vocab, by_four);
-  check_launch("argmax");
+  launch_kernel("argmax", argmax_rows, static_cast<unsigned>(rows), kThreads, 0, stream, logits, ids, vocab, by_four);
 }
 
 }  // namespace flashq::cuda

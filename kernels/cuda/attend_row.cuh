@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_split.cuh"
+#include "kernels/cuda/grid_dependency.cuh"
 
 namespace flashq::cuda {
 
@@ -28,6 +29,7 @@ __global__ void __launch_bounds__(kRowThreads)
   __shared__ float q_tile[kMaxHeadsPerBlock][kMaxAttentionHeadDim];
   __shared__ float scores[kMaxHeadsPerBlock][kRowKeyTile];
   __shared__ float running_max[kMaxHeadsPerBlock], running_total[kMaxHeadsPerBlock], correction[kMaxHeadsPerBlock];
+  begin_after_previous_grid();
 
   const int64_t m = blockIdx.x, group = blockIdx.y, slice = blockIdx.z;
   const int heads = static_cast<int>(plan.heads_per_block);

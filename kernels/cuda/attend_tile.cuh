@@ -71,6 +71,7 @@ __global__ void __launch_bounds__(kTileThreads)
   extern __shared__ float4 tile_memory[];
   __shared__ float running_max[kQueries], running_total[kQueries], correction[kQueries];
   __shared__ int64_t row_keys[kQueries];
+  begin_after_previous_grid();
 
   const TileLayout layout{s.head_dim, kQueries};
   float* const queries_s = reinterpret_cast<float*>(tile_memory);

@@ -10,6 +10,8 @@
 #include "kernels/cuda/attend_tile.cuh"
 #include "kernels/cuda/attention_split.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 
 namespace flashq::cuda {
 namespace {
@@ -81,6 +83,7 @@ AttentionPlan plan_for(const AttentionShape& s, std::span<const KvChunk> chunks,
 __global__ void merge_slices(const __grid_constant__ KvChunkTable table, const int32_t* __restrict__ key_counts,
                              const float* __restrict__ partial_out, const float* __restrict__ partial_stats,
                              float* __restrict__ out, AttentionShape s, AttentionPlan plan) {
+  begin_after_previous_grid();
   const int64_t m = blockIdx.x, head_row = m * s.q_heads + blockIdx.y;
   const RowTile tile = tile_of_row(table, s.rows, m, plan.rows_per_tile);
   const int64_t keys = table.chunk[tile.chunk].keys;
@@ -164,22 +167,21 @@ void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* k
   const dim3 grid(static_cast<unsigned>(plan.tiles), static_cast<unsigned>(plan.head_groups),
                   static_cast<unsigned>(plan.slices));
   if (kernel == AttentionKernel::kOneRow) {
-    attend_row<<<grid, kRowThreads, 0, stream>>>(q, table, key_counts, out, partial_out, partial_stats, shape, plan,
-                                                 scale, report);
+    launch_kernel("attention", attend_row, grid, kRowThreads, 0, stream, q, table, key_counts, out, partial_out,
+                  partial_stats, shape, plan, scale, report);
   } else {
     allow_tile_shared_memory();
     const bool decode = kernel == AttentionKernel::kDecodeTile, up_to_128 = shape.head_dim <= 128;
     const auto launch = decode ? (up_to_128 ? kDecodeUpTo128 : kDecodeUpToMost)
                                : (up_to_128 ? kBlockUpTo128 : kBlockUpToMost);
     const size_t bytes = TileLayout{shape.head_dim, decode ? kDecodeQueries : kBlockQueries}.bytes();
-    launch<<<grid, kTileThreads, bytes, stream>>>(q, table, key_counts, out, partial_out, partial_stats, shape, plan,
-                                                  scale, report);
+    launch_kernel("attention", launch, grid, kTileThreads, bytes, stream, q, table, key_counts, out, partial_out,
+                  partial_stats, shape, plan, scale, report);
   }
-  check_launch("attention");
   if (plan.slices == 1) return;
-  merge_slices<<<dim3(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.q_heads)), 128, 0, stream>>>(
-      table, key_counts, partial_out, partial_stats, out, shape, plan);
-  check_launch("attention (merge slices)");
+  launch_kernel("attention (merge slices)", merge_slices,
+                dim3(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.q_heads)), 128, 0, stream, table,
+                key_counts, partial_out, partial_stats, out, shape, plan);
 }
 
 }  // namespace flashq::cuda

@@ -26,8 +26,4 @@ inline void check_cublas(cublasStatus_t status, const char* what) {
                         cublasGetStatusString(status) + ")");
 }
 
-// After a launch: a bad configuration (grid, shared memory) shows up here at once; a fault
-// inside the kernel surfaces at the next synchronisation (copy_to_host).
-inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
-
 }  // namespace flashq::cuda

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 
 namespace flashq::cuda {
 namespace {
@@ -15,6 +16,7 @@ unsigned blocks_for(int64_t count) {
 }
 
 __global__ void add_in_place(float* h, const float* delta, int64_t count) {
+  begin_after_previous_grid();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     h[i] += delta[i];
@@ -22,6 +24,7 @@ __global__ void add_in_place(float* h, const float* delta, int64_t count) {
 }
 
 __global__ void swiglu_elements(const float* gate, const float* up, float* out, int64_t count) {
+  begin_after_previous_grid();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = silu_times(gate[i], up[i]);
@@ -32,14 +35,12 @@ __global__ void swiglu_elements(const float* gate, const float* up, float* out, 
 
 void add(float* h, const float* delta, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
-  add_in_place<<<blocks_for(count), kThreads, 0, stream>>>(h, delta, count);
-  check_launch("add");
+  launch_kernel("add", add_in_place, blocks_for(count), kThreads, 0, stream, h, delta, count);
 }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
-  swiglu_elements<<<blocks_for(count), kThreads, 0, stream>>>(gate, up, out, count);
-  check_launch("swiglu");
+  launch_kernel("swiglu", swiglu_elements, blocks_for(count), kThreads, 0, stream, gate, up, out, count);
 }
 
 }  // namespace flashq::cuda

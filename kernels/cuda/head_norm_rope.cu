@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/head_norm_rope.cuh"
+#include "kernels/cuda/kernel_launch.h"
 
 namespace flashq::cuda {
 namespace {
@@ -16,6 +17,7 @@ __global__ void head_norm_rope_kernel(float* x, const void* __restrict__ w, DTyp
                                       int64_t head_dim) {
   extern __shared__ float normed[];  // head_dim floats
   __shared__ float scratch[kWarpSize];
+  begin_after_previous_grid();
   float* head = x + static_cast<int64_t>(blockIdx.x) * head_dim;
   const int64_t row = static_cast<int64_t>(blockIdx.x) / heads;
   norm_rope_head(head, head, nullptr, w, w_dtype, eps, positions[row], theta, head_dim, normed, scratch);
@@ -29,9 +31,8 @@ void head_norm_rope(float* x, const void* w, DType w_dtype, float eps, const int
   const int64_t rounded = (head_dim + kWarpSize - 1) / kWarpSize * kWarpSize;
   const auto threads = static_cast<unsigned>(std::clamp<int64_t>(rounded, kWarpSize, kMaxThreads));
   const size_t shared = static_cast<size_t>(head_dim) * sizeof(float);
-  head_norm_rope_kernel<<<static_cast<unsigned>(rows * heads), threads, shared, stream>>>(
-      x, w, w_dtype, eps, positions, theta, heads, head_dim);
-  check_launch("head_norm_rope");
+  launch_kernel("head_norm_rope", head_norm_rope_kernel, static_cast<unsigned>(rows * heads), threads, shared, stream,
+                x, w, w_dtype, eps, positions, theta, heads, head_dim);
 }
 
 }  // namespace flashq::cuda

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/head_norm_rope.cuh"
+#include "kernels/cuda/kernel_launch.h"
+#include "shared/error.h"
 
 namespace flashq::cuda {
 namespace {
@@ -29,6 +31,7 @@ __device__ inline void copy_row(const float* __restrict__ from, float* __restric
 __global__ void store_kv(const float* __restrict__ k, const float* __restrict__ v,
                          const __grid_constant__ KvStoreTable table, const int32_t* __restrict__ rows,
                          int64_t row_floats, DeviceErrorReport* report) {
+  begin_after_previous_grid();
   const int64_t row = blockIdx.x;
   const KvStore& store = store_of(table, row);
   const int64_t at = rows[row];
@@ -50,6 +53,7 @@ __global__ void norm_rope_store_kv(float* q, float* k, const float* __restrict__
                                    const __grid_constant__ QkNormRope norm, DeviceErrorReport* report) {
   extern __shared__ float normed[];  // head_dim floats
   __shared__ float scratch[kWarpSize];
+  begin_after_previous_grid();
   const int64_t row = blockIdx.x, slot = blockIdx.y;
   const int32_t position = norm.positions[row];
   if (slot < q_heads) {
@@ -78,6 +82,7 @@ __global__ void norm_rope_store_kv(float* q, float* k, const float* __restrict__
 
 __global__ void store_at(const float* __restrict__ src, float* __restrict__ dst, const int32_t* __restrict__ rows,
                          int64_t row_floats, int64_t capacity, DeviceErrorReport* report) {
+  begin_after_previous_grid();
   const int64_t row = blockIdx.x, at = rows[row];
   if (at < 0 || at >= capacity) {
     if (threadIdx.x == 0) report_device_error(report, kStoreRowOutsideCache, rows[row], capacity);
@@ -88,6 +93,7 @@ __global__ void store_at(const float* __restrict__ src, float* __restrict__ dst,
 
 __global__ void gather_at(const float* __restrict__ src, const int32_t* __restrict__ rows, float* __restrict__ dst,
                           int64_t row_floats, int64_t source_rows, DeviceErrorReport* report) {
+  begin_after_previous_grid();
   const int64_t row = blockIdx.x, from = rows[row];
   if (from < 0 || from >= source_rows) {
     if (threadIdx.x == 0) report_device_error(report, kGatherRowOutsideSource, rows[row], source_rows);
@@ -112,8 +118,8 @@ void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stor
                    int64_t total_rows, int64_t row_floats, DeviceErrorReport* report, cudaStream_t stream) {
   if (total_rows == 0 || row_floats == 0 || stores.empty()) return;
   const KvStoreTable table = table_of(stores);
-  store_kv<<<dim3(static_cast<unsigned>(total_rows), 2), 256, 0, stream>>>(k, v, table, rows, row_floats, report);
-  check_launch("store_kv_rows");
+  launch_kernel("store_kv_rows", store_kv, dim3(static_cast<unsigned>(total_rows), 2), 256, 0, stream, k, v, table,
+                rows, row_floats, report);
 }
 
 void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v, int64_t kv_heads, int64_t head_dim,
@@ -125,23 +131,23 @@ void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v
   const int64_t rounded = (head_dim + kWarpSize - 1) / kWarpSize * kWarpSize;
   const auto threads = static_cast<unsigned>(std::clamp<int64_t>(rounded, kWarpSize, 256));
   const dim3 grid(static_cast<unsigned>(total_rows), static_cast<unsigned>(q_heads + 2 * kv_heads));
-  norm_rope_store_kv<<<grid, threads, static_cast<size_t>(head_dim) * sizeof(float), stream>>>(
-      q, k, v, table, rows, q_heads, kv_heads, head_dim, norm, report);
-  check_launch("norm_rope_store_kv_rows");
+  const size_t shared = static_cast<size_t>(head_dim) * sizeof(float);
+  launch_kernel("norm_rope_store_kv_rows", norm_rope_store_kv, grid, threads, shared, stream, q, k, v, table, rows,
+                q_heads, kv_heads, head_dim, norm, report);
 }
 
 void store_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int64_t row_floats, int64_t capacity,
                 DeviceErrorReport* report, cudaStream_t stream) {
   if (n == 0 || row_floats == 0) return;
-  store_at<<<static_cast<unsigned>(n), 256, 0, stream>>>(src, dst, rows, row_floats, capacity, report);
-  check_launch("store_rows");
+  launch_kernel("store_rows", store_at, static_cast<unsigned>(n), 256, 0, stream, src, dst, rows, row_floats, capacity,
+                report);
 }
 
 void gather_rows(const float* src, const int32_t* rows, float* dst, int64_t n, int64_t row_floats, int64_t source_rows,
                  DeviceErrorReport* report, cudaStream_t stream) {
   if (n == 0 || row_floats == 0) return;
-  gather_at<<<static_cast<unsigned>(n), 256, 0, stream>>>(src, rows, dst, row_floats, source_rows, report);
-  check_launch("gather_rows");
+  launch_kernel("gather_rows", gather_at, static_cast<unsigned>(n), 256, 0, stream, src, rows, dst, row_floats,
+                source_rows, report);
 }
 
 }  // namespace flashq::cuda

@@ -9,6 +9,8 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 #include "kernels/cuda/matmul_bf16_rows.h"
 
 namespace flashq::cuda {
@@ -93,6 +95,7 @@ template <bool kVectorized, typename W>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize)
     stream_weight_rows(const float* __restrict__ x, const W* __restrict__ w, float* __restrict__ y, int64_t m,
                        int64_t n, int64_t k) {
+  begin_after_previous_grid();
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (j >= n) return;
@@ -112,6 +115,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize)
 }
 
 __global__ void round_to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__ out, int64_t count) {
+  begin_after_previous_grid();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = __float2bfloat16_rn(x[i]);
@@ -126,11 +130,12 @@ void launch_streaming(const float* x, const W* w, float* y, int64_t m, int64_t n
   const unsigned blocks = static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock);
   // The path depends on k and on where the tensors start, never on m.
   if (k % kPerChunk == 0 && aligned16(x) && aligned16(w)) {
-    stream_weight_rows<true><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(x, w, y, m, n, k);
+    launch_kernel("matmul (streaming kernel)", stream_weight_rows<true, W>, blocks, kWarpsPerBlock * kWarpSize, 0,
+                  stream, x, w, y, m, n, k);
   } else {
-    stream_weight_rows<false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(x, w, y, m, n, k);
+    launch_kernel("matmul (streaming kernel)", stream_weight_rows<false, W>, blocks, kWarpsPerBlock * kWarpSize, 0,
+                  stream, x, w, y, m, n, k);
   }
-  check_launch("matmul (streaming kernel)");
 }
 
 int checked_int(int64_t value, const char* what) {
@@ -182,8 +187,7 @@ void matmul(const float* x, const void* w, DType w_dtype, float* y, int64_t m, i
   auto* rounded = static_cast<__nv_bfloat16*>(scratch);
   const int64_t count = m * k;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((count + 255) / 256, 4096));
-  round_to_bf16<<<blocks, 256, 0, stream>>>(x, rounded, count);
-  check_launch("matmul (round x to bf16)");
+  launch_kernel("matmul (round x to bf16)", round_to_bf16, blocks, 256, 0, stream, x, rounded, count);
   gemm_cublas(rounded, CUDA_R_16BF, w, CUDA_R_16BF, y, m, n, k, cublas);
 }
 

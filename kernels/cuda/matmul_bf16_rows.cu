@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 
 namespace flashq::cuda {
 namespace {
@@ -22,6 +23,8 @@ __device__ inline uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
 }
+
+__device__ inline void prefetch_to_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 // c += a * b for one m16n8k16 tile (a: 16 x 16 row-major fragment, b: 16 x 8 column fragment).
 __device__ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -80,6 +83,19 @@ __device__ inline void multiply_tiles(const X* __restrict__ x, int64_t m, int64_
   const uint4* w[NTiles];
 #pragma unroll
   for (int j = 0; j < NTiles; ++j) w[j] = reinterpret_cast<const uint4*>(rows[j]);
+
+  // The first round of weight loads is asked of L2 before waiting for the kernel that writes x:
+  // with overlapped launches (kernel_launch.h) it streams in while that kernel finishes.
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t c = warp + static_cast<int64_t>(u) * kWarps;
+#pragma unroll
+    for (int j = 0; j < NTiles; ++j) {
+      if (c < chunks && w[j] != nullptr) prefetch_to_l2(w[j] + c * 4 + quad);
+    }
+  }
+  begin_after_previous_grid();
+
 #pragma unroll
   for (int t = 0; t < RowTiles; ++t) {
 #pragma unroll
@@ -239,6 +255,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(RowTiles))
 }
 
 __global__ void round_rows_to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__ out, int64_t count) {
+  begin_after_previous_grid();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = __float2bfloat16_rn(x[i]);
@@ -274,8 +291,8 @@ void launch_products(const X* x, std::span<const Bf16RowsProduct> products, int6
         blocks += (product.n + kWeightRows - 1) / kWeightRows;
       }
       if (blocks == 0) return;
-      multiply_rows<RowTiles><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, m, k, table);
-      check_launch("matmul (bf16 rows kernel)");
+      launch_kernel("matmul (bf16 rows kernel)", multiply_rows<RowTiles, X>, static_cast<unsigned>(blocks), kThreads, 0,
+                    stream, x, m, k, table);
     });
   }
 }
@@ -286,9 +303,9 @@ void launch_swiglu(const X* x, const __nv_bfloat16* gate, const __nv_bfloat16* u
   with_row_tiles(m, [&]<int RowTiles>() {
     constexpr int64_t kColumns = 4 * n_tiles_for(RowTiles);
     const auto blocks = static_cast<unsigned>((n + kColumns - 1) / kColumns);
-    multiply_rows_swiglu<RowTiles><<<blocks, kThreads, 0, stream>>>(x, m, k, gate, up, out, n);
+    launch_kernel("matmul_swiglu (bf16 rows kernel)", multiply_rows_swiglu<RowTiles, X>, blocks, kThreads, 0, stream, x,
+                  m, k, gate, up, out, n);
   });
-  check_launch("matmul_swiglu (bf16 rows kernel)");
 }
 
 // Up to 16 rows, x is rounded as it is loaded; more row tiles would read it once per tile per
@@ -299,8 +316,7 @@ void with_x_for_rows(const float* x, int64_t m, int64_t k, void* scratch, cudaSt
   auto* rounded = static_cast<__nv_bfloat16*>(scratch);
   const int64_t count = m * k;
   const auto blocks = static_cast<unsigned>(std::min<int64_t>((count + 255) / 256, 4096));
-  round_rows_to_bf16<<<blocks, 256, 0, stream>>>(x, rounded, count);
-  check_launch("matmul (round x to bf16)");
+  launch_kernel("matmul (round x to bf16)", round_rows_to_bf16, blocks, 256, 0, stream, x, rounded, count);
   launch_with(static_cast<const __nv_bfloat16*>(rounded));
 }
 

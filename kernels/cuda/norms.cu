@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 
 namespace flashq::cuda {
 namespace {
@@ -16,6 +17,7 @@ template <bool kAddDelta>
 __global__ void normalize_rows(float* x, const float* __restrict__ delta, const void* __restrict__ w, DType w_dtype,
                                float eps, float* y, int64_t dim) {
   __shared__ float scratch[kWarpSize];
+  begin_after_previous_grid();
   float* xr = x + static_cast<int64_t>(blockIdx.x) * dim;
   float* yr = y + static_cast<int64_t>(blockIdx.x) * dim;
   float sum_squares = 0.0f;
@@ -43,16 +45,15 @@ void rmsnorm(const float* x, const void* w, DType w_dtype, float eps, float* y, 
              cudaStream_t stream) {
   if (rows == 0 || dim == 0) return;
   // x is only read when kAddDelta is false; the kernel's pointer is non-const for the fused form.
-  normalize_rows<false><<<static_cast<unsigned>(rows), threads_for(dim), 0, stream>>>(const_cast<float*>(x), nullptr,
-                                                                                      w, w_dtype, eps, y, dim);
-  check_launch("rmsnorm");
+  launch_kernel("rmsnorm", normalize_rows<false>, static_cast<unsigned>(rows), threads_for(dim), 0, stream,
+                const_cast<float*>(x), nullptr, w, w_dtype, eps, y, dim);
 }
 
 void add_rmsnorm(float* h, const float* delta, const void* w, DType w_dtype, float eps, float* y, int64_t rows,
                  int64_t dim, cudaStream_t stream) {
   if (rows == 0 || dim == 0) return;
-  normalize_rows<true><<<static_cast<unsigned>(rows), threads_for(dim), 0, stream>>>(h, delta, w, w_dtype, eps, y, dim);
-  check_launch("add_rmsnorm");
+  launch_kernel("add_rmsnorm", normalize_rows<true>, static_cast<unsigned>(rows), threads_for(dim), 0, stream, h, delta,
+                w, w_dtype, eps, y, dim);
 }
 
 }  // namespace flashq::cuda

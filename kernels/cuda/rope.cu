@@ -1,6 +1,7 @@
 #include "kernels/cuda/rope.h"
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 
 namespace flashq::cuda {
 namespace {
@@ -8,6 +9,7 @@ namespace {
 // One thread per (row, pair index i): the angle is computed once and applied to every head.
 __global__ void rotate_half(float* x, const int32_t* __restrict__ positions, float theta, int64_t rows,
                             int64_t heads, int64_t head_dim) {
+  begin_after_previous_grid();
   const int64_t half = head_dim / 2;
   const int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= rows * half) return;
@@ -31,9 +33,8 @@ void rope(float* x, const int32_t* positions, float theta, int64_t rows, int64_t
   const int64_t pairs = rows * (head_dim / 2);
   if (pairs == 0 || heads == 0) return;
   const unsigned threads = 128;
-  rotate_half<<<static_cast<unsigned>((pairs + threads - 1) / threads), threads, 0, stream>>>(x, positions, theta, rows,
-                                                                                               heads, head_dim);
-  check_launch("rope");
+  launch_kernel("rope", rotate_half, static_cast<unsigned>((pairs + threads - 1) / threads), threads, 0, stream, x,
+                positions, theta, rows, heads, head_dim);
 }
 
 }  // namespace flashq::cuda

@@ -1,6 +1,7 @@
 #include <cmath>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
 #include "kernels/cuda/sampling.h"
 
 namespace flashq::cuda {
@@ -144,6 +145,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ double shared[kWarps];
   __shared__ RadixState<unsigned> by_count;
   __shared__ RadixState<Mass> by_mass;
+  begin_after_previous_grid();
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
   const float temperature = params[4 * blockIdx.x], top_p = params[4 * blockIdx.x + 2], u = params[4 * blockIdx.x + 3];
   const auto top_k = static_cast<int64_t>(params[4 * blockIdx.x + 1]);
@@ -267,8 +269,8 @@ __global__ void __launch_bounds__(kThreads)
 void sample_rows(const float* logits, const float* params, int32_t* ids, int64_t rows, int64_t vocab,
                  cudaStream_t stream) {
   if (rows == 0) return;
-  sample_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, params, ids, vocab);
-  check_launch("sample_rows");
+  launch_kernel("sample_rows", sample_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, logits, params, ids,
+                vocab);
 }
 
 }  // namespace flashq::cuda

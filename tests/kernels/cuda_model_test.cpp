@@ -101,25 +101,69 @@ TEST_F(CudaModel, GreedyTokensEqualCpuInFloat32) {
   }
 }
 
-TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
-  const TinyModelSpec spec = f32_target(41);
-  TwoBackends b(spec);
-  std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(16, spec.seed);
-  DFlashProposer proposer(*drafter);
+// `count` speculative requests of 24 tokens, with prompts of 4, 9, 14, ... tokens and blocks of
+// 4, 8, 12, ... (a drafter of block 16 takes four).
+std::vector<SequenceRequest> dflash_requests(int count, uint32_t seed) {
   std::vector<SequenceRequest> requests;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < count; ++i) {
     SequenceRequest r;
-    r.generation.prompt_tokens = some_tokens(4 + static_cast<size_t>(i) * 5, 459, static_cast<uint32_t>(70 + i));
+    r.generation.prompt_tokens = some_tokens(4 + static_cast<size_t>(i) * 5, 459, seed + static_cast<uint32_t>(i));
     r.generation.max_tokens = 24;
     r.generation.ignore_eos = true;
     r.spec = SpecMode::kDflash;
     r.block_size = 4 + 4 * i;
     requests.push_back(r);
   }
+  return requests;
+}
+
+TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
+  const TinyModelSpec spec = f32_target(41);
+  TwoBackends b(spec);
+  std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(16, spec.seed);
+  DFlashProposer proposer(*drafter);
+  const std::vector<SequenceRequest> requests = dflash_requests(4, 70);
   auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 4);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
   }
+}
+
+// Overlapped launches (programmatic dependent launch) change when kernels start, never what
+// they compute: with them on, and the passes recorded as CUDA graphs, speculative decoding on
+// the GPU still gives the CPU's target-only tokens, and a bf16 model's logits keep their bits.
+TEST_F(CudaModel, ProgrammaticLaunchesChangeNoToken) {
+  struct LaunchesBackToOrdinary {
+    ~LaunchesBackToOrdinary() { set_programmatic_launches(false); }
+  } restore;
+  const TinyModelSpec spec = f32_target(47);
+  TwoBackends b(spec);
+  std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(16, spec.seed);
+  b.gpu_model->set_capture_passes(true);
+  drafter->set_capture_passes(true);
+  DFlashProposer proposer(*drafter);
+  const std::vector<SequenceRequest> requests = dflash_requests(3, 110);
+  set_programmatic_launches(true);
+  auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 3);
+  EXPECT_GT(b.gpu_model->replayed_passes(), 0) << "no pass was replayed from a graph";
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
+  }
+
+  TwoBackends bf16(tiny_spec(DType::kBF16, 9));
+  auto logits_with = [&](bool overlapped) {
+    set_programmatic_launches(overlapped);
+    KvCache cache = bf16.gpu_model->make_cache(64);
+    std::vector<float> logits = all_logits(*bf16.gpu_model, some_tokens(20, 500, 5), cache);
+    for (int32_t token : some_tokens(4, 500, 6)) {
+      const std::vector<int32_t> step = {token};
+      const std::vector<float> next = all_logits(*bf16.gpu_model, step, cache);
+      logits.insert(logits.end(), next.begin(), next.end());
+    }
+    return logits;
+  };
+  const std::vector<float> ordinary = logits_with(false);
+  EXPECT_EQ(logits_with(true), ordinary);
 }
 
 // The worker's GPU path: caches from a pool sized by the memory fraction (what the loaded model

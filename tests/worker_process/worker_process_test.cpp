@@ -233,9 +233,10 @@ TEST_F(WorkerProcessTest, JobsInSeveralSlotsStreamSideBySideEachGapFree) {
   expect_side_by_side_jobs_match_the_target(false);
 }
 
-// --graphs: the target's passes recorded and replayed (the CPU twin of CUDA graphs here).
+// --graphs: the target's passes recorded and replayed (the CPU twin of CUDA graphs here); --pdl
+// is for CUDA kernels only and changes nothing here.
 TEST_F(WorkerProcessTest, WithGraphsJobsSideBySideStillMatchTheTarget) {
-  ASSERT_TRUE(start_worker(true, {"--slots", "3", "--graphs"}));
+  ASSERT_TRUE(start_worker(true, {"--slots", "3", "--graphs", "--pdl"}));
   expect_side_by_side_jobs_match_the_target(true);
 }
 

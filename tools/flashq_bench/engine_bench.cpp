@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kernels/backend_factory.h"
 #include "shared/error.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/serving_model.h"
@@ -34,6 +35,7 @@ struct EngineBenchOptions {
   bool passes = false;
   bool json = false;
   bool graphs = false;
+  bool pdl = false;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -200,6 +202,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
     if (mode != "ar" && o.drafter_dir.empty())
       throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + " needs --drafter");
   }
+  set_programmatic_launches(o.pdl);
   Bench bench{o, ServingModel::load(o.model_dir, o.drafter_dir, o.device)};
   bench.serving.set_capture_passes(o.graphs);
   bench.ordinary =
@@ -209,6 +212,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
 
   nlohmann::json report = {{"backend", bench.serving.backend->name()},
                            {"graphs", o.graphs},
+                           {"pdl", o.pdl},
                            {"prompts", o.prompts_file.empty() ? "random" : o.prompts_file},
                            {"prompt_tokens", o.prompt_tokens},
                            {"decode_tokens", o.decode_tokens},
@@ -307,6 +311,8 @@ std::function<void()> add_engine_bench(CLI::App& app) {
   cmd->add_flag("--graphs", o->graphs,
                 "record the target's and the drafter's passes and replay them while they repeat"
                 " (CUDA graphs on a GPU)");
+  cmd->add_flag("--pdl", o->pdl,
+                "let each CUDA kernel start while the one before it finishes (programmatic dependent launch)");
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {
     if (*cmd) run_engine_bench(*o);

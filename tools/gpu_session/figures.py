@@ -206,6 +206,7 @@ def cmd_engine(args, common):
     line.update({
         "backend": bench.get("backend"),
         "graphs": bench.get("graphs"),
+        "pdl": bench.get("pdl"),
         "replayed_target_passes": bench.get("replayed_target_passes"),
         "replayed_draft_passes": bench.get("replayed_draft_passes"),
         "prompt_tokens": bench.get("prompt_tokens"),
@@ -365,8 +366,9 @@ def cmd_table(args):
     out.append("| figure | aim | measured |")
     out.append("|---|---|---|")
     if engine:
+        launches = "".join(f", {name}" for name in ("graphs", "pdl") if engine.get(name) in (True, 1))
         out.append(
-            f"| batch-1 decode, {preset} preset (random bf16) | >= {AIM_FRACTION_OF_FLOOR:.0%} of the measured floor | "
+            f"| batch-1 decode, {preset} preset (random bf16{launches}) | >= {AIM_FRACTION_OF_FLOOR:.0%} of the measured floor | "
             f"{fmt(engine.get('decode_tokens_per_s'), 1)} tokens/s = {fmt(engine.get('achieved_gb_per_s'), 0)} GB/s "
             f"of {fmt(engine.get('floor_gb_per_s'), 0)} GB/s: "
             f"**{fmt(100 * engine['fraction_of_floor'] if engine.get('fraction_of_floor') is not None else None, 1)}%**"

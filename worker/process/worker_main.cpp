@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   app.add_flag("--graphs", options.graphs,
                "record the target's and the drafter's passes and replay them while they repeat"
                " (CUDA graphs on a GPU)");
+  app.add_flag("--pdl", options.pdl,
+               "let each CUDA kernel start while the one before it finishes (programmatic dependent launch)");
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(10, 60000));

@@ -21,6 +21,8 @@ struct WorkerOptions {
   // Record the target's and the drafter's passes and replay them while they repeat (CUDA graphs
   // on a GPU).
   bool graphs = false;
+  // Let each CUDA kernel start while the one before it finishes (programmatic dependent launch).
+  bool pdl = false;
   int64_t heartbeat_ms = 1000;
   int64_t liveness = 3;             // missed heartbeats before the broker counts as dead
   int64_t reconnect_min_ms = 100;   // first backoff after losing the broker, doubling ...

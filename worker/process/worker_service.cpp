@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "kernels/backend_factory.h"
 #include "shared/cli.h"
 #include "shared/curve/curve_socket.h"
 #include "shared/error.h"
@@ -60,6 +61,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   const std::optional<CurveClientKeys> curve =
       load_curve_client_keys(options.curve_server_key, options.curve_secret_key);
 
+  set_programmatic_launches(options.pdl);
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   serving.set_capture_passes(options.graphs);
   const protocol::Ready ready{.worker_id = options.worker_id,
