@@ -4,7 +4,10 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include "kernels/cuda/attend_row.cuh"
 #include "kernels/cuda/attend_tile.cuh"
@@ -39,7 +42,8 @@ AttentionKernel tile_kernel_for(const AttentionShape& s, std::span<const KvChunk
 }
 
 AttentionKernel kernel_for(const AttentionShape& s, std::span<const KvChunk> chunks, const float* q,
-                           const float* out, const void* scratch) {
+                           const float* out, const void* scratch, AttentionKernels allowed) {
+  if (allowed == AttentionKernels::kOneRow) return AttentionKernel::kOneRow;
   const bool aligned = aligned_for_float4(q) && aligned_for_float4(out) && aligned_for_float4(scratch) &&
                        std::all_of(chunks.begin(), chunks.end(), [](const KvChunk& c) {
                          return aligned_for_float4(c.k) && aligned_for_float4(c.v);
@@ -141,6 +145,14 @@ void allow_tile_shared_memory() {
 
 }  // namespace
 
+AttentionKernels attention_kernels_from_environment() {
+  const char* value = std::getenv("FLASHQ_CUDA_ATTENTION");
+  if (value == nullptr || std::string_view(value) == "tiles") return AttentionKernels::kTiles;
+  if (std::string_view(value) == "one-row") return AttentionKernels::kOneRow;
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string("FLASHQ_CUDA_ATTENTION=") + value + ": expected tiles (the default) or one-row");
+}
+
 size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvChunk> chunks) {
   if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return 0;
   // attention() falls back to a row a block when the addresses do not suit tiles: room for both.
@@ -149,7 +161,8 @@ size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvCh
 }
 
 void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
-               AttentionShape shape, void* scratch, DeviceErrorReport* report, cudaStream_t stream) {
+               AttentionShape shape, AttentionKernels kernels, void* scratch, DeviceErrorReport* report,
+               cudaStream_t stream) {
   if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
   if (chunks.size() > static_cast<size_t>(kMaxKvChunks)) {
     throw Error(ErrorCode::kInternal, "attention: more chunks than one launch takes");
@@ -158,7 +171,7 @@ void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* k
   std::copy(chunks.begin(), chunks.end(), table.chunk);
   table.count = static_cast<int>(chunks.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  const AttentionKernel kernel = kernel_for(shape, chunks, q, out, scratch);
+  const AttentionKernel kernel = kernel_for(shape, chunks, q, out, scratch, kernels);
   const AttentionPlan plan = plan_for(shape, chunks, kernel);
   if (plan.tiles == 0) return;
   auto* partial_out = static_cast<float*>(scratch);

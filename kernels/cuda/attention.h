@@ -46,12 +46,22 @@ struct AttentionShape {
   int64_t rows, q_heads, kv_heads, head_dim, keys;
 };
 
-// Bytes of scratch attention() needs for this shape and these chunks (0 when it needs none).
+// The kernels attention() may choose: the tiles wherever the shape and the addresses allow
+// (the default), or the one-row kernel always, an escape should a tile kernel misbehave on some
+// device, which needs no rebuild (FLASHQ_CUDA_ATTENTION=one-row).
+enum class AttentionKernels { kTiles, kOneRow };
+
+// FLASHQ_CUDA_ATTENTION: unset or "tiles", or "one-row"; any other value throws kInvalidArgument.
+AttentionKernels attention_kernels_from_environment();
+
+// Bytes of scratch attention() needs for this shape and these chunks (0 when it needs none),
+// whichever kernels it may choose.
 size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvChunk> chunks);
 
 // `chunks` (at most kMaxKvChunks) cover q's rows in order; `scratch` holds at least
 // attention_scratch_bytes(shape, chunks) bytes. Allocates nothing.
 void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
-               AttentionShape shape, void* scratch, DeviceErrorReport* report, cudaStream_t stream);
+               AttentionShape shape, AttentionKernels kernels, void* scratch, DeviceErrorReport* report,
+               cudaStream_t stream);
 
 }  // namespace flashq::cuda

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,8 +29,6 @@ struct AttentionCase {
 
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
-class CudaAttentionParity : public CudaParity, public ::testing::WithParamInterface<AttentionCase> {};
-
 // Where a failing case first differs: row, head and element, with the row's key count, which
 // tells a tile, slice or mask fault from a wrong sum.
 std::string first_attention_mismatch(const std::vector<float>& got, const std::vector<float>& want,
@@ -47,8 +46,12 @@ std::string first_attention_mismatch(const std::vector<float>& got, const std::v
   return "no element off";
 }
 
-TEST_P(CudaAttentionParity, MatchesCpuBackend) {
-  const AttentionCase c = GetParam();
+class CudaAttentionParity : public CudaParity, public ::testing::WithParamInterface<AttentionCase> {
+ protected:
+  void expect_matches_cpu(const AttentionCase& c);
+};
+
+void CudaAttentionParity::expect_matches_cpu(const AttentionCase& c) {
   std::mt19937 rng(static_cast<unsigned>(c.rows * 11 + c.keys * 3 + c.head_dim));
   std::vector<float> q = random_floats(static_cast<size_t>(c.rows * c.q_heads * c.head_dim), rng, 2.0f);
   std::vector<float> k = random_floats(static_cast<size_t>(c.keys * c.kv_heads * c.head_dim), rng, 2.0f);
@@ -79,6 +82,28 @@ TEST_P(CudaAttentionParity, MatchesCpuBackend) {
   const std::vector<float> got = download(out_gpu), want = host_values(out_host);
   const double error = normalized_error(got, want);
   EXPECT_LT(error, 1e-4) << c.name << ": " << first_attention_mismatch(got, want, counts, c.q_heads, c.head_dim);
+}
+
+TEST_P(CudaAttentionParity, MatchesCpuBackend) { expect_matches_cpu(GetParam()); }
+
+// FLASHQ_CUDA_ATTENTION=one-row sends every shape to the one-row kernel (the escape should a
+// tile kernel misbehave on some device) with the CPU's results still; a value other than tiles
+// or one-row is refused when the backend is made.
+TEST_F(CudaAttentionParity, OneRowKernelChosenByTheEnvironmentForEveryShape) {
+  struct BackToTheDefault {
+    ~BackToTheDefault() { unsetenv("FLASHQ_CUDA_ATTENTION"); }
+  } restore;
+  setenv("FLASHQ_CUDA_ATTENTION", "sideways", 1);
+  try {
+    make_backend("cuda");
+    ADD_FAILURE() << "FLASHQ_CUDA_ATTENTION=sideways was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+  setenv("FLASHQ_CUDA_ATTENTION", "one-row", 1);
+  gpu_ = make_backend("cuda");
+  expect_matches_cpu({"DecodeGqa4OneRowByChoice", 1, 32, 8, 128, 300, true});
+  expect_matches_cpu({"VerifyBlockOneRowByChoice", 16, 32, 8, 128, 1000, false});
 }
 
 INSTANTIATE_TEST_SUITE_P(
