@@ -105,16 +105,29 @@ TEST_F(CudaParity, MatmulRowDoesNotDependOnTheOtherRowsUpTo128Rows) {
 
 // ---- norms ----
 
+// Rows of a multiple of 4 floats up to 16384, 16-byte aligned, take the float4 kernel; other
+// dims, and x 4 bytes off alignment (`shift`), the one that loops over the row.
 struct NormCase {
   DType w_dtype;
   int64_t rows, dim;
+  bool shift = false;
 };
 
 void PrintTo(const NormCase& c, std::ostream* os) {
-  *os << dtype_name(c.w_dtype) << " rows=" << c.rows << " dim=" << c.dim;
+  *os << dtype_name(c.w_dtype) << " rows=" << c.rows << " dim=" << c.dim << (c.shift ? " shifted" : "");
 }
 
-class CudaNormParity : public CudaParity, public ::testing::WithParamInterface<NormCase> {};
+class CudaNormParity : public CudaParity, public ::testing::WithParamInterface<NormCase> {
+ protected:
+  // host's contents on the GPU, 4 bytes past a 16-byte boundary when the case shifts.
+  Tensor to_gpu_as_the_case_says(const Tensor& host) {
+    if (!GetParam().shift) return to_gpu(host);
+    Tensor spaced = gpu_->allocate(host.dtype(), {host.numel() + 1});
+    Tensor shifted = spaced.slice_rows(1, host.numel()).reshape(host.shape());
+    gpu_->copy_from_host(host.raw(), shifted);
+    return shifted;
+  }
+};
 
 TEST_P(CudaNormParity, RmsnormMatchesCpuBackend) {
   const NormCase c = GetParam();
@@ -128,11 +141,11 @@ TEST_P(CudaNormParity, RmsnormMatchesCpuBackend) {
 
   Tensor w_gpu = gpu_->upload_weight(w_host);
   Tensor y_gpu = poisoned({c.rows, c.dim});
-  gpu_->rmsnorm(to_gpu(x_host), w_gpu, 1e-6f, y_gpu);
+  gpu_->rmsnorm(to_gpu_as_the_case_says(x_host), w_gpu, 1e-6f, y_gpu);
   EXPECT_LT(normalized_error(download(y_gpu), host_values(y_host)), 1e-4) << "rows=" << c.rows << " dim=" << c.dim;
 
   // In place, as the per-head q_norm and k_norm run.
-  Tensor in_place = to_gpu(x_host);
+  Tensor in_place = to_gpu_as_the_case_says(x_host);
   gpu_->rmsnorm(in_place, w_gpu, 1e-6f, in_place);
   EXPECT_LT(normalized_error(download(in_place), host_values(y_host)), 1e-4) << "in place";
 }
@@ -146,7 +159,7 @@ TEST_P(CudaNormParity, AddRmsnormMatchesCpuBackend) {
   Tensor h_host = host_tensor(h, DType::kF32, {c.rows, c.dim});
   Tensor delta_host = host_tensor(delta, DType::kF32, {c.rows, c.dim});
   Tensor w_host = host_tensor(w, c.w_dtype, {c.dim});
-  Tensor h_gpu = to_gpu(h_host);
+  Tensor h_gpu = to_gpu_as_the_case_says(h_host);
   Tensor y_host = Tensor::zeros_cpu(DType::kF32, {c.rows, c.dim});
   cpu_->add_rmsnorm(h_host, delta_host, w_host, 1e-6f, y_host);
 
@@ -164,13 +177,18 @@ std::vector<NormCase> norm_cases() {
     }
   }
   cases.push_back({DType::kBF16, 512, 7});  // shorter than a warp
+  cases.push_back({DType::kBF16, 3, 4098});
+  cases.push_back({DType::kBF16, 3, 16384});  // the float4 kernel's longest row
+  cases.push_back({DType::kF32, 2, 20000});
+  cases.push_back({DType::kBF16, 16, 4096, true});
+  cases.push_back({DType::kF32, 1, 1000, true});
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaNormParity, ::testing::ValuesIn(norm_cases()),
                          [](const ::testing::TestParamInfo<NormCase>& p) {
                            return std::string(dtype_name(p.param.w_dtype)) + "_rows" + std::to_string(p.param.rows) +
-                                  "_dim" + std::to_string(p.param.dim);
+                                  "_dim" + std::to_string(p.param.dim) + (p.param.shift ? "_shifted" : "");
                          });
 
 // ---- element-wise ----

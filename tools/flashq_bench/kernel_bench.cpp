@@ -207,6 +207,33 @@ void report_cuda_fused_products(Backend& gpu, double copy_gb_per_s, double min_s
   }
 }
 
+// The residual add + RMSNorm of Qwen3-8B's hidden size (two a layer) at decode and a verify
+// block: the float4 kernel against the same call with h 4 bytes off 16-byte alignment, which
+// sends it to the kernel that loops over the row (kernels/cuda/norms.cu).
+void report_cuda_add_rmsnorm(Backend& gpu, double min_seconds) {
+  const int64_t hidden = 4096;
+  const Tensor norm = gpu.upload_weight(Tensor::zeros_cpu(DType::kBF16, {hidden}));
+  for (int64_t rows : {int64_t{1}, int64_t{16}}) {
+    Tensor h = gpu.allocate(DType::kF32, {rows, hidden}), delta = gpu.allocate(DType::kF32, {rows, hidden});
+    Tensor y = gpu.allocate(DType::kF32, {rows, hidden});
+    Tensor spaced = gpu.allocate(DType::kF32, {rows * hidden + 1});
+    Tensor h_shifted = spaced.slice_rows(1, rows * hidden).reshape({rows, hidden});
+    const double seconds = time_per_gpu_call(gpu, min_seconds, [&] { gpu.add_rmsnorm(h, delta, norm, 1e-6f, y); });
+    const double unaligned =
+        time_per_gpu_call(gpu, min_seconds, [&] { gpu.add_rmsnorm(h_shifted, delta, norm, 1e-6f, y); });
+    // h and delta read, h and y written.
+    const double bytes = 4.0 * static_cast<double>(h.nbytes());
+    std::cout << nlohmann::json{{"kernel", "cuda_add_rmsnorm"},
+                                {"rows", rows},
+                                {"dim", hidden},
+                                {"us_per_call", seconds * 1e6},
+                                {"us_unaligned", unaligned * 1e6},
+                                {"gb_per_s", bytes / seconds / 1e9}}
+                     .dump()
+              << std::endl;
+  }
+}
+
 void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   if (cuda_device_count() == 0) {
     std::cout << nlohmann::json{{"kernel", "cuda"}, {"skipped", "no CUDA device visible to this build"}}.dump()
@@ -238,6 +265,7 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   }
 
   report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
+  report_cuda_add_rmsnorm(*gpu, o.min_seconds);
 
   report_sampling(*gpu, "cuda_sample", [&](Backend& device, auto&& body) {
     return time_per_gpu_call(device, o.min_seconds, body);

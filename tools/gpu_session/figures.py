@@ -155,6 +155,9 @@ def cmd_kernels(args, common):
     line["sample"] = [
         {k: v.get(k) for k in ("rows", "temperature", "top_k", "top_p", "us_per_call", "us_unaligned")}
         for v in lines if v.get("kernel") == "cuda_sample"]
+    line["add_rmsnorm"] = [
+        {k: v.get(k) for k in ("rows", "dim", "us_per_call", "us_unaligned", "gb_per_s")}
+        for v in lines if v.get("kernel") == "cuda_add_rmsnorm"]
     line["fused"] = [
         {k: v.get(k) for k in ("kernel", "rows", "us_fused", "us_apart", "fraction_of_copy_bandwidth")}
         for v in lines if v.get("kernel") in ("cuda_matmul_qkv", "cuda_matmul_swiglu", "cuda_norm_rope_store_attend")]
