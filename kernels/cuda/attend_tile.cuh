@@ -54,15 +54,17 @@ __device__ inline float4 plus_times(float4 acc, float p, float4 v) {
 }
 
 // grid (tiles, head groups, slices). With one slice the block writes the normalised result to
-// `out`; with several it writes its unnormalised sums, running max and total to the partials.
+// `out`; with several it writes its unnormalised sums, running max and total to the partials,
+// and the last of a tile's slices to finish merges them into `out` (counted in
+// slice_counters[tile * head groups + group], which it leaves at zero for the next launch).
 // The slice's keys follow the tile's longest row; a causal row stops at its own count.
 // kAccumulators: accumulators_for<kQueries>(head_dim) or more.
 template <int kQueries, int kAccumulators>
 __global__ void __launch_bounds__(kTileThreads)
     attend_tile(const float* __restrict__ q, const __grid_constant__ KvChunkTable table,
                 const int32_t* __restrict__ key_counts, float* __restrict__ out, float* __restrict__ partial_out,
-                float* __restrict__ partial_stats, AttentionShape s, AttentionPlan plan, float scale,
-                DeviceErrorReport* report) {
+                float* __restrict__ partial_stats, int32_t* __restrict__ slice_counters, AttentionShape s,
+                AttentionPlan plan, float scale, DeviceErrorReport* report) {
   constexpr int kKeyLanes = kTileThreads / kQueries;  // threads scoring one query
   constexpr int kKeysPerThread = kKeyTile / kKeyLanes;
   static_assert(kKeyLanes * kKeysPerThread == kKeyTile && kQueries * kKeyLanes == kTileThreads);
@@ -71,6 +73,7 @@ __global__ void __launch_bounds__(kTileThreads)
   extern __shared__ float4 tile_memory[];
   __shared__ float running_max[kQueries], running_total[kQueries], correction[kQueries];
   __shared__ int64_t row_keys[kQueries];
+  __shared__ bool merges;
   begin_after_previous_grid();
 
   const TileLayout layout{s.head_dim, kQueries};
@@ -112,7 +115,16 @@ __global__ void __launch_bounds__(kTileThreads)
   for (int r = 0; r < tile_rows; ++r) tile_count = max(tile_count, row_keys[r]);
   const int64_t slice_keys = slice_keys_for(tile_count, plan);
   const int64_t key_begin = slice * slice_keys, key_end = min(tile_count, key_begin + slice_keys);
-  if (plan.slices > 1 && key_begin >= key_end) return;  // the merge reads only slices holding keys
+  if (plan.slices > 1 && key_begin >= key_end) {
+    // The merge reads only slices holding keys. With none (no row of the tile sees a key), no
+    // block merges: slice 0 writes the zeros.
+    if (tile_count == 0 && slice == 0) {
+      for (int i = tid; i < queries * d_count; i += kTileThreads) {
+        out[head_row_of(i / d_count) * s.head_dim + i % d_count] = 0.0f;
+      }
+    }
+    return;
+  }
 
   // Row tiles: item w sums queries 8g .. 8g + 7, elements 4c .. 4c + 3 of each (g = w / d4,
   // c = w % d4). Decode: slot w sums query w / D, element w % D.
@@ -238,10 +250,29 @@ __global__ void __launch_bounds__(kTileThreads)
       if (query < queries) write(query, d, &slot_sums[a], 1);
     }
   }
-  if (plan.slices > 1 && tid < queries) {
+  if (plan.slices == 1) return;
+  if (tid < queries) {
     const int64_t at = (head_row_of(tid) * plan.slices + slice) * 2;
     partial_stats[at] = running_max[tid];
     partial_stats[at + 1] = running_total[tid];
+  }
+
+  // The `used` slices holding keys each count themselves in once their partials are out; the
+  // last to count merges them all, a launch fewer than a separate merge kernel.
+  const int64_t used = (tile_count + slice_keys - 1) / slice_keys;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    int32_t* counter = slice_counters + blockIdx.x * gridDim.y + blockIdx.y;
+    merges = atomicAdd(counter, 1) + 1 == used;
+    if (merges) atomicExch(counter, 0);
+  }
+  __syncthreads();
+  if (!merges) return;
+  __threadfence();
+  for (int query = warp; query < queries; query += kTileWarps) {
+    merge_query_slices(partial_out, partial_stats, out, head_row_of(query), used, row_keys[query / heads] > 0,
+                       plan.slices, s.head_dim, lane, kWarpSize);
   }
 }
 

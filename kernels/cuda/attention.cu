@@ -54,6 +54,10 @@ AttentionKernel kernel_for(const AttentionShape& s, std::span<const KvChunk> chu
 // Query heads per block: the largest divisor of the group size (q_heads / kv_heads) up to 8, so
 // that a block's heads share one KV head. Slices: enough blocks to give every SM of an H100
 // (132) two (four for the light decode tiles), so that a single decode row is spread.
+constexpr int64_t kTargetBlocks = 264, kDecodeTargetBlocks = 528;
+// Keys are split only below the target: then (tile, head group) pairs, one counter each, are fewer.
+static_assert(kTargetBlocks <= kAttentionSliceCounters && kDecodeTargetBlocks <= kAttentionSliceCounters);
+
 AttentionPlan plan_for(const AttentionShape& s, std::span<const KvChunk> chunks, AttentionKernel kernel) {
   const int64_t group = s.q_heads / s.kv_heads;
   int64_t heads = 1;
@@ -63,12 +67,12 @@ AttentionPlan plan_for(const AttentionShape& s, std::span<const KvChunk> chunks,
       break;
     }
   }
-  int64_t rows_per_tile = 1, min_slice_keys = kRowKeyTile, target_blocks = 264;
+  int64_t rows_per_tile = 1, min_slice_keys = kRowKeyTile, target_blocks = kTargetBlocks;
   if (kernel == AttentionKernel::kRowTile) rows_per_tile = kBlockQueries / heads;
   if (kernel == AttentionKernel::kDecodeTile) {
     rows_per_tile = kDecodeQueries / heads;
     min_slice_keys = kKeyTile;
-    target_blocks = 528;
+    target_blocks = kDecodeTargetBlocks;
   }
   int64_t tiles = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
@@ -82,8 +86,8 @@ AttentionPlan plan_for(const AttentionShape& s, std::span<const KvChunk> chunks,
   return {heads, head_groups, slices, rows_per_tile, tiles, min_slice_keys};
 }
 
-// grid (rows, q_heads): weighs each slice holding keys of the row's tile by exp(its max - the
-// overall max). A slice may hold none of a causal row's keys: its max is -inf, its weight 0.
+// The one-row kernel's second launch, grid (rows, q_heads); the tile kernels merge in the last
+// block of each tile to finish (attend_tile.cuh).
 __global__ void merge_slices(const __grid_constant__ KvChunkTable table, const int32_t* __restrict__ key_counts,
                              const float* __restrict__ partial_out, const float* __restrict__ partial_stats,
                              float* __restrict__ out, AttentionShape s, AttentionPlan plan) {
@@ -99,18 +103,8 @@ __global__ void merge_slices(const __grid_constant__ KvChunkTable table, const i
   const bool sees_keys = visible_count(key_counts, m, keys, false, nullptr) > 0;
   const int64_t slice_keys = slice_keys_for(tile_count, plan);
   const int64_t used = (tile_count + slice_keys - 1) / slice_keys;
-  const float* stats = partial_stats + head_row * plan.slices * 2;
-  float best = -INFINITY;
-  for (int64_t i = 0; i < used; ++i) best = fmaxf(best, stats[2 * i]);
-  float denominator = 0.0f;
-  for (int64_t i = 0; i < used; ++i) denominator += expf(stats[2 * i] - best) * stats[2 * i + 1];
-  for (int64_t d = threadIdx.x; d < s.head_dim; d += blockDim.x) {
-    float numerator = 0.0f;
-    for (int64_t i = 0; i < used; ++i) {
-      numerator += expf(stats[2 * i] - best) * partial_out[(head_row * plan.slices + i) * s.head_dim + d];
-    }
-    out[head_row * s.head_dim + d] = sees_keys ? numerator / denominator : 0.0f;
-  }
+  merge_query_slices(partial_out, partial_stats, out, head_row, used, sees_keys, plan.slices, s.head_dim,
+                     static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
 size_t scratch_bytes_for(const AttentionShape& s, const AttentionPlan& plan) {
@@ -161,8 +155,8 @@ size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvCh
 }
 
 void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
-               AttentionShape shape, AttentionKernels kernels, void* scratch, DeviceErrorReport* report,
-               cudaStream_t stream) {
+               AttentionShape shape, AttentionKernels kernels, void* scratch, int32_t* slice_counters,
+               DeviceErrorReport* report, cudaStream_t stream) {
   if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
   if (chunks.size() > static_cast<size_t>(kMaxKvChunks)) {
     throw Error(ErrorCode::kInternal, "attention: more chunks than one launch takes");
@@ -188,8 +182,12 @@ void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* k
     const auto launch = decode ? (up_to_128 ? kDecodeUpTo128 : kDecodeUpToMost)
                                : (up_to_128 ? kBlockUpTo128 : kBlockUpToMost);
     const size_t bytes = TileLayout{shape.head_dim, decode ? kDecodeQueries : kBlockQueries}.bytes();
+    if (plan.slices > 1 && plan.tiles * plan.head_groups > kAttentionSliceCounters) {
+      throw Error(ErrorCode::kInternal, "attention: more split tiles than slice counters");
+    }
     launch_kernel("attention", launch, grid, kTileThreads, bytes, stream, q, table, key_counts, out, partial_out,
-                  partial_stats, shape, plan, scale, report);
+                  partial_stats, slice_counters, shape, plan, scale, report);
+    return;
   }
   if (plan.slices == 1) return;
   launch_kernel("attention (merge slices)", merge_slices,

@@ -9,7 +9,8 @@
 // one row). Keys and values go through shared memory 32 at a time (attend_tile.cuh); a head
 // dim that is not a multiple of 4, or an address not 16-byte aligned, takes a block per row
 // instead (attend_row.cuh). Each block walks its slice with an online softmax and leaves an
-// unnormalised partial result; a second kernel merges the slices. The number of slices follows
+// unnormalised partial result; the last block of a tile to finish merges its slices (the
+// one-row kernel: a second kernel). The number of slices follows
 // the shape (enough blocks to fill the GPU; with enough rows, one slice and no merge), and each
 // tile spreads its longest row's key count, read on the device, over them: a launch does not
 // depend on the counts, so a captured one stays right as the caches fill. A key count beyond
@@ -32,6 +33,10 @@ inline constexpr int64_t kMaxAttentionHeadDim = 256;
 
 // Chunks one launch takes (they travel in the kernel's parameters); more take several launches.
 inline constexpr int kMaxKvChunks = 64;
+
+// Counters attention() needs: a launch splits the keys only when it has fewer than 528 blocks
+// of (tile, head group), and counts a tile's finished slices in one counter each.
+inline constexpr int64_t kAttentionSliceCounters = 1024;
 
 // One sequence's rows of q, from first_row up to the next chunk's, attend its own k and v, of
 // which `keys` rows may be attended.
@@ -59,9 +64,10 @@ AttentionKernels attention_kernels_from_environment();
 size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvChunk> chunks);
 
 // `chunks` (at most kMaxKvChunks) cover q's rows in order; `scratch` holds at least
-// attention_scratch_bytes(shape, chunks) bytes. Allocates nothing.
+// attention_scratch_bytes(shape, chunks) bytes; `slice_counters`, kAttentionSliceCounters zeros
+// (every call leaves them zero), belong to this stream's calls alone. Allocates nothing.
 void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
-               AttentionShape shape, AttentionKernels kernels, void* scratch, DeviceErrorReport* report,
-               cudaStream_t stream);
+               AttentionShape shape, AttentionKernels kernels, void* scratch, int32_t* slice_counters,
+               DeviceErrorReport* report, cudaStream_t stream);
 
 }  // namespace flashq::cuda

@@ -87,6 +87,28 @@ __device__ inline void advance_softmax(float& running_max, float& running_total,
   running_max = new_max;
 }
 
+// Flash-decoding's second step for one query vector (head_row): the first `used` slices of its
+// partial sums, each weighed by exp(its max - the overall max) (a slice holding none of a
+// causal row's keys has max -inf and weight 0); zeros for a row that sees no key. Threads
+// first, first + stride, ... write its elements. The partials come from other blocks, so they
+// are read from L2.
+__device__ inline void merge_query_slices(const float* partial_out, const float* partial_stats, float* out,
+                                          int64_t head_row, int64_t used, bool sees_keys, int64_t slices,
+                                          int64_t head_dim, int first, int stride) {
+  const float* stats = partial_stats + head_row * slices * 2;
+  float best = -INFINITY;
+  for (int64_t i = 0; i < used; ++i) best = fmaxf(best, __ldcg(stats + 2 * i));
+  float denominator = 0.0f;
+  for (int64_t i = 0; i < used; ++i) denominator += expf(__ldcg(stats + 2 * i) - best) * __ldcg(stats + 2 * i + 1);
+  for (int64_t d = first; d < head_dim; d += stride) {
+    float numerator = 0.0f;
+    for (int64_t i = 0; i < used; ++i) {
+      numerator += expf(__ldcg(stats + 2 * i) - best) * __ldcg(partial_out + (head_row * slices + i) * head_dim + d);
+    }
+    out[head_row * head_dim + d] = sees_keys ? numerator / denominator : 0.0f;
+  }
+}
+
 // Keys row m attends: its count, clamped into [0, keys]; the reporter reports a count beyond.
 __device__ inline int64_t visible_count(const int32_t* key_counts, int64_t m, int64_t keys, bool reporter,
                                         DeviceErrorReport* report) {

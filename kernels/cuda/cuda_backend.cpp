@@ -142,7 +142,9 @@ class DeviceContext {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() : context_(std::make_shared<DeviceContext>()) {}
+  CudaBackend() : context_(std::make_shared<DeviceContext>()) {
+    slice_counters_ = allocate(DType::kI32, {cuda::kAttentionSliceCounters});  // zeros
+  }
   ~CudaBackend() override {
     if (scratch_) cudaFreeAsync(scratch_, context_->stream());
     for (void* retired : retired_scratch_) cudaFreeAsync(retired, context_->stream());
@@ -578,8 +580,8 @@ class CudaBackend final : public Backend {
               int64_t kv_heads, int64_t most_keys) {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
     void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape, chunks));
-    cuda::attention(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(), shape,
-                    attention_kernels_, scratch, context_->report(), stream());
+    cuda::attention(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(), shape, attention_kernels_,
+                    scratch, slice_counters_.data<int32_t>(), context_->report(), stream());
   }
 
   // The scratch buffer (cuBLAS's bf16 input, attention's partial results) grows to the largest
@@ -604,6 +606,8 @@ class CudaBackend final : public Backend {
   std::shared_ptr<DeviceContext> context_;
   // Read at start, so that a bad FLASHQ_CUDA_ATTENTION fails the backend's creation.
   const cuda::AttentionKernels attention_kernels_ = cuda::attention_kernels_from_environment();
+  // Attention's count of finished slices per tile: zeros between calls, never reallocated.
+  Tensor slice_counters_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   std::vector<void*> retired_scratch_;

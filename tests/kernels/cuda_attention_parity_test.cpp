@@ -25,6 +25,7 @@ struct AttentionCase {
   bool same_count;  // every row sees all keys (a draft block); else per-row counts in [0, keys]
   // q 4 bytes off 16-byte alignment: the float4 tile kernels refuse it, the one-row kernel takes it
   bool shift_q = false;
+  bool no_keys = false;  // every row sees nothing: zeros, though the keys are split into slices
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
@@ -64,6 +65,7 @@ void CudaAttentionParity::expect_matches_cpu(const AttentionCase& c) {
     if (c.rows > 2) counts[1] = 0;  // a row that sees nothing gets zeros
     if (c.rows > 3) counts[2] = 1;
   }
+  if (c.no_keys) std::fill(counts.begin(), counts.end(), 0);
   Tensor q_host = host_tensor(q, DType::kF32, {c.rows, c.q_heads, c.head_dim});
   Tensor k_host = host_tensor(k, DType::kF32, {c.keys, c.kv_heads, c.head_dim});
   Tensor v_host = host_tensor(v, DType::kF32, {c.keys, c.kv_heads, c.head_dim});
@@ -78,10 +80,16 @@ void CudaAttentionParity::expect_matches_cpu(const AttentionCase& c) {
     q_gpu = shifted.slice_rows(1, q_host.numel()).reshape(q_host.shape());
     gpu_->copy_from_host(q.data(), q_gpu);
   }
-  gpu_->attention(q_gpu, to_gpu(k_host), to_gpu(v_host), to_gpu(counts_host), out_gpu);
+  const Tensor k_gpu = to_gpu(k_host), v_gpu = to_gpu(v_host), counts_gpu = to_gpu(counts_host);
+  gpu_->attention(q_gpu, k_gpu, v_gpu, counts_gpu, out_gpu);
   const std::vector<float> got = download(out_gpu), want = host_values(out_host);
   const double error = normalized_error(got, want);
   EXPECT_LT(error, 1e-4) << c.name << ": " << first_attention_mismatch(got, want, counts, c.q_heads, c.head_dim);
+
+  // Again: the tiles' slice counters must be back at zero, or no block would merge this time.
+  Tensor again = poisoned({c.rows, c.q_heads, c.head_dim});
+  gpu_->attention(q_gpu, k_gpu, v_gpu, counts_gpu, again);
+  EXPECT_EQ(download(again), got) << c.name << ": a second call differs";
 }
 
 TEST_P(CudaAttentionParity, MatchesCpuBackend) { expect_matches_cpu(GetParam()); }
@@ -128,7 +136,9 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{"HeadDim18DecodeOneRowKernel", 1, 8, 2, 18, 700, true},
                       AttentionCase{"MisalignedDecodeOneRowKernel", 1, 32, 8, 128, 300, true, true},
                       AttentionCase{"MisalignedBlockOneRowKernel", 16, 8, 2, 64, 129, false, true},
-                      AttentionCase{"MisalignedLongContextOneRowKernel", 2, 8, 8, 128, 4099, false, true}),
+                      AttentionCase{"MisalignedLongContextOneRowKernel", 2, 8, 8, 128, 4099, false, true},
+                      AttentionCase{"DecodeTilesNoRowSeesAKey", 3, 32, 8, 128, 300, false, false, true},
+                      AttentionCase{"BlockTilesNoRowSeesAKey", 8, 8, 2, 64, 300, false, false, true}),
     [](const ::testing::TestParamInfo<AttentionCase>& p) { return std::string(p.param.name); });
 
 // Many sequences in one call (more than one launch takes: 70 chunks), each with its own cache:
