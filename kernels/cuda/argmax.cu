@@ -10,7 +10,9 @@
 namespace flashq::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+// One block takes a whole row (a decode step has one): as many threads as a block may have, so
+// that 128 KB of the row are in flight at once.
+constexpr int kThreads = 1024;
 
 struct Candidate {
   float value;
