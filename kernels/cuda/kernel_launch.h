@@ -2,7 +2,7 @@
 // consecutive kernels may overlap (programmatic dependent launch, sm_90). A kernel launched that
 // way may be scheduled while the one before it finishes: its blocks load what does not depend on
 // that kernel (weights) and then wait for it (grid_dependency.cuh), which hides the gap between
-// two kernels of a decode step. Off unless set_programmatic_launches(true) (cuda_backend.h): the
+// two kernels of a decode step. Off unless set_programmatic_launches(true) (backend_factory.h): the
 // figure decides (docs/decisions.md, "Overlapped launches").
 #pragma once
 
