@@ -61,6 +61,8 @@ std::function<void()> add_up_command(CLI::App& app) {
   cmd->add_flag("--graphs", o->worker.graphs,
                "record the target's and the drafter's passes and replay them while they repeat"
                " (CUDA graphs on a GPU)");
+  cmd->add_flag("--pdl", o->worker.pdl,
+                "let each CUDA kernel start while the one before it finishes (programmatic dependent launch)");
   cmd->add_option("--frontend", o->broker.frontend, "producers' endpoint")->capture_default_str();
   cmd->add_option("--stream", o->broker.stream, "subscribers' endpoint")->capture_default_str();
   cmd->add_option("--http", o->broker.http, "host:port of /metrics, /healthz, /readyz (empty: none)")
