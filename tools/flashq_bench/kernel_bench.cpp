@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend_factory.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/tensor.h"
 
@@ -26,6 +27,7 @@ struct KernelBenchOptions {
   int64_t cuda_n = 4096;
   int64_t cuda_k = 4096;
   std::vector<int64_t> cuda_keys = {512, 4096};
+  std::vector<int64_t> cpu_keys = {259, 2048};
 };
 
 // Runs `body` until min_seconds have passed; returns seconds per call.
@@ -105,6 +107,41 @@ void report_sampling(Backend& backend, const std::string& name, Timer&& time) {
   }
 }
 
+// Attention at Qwen3-0.6B's shape (16 query heads over 8 KV heads of 128) over a cache of
+// `keys`: one decode row seeing them all, and the causal prefill of all of them (quadratic: at
+// 2048 tokens its multiply-adds are a fifth of the model's).
+void report_cpu_attention(const std::vector<int64_t>& keys_list, double min_seconds) {
+  const cpu::AttentionShape base{.rows = 1, .q_heads = 16, .kv_heads = 8, .head_dim = 128};
+  for (int64_t keys : keys_list) {
+    const std::vector<float> k(static_cast<size_t>(keys * base.kv_heads * base.head_dim), 0.01f), v = k;
+    for (int64_t rows : {int64_t{1}, keys}) {
+      const cpu::AttentionShape shape{rows, base.q_heads, base.kv_heads, base.head_dim};
+      std::vector<float> q(static_cast<size_t>(rows * shape.q_heads * shape.head_dim), 0.02f), out(q.size());
+      std::vector<int32_t> counts(static_cast<size_t>(rows));
+      int64_t scored = 0;  // (query row, key) pairs, per head
+      for (int64_t m = 0; m < rows; ++m) {
+        counts[static_cast<size_t>(m)] = static_cast<int32_t>(rows == 1 ? keys : m + 1);
+        scored += counts[static_cast<size_t>(m)];
+      }
+      const double seconds = time_per_call(min_seconds, [&] {
+        cpu::attention(q.data(), k.data(), v.data(), counts.data(), out.data(), shape);
+      });
+      // q.k and p.v: 2 multiply-adds per element of a head, per pair.
+      const double flops = 4.0 * static_cast<double>(scored * shape.q_heads * shape.head_dim);
+      std::cout << nlohmann::json{{"kernel", "attention"},
+                                  {"rows", rows},
+                                  {"keys", keys},
+                                  {"q_heads", shape.q_heads},
+                                  {"kv_heads", shape.kv_heads},
+                                  {"head_dim", shape.head_dim},
+                                  {"us_per_call", seconds * 1e6},
+                                  {"gflop_per_s", flops / seconds / 1e9}}
+                       .dump()
+                << std::endl;
+    }
+  }
+}
+
 void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   report_read_bandwidth(o.min_seconds);
   Tensor w = Tensor::zeros_cpu(DType::kBF16, {o.n, o.k});
@@ -126,6 +163,7 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
     };
     std::cout << row.dump() << std::endl;
   }
+  report_cpu_attention(o.cpu_keys, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
 }
@@ -382,6 +420,7 @@ std::function<void()> add_kernel_bench(CLI::App& app) {
   cmd->add_option("--cuda-n", o->cuda_n, "output features of the CUDA matmul")->capture_default_str();
   cmd->add_option("--cuda-k", o->cuda_k, "input features of the CUDA matmul")->capture_default_str();
   cmd->add_option("--cuda-keys", o->cuda_keys, "key counts for the CUDA attention")->capture_default_str();
+  cmd->add_option("--cpu-keys", o->cpu_keys, "key counts for the CPU attention")->capture_default_str();
   return [cmd, o] {
     if (*cmd) run_kernel_bench(*o);
   };
