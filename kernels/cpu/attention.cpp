@@ -32,6 +32,22 @@ inline void add_values(float* acc, float correction, const float* p, int64_t key
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(acc + 8 * r, sum[r]);
 }
 
+// The scores of q against 8 keys (rows k, k + stride, ...), n a multiple of 8: one sum a key,
+// eight independent chains of multiply-adds, then the eight sums reduced together.
+inline __m256 dot8(const float* q, const float* k, int64_t stride, int64_t n) {
+  __m256 sum[8];
+  for (int j = 0; j < 8; ++j) sum[j] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < n; d += 8) {
+    const __m256 qd = _mm256_loadu_ps(q + d);
+    for (int j = 0; j < 8; ++j) sum[j] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + j * stride + d), sum[j]);
+  }
+  // Pairwise adds leave lane j of the two 128-bit halves holding halves of key j's sum.
+  const __m256 s01 = _mm256_hadd_ps(sum[0], sum[1]), s23 = _mm256_hadd_ps(sum[2], sum[3]);
+  const __m256 s45 = _mm256_hadd_ps(sum[4], sum[5]), s67 = _mm256_hadd_ps(sum[6], sum[7]);
+  const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
 // The same for any n: 64 elements at a time (8 registers), then 8, then one by one. Each
 // element's sum has the same order on every path.
 void add_values(float* acc, float correction, const float* p, int64_t keys, const float* v, int64_t stride,
@@ -57,19 +73,28 @@ struct RunningSoftmax {
 // weights, the rescaling of what was summed before, then the values.
 void attend_block(const float* qh, const float* kh, const float* vh, int64_t first, int64_t keys, int64_t kv_stride,
                   int64_t head_dim, float scale, float* weights, RunningSoftmax& state, float* oh) {
-  float block_max = -INFINITY;
-  for (int64_t j = 0; j < keys; ++j) {
-    weights[j] = dot(qh, kh + (first + j) * kv_stride, head_dim) * scale;
-    block_max = std::max(block_max, weights[j]);
+  // Keys 8 at a time where the head dim allows, the rest one by one (which path a key takes
+  // depends only on the row's key count).
+  const bool by_eight = head_dim % 8 == 0;
+  int64_t j = 0;
+  if (by_eight) {
+    for (; j + 8 <= keys; j += 8) {
+      const __m256 scores = dot8(qh, kh + (first + j) * kv_stride, kv_stride, head_dim);
+      _mm256_storeu_ps(weights + j, _mm256_mul_ps(scores, _mm256_set1_ps(scale)));
+    }
   }
+  for (; j < keys; ++j) weights[j] = dot(qh, kh + (first + j) * kv_stride, head_dim) * scale;
+  float block_max = -INFINITY;
+  for (j = 0; j < keys; ++j) block_max = std::max(block_max, weights[j]);
   const float new_max = std::max(state.max, block_max);
   // exp(-inf) = 0 on the first block: nothing summed yet to rescale.
   const float correction = std::exp(state.max - new_max);
-  float block_total = 0.0f;
-  for (int64_t j = 0; j < keys; ++j) {
-    weights[j] = std::exp(weights[j] - new_max);
-    block_total += weights[j];
+  for (j = 0; j + 8 <= keys; j += 8) {
+    _mm256_storeu_ps(weights + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(weights + j), _mm256_set1_ps(new_max))));
   }
+  for (; j < keys; ++j) weights[j] = std::exp(weights[j] - new_max);
+  float block_total = 0.0f;
+  for (j = 0; j < keys; ++j) block_total += weights[j];
   state.total = state.total * correction + block_total;
   state.max = new_max;
   add_values(oh, correction, weights, keys, vh + first * kv_stride, kv_stride, head_dim);

@@ -10,6 +10,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/simd.h"
 #include "shared/error.h"
 
 namespace flashq {
@@ -90,12 +91,33 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MatmulParity,
                                            MatmulCase{DType::kF16, 40, 30, 72}, MatmulCase{DType::kF32, 1, 30, 72},
                                            MatmulCase{DType::kF32, 9, 30, 33}, MatmulCase{DType::kF32, 33, 30, 72}));
 
-TEST(CpuBackend, AttentionMatchesNaiveSoftmaxWithPerRowKeyCounts) {
-  std::mt19937 rng(7);
-  const int64_t m = 5, q_heads = 4, kv_heads = 2, d = 12, t = 9;
-  std::vector<float> q = random_floats(m * q_heads * d, rng), k = random_floats(t * kv_heads * d, rng),
+// The vector e^x of the attention weights: within a few float ulp of e^x (in double) from -87
+// to 88, and e^0 exactly 1.
+TEST(CpuSimd, Exp8IsWithinAFewUlpOfExp) {
+  double worst = 0.0;
+  for (float x0 = -87.0f; x0 + 0.0213f * 7 <= 88.0f; x0 += 0.173f) {
+    alignas(32) float in[8], got[8];
+    for (int i = 0; i < 8; ++i) in[i] = x0 + 0.0213f * static_cast<float>(i);
+    _mm256_store_ps(got, cpu::exp8(_mm256_load_ps(in)));
+    for (int i = 0; i < 8; ++i) {
+      const double want = std::exp(static_cast<double>(in[i]));
+      worst = std::max(worst, std::abs(got[i] - want) / want);
+    }
+  }
+  EXPECT_LT(worst, 4.0 * 6e-8) << "largest relative error";
+  alignas(32) float zeros[8] = {}, ones[8];
+  _mm256_store_ps(ones, cpu::exp8(_mm256_load_ps(zeros)));
+  for (float one : ones) EXPECT_EQ(one, 1.0f);
+}
+
+// Attention against a double-precision softmax written out plainly, for one shape and per-row key
+// counts.
+void expect_attention_matches_naive(int64_t q_heads, int64_t kv_heads, int64_t d, int64_t t,
+                                    const std::vector<int32_t>& counts, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const auto m = static_cast<int64_t>(counts.size());
+  std::vector<float> q = random_floats(m * q_heads * d, rng, 2.0f), k = random_floats(t * kv_heads * d, rng, 2.0f),
                      v = random_floats(t * kv_heads * d, rng);
-  std::vector<int32_t> counts = {1, 4, 9, 6, 9};  // causal-like, non-causal and context-only rows
   auto backend = make_cpu_backend();
   Tensor qt = tensor_from(q, {m, q_heads, d}), kt = tensor_from(k, {t, kv_heads, d}), vt = tensor_from(v, {t, kv_heads, d});
   Tensor ct = Tensor::zeros_cpu(DType::kI32, {m});
@@ -121,7 +143,19 @@ TEST(CpuBackend, AttentionMatchesNaiveSoftmaxWithPerRowKeyCounts) {
       }
     }
   }
-  EXPECT_LT(max_normalized_error(out.data<float>(), want), 1e-5);
+  EXPECT_LT(max_normalized_error(out.data<float>(), want), 1e-5)
+      << q_heads << " heads over " << kv_heads << ", head dim " << d << ", " << t << " keys";
+}
+
+// Shapes for every path of the kernel: head dims that take 8 keys and 64 elements at a time
+// and ones that do not, rows in tiles of 4 with a partial one, blocks of 64 keys and the rows
+// that end inside one or just past one, no keys at all.
+TEST(CpuBackend, AttentionMatchesNaiveSoftmaxWithPerRowKeyCounts) {
+  expect_attention_matches_naive(4, 2, 12, 9, {1, 4, 9, 6, 9}, 7);  // causal-like, non-causal, context-only rows
+  expect_attention_matches_naive(16, 8, 128, 300, {300, 0, 1, 63, 64, 65, 129, 200, 257, 299, 8}, 8);
+  expect_attention_matches_naive(8, 2, 64, 130, {7, 8, 9, 15, 16, 17, 127, 128, 129}, 9);
+  expect_attention_matches_naive(4, 1, 72, 70, {70, 69, 66}, 10);
+  expect_attention_matches_naive(2, 2, 8, 65, {65}, 11);
 }
 
 // The batched op's default: each chunk's rows stored where store_at says, then attention against
