@@ -32,6 +32,12 @@ inline void add_values(float* acc, float correction, const float* p, int64_t key
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(acc + 8 * r, sum[r]);
 }
 
+// Four keys' sums reduced together: pairwise adds leave lane j of each 128-bit half holding
+// that half of key j's sum, ((x0 + x1) + (x2 + x3)) and ((x4 + x5) + (x6 + x7)).
+inline __m256 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  return _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+}
+
 // The scores of q against 8 keys (rows k, k + stride, ...), n a multiple of 8: one sum a key,
 // eight independent chains of multiply-adds, then the eight sums reduced together.
 inline __m256 dot8(const float* q, const float* k, int64_t stride, int64_t n) {
@@ -41,11 +47,52 @@ inline __m256 dot8(const float* q, const float* k, int64_t stride, int64_t n) {
     const __m256 qd = _mm256_loadu_ps(q + d);
     for (int j = 0; j < 8; ++j) sum[j] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + j * stride + d), sum[j]);
   }
-  // Pairwise adds leave lane j of the two 128-bit halves holding halves of key j's sum.
-  const __m256 s01 = _mm256_hadd_ps(sum[0], sum[1]), s23 = _mm256_hadd_ps(sum[2], sum[3]);
-  const __m256 s45 = _mm256_hadd_ps(sum[4], sum[5]), s67 = _mm256_hadd_ps(sum[6], sum[7]);
-  const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
-  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+  const __m256 low = reduce4(sum[0], sum[1], sum[2], sum[3]), high = reduce4(sum[4], sum[5], sum[6], sum[7]);
+  return _mm256_add_ps(_mm256_permute2f128_ps(low, high, 0x20), _mm256_permute2f128_ps(low, high, 0x31));
+}
+
+// The scores of two query vectors against the same 4 keys, each key's sum formed exactly as
+// dot8 forms it (the same chain, the same reduction), so a pair gets the bits of two singles;
+// each key element loaded serves both. Writes 4 scores to s0 and 4 to s1.
+inline void dot4x2(const float* q0, const float* q1, const float* k, int64_t stride, int64_t n, float* s0, float* s1) {
+  __m256 sum0[4], sum1[4];
+  for (int j = 0; j < 4; ++j) sum0[j] = sum1[j] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < n; d += 8) {
+    const __m256 q0d = _mm256_loadu_ps(q0 + d), q1d = _mm256_loadu_ps(q1 + d);
+    for (int j = 0; j < 4; ++j) {
+      const __m256 kj = _mm256_loadu_ps(k + j * stride + d);
+      sum0[j] = _mm256_fmadd_ps(q0d, kj, sum0[j]);
+      sum1[j] = _mm256_fmadd_ps(q1d, kj, sum1[j]);
+    }
+  }
+  const __m256 r0 = reduce4(sum0[0], sum0[1], sum0[2], sum0[3]), r1 = reduce4(sum1[0], sum1[1], sum1[2], sum1[3]);
+  _mm_storeu_ps(s0, _mm_add_ps(_mm256_castps256_ps128(r0), _mm256_extractf128_ps(r0, 1)));
+  _mm_storeu_ps(s1, _mm_add_ps(_mm256_castps256_ps128(r1), _mm256_extractf128_ps(r1, 1)));
+}
+
+// add_values<R> for two query vectors over the same keys: each value element loaded serves
+// both, and each output element's sum is the one add_values forms.
+template <int R>
+inline void add_values_pair(float* acc0, float* acc1, float c0, float c1, const float* p0, const float* p1,
+                            int64_t keys, const float* v, int64_t stride) {
+  __m256 sum0[R], sum1[R];
+  for (int r = 0; r < R; ++r) {
+    sum0[r] = _mm256_mul_ps(_mm256_loadu_ps(acc0 + 8 * r), _mm256_set1_ps(c0));
+    sum1[r] = _mm256_mul_ps(_mm256_loadu_ps(acc1 + 8 * r), _mm256_set1_ps(c1));
+  }
+  for (int64_t j = 0; j < keys; ++j) {
+    const __m256 p0j = _mm256_set1_ps(p0[j]), p1j = _mm256_set1_ps(p1[j]);
+    const float* vj = v + j * stride;
+    for (int r = 0; r < R; ++r) {
+      const __m256 vjr = _mm256_loadu_ps(vj + 8 * r);
+      sum0[r] = _mm256_fmadd_ps(p0j, vjr, sum0[r]);
+      sum1[r] = _mm256_fmadd_ps(p1j, vjr, sum1[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(acc0 + 8 * r, sum0[r]);
+    _mm256_storeu_ps(acc1 + 8 * r, sum1[r]);
+  }
 }
 
 // The same for any n: 64 elements at a time (8 registers), then 8, then one by one. Each
@@ -69,27 +116,64 @@ struct RunningSoftmax {
   float total = 0.0f;
 };
 
-// Folds keys [first, first + keys) into one query vector's state: scores, the block's max and
-// weights, the rescaling of what was summed before, then the values.
-void attend_block(const float* qh, const float* kh, const float* vh, int64_t first, int64_t keys, int64_t kv_stride,
-                  int64_t head_dim, float scale, float* weights, RunningSoftmax& state, float* oh) {
-  // Keys 8 at a time where the head dim allows, the rest one by one (which path a key takes
-  // depends only on the row's key count).
-  const bool by_eight = head_dim % 8 == 0;
+// The pair form of add_values (any n): 32 elements at a time, then 8, then one by one.
+void add_values_pair(float* acc0, float* acc1, float c0, float c1, const float* p0, const float* p1, int64_t keys,
+                     const float* v, int64_t stride, int64_t n) {
+  int64_t d = 0;
+  for (; d + 32 <= n; d += 32) add_values_pair<4>(acc0 + d, acc1 + d, c0, c1, p0, p1, keys, v + d, stride);
+  for (; d + 8 <= n; d += 8) add_values_pair<1>(acc0 + d, acc1 + d, c0, c1, p0, p1, keys, v + d, stride);
+  if (d < n) {
+    add_values(acc0 + d, c0, p0, keys, v + d, stride, n - d);
+    add_values(acc1 + d, c1, p1, keys, v + d, stride, n - d);
+  }
+}
+
+// Scaled scores of keys [first, first + keys) into weights: 8 keys at a time where the head
+// dim allows, the rest one by one (which path a key takes depends only on the row's count).
+void score_keys(const float* qh, const float* kh, int64_t first, int64_t keys, int64_t kv_stride, int64_t head_dim,
+                float scale, float* weights) {
   int64_t j = 0;
-  if (by_eight) {
+  if (head_dim % 8 == 0) {
     for (; j + 8 <= keys; j += 8) {
       const __m256 scores = dot8(qh, kh + (first + j) * kv_stride, kv_stride, head_dim);
       _mm256_storeu_ps(weights + j, _mm256_mul_ps(scores, _mm256_set1_ps(scale)));
     }
   }
   for (; j < keys; ++j) weights[j] = dot(qh, kh + (first + j) * kv_stride, head_dim) * scale;
+}
+
+// score_keys for two query vectors of one row, key for key the same bits.
+void score_keys_pair(const float* q0, const float* q1, const float* kh, int64_t first, int64_t keys, int64_t kv_stride,
+                     int64_t head_dim, float scale, float* w0, float* w1) {
+  int64_t j = 0;
+  if (head_dim % 8 == 0) {
+    // Eight keys at a time, as score_keys takes them, in two fours.
+    for (; j + 8 <= keys; j += 8) {
+      dot4x2(q0, q1, kh + (first + j) * kv_stride, kv_stride, head_dim, w0 + j, w1 + j);
+      dot4x2(q0, q1, kh + (first + j + 4) * kv_stride, kv_stride, head_dim, w0 + j + 4, w1 + j + 4);
+    }
+    for (int64_t i = 0; i < j; ++i) {
+      w0[i] *= scale;
+      w1[i] *= scale;
+    }
+  }
+  for (; j < keys; ++j) {
+    w0[j] = dot(q0, kh + (first + j) * kv_stride, head_dim) * scale;
+    w1[j] = dot(q1, kh + (first + j) * kv_stride, head_dim) * scale;
+  }
+}
+
+// One query vector's online softmax step over a block of scores: they become the weights
+// exp(score - new max), the running max and total move on, and the factor the sums so far
+// must be multiplied by is returned.
+float fold_block(float* weights, int64_t keys, RunningSoftmax& state) {
   float block_max = -INFINITY;
-  for (j = 0; j < keys; ++j) block_max = std::max(block_max, weights[j]);
+  for (int64_t j = 0; j < keys; ++j) block_max = std::max(block_max, weights[j]);
   const float new_max = std::max(state.max, block_max);
   // exp(-inf) = 0 on the first block: nothing summed yet to rescale.
   const float correction = std::exp(state.max - new_max);
-  for (j = 0; j + 8 <= keys; j += 8) {
+  int64_t j = 0;
+  for (; j + 8 <= keys; j += 8) {
     _mm256_storeu_ps(weights + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(weights + j), _mm256_set1_ps(new_max))));
   }
   for (; j < keys; ++j) weights[j] = std::exp(weights[j] - new_max);
@@ -97,7 +181,7 @@ void attend_block(const float* qh, const float* kh, const float* vh, int64_t fir
   for (j = 0; j < keys; ++j) block_total += weights[j];
   state.total = state.total * correction + block_total;
   state.max = new_max;
-  add_values(oh, correction, weights, keys, vh + first * kv_stride, kv_stride, head_dim);
+  return correction;
 }
 
 // Rows a task takes together with all query heads of one KV head, so that each block of keys
@@ -115,7 +199,9 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
   const int64_t tiles = (s.rows + kRowTile - 1) / kRowTile;
 #pragma omp parallel if (s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18))
   {
-    std::vector<float> weights(kKeyBlock);
+    std::vector<float> weights(2 * kKeyBlock);
+    float* const w0 = weights.data();
+    float* const w1 = w0 + kKeyBlock;
     std::vector<RunningSoftmax> states;
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int64_t tile = 0; tile < tiles; ++tile) {
@@ -135,9 +221,22 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
           for (int64_t m = m0; m < m1; ++m) {
             const int64_t keys = std::min<int64_t>(kKeyBlock, key_counts[m] - first);
             if (keys <= 0) continue;
-            for (int64_t g = 0; g < group; ++g) {
-              attend_block(q + head_offset(m, g), kh, vh, first, keys, kv_stride, s.head_dim, scale, weights.data(),
-                           states[static_cast<size_t>((m - m0) * group + g)], out + head_offset(m, g));
+            RunningSoftmax* state = states.data() + (m - m0) * group;
+            const float* vs = vh + first * kv_stride;
+            // The row's query heads two by two (each key and value load serves both), the same
+            // bits as one by one; an odd one alone.
+            int64_t g = 0;
+            for (; g + 2 <= group; g += 2) {
+              score_keys_pair(q + head_offset(m, g), q + head_offset(m, g + 1), kh, first, keys, kv_stride, s.head_dim,
+                              scale, w0, w1);
+              const float c0 = fold_block(w0, keys, state[g]), c1 = fold_block(w1, keys, state[g + 1]);
+              add_values_pair(out + head_offset(m, g), out + head_offset(m, g + 1), c0, c1, w0, w1, keys, vs, kv_stride,
+                              s.head_dim);
+            }
+            for (; g < group; ++g) {
+              score_keys(q + head_offset(m, g), kh, first, keys, kv_stride, s.head_dim, scale, w0);
+              const float c = fold_block(w0, keys, state[g]);
+              add_values(out + head_offset(m, g), c, w0, keys, vs, kv_stride, s.head_dim);
             }
           }
         }

@@ -158,6 +158,34 @@ TEST(CpuBackend, AttentionMatchesNaiveSoftmaxWithPerRowKeyCounts) {
   expect_attention_matches_naive(2, 2, 8, 65, {65}, 11);
 }
 
+// The heads of one KV head go two by two, sharing each key and value load: the same bits as each
+// head alone (MHA over a copy of the keys takes them one by one).
+TEST(CpuBackend, AttentionHeadsInPairsGiveTheBitsOfHeadsAlone) {
+  std::mt19937 rng(12);
+  const int64_t m = 6, d = 128, t = 150;
+  const std::vector<int32_t> counts = {150, 1, 64, 77, 129, 8};
+  std::vector<float> q = random_floats(m * 2 * d, rng, 2.0f), k = random_floats(t * d, rng, 2.0f),
+                     v = random_floats(t * d, rng);
+  auto backend = make_cpu_backend();
+  Tensor ct = Tensor::zeros_cpu(DType::kI32, {m});
+  std::copy(counts.begin(), counts.end(), ct.data<int32_t>());
+  Tensor kt = tensor_from(k, {t, 1, d}), vt = tensor_from(v, {t, 1, d});
+  Tensor paired = Tensor::zeros_cpu(DType::kF32, {m, 2, d});
+  backend->attention(tensor_from(q, {m, 2, d}), kt, vt, ct, paired);
+  for (int64_t h = 0; h < 2; ++h) {
+    std::vector<float> q_head;
+    for (int64_t i = 0; i < m; ++i) {
+      q_head.insert(q_head.end(), q.begin() + (i * 2 + h) * d, q.begin() + (i * 2 + h + 1) * d);
+    }
+    Tensor alone = Tensor::zeros_cpu(DType::kF32, {m, 1, d});
+    backend->attention(tensor_from(q_head, {m, 1, d}), kt, vt, ct, alone);
+    for (int64_t i = 0; i < m; ++i) {
+      EXPECT_EQ(0, std::memcmp(alone.data<float>() + i * d, paired.data<float>() + (i * 2 + h) * d, sizeof(float) * d))
+          << "row " << i << " head " << h;
+    }
+  }
+}
+
 // The batched op's default: each chunk's rows stored where store_at says, then attention against
 // its own cache, exactly as the primitives one chunk at a time; chunks that do not cover q's rows
 // in order, and rows stored outside a cache, are refused.
