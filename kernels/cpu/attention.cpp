@@ -109,13 +109,6 @@ void add_values(float* acc, float correction, const float* p, int64_t keys, cons
   }
 }
 
-// One query vector's online softmax over its keys so far: the running max and total, and the
-// unnormalised sum of values (in the output row until the end).
-struct RunningSoftmax {
-  float max = -INFINITY;
-  float total = 0.0f;
-};
-
 // The pair form of add_values (any n): 32 elements at a time, then 8, then one by one.
 void add_values_pair(float* acc0, float* acc1, float c0, float c1, const float* p0, const float* p1, int64_t keys,
                      const float* v, int64_t stride, int64_t n) {
@@ -163,6 +156,13 @@ void score_keys_pair(const float* q0, const float* q1, const float* kh, int64_t 
   }
 }
 
+// One query vector's online softmax over its keys so far: the running max and total (its
+// unnormalised sum of values stays in the output row until the end).
+struct RunningSoftmax {
+  float max = -INFINITY;
+  float total = 0.0f;
+};
+
 // One query vector's online softmax step over a block of scores: they become the weights
 // exp(score - new max), the running max and total move on, and the factor the sums so far
 // must be multiplied by is returned.
@@ -182,6 +182,29 @@ float fold_block(float* weights, int64_t keys, RunningSoftmax& state) {
   state.total = state.total * correction + block_total;
   state.max = new_max;
   return correction;
+}
+
+// Folds keys [first, first + keys) into the `group` query vectors of one row that share a KV
+// head (consecutive heads: rows of q and out head_dim apart): two by two (each key and value
+// load serves both, the same bits as one by one), an odd one alone. w0 and w1 hold a block of
+// weights each.
+void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state, int64_t group, const float* kh,
+                  const float* vh, int64_t first, int64_t keys, int64_t kv_stride, int64_t head_dim, float scale,
+                  float* w0, float* w1) {
+  const float* values = vh + first * kv_stride;
+  int64_t g = 0;
+  for (; g + 2 <= group; g += 2) {
+    const float* q0 = q_heads + g * head_dim;
+    float* o0 = out_heads + g * head_dim;
+    score_keys_pair(q0, q0 + head_dim, kh, first, keys, kv_stride, head_dim, scale, w0, w1);
+    const float c0 = fold_block(w0, keys, state[g]), c1 = fold_block(w1, keys, state[g + 1]);
+    add_values_pair(o0, o0 + head_dim, c0, c1, w0, w1, keys, values, kv_stride, head_dim);
+  }
+  for (; g < group; ++g) {
+    score_keys(q_heads + g * head_dim, kh, first, keys, kv_stride, head_dim, scale, w0);
+    const float c = fold_block(w0, keys, state[g]);
+    add_values(out_heads + g * head_dim, c, w0, keys, values, kv_stride, head_dim);
+  }
 }
 
 // Rows a task takes together with all query heads of one KV head, so that each block of keys
@@ -221,23 +244,8 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
           for (int64_t m = m0; m < m1; ++m) {
             const int64_t keys = std::min<int64_t>(kKeyBlock, key_counts[m] - first);
             if (keys <= 0) continue;
-            RunningSoftmax* state = states.data() + (m - m0) * group;
-            const float* vs = vh + first * kv_stride;
-            // The row's query heads two by two (each key and value load serves both), the same
-            // bits as one by one; an odd one alone.
-            int64_t g = 0;
-            for (; g + 2 <= group; g += 2) {
-              score_keys_pair(q + head_offset(m, g), q + head_offset(m, g + 1), kh, first, keys, kv_stride, s.head_dim,
-                              scale, w0, w1);
-              const float c0 = fold_block(w0, keys, state[g]), c1 = fold_block(w1, keys, state[g + 1]);
-              add_values_pair(out + head_offset(m, g), out + head_offset(m, g + 1), c0, c1, w0, w1, keys, vs, kv_stride,
-                              s.head_dim);
-            }
-            for (; g < group; ++g) {
-              score_keys(q + head_offset(m, g), kh, first, keys, kv_stride, s.head_dim, scale, w0);
-              const float c = fold_block(w0, keys, state[g]);
-              add_values(out + head_offset(m, g), c, w0, keys, vs, kv_stride, s.head_dim);
-            }
+            attend_block(q + head_offset(m, 0), out + head_offset(m, 0), states.data() + (m - m0) * group, group, kh,
+                         vh, first, keys, kv_stride, s.head_dim, scale, w0, w1);
           }
         }
         for (int64_t m = m0; m < m1; ++m) {

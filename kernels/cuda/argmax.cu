@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kThreads) argmax_rows(const float* __restrict_
 
 void argmax(const float* logits, int32_t* ids, int64_t rows, int64_t vocab, cudaStream_t stream) {
   if (rows == 0) return;
-  const bool by_four = vocab % 4 == 0 && reinterpret_cast<uintptr_t>(logits) % sizeof(float4) == 0;
+  const bool by_four = vocab % 4 == 0 && aligned16(logits);
   launch_kernel("argmax", argmax_rows, static_cast<unsigned>(rows), kThreads, 0, stream, logits, ids, vocab, by_four);
 }
 

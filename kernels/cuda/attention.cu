@@ -13,6 +13,7 @@
 #include "kernels/cuda/attend_tile.cuh"
 #include "kernels/cuda/attention_split.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
 
@@ -30,8 +31,6 @@ int64_t rows_of_chunk(std::span<const KvChunk> chunks, size_t c, int64_t total_r
   return (c + 1 < chunks.size() ? chunks[c + 1].first_row : total_rows) - chunks[c].first_row;
 }
 
-bool aligned_for_float4(const void* p) { return reinterpret_cast<uintptr_t>(p) % sizeof(float4) == 0; }
-
 // The float4 kernel the shape takes, or kOneRow when its head dim is not a multiple of 4.
 AttentionKernel tile_kernel_for(const AttentionShape& s, std::span<const KvChunk> chunks) {
   if (s.head_dim % 4 != 0) return AttentionKernel::kOneRow;
@@ -44,10 +43,9 @@ AttentionKernel tile_kernel_for(const AttentionShape& s, std::span<const KvChunk
 AttentionKernel kernel_for(const AttentionShape& s, std::span<const KvChunk> chunks, const float* q,
                            const float* out, const void* scratch, AttentionKernels allowed) {
   if (allowed == AttentionKernels::kOneRow) return AttentionKernel::kOneRow;
-  const bool aligned = aligned_for_float4(q) && aligned_for_float4(out) && aligned_for_float4(scratch) &&
-                       std::all_of(chunks.begin(), chunks.end(), [](const KvChunk& c) {
-                         return aligned_for_float4(c.k) && aligned_for_float4(c.v);
-                       });
+  const bool aligned =
+      aligned16(q) && aligned16(out) && aligned16(scratch) &&
+      std::all_of(chunks.begin(), chunks.end(), [](const KvChunk& c) { return aligned16(c.k) && aligned16(c.v); });
   return aligned ? tile_kernel_for(s, chunks) : AttentionKernel::kOneRow;
 }
 

@@ -14,6 +14,9 @@ namespace flashq::cuda {
 
 inline constexpr int kWarpSize = 32;
 
+// Whether p suits 16-byte (float4, uint4) loads; the launchers pick their vector kernels by it.
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 __device__ inline float widen(float v) { return v; }
 __device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ inline float widen(__half v) { return __half2float(v); }

@@ -122,8 +122,6 @@ __global__ void round_to_bf16(const float* __restrict__ x, __nv_bfloat16* __rest
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 template <typename W>
 void launch_streaming(const float* x, const W* w, float* y, int64_t m, int64_t n, int64_t k, cudaStream_t stream) {
   constexpr int64_t kPerChunk = 16 / static_cast<int64_t>(sizeof(W));

@@ -320,8 +320,6 @@ void with_x_for_rows(const float* x, int64_t m, int64_t k, void* scratch, cudaSt
   launch_with(static_cast<const __nv_bfloat16*>(rounded));
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 }  // namespace
 
 bool bf16_rows_supported(const void* x, const void* w, int64_t m, int64_t k) {

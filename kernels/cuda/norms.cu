@@ -10,6 +10,8 @@
 namespace flashq::cuda {
 namespace {
 
+constexpr int kLoopMaxThreads = 256;
+
 // When kAddDelta, `x` is the residual h and receives h + delta first. Each thread reads back
 // only the elements it wrote itself, so no barrier is needed between the two passes.
 template <bool kAddDelta>
@@ -87,8 +89,6 @@ __global__ void __launch_bounds__(kMostThreads)
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 bool by_four(const float* x, const float* delta, const float* y, int64_t dim) {
   return dim % 4 == 0 && dim / 4 <= kMostFours && aligned16(x) && aligned16(y) && (delta == nullptr || aligned16(delta));
 }
@@ -102,7 +102,7 @@ unsigned threads_by_four(int64_t dim) {
 
 unsigned threads_for(int64_t dim) {
   const int64_t rounded = (dim + kWarpSize - 1) / kWarpSize * kWarpSize;
-  return static_cast<unsigned>(std::clamp<int64_t>(rounded, kWarpSize, 256));
+  return static_cast<unsigned>(std::clamp<int64_t>(rounded, kWarpSize, kLoopMaxThreads));
 }
 
 }  // namespace
