@@ -133,6 +133,10 @@ TEST_F(Cli, BenchPromptsFileRuns) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json out = nlohmann::json::parse(r.output.substr(r.output.rfind("\n{") + 1));
   EXPECT_EQ(out.at("runs").at(0).at("mode"), "ar");
+  // Three tokens: two decode steps after the prefill's token, each timed.
+  const nlohmann::json& step = out.at("runs").at(0).at("step_ms");
+  EXPECT_GT(step.at("median").get<double>(), 0.0);
+  EXPECT_GE(step.at("p90").get<double>(), step.at("median").get<double>());
 }
 
 TEST_F(Cli, TokenizeWorksOnADirectoryWithOnlyTokenizerFiles) {

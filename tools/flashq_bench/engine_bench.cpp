@@ -53,10 +53,14 @@ size_t weight_bytes(const std::string& dir) {
   return bytes;
 }
 
-double median(std::vector<double> values) {
+// The value below which a fraction q of `values` lie (nearest rank); 0 for none.
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  return values[std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())))];
 }
+
+double median(std::vector<double> values) { return quantile(std::move(values), 0.5); }
 
 std::vector<int32_t> random_prompt(int64_t length, int64_t ordinary, uint64_t seed) {
   std::vector<int32_t> prompt;
@@ -94,6 +98,11 @@ struct Bench {
   ServingModel serving;
   int64_t ordinary = 0;
   std::vector<std::vector<int32_t>> prompts;  // from --prompts
+  // Each sequence's time between one step's tokens and the next's: a decode step as a sequence
+  // sees it. Its median says what a step costs when nothing else on the machine interferes; the
+  // mean (decode_tokens_per_s) also counts the steps a preempted thread stalled (perf.md).
+  std::map<uint64_t, Clock::time_point> last_event;
+  std::vector<double> step_seconds;
 
   // Sequence `i` of round `round`: every mode gets the same prompts in the same round.
   std::vector<int32_t> prompt_for(int round, int64_t concurrency, int64_t i) const {
@@ -103,9 +112,15 @@ struct Bench {
 
   // An engine lives as long as a worker: its speculation policy keeps what it measured.
   std::unique_ptr<Engine> make_engine(const std::string& mode, int64_t concurrency) {
+    EngineOptions options{.max_slots = concurrency};
+    options.on_event = [this](const StepEvent& event) {
+      const auto now = Clock::now();
+      auto [last, first] = last_event.try_emplace(event.id, now);
+      if (!first) step_seconds.push_back(std::chrono::duration<double>(now - last->second).count());
+      last->second = now;
+    };
     return std::make_unique<Engine>(*serving.model, *serving.tokenizer,
-                                    mode == "ar" ? nullptr : serving.proposer.get(),
-                                    EngineOptions{.max_slots = concurrency});
+                                    mode == "ar" ? nullptr : serving.proposer.get(), options);
   }
 
   // One run of `concurrency` sequences; decode speed counts tokens after each one's first.
@@ -120,6 +135,8 @@ struct Bench {
       r.block_size = speculative ? o.block_size : 0;
       engine.add(static_cast<uint64_t>(i), std::move(r));
     }
+    last_event.clear();
+    step_seconds.clear();
     const PhaseSeconds before = engine.phase_seconds();
     const auto start = Clock::now();
     engine.run_until_idle();
@@ -146,6 +163,7 @@ struct Bench {
         {"tau", passes > 0 ? static_cast<double>(committed) / static_cast<double>(passes) : 0.0},
         {"target_passes", passes},
         {"draft_steps", draft_steps},
+        {"step_ms", {{"median", quantile(step_seconds, 0.5) * 1e3}, {"p90", quantile(step_seconds, 0.9) * 1e3}}},
         {"seconds",
          {{"prefill", phases.prefill}, {"draft", phases.draft}, {"verify", phases.verify}, {"other", phases.other}}}};
   }
