@@ -11,6 +11,7 @@ namespace flashq::cpu {
 void embedding(const void* table, DType dtype, const int32_t* ids, float* out, int64_t rows, int64_t dim);
 
 // ids[m] = first index of the maximum of logits row m.
+// The largest logit's index per row, the lowest on ties; NaN reads as -inf (cpu/sampling.h).
 void argmax(const float* logits, int32_t* ids, int64_t rows, int64_t vocab);
 
 }  // namespace flashq::cpu

@@ -19,16 +19,18 @@ int32_t sample_row(const float* logits, const float* params, int64_t vocab, std:
     argmax(logits, &id, 1, vocab);
     return id;
   }
-  const float max_logit = *std::max_element(logits, logits + vocab);
+  auto logit = [&](int64_t i) { return ordered_logit(logits[i]); };
+  float max_logit = -INFINITY;
+  for (int64_t i = 0; i < vocab; ++i) max_logit = std::max(max_logit, logit(i));
   weights.resize(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) weights[i] = std::exp((logits[i] - max_logit) / temperature);
+  for (int64_t i = 0; i < vocab; ++i) weights[i] = std::exp((logit(i) - max_logit) / temperature);
 
   const int64_t keep = top_k > 0 ? std::min(vocab, top_k) : vocab;
   kept.assign(static_cast<size_t>(vocab), keep == vocab && top_p >= 1.0f);
   if (keep < vocab || top_p < 1.0f) {
     order.resize(static_cast<size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
-    auto larger = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    auto larger = [&](int32_t a, int32_t b) { return logit(a) > logit(b) || (logit(a) == logit(b) && a < b); };
     std::partial_sort(order.begin(), order.begin() + keep, order.end(), larger);
     double total = 0.0;
     for (int64_t r = 0; r < keep; ++r) total += weights[order[r]];

@@ -8,14 +8,19 @@
 //  - the id is the first kept index, in index order, at which the running weight exceeds u times
 //    the kept weight (u in [0, 1); the last kept index if rounding leaves u past the end).
 // This is the distribution and the draw of the engine's Sampler (worker/engine/sampler.h), which
-// supplies u from the sequence's seeded stream.
+// supplies u from the sequence's seeded stream. A NaN logit (a broken model) reads as -inf
+// everywhere, as on the GPU: it never wins an argmax and weighs nothing.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace flashq::cpu {
 
 inline constexpr int kSampleParams = 4;
+
+// A logit as every argmax and sampler orders and weighs it: NaN as -inf.
+inline float ordered_logit(float logit) { return std::isnan(logit) ? -INFINITY : logit; }
 
 void sample_rows(const float* logits, const float* params, int32_t* ids, int64_t rows, int64_t vocab);
 

@@ -25,9 +25,14 @@ constexpr double kMassUnit = 1099511627776.0;  // 2^40
 
 __device__ inline Mass mass_of(float weight) { return __double2ull_rn(static_cast<double>(weight) * kMassUnit); }
 
-// Floats as unsigned keys in the same order (NaN as -inf), and back.
+// A logit as the CPU twin orders and weighs it: NaN as -inf (kernels/cpu/sampling.h).
+__device__ inline float ordered_logit(float v) { return isnan(v) ? -INFINITY : v; }
+
+// Floats as unsigned keys in the same order, and back. -0 and +0 are equal floats, so they take
+// one key: their ties go by index, as on the CPU.
 __device__ inline uint32_t key_of(float v) {
-  const uint32_t bits = __float_as_uint(isnan(v) ? -INFINITY : v);
+  const float ordered = ordered_logit(v);
+  const uint32_t bits = __float_as_uint(ordered == 0.0f ? 0.0f : ordered);
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
@@ -152,7 +157,7 @@ __global__ void __launch_bounds__(kThreads)
 
   float local_max = -INFINITY;
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-    local_max = fmaxf(local_max, isnan(row[i]) ? -INFINITY : row[i]);
+    local_max = fmaxf(local_max, ordered_logit(row[i]));
   }
   const float max_logit = block_max(local_max, shared);
 
@@ -166,7 +171,7 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   auto weight_at_key = [&](uint32_t key) { return expf((value_of(key) - max_logit) / temperature); };
-  auto weight = [&](int64_t i) { return expf((row[i] - max_logit) / temperature); };
+  auto weight = [&](int64_t i) { return expf((ordered_logit(row[i]) - max_logit) / temperature); };
 
   // Top-k keeps every key above k_key and, of the ties at it, the first k_ties in index order.
   // No key is 0 (NaN reads as -inf), so k_key = 0 keeps everything.

@@ -1,6 +1,7 @@
 // Sampling: greedy, temperature, top-k, top-p, and determinism by seed.
 #include <cmath>
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <random>
@@ -30,6 +31,28 @@ std::map<int32_t, int> histogram(Sampler& sampler, const std::vector<float>& log
 TEST(Sampler, GreedyPicksTheLowestIndexAmongEqualMaxima) {
   Sampler sampler({});
   EXPECT_EQ(sampler.sample(std::vector<float>{0.1f, 3.0f, -1.0f, 3.0f}), 1);
+}
+
+// A NaN logit (a broken model) reads as -inf in every argmax and sampler, as on the GPU: it never
+// wins, even at index 0 where a plain `>` scan would keep it, and weighs nothing.
+TEST(Sampler, NanLogitsReadAsMinusInfinity) {
+  EXPECT_EQ(argmax(std::vector<float>{NAN, 1.0f, 5.0f, 2.0f}), 2);
+  EXPECT_EQ(argmax(std::vector<float>{-INFINITY, NAN, -INFINITY}), 0);
+  EXPECT_EQ(argmax(std::vector<float>{NAN, NAN}), 0);
+  EXPECT_EQ(argmax(std::vector<float>{3.0f, NAN, 3.0f}), 0);
+  const std::vector<float> with_nan = {NAN, 0.5f, NAN, -1.0f, 2.0f, NAN};
+  std::vector<float> with_minus_infinity = with_nan;
+  for (float& l : with_minus_infinity) l = std::isnan(l) ? -INFINITY : l;
+  for (const SamplingParams& params :
+       {SamplingParams{.temperature = 1.0f}, SamplingParams{.temperature = 0.7f, .top_k = 2},
+        SamplingParams{.temperature = 1.3f, .top_p = 0.8f},
+        SamplingParams{.temperature = 1.0f, .top_k = 5, .top_p = 0.95f}}) {
+    std::vector<float> got, want;
+    Sampler(params).distribution(with_nan, got);
+    Sampler(params).distribution(with_minus_infinity, want);
+    EXPECT_EQ(got, want) << "temperature " << params.temperature << " top_k " << params.top_k;
+    for (size_t i : {size_t{0}, size_t{2}, size_t{5}}) EXPECT_EQ(got[i], 0.0f);
+  }
 }
 
 TEST(Sampler, SameSeedGivesTheSameTokens) {
@@ -135,6 +158,39 @@ TEST(BackendSampling, DrawsFromTheSamplersDistribution) {
     ++checked;
   }
   EXPECT_GT(checked, 290) << near_a_boundary << " draws fell on a boundary";
+}
+
+// The backend's argmax and sampling read NaN as -inf too: the same ids as with -inf in its place.
+TEST(BackendSampling, NanLogitsReadAsMinusInfinity) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const int64_t vocab = 6;
+  const std::vector<float> with_nan = {NAN, 0.5f, NAN, -1.0f, 2.0f, NAN};
+  std::vector<float> with_minus_infinity = with_nan;
+  for (float& l : with_minus_infinity) l = std::isnan(l) ? -INFINITY : l;
+  auto row_of = [&](const std::vector<float>& values) {
+    Tensor t = Tensor::zeros_cpu(DType::kF32, {1, vocab});
+    std::copy(values.begin(), values.end(), t.data<float>());
+    return t;
+  };
+  Tensor id = Tensor::zeros_cpu(DType::kI32, {1});
+  backend->argmax(row_of(with_nan), id);
+  EXPECT_EQ(id.data<int32_t>()[0], 4);
+  auto draw = [&](const std::vector<float>& logits, std::array<float, 4> params) {
+    Tensor params_t = Tensor::zeros_cpu(DType::kF32, {1, 4});
+    std::copy(params.begin(), params.end(), params_t.data<float>());
+    backend->sample(row_of(logits), params_t, id);
+    return id.data<int32_t>()[0];
+  };
+  for (float u = 0.01f; u < 1.0f; u += 0.07f) {
+    for (std::array<float, 4> params : {std::array<float, 4>{0.0f, 0.0f, 1.0f, u},
+                                        {1.0f, 0.0f, 1.0f, u},
+                                        {0.8f, 2.0f, 1.0f, u},
+                                        {1.2f, 0.0f, 0.7f, u}}) {
+      const int32_t got = draw(with_nan, params);
+      EXPECT_EQ(got, draw(with_minus_infinity, params)) << "u " << u << " temperature " << params[0];
+      EXPECT_FALSE(std::isnan(with_nan[static_cast<size_t>(got)])) << "drew a NaN logit's id at u " << u;
+    }
+  }
 }
 
 }  // namespace

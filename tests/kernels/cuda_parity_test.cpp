@@ -5,6 +5,7 @@
 // largest reference value: 1e-4 with f32 weights, 1e-2 with bf16/f16 weights.
 //
 // Without a CUDA device every test skips (GTEST_SKIP) saying so.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -435,7 +436,7 @@ TEST_F(CudaParity, ArgmaxOfUnalignedLogitsMatchesCpuBackend) {
   std::vector<float> logits = random_floats(static_cast<size_t>(rows * vocab), rng, 10.0f);
   logits[5] = logits[900] = 60.0f;        // a tie in row 0
   logits[vocab + 999] = 70.0f;            // the last element of row 1
-  logits[2 * vocab + 3] = std::nanf("");  // NaN never wins
+  logits[2 * vocab] = logits[2 * vocab + 3] = std::nanf("");  // NaN never wins, even first
   Tensor logits_host = host_tensor(logits, DType::kF32, {rows, vocab});
   Tensor ids_host = Tensor::zeros_cpu(DType::kI32, {rows});
   cpu_->argmax(logits_host, ids_host);
@@ -497,6 +498,37 @@ TEST_F(CudaParity, SampleMatchesCpuBackendForTheSameUniforms) {
         }
       }
       EXPECT_LE(differing, 2) << "vocab " << vocab << (quantised ? " quantised" : "");
+    }
+  }
+}
+
+// Signed zeros are one value (their ties go by index) and NaN reads as -inf, as on the CPU: cases
+// whose draw is fixed whatever the rounding, so the ids must be equal.
+TEST_F(CudaParity, SampleTakesSignedZerosAsOneValueAndNanAsMinusInfinity) {
+  const int64_t vocab = 8;
+  const float nan = std::nanf("");
+  const std::vector<std::vector<float>> rows = {
+      {-0.0f, 0.0f, -1.0f, -2.0f, nan, -3.0f, 0.0f, -0.0f},  // four zeros tie for the top
+      {nan, 1.0f, 5.0f, 2.0f, nan, 5.0f, -1.0f, nan},        // NaN first; 5 at 2 and 5
+  };
+  // {temperature, top_k, top_p, u}: greedy, top-1, top-2 drawn low and high, top-p of one weight.
+  const std::vector<std::array<float, 4>> params = {{0.0f, 0.0f, 1.0f, 0.5f},
+                                                    {1.0f, 1.0f, 1.0f, 0.9f},
+                                                    {1.0f, 2.0f, 1.0f, 0.25f},
+                                                    {1.0f, 2.0f, 1.0f, 0.75f},
+                                                    {1.0f, 0.0f, 0.1f, 0.9f}};
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (const std::array<float, 4>& p : params) {
+      std::vector<float> row = rows[r], row_params(p.begin(), p.end());
+      Tensor logits_host = host_tensor(row, DType::kF32, {1, vocab});
+      Tensor params_host = host_tensor(row_params, DType::kF32, {1, 4});
+      Tensor want = Tensor::zeros_cpu(DType::kI32, {1});
+      cpu_->sample(logits_host, params_host, want);
+      Tensor ids_gpu = gpu_->allocate(DType::kI32, {1});
+      gpu_->sample(to_gpu(logits_host), to_gpu(params_host), ids_gpu);
+      int32_t got = -1;
+      gpu_->copy_to_host(ids_gpu, &got);
+      EXPECT_EQ(got, want.data<int32_t>()[0]) << "row " << r << " top_k " << p[1] << " top_p " << p[2] << " u " << p[3];
     }
   }
 }

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <string>
 
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/sampling.h"
 #include "shared/error.h"
 
 namespace flashq {
@@ -17,7 +19,9 @@ void validate_sampling(const SamplingParams& params) {
 }
 
 int32_t argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  int32_t id = 0;
+  cpu::argmax(logits.data(), &id, 1, static_cast<int64_t>(logits.size()));
+  return id;
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { validate_sampling(params); }
@@ -31,21 +35,23 @@ void Sampler::distribution(std::span<const float> logits, std::vector<float>& pr
   }
   // Candidates: all ids, or (when top-k or top-p cut) ids in descending logit order, ties by
   // index so the order is deterministic. Sorting is skipped when nothing is cut.
+  auto logit = [&](int32_t i) { return cpu::ordered_logit(logits[static_cast<size_t>(i)]); };
   std::vector<int32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   size_t keep = n;
   if (params_.top_k > 0) keep = std::min(n, static_cast<size_t>(params_.top_k));
   if (keep < n || params_.top_p < 1.0f) {
-    auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    auto by_logit = [&](int32_t a, int32_t b) { return logit(a) > logit(b) || (logit(a) == logit(b) && a < b); };
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), by_logit);
     order.resize(keep);
   }
 
-  const double max_logit = *std::max_element(logits.begin(), logits.end());
+  float max_logit = -INFINITY;
+  for (float l : logits) max_logit = std::max(max_logit, cpu::ordered_logit(l));
   std::vector<double> weights(keep);
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) {
-    weights[i] = std::exp((logits[order[i]] - max_logit) / params_.temperature);
+    weights[i] = std::exp((logit(order[i]) - static_cast<double>(max_logit)) / params_.temperature);
     total += weights[i];
   }
   if (params_.top_p < 1.0f) {

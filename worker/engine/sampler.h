@@ -21,7 +21,7 @@ struct SamplingParams {
 // kInvalidArgument naming the field when a value is out of range.
 void validate_sampling(const SamplingParams& params);
 
-// Index of the largest logit (lowest index on ties).
+// Index of the largest logit (lowest index on ties; NaN reads as -inf, as in every sampler here).
 int32_t argmax(std::span<const float> logits);
 
 class Sampler {
