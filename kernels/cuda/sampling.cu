@@ -246,11 +246,15 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   const float last = block_max(my_last, shared);
-  // The thread whose share holds the target walks its chunk. Its walk adds the ties one by one
-  // where the share counted them together, so if rounding leaves the walk just short of the
-  // target, its last drawn index is the one.
+  // The thread whose share holds the target walks its chunk: the last with a share that starts
+  // at or before it. (Asking each thread whether the target lies below its start plus its
+  // weight left gaps of an ulp between neighbours, whose sums are rounded in other orders.) Its
+  // walk adds the ties one by one where the share counted them together, so if rounding leaves
+  // the walk just short of the target, its last drawn index is the one.
+  const float claimant =
+      block_max(my_weight > 0.0 && before <= target ? static_cast<float>(threadIdx.x) : -1.0f, shared);
   float chosen = -1.0f;
-  if (my_weight > 0.0 && target >= before && target < before + my_weight) {
+  if (static_cast<float>(threadIdx.x) == claimant) {
     double running = before, rank = ties_before;
     for (int64_t i = begin; i < end && chosen < 0.0f; ++i) {
       const uint32_t key = key_of(row[i]);
