@@ -10,10 +10,11 @@
 // dim that is not a multiple of 4, or an address not 16-byte aligned, takes a block per row
 // instead (attend_row.cuh). Each block walks its slice with an online softmax and leaves an
 // unnormalised partial result; the last block of a tile to finish merges its slices (the
-// one-row kernel: a second kernel). The number of slices follows
-// the shape (enough blocks to fill the GPU; with enough rows, one slice and no merge), and each
-// tile spreads its longest row's key count, read on the device, over them: a launch does not
-// depend on the counts, so a captured one stays right as the caches fill. A key count beyond
+// one-row kernel: a second kernel). The number of slices follows the shape (enough blocks to
+// fill the GPU; with enough rows, one slice and no merge), so a row's last bits depend on the
+// launch it is in (not batch invariant: docs/decisions.md), and each tile spreads its longest
+// row's key count, read on the device, over them: a launch does not depend on the counts, so a
+// captured one stays right as the caches fill. A key count beyond
 // its chunk's keys is reported through `report` (device_error.h) and clamped; a count <= 0
 // gives zeros.
 #pragma once
