@@ -7,13 +7,31 @@
 namespace flashq {
 namespace {
 
-void require_norm_rope(const QkNormRope& norm_rope) {
-  if (norm_rope.q_norm == nullptr || norm_rope.k_norm == nullptr || norm_rope.positions == nullptr) {
-    throw Error(ErrorCode::kInternal, "store_and_attend: a q/k norm and RoPE needs both norms and the positions");
+// Norms x[M, heads, head_dim] with `norm` when given, then rotates it, in place.
+void norm_and_rotate(Backend& backend, Tensor& x, const Tensor* norm, const QkNormRope& norm_rope) {
+  if (norm != nullptr) {
+    backend.head_norm_rope(x, *norm, norm_rope.eps, *norm_rope.positions, norm_rope.rope.theta);
+  } else {
+    backend.rope(x, *norm_rope.positions, norm_rope.rope.theta);
   }
 }
 
 }  // namespace
+
+void require_norm_rope(const QkNormRope& norm_rope, bool with_q, const char* op) {
+  if (norm_rope.positions == nullptr) {
+    throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE needs the positions");
+  }
+  if (with_q && (norm_rope.q_norm == nullptr) != (norm_rope.k_norm == nullptr)) {
+    throw Error(ErrorCode::kInternal, std::string(op) + ": a q/k norm needs both norms");
+  }
+  if (!(norm_rope.rope.theta > 0.0f)) {
+    throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE needs a positive theta");
+  }
+  if (norm_rope.rope.scaling != RopeScaling::kNone) {
+    throw Error(ErrorCode::kUnsupported, std::string(op) + ": RoPE scaling is not implemented");
+  }
+}
 
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op) {
   int64_t next_row = 0;
@@ -45,11 +63,9 @@ void Backend::store_kv(const Tensor& k, const Tensor& v, std::span<const CacheCh
                        const QkNormRope* norm_rope) {
   require_chunks_cover(chunks, k.rank() > 0 ? k.dim(0) : 0, "store_kv");
   if (norm_rope != nullptr) {
-    if (norm_rope->k_norm == nullptr || norm_rope->positions == nullptr) {
-      throw Error(ErrorCode::kInternal, "store_kv: a k norm and RoPE needs the norm and the positions");
-    }
+    require_norm_rope(*norm_rope, /*with_q=*/false, "store_kv");
     Tensor k_heads = k;  // a view: normed and rotated in place, as documented
-    head_norm_rope(k_heads, *norm_rope->k_norm, norm_rope->eps, *norm_rope->positions, norm_rope->theta);
+    norm_and_rotate(*this, k_heads, norm_rope->k_norm, *norm_rope);
   }
   for (const CacheChunk& chunk : chunks) {
     const int64_t first = chunk.first_row, n = chunk.rows;
@@ -63,9 +79,9 @@ void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v
                                const QkNormRope* norm_rope) {
   require_chunks_cover(chunks, q.rank() > 0 ? q.dim(0) : 0, "store_and_attend");
   if (norm_rope != nullptr) {
-    require_norm_rope(*norm_rope);
+    require_norm_rope(*norm_rope, /*with_q=*/true, "store_and_attend");
     Tensor q_heads = q;  // a view: normed and rotated in place, as documented
-    head_norm_rope(q_heads, *norm_rope->q_norm, norm_rope->eps, *norm_rope->positions, norm_rope->theta);
+    norm_and_rotate(*this, q_heads, norm_rope->q_norm, *norm_rope);
   }
   store_kv(k, v, chunks, store_at, norm_rope);
   for (const CacheChunk& chunk : chunks) {

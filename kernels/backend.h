@@ -26,14 +26,33 @@ struct CacheChunk {
   int64_t first_row = 0, rows = 0;
 };
 
-// Qwen3's q/k norm and RoPE for Backend::store_and_attend and store_kv to apply first:
-// head_norm_rope of q with q_norm and of k with k_norm, at `positions` (store_kv has no q).
+// RoPE's frequency scaling. Only `none` is implemented; Llama-3's and YaRN's scaling of long
+// contexts go here, and model configs asking for them are refused until then.
+enum class RopeScaling { kNone };
+
+// Rotate-half RoPE's parameters.
+struct RopeOptions {
+  float theta = 0.0f;  // base of the inverse frequencies; positive
+  RopeScaling scaling = RopeScaling::kNone;
+};
+
+// What Backend::store_and_attend and store_kv apply to q and k before they are stored and
+// attended: an optional per-head RMS norm (q with q_norm, k with k_norm, as head_norm_rope does;
+// Qwen3 has it, families without it leave both null), then RoPE at `positions` (store_kv has no
+// q). V is never touched. Attention biases, sliding windows and attention sinks, when a family
+// needs them, are options of the attention ops beside this one.
 struct QkNormRope {
-  const Tensor* q_norm = nullptr;
+  const Tensor* q_norm = nullptr;  // both norms or neither: neither is RoPE only
   const Tensor* k_norm = nullptr;
   const Tensor* positions = nullptr;
-  float eps = 0.0f, theta = 0.0f;
+  float eps = 0.0f;  // the norm's; unread without one
+  RopeOptions rope;
 };
+
+// Throws unless `norm_rope` can be applied: positions given, norms both or neither (`with_q`;
+// without q only k_norm is read), a positive theta and a scaling that is implemented. `op`
+// names the caller.
+void require_norm_rope(const QkNormRope& norm_rope, bool with_q, const char* op);
 
 // Throws unless `chunks` cover rows [0, rows) in order, each with a cache; `op` names the caller.
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op);
@@ -108,10 +127,10 @@ class Backend {
   virtual void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) = 0;
   // For every chunk: row i of k and v stored into its cache at row store_at[i], then attention
   // of its q rows against its cache's rows [0, key_counts[m]). With `norm_rope`, q and k are
-  // first normed and rotated in place as head_norm_rope does (a layer's whole path from its
-  // q/k/v products to attention). What changes from step to step is read from device tensors
-  // (store_at, key_counts, positions), so a captured call stays right as the caches fill. Chunks
-  // cover q's rows in order. The default is store_kv, then attention chunk by chunk; a GPU
+  // first normed (when it has norms) and rotated in place, as head_norm_rope or rope do (a
+  // layer's whole path from its q/k/v products to attention). What changes from step to step is
+  // read from device tensors (store_at, key_counts, positions), so a captured call stays right as
+  // the caches fill. Chunks cover q's rows in order. The default is store_kv, then attention chunk by chunk; a GPU
   // backend does all chunks in a few launches, since launches per sequence per layer bound
   // batched decoding.
   virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
@@ -119,8 +138,8 @@ class Backend {
                                 const QkNormRope* norm_rope = nullptr);
   // The KV half of store_and_attend, for rows that attend nothing (the drafter's context
   // injection): row i of k and v stored into its chunk's cache at row store_at[i], k first normed
-  // and rotated in place with `norm_rope` (whose q_norm is not read). The default is the
-  // primitives chunk by chunk; a GPU backend stores every chunk in one launch.
+  // (when it has a k_norm) and rotated in place with `norm_rope` (whose q_norm is not read). The
+  // default is the primitives chunk by chunk; a GPU backend stores every chunk in one launch.
   virtual void store_kv(const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks, const Tensor& store_at,
                         const QkNormRope* norm_rope = nullptr);
   // Records the ops `work` issues, without running them, for replay(): on a GPU a CUDA graph,

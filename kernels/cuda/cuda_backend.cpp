@@ -515,17 +515,18 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // The norm weights (of head_dim; q's only `with_q`) and a position per row.
+  // A position per row and, when the norm is there, its weights (of head_dim; q's only `with_q`).
   static void require_norm_rope_inputs(const QkNormRope& norm_rope, int64_t head_dim, int64_t rows, bool with_q) {
-    require(norm_rope.k_norm != nullptr && norm_rope.positions != nullptr && (!with_q || norm_rope.q_norm != nullptr),
-            "q/k norm and RoPE: the norms and the positions must be given");
-    require_on_device(*norm_rope.k_norm, "k_norm");
+    require_norm_rope(norm_rope, with_q, "q/k norm and RoPE");
     require_on_device(*norm_rope.positions, "positions");
-    require(norm_rope.k_norm->numel() == head_dim && norm_rope.k_norm->dtype() != DType::kI32,
-            "q/k norm and RoPE: k_norm must be f32, f16 or bf16 of head_dim");
     require(norm_rope.positions->dtype() == DType::kI32 && norm_rope.positions->numel() == rows,
             "q/k norm and RoPE: an int32 position per row");
-    if (with_q) {
+    if (norm_rope.k_norm != nullptr) {
+      require_on_device(*norm_rope.k_norm, "k_norm");
+      require(norm_rope.k_norm->numel() == head_dim && norm_rope.k_norm->dtype() != DType::kI32,
+              "q/k norm and RoPE: k_norm must be f32, f16 or bf16 of head_dim");
+    }
+    if (with_q && norm_rope.q_norm != nullptr) {
       require_on_device(*norm_rope.q_norm, "q_norm");
       require(norm_rope.q_norm->numel() == head_dim && norm_rope.q_norm->dtype() != DType::kI32,
               "q/k norm and RoPE: q_norm must be f32, f16 or bf16 of head_dim");
@@ -552,13 +553,16 @@ class CudaBackend final : public Backend {
       return;
     }
     const bool with_q = q != nullptr;
-    const cuda::QkNormRope norm{with_q ? norm_rope->q_norm->raw() : nullptr,
-                                with_q ? norm_rope->q_norm->dtype() : DType::kF32,
-                                norm_rope->k_norm->raw(),
-                                norm_rope->k_norm->dtype(),
+    // Null weights: RoPE only (a family without the q/k norm).
+    const Tensor* q_norm = with_q ? norm_rope->q_norm : nullptr;
+    const Tensor* k_norm = norm_rope->k_norm;
+    const cuda::QkNormRope norm{q_norm != nullptr ? q_norm->raw() : nullptr,
+                                q_norm != nullptr ? q_norm->dtype() : DType::kF32,
+                                k_norm != nullptr ? k_norm->raw() : nullptr,
+                                k_norm != nullptr ? k_norm->dtype() : DType::kF32,
                                 norm_rope->eps,
                                 norm_rope->positions->data<int32_t>() + first,
-                                norm_rope->theta};
+                                norm_rope->rope.theta};
     float* q_rows = with_q ? q->data<float>() + first * q->dim(1) * q->dim(2) : nullptr;
     cuda::norm_rope_store_kv_rows(q_rows, with_q ? q->dim(1) : 0, k_rows, v_rows, k.dim(1), k.dim(2), norm, kv_stores_,
                                   at, rows, context_->report(), stream());

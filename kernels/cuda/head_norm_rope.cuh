@@ -1,4 +1,4 @@
-// One head's Qwen3 q/k norm and RoPE, for a block of threads: shared by the head_norm_rope
+// One head's optional q/k norm and RoPE, for a block of threads: shared by the head_norm_rope
 // kernel and the attention input kernel (norm_rope_store.h), so both give the same bits.
 #pragma once
 
@@ -9,17 +9,22 @@
 
 namespace flashq::cuda {
 
-// head[0, head_dim) normalised with weight w, then rotated for `position`, written to `out`
-// and, when not null, to `also_out`. `normed` is head_dim floats of shared memory and `scratch`
-// kWarpSize floats; the block's threads all call this. `out` may be `head`.
+// head[0, head_dim) normalised with weight w (not at all when w is null: RoPE only), then
+// rotated for `position`, written to `out` and, when not null, to `also_out`. `normed` is
+// head_dim floats of shared memory and `scratch` kWarpSize floats; the block's threads all call
+// this. `out` may be `head`.
 __device__ inline void norm_rope_head(const float* head, float* out, float* also_out, const void* w, DType w_dtype,
                                       float eps, int32_t position, float theta, int64_t head_dim, float* normed,
                                       float* scratch) {
-  float sum_squares = 0.0f;
-  for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) sum_squares = fmaf(head[i], head[i], sum_squares);
-  const float total = block_sum(sum_squares, scratch);
-  const float scale = 1.0f / sqrtf(total / static_cast<float>(head_dim) + eps);
-  for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) normed[i] = head[i] * scale * weight_at(w, w_dtype, i);
+  if (w != nullptr) {  // the same for every thread of the block, so block_sum is reached by all or none
+    float sum_squares = 0.0f;
+    for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) sum_squares = fmaf(head[i], head[i], sum_squares);
+    const float total = block_sum(sum_squares, scratch);
+    const float scale = 1.0f / sqrtf(total / static_cast<float>(head_dim) + eps);
+    for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) normed[i] = head[i] * scale * weight_at(w, w_dtype, i);
+  } else {
+    for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) normed[i] = head[i];
+  }
   __syncthreads();
   const int64_t half = head_dim / 2;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {

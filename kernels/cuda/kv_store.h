@@ -29,8 +29,8 @@ struct KvStore {
 void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, const int32_t* rows,
                    int64_t total_rows, int64_t row_floats, DeviceErrorReport* report, cudaStream_t stream);
 
-// Qwen3's q/k norm and RoPE (cuda::head_norm_rope's) for norm_rope_store_kv_rows; positions
-// start at the launch's first row.
+// The q/k norm and RoPE (cuda::head_norm_rope's) for norm_rope_store_kv_rows; a null weight is
+// RoPE only, without the norm. Positions start at the launch's first row.
 struct QkNormRope {
   const void* q_w;
   DType q_dtype;

@@ -286,7 +286,7 @@ TEST(CpuBackend, StoreAndAttendWithNormRopeIsHeadNormRopeFirst) {
     Tensor store_at = Tensor::zeros_cpu(DType::kI32, {rows});
     for (int64_t i = 0; i < rows; ++i) store_at.data<int32_t>()[i] = static_cast<int32_t>(i);
     if (fused) {
-      const QkNormRope norm_rope{&q_norm, &k_norm, &positions, 1e-6f, 1e6f};
+      const QkNormRope norm_rope{&q_norm, &k_norm, &positions, 1e-6f, {1e6f}};
       backend->store_and_attend(q, k, v, chunk, store_at, counts, out, &norm_rope);
     } else {
       backend->head_norm_rope(q, q_norm, 1e-6f, positions, 1e6f);
@@ -304,7 +304,7 @@ TEST(CpuBackend, StoreAndAttendWithNormRopeIsHeadNormRopeFirst) {
   Tensor q = tensor_from(q_values, {rows, q_heads, d}), k = tensor_from(k_values, {rows, kv_heads, d});
   Tensor out = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
   const CacheChunk chunk[] = {{&k, &v, 0, rows}};
-  const QkNormRope no_positions{&q_norm, &k_norm, nullptr, 1e-6f, 1e6f};
+  const QkNormRope no_positions{&q_norm, &k_norm, nullptr, 1e-6f, {1e6f}};
   EXPECT_THROW(backend->store_and_attend(q, k, v, chunk, counts, counts, out, &no_positions), Error);
 }
 
@@ -328,7 +328,7 @@ TEST(CpuBackend, StoreKvIsHeadNormRopeThenStoreRows) {
     for (int i = 0; i < 4; ++i) out.push_back(Tensor::zeros_cpu(DType::kF32, {6, kv_heads, d}));
     const CacheChunk chunks[] = {{&out[1], &out[2], 0, 2}, {&out[3], &out[4], 2, 3}};
     if (fused) {
-      const QkNormRope norm_rope{.k_norm = &k_norm, .positions = &positions, .eps = 1e-6f, .theta = 1e6f};
+      const QkNormRope norm_rope{.k_norm = &k_norm, .positions = &positions, .eps = 1e-6f, .rope = {1e6f}};
       backend->store_kv(out[0], v, chunks, store_at, &norm_rope);
     } else {
       backend->head_norm_rope(out[0], k_norm, 1e-6f, positions, 1e6f);
@@ -355,6 +355,62 @@ TEST(CpuBackend, StoreKvIsHeadNormRopeThenStoreRows) {
   const CacheChunk whole[] = {{&cache, &cache, 0, rows}};
   const QkNormRope no_norm{.positions = &positions};
   EXPECT_THROW(backend->store_kv(k, v, whole, store_at, &no_norm), Error);
+}
+
+// Without the q/k norm (a family that has none), store_and_attend and store_kv rotate q and k
+// with rope alone: the same bits as rope of q and k, then the calls without; one norm alone is
+// refused.
+TEST(CpuBackend, StoreAndAttendWithoutNormIsRopeFirst) {
+  std::mt19937 rng(13);
+  const int64_t q_heads = 4, kv_heads = 2, d = 8, rows = 3;
+  auto backend = make_cpu_backend();
+  const std::vector<float> q_values = random_floats(rows * q_heads * d, rng);
+  const std::vector<float> k_values = random_floats(rows * kv_heads * d, rng);
+  Tensor v = tensor_from(random_floats(rows * kv_heads * d, rng), {rows, kv_heads, d});
+  Tensor positions = Tensor::zeros_cpu(DType::kI32, {rows}), counts = Tensor::zeros_cpu(DType::kI32, {rows});
+  Tensor store_at = Tensor::zeros_cpu(DType::kI32, {rows});
+  for (int64_t i = 0; i < rows; ++i) {
+    positions.data<int32_t>()[i] = static_cast<int32_t>(70 + i);
+    counts.data<int32_t>()[i] = static_cast<int32_t>(i + 1);
+    store_at.data<int32_t>()[i] = static_cast<int32_t>(i);
+  }
+  const QkNormRope rope_only{.positions = &positions, .rope = {.theta = 1e4f}};
+  auto run = [&](bool fused) {
+    Tensor q = tensor_from(q_values, {rows, q_heads, d}), k = tensor_from(k_values, {rows, kv_heads, d});
+    Tensor keys = Tensor::zeros_cpu(DType::kF32, {rows, kv_heads, d});
+    Tensor values = Tensor::zeros_cpu(DType::kF32, {rows, kv_heads, d});
+    Tensor out = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
+    Tensor k_only = tensor_from(k_values, {rows, kv_heads, d});
+    Tensor context_keys = Tensor::zeros_cpu(DType::kF32, {rows, kv_heads, d});
+    Tensor context_values = Tensor::zeros_cpu(DType::kF32, {rows, kv_heads, d});
+    const CacheChunk chunk[] = {{&keys, &values, 0, rows}};
+    const CacheChunk context[] = {{&context_keys, &context_values, 0, rows}};
+    if (fused) {
+      backend->store_and_attend(q, k, v, chunk, store_at, counts, out, &rope_only);
+      backend->store_kv(k_only, v, context, store_at, &rope_only);
+    } else {
+      backend->rope(q, positions, 1e4f);
+      backend->rope(k, positions, 1e4f);
+      backend->store_and_attend(q, k, v, chunk, store_at, counts, out);
+      backend->rope(k_only, positions, 1e4f);
+      backend->store_kv(k_only, v, context, store_at);
+    }
+    return std::vector<Tensor>{q, k, keys, out, k_only, context_keys};
+  };
+  const std::vector<Tensor> fused = run(true), apart = run(false);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(fused[i].raw(), apart[i].raw(), fused[i].nbytes())) << "tensor " << i;
+  }
+  EXPECT_NE(0, std::memcmp(fused[0].raw(), q_values.data(), fused[0].nbytes())) << "q was not rotated in place";
+
+  Tensor q = tensor_from(q_values, {rows, q_heads, d}), k = tensor_from(k_values, {rows, kv_heads, d});
+  Tensor out = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, d});
+  Tensor norm = tensor_from(random_floats(d, rng), {d});
+  const CacheChunk chunk[] = {{&k, &v, 0, rows}};
+  const QkNormRope k_norm_alone{.k_norm = &norm, .positions = &positions, .eps = 1e-6f, .rope = {.theta = 1e4f}};
+  EXPECT_THROW(backend->store_and_attend(q, k, v, chunk, store_at, counts, out, &k_norm_alone), Error);
+  const QkNormRope no_theta{.positions = &positions};
+  EXPECT_THROW(backend->store_and_attend(q, k, v, chunk, store_at, counts, out, &no_theta), Error);
 }
 
 TEST(CpuBackend, GatherRowsPicksRowsInAnyOrderAndRefusesRowsOutsideTheSource) {

@@ -3,8 +3,8 @@
 // - matmul_many (several weights of one x in one launch) and matmul_swiglu (the MLP's gate and
 //   up products with SwiGLU in one launch), where the tensor-core kernel for few rows takes
 //   them; elsewhere (many rows, f32 weights, K not a multiple of 32) they are the unfused ops;
-// - store_and_attend with the q/k norm and RoPE (one launch from the q/k/v products to the
-//   caches), and store_kv, its KV half (the drafter's injection).
+// - store_and_attend with the q/k norm and RoPE, or RoPE alone (one launch from the q/k/v
+//   products to the caches), and store_kv, its KV half (the drafter's injection).
 //
 // Without a CUDA device every test skips (GTEST_SKIP) saying so.
 #include <cstdint>
@@ -185,7 +185,7 @@ TEST_F(CudaFusedParity, StoreAndAttendWithNormRopeIsHeadNormRopeThenStoreAndAtte
   Tensor counts_host = host_ints(counts), store_host = host_ints(store_at), positions_host = host_ints(positions);
   const float eps = 1e-6f, theta = 1e6f;
 
-  const QkNormRope cpu_norm{&q_norm_host, &k_norm_host, &positions_host, eps, theta};
+  const QkNormRope cpu_norm{&q_norm_host, &k_norm_host, &positions_host, eps, {theta}};
   Tensor q_cpu = host_tensor(q, DType::kF32, {rows, q_heads, head_dim});
   Tensor k_cpu = host_tensor(k, DType::kF32, {rows, kv_heads, head_dim});
   Tensor out_cpu = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, head_dim});
@@ -194,7 +194,7 @@ TEST_F(CudaFusedParity, StoreAndAttendWithNormRopeIsHeadNormRopeThenStoreAndAtte
   Tensor q_norm = gpu_->upload_weight(q_norm_host), k_norm = gpu_->upload_weight(k_norm_host);
   Tensor positions_gpu = to_gpu(positions_host), store_gpu = to_gpu(store_host), counts_gpu = to_gpu(counts_host);
   Tensor v_gpu = to_gpu(v_host);
-  const QkNormRope gpu_norm{&q_norm, &k_norm, &positions_gpu, eps, theta};
+  const QkNormRope gpu_norm{&q_norm, &k_norm, &positions_gpu, eps, {theta}};
   Tensor q_fused = to_gpu(q_host), k_fused = to_gpu(k_host), out_fused = poisoned({rows, q_heads, head_dim});
   gpu_->store_and_attend(q_fused, k_fused, v_gpu, fused_chunks, store_gpu, counts_gpu, out_fused, &gpu_norm);
 
@@ -213,6 +213,70 @@ TEST_F(CudaFusedParity, StoreAndAttendWithNormRopeIsHeadNormRopeThenStoreAndAtte
     const std::vector<float> cache = download(fused_caches[i]);
     EXPECT_LT(normalized_error(cache, host_values(cpu_caches[i])), 1e-5) << what;
     expect_same_bits(cache, download(apart_caches[i]), what);
+  }
+}
+
+// Without the q/k norm (a family that has none), the fused call only rotates q and k: against
+// the CPU's rope-only call, and against rope, rope and store_and_attend without it on the GPU.
+TEST_F(CudaFusedParity, StoreAndAttendWithoutNormIsRopeThenStoreAndAttend) {
+  std::mt19937 rng(17);
+  const int64_t q_heads = 8, kv_heads = 2, head_dim = 64, chunk_count = 5, n = 3, capacity = 16;
+  std::vector<Tensor> cpu_caches, fused_caches, apart_caches;
+  for (auto* caches : {&cpu_caches, &fused_caches, &apart_caches}) caches->reserve(2 * chunk_count);
+  std::vector<CacheChunk> cpu_chunks, fused_chunks, apart_chunks;
+  std::vector<int32_t> counts, store_at, positions;
+  for (int64_t c = 0; c < chunk_count; ++c) {
+    for (int kv = 0; kv < 2; ++kv) {
+      std::vector<float> old = random_floats(static_cast<size_t>(capacity * kv_heads * head_dim), rng);
+      cpu_caches.push_back(host_tensor(old, DType::kF32, {capacity, kv_heads, head_dim}));
+      fused_caches.push_back(to_gpu(cpu_caches.back()));
+      apart_caches.push_back(to_gpu(cpu_caches.back()));
+    }
+    cpu_chunks.push_back({&cpu_caches[2 * c], &cpu_caches[2 * c + 1], c * n, n});
+    fused_chunks.push_back({&fused_caches[2 * c], &fused_caches[2 * c + 1], c * n, n});
+    apart_chunks.push_back({&apart_caches[2 * c], &apart_caches[2 * c + 1], c * n, n});
+    for (int64_t i = 0; i < n; ++i) {
+      store_at.push_back(static_cast<int32_t>(2 * c + i));
+      positions.push_back(static_cast<int32_t>(2 * c + i + 3000 * c));
+      counts.push_back(static_cast<int32_t>(2 * c + i + 1));
+    }
+  }
+  const int64_t rows = chunk_count * n;
+  std::vector<float> q = random_floats(static_cast<size_t>(rows * q_heads * head_dim), rng, 3.0f);
+  std::vector<float> k = random_floats(static_cast<size_t>(rows * kv_heads * head_dim), rng, 3.0f);
+  std::vector<float> v = random_floats(static_cast<size_t>(rows * kv_heads * head_dim), rng);
+  Tensor v_host = host_tensor(v, DType::kF32, {rows, kv_heads, head_dim});
+  Tensor counts_host = host_ints(counts), store_host = host_ints(store_at), positions_host = host_ints(positions);
+
+  const QkNormRope cpu_rope{.positions = &positions_host, .rope = {.theta = 1e4f}};
+  Tensor q_cpu = host_tensor(q, DType::kF32, {rows, q_heads, head_dim});
+  Tensor k_cpu = host_tensor(k, DType::kF32, {rows, kv_heads, head_dim});
+  Tensor out_cpu = Tensor::zeros_cpu(DType::kF32, {rows, q_heads, head_dim});
+  cpu_->store_and_attend(q_cpu, k_cpu, v_host, cpu_chunks, store_host, counts_host, out_cpu, &cpu_rope);
+
+  Tensor positions_gpu = to_gpu(positions_host), store_gpu = to_gpu(store_host), counts_gpu = to_gpu(counts_host);
+  Tensor v_gpu = to_gpu(v_host);
+  const QkNormRope gpu_rope{.positions = &positions_gpu, .rope = {.theta = 1e4f}};
+  Tensor q_fused = to_gpu(host_tensor(q, DType::kF32, {rows, q_heads, head_dim}));
+  Tensor k_fused = to_gpu(host_tensor(k, DType::kF32, {rows, kv_heads, head_dim}));
+  Tensor out_fused = poisoned({rows, q_heads, head_dim});
+  gpu_->store_and_attend(q_fused, k_fused, v_gpu, fused_chunks, store_gpu, counts_gpu, out_fused, &gpu_rope);
+
+  Tensor q_apart = to_gpu(host_tensor(q, DType::kF32, {rows, q_heads, head_dim}));
+  Tensor k_apart = to_gpu(host_tensor(k, DType::kF32, {rows, kv_heads, head_dim}));
+  Tensor out_apart = poisoned({rows, q_heads, head_dim});
+  gpu_->rope(q_apart, positions_gpu, 1e4f);
+  gpu_->rope(k_apart, positions_gpu, 1e4f);
+  gpu_->store_and_attend(q_apart, k_apart, v_gpu, apart_chunks, store_gpu, counts_gpu, out_apart);
+
+  const std::vector<float> out = download(out_fused);
+  EXPECT_LT(normalized_error(out, host_values(out_cpu)), 1e-4);
+  EXPECT_LT(normalized_error(out, download(out_apart)), 1e-5);
+  EXPECT_LT(normalized_error(download(q_fused), host_values(q_cpu)), 1e-5) << "q after RoPE";
+  EXPECT_LT(normalized_error(download(k_fused), download(k_apart)), 1e-5) << "k after RoPE";
+  for (size_t i = 0; i < cpu_caches.size(); ++i) {
+    const std::string what = "cache " + std::to_string(i / 2) + (i % 2 ? " values" : " keys");
+    EXPECT_LT(normalized_error(download(fused_caches[i]), host_values(cpu_caches[i])), 1e-5) << what;
   }
 }
 
@@ -250,12 +314,12 @@ TEST_F(CudaFusedParity, StoreKvIsHeadNormRopeThenStoreRows) {
     Tensor v_host = host_tensor(v, DType::kF32, {rows, kv_heads, head_dim});
     Tensor k_norm_host = host_tensor(k_w, DType::kBF16, {head_dim});
     Tensor store_host = host_ints(store_at), positions_host = host_ints(positions);
-    const QkNormRope cpu_norm{.k_norm = &k_norm_host, .positions = &positions_host, .eps = 1e-6f, .theta = 1e6f};
+    const QkNormRope cpu_norm{.k_norm = &k_norm_host, .positions = &positions_host, .eps = 1e-6f, .rope = {1e6f}};
     cpu_->store_kv(k_host, v_host, cpu_chunks, store_host, with_norm ? &cpu_norm : nullptr);
 
     Tensor k_norm = gpu_->upload_weight(k_norm_host);
     Tensor positions_gpu = to_gpu(positions_host), store_gpu = to_gpu(store_host), v_gpu = to_gpu(v_host);
-    const QkNormRope gpu_norm{.k_norm = &k_norm, .positions = &positions_gpu, .eps = 1e-6f, .theta = 1e6f};
+    const QkNormRope gpu_norm{.k_norm = &k_norm, .positions = &positions_gpu, .eps = 1e-6f, .rope = {1e6f}};
     Tensor k_fused = to_gpu(host_tensor(k, DType::kF32, {rows, kv_heads, head_dim}));
     gpu_->store_kv(k_fused, v_gpu, fused_chunks, store_gpu, with_norm ? &gpu_norm : nullptr);
 
@@ -292,13 +356,13 @@ TEST_F(CudaFusedParity, StoreAndAttendWithNormRopeRefusesRowsOutsideTheCacheAndM
   Tensor out = gpu_->allocate(DType::kF32, {4, 2, 16});
   Tensor norm = gpu_->upload_weight(Tensor::zeros_cpu(DType::kBF16, {16}));
   const CacheChunk whole[] = {{&keys, &values, 0, 4}};
-  const QkNormRope no_positions{&norm, &norm, nullptr, 1e-6f, 1e6f};
+  const QkNormRope no_positions{&norm, &norm, nullptr, 1e-6f, {1e6f}};
   EXPECT_THROW(gpu_->store_and_attend(q, k, v, whole, positions, counts, out, &no_positions), Error);
   Tensor wide_norm = gpu_->upload_weight(Tensor::zeros_cpu(DType::kBF16, {32}));
-  const QkNormRope wrong_width{&wide_norm, &norm, &positions, 1e-6f, 1e6f};
+  const QkNormRope wrong_width{&wide_norm, &norm, &positions, 1e-6f, {1e6f}};
   EXPECT_THROW(gpu_->store_and_attend(q, k, v, whole, positions, counts, out, &wrong_width), Error);
 
-  const QkNormRope norm_rope{&norm, &norm, &positions, 1e-6f, 1e6f};
+  const QkNormRope norm_rope{&norm, &norm, &positions, 1e-6f, {1e6f}};
   gpu_->store_and_attend(q, k, v, whole, positions, counts, out, &norm_rope);  // row 8 is past the cache
   std::vector<float> sink(static_cast<size_t>(out.numel()));
   EXPECT_THROW(gpu_->copy_to_host(out, sink.data()), Error);

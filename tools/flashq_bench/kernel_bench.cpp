@@ -350,7 +350,7 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
     gpu->copy_from_host(at.data(), store_at);
     gpu->copy_from_host(counts.data(), key_counts);
     const CacheChunk chunk[] = {{&cache_k, &cache_v, 0, rows}};
-    const QkNormRope norm_rope{&norm, &norm, &store_at, 1e-6f, 1e6f};
+    const QkNormRope norm_rope{&norm, &norm, &store_at, 1e-6f, {1e6f}};
     const double fused = time_per_gpu_call(
         *gpu, o.min_seconds, [&] { gpu->store_and_attend(q, k, v, chunk, store_at, key_counts, out, &norm_rope); });
     const double apart = time_per_gpu_call(*gpu, o.min_seconds, [&] {

@@ -88,7 +88,7 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
     const QkNormRope k_norm_rope{.k_norm = &layers_[l].k_norm,
                                  .positions = &position_tensor,
                                  .eps = c.rms_norm_eps,
-                                 .theta = static_cast<float>(c.rope_theta)};
+                                 .rope = {.theta = static_cast<float>(c.rope_theta)}};
     backend_.store_kv(all_k.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}),
                       all_v.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}), cache_chunks_, store_tensor,
                       &k_norm_rope);
