@@ -1,11 +1,12 @@
-// config.json parsing: what Hugging Face writes loads; what we do not implement is refused
-// naming the key; broken files name the file and the problem.
+// config.json parsing: what Hugging Face writes loads; what we do not implement (a family or a
+// feature) is refused naming the key; broken files name the file and the problem.
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
 #include "shared/json_file.h"
 #include "tests/support/temp_dir.h"
 #include "worker/model/model_config.h"
+#include "worker/model/model_registry.h"
 
 namespace flashq {
 namespace {
@@ -73,6 +74,28 @@ TEST(ModelConfig, RefusesUnimplementedFeaturesNamingTheKey) {
     EXPECT_NE(message.find(c.key), std::string::npos) << message;
     EXPECT_NE(message.find("dir/config.json"), std::string::npos) << message;
   }
+}
+
+// The family comes from model_type (model_registry.h): one this build lacks is refused naming
+// those it has; without model_type, architectures names it, and a config naming neither is read
+// as the first family.
+TEST(ModelConfig, FindsTheFamilyAndRefusesAnUnknownOneNamingTheImplemented) {
+  auto json = qwen3_0_6b_config();
+  json["model_type"] = "llama";
+  std::string message;
+  EXPECT_EQ(code_of(json, &message), ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("llama"), std::string::npos) << message;
+  EXPECT_NE(message.find(supported_model_types()), std::string::npos) << message;
+  EXPECT_EQ(supported_model_types(), "qwen3");
+
+  EXPECT_EQ(parse_model_config(qwen3_0_6b_config(), "config.json").model_type, "qwen3");
+  json = qwen3_0_6b_config();
+  json.erase("model_type");
+  EXPECT_EQ(parse_model_config(json, "config.json").model_type, "qwen3");
+  json.erase("architectures");
+  EXPECT_EQ(parse_model_config(json, "config.json").model_type, "qwen3");
+  EXPECT_EQ(find_model_family("", "Qwen3ForCausalLM"), &model_families()[0]);
+  EXPECT_EQ(find_model_family("mistral", "Qwen3ForCausalLM"), nullptr);
 }
 
 TEST(ModelConfig, RejectsMissingAndMistypedKeysNamingThem) {

@@ -7,14 +7,14 @@
 
 namespace flashq {
 
-std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& dir, const Qwen3Model& target,
+std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& dir, const TargetModel& target,
                                                    Backend& backend) {
   DrafterConfig config = load_drafter_config(dir, target.config());
   WeightStore weights = WeightStore::open(dir);
   return std::make_unique<DFlashDrafter>(std::move(config), weights, target, backend);
 }
 
-DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, const Qwen3Model& target,
+DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, const TargetModel& target,
                              Backend& backend)
     : config_(std::move(config)), backend_(backend), workspace_(backend), embed_tokens_(target.embedding_table()),
       lm_head_(target.lm_head()), recorder_(backend) {
@@ -88,7 +88,7 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
     const QkNormRope k_norm_rope{.k_norm = &layers_[l].k_norm,
                                  .positions = &position_tensor,
                                  .eps = c.rms_norm_eps,
-                                 .rope = {.theta = static_cast<float>(c.rope_theta)}};
+                                 .rope = {.theta = static_cast<float>(c.rope_theta), .scaling = c.rope_scaling}};
     backend_.store_kv(all_k.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}),
                       all_v.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}), cache_chunks_, store_tensor,
                       &k_norm_rope);

@@ -1,6 +1,7 @@
 // The DFlash drafter (DFLASH.md §2): a small Qwen3-style layer stack that fills a whole block of
 // future positions in one non-causal forward pass, conditioned on the target's hidden states
-// through KV injection. It has no embedding or LM head of its own: it borrows the target's.
+// through KV injection. It has no embedding or LM head of its own: it borrows the target's,
+// which may be of any family (TargetModel).
 //
 // Per sequence it keeps a draft context cache (a KvCache over the drafter's layers) holding the
 // injected keys and values of committed tokens. The cache holds only committed positions, so a
@@ -19,8 +20,8 @@
 #include "worker/model/drafter_config.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/pass_recorder.h"
-#include "worker/model/qwen3.h"
 #include "worker/model/qwen3_layer.h"
+#include "worker/model/target_model.h"
 #include "worker/model/workspace.h"
 
 namespace flashq {
@@ -43,9 +44,9 @@ struct DraftBlock {
 
 class DFlashDrafter {
  public:
-  static std::unique_ptr<DFlashDrafter> load(const std::filesystem::path& dir, const Qwen3Model& target,
+  static std::unique_ptr<DFlashDrafter> load(const std::filesystem::path& dir, const TargetModel& target,
                                              Backend& backend);
-  DFlashDrafter(DrafterConfig config, const WeightStore& weights, const Qwen3Model& target, Backend& backend);
+  DFlashDrafter(DrafterConfig config, const WeightStore& weights, const TargetModel& target, Backend& backend);
 
   const DrafterConfig& config() const { return config_; }
   Backend& backend() const { return backend_; }

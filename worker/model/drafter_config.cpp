@@ -36,9 +36,10 @@ DrafterConfig load_drafter_config(const std::filesystem::path& dir, const ModelC
   ConfigReader dflash_reader(dflash, label + " dflash_config");
 
   DrafterConfig config;
-  // The layer stack is Qwen3-shaped; model_type names the drafter family, not the layer type.
+  // The layer stack is Qwen3-shaped, whatever the target's family; model_type names the drafter
+  // family, not the layer type.
   nlohmann::json layer_json = json;
-  layer_json.erase("model_type");
+  layer_json["model_type"] = "qwen3";
   config.layers = parse_model_config(layer_json, label);
   config.block_size = dflash_reader.has("block_size") ? dflash_reader.positive_int("block_size")
                                                       : reader.positive_int("block_size", 16);

@@ -4,6 +4,7 @@
 
 #include "shared/json_file.h"
 #include "worker/model/config_reader.h"
+#include "worker/model/model_registry.h"
 
 namespace flashq {
 namespace {
@@ -24,7 +25,7 @@ void collect_eos_ids(const ConfigReader& reader, std::vector<int32_t>& ids) {
   }
 }
 
-double read_rope_theta(const ConfigReader& reader, const std::string& label) {
+double read_rope_theta(const ConfigReader& reader, const std::string& label, double fallback) {
   if (reader.has("rope_parameters")) {
     const nlohmann::json& params = reader.raw("rope_parameters");
     ConfigReader rope(params, label + " rope_parameters");
@@ -32,11 +33,23 @@ double read_rope_theta(const ConfigReader& reader, const std::string& label) {
     reader.refuse_if(type != "default", "rope_parameters.rope_type", "'" + type + "'");
     return rope.positive_number("rope_theta");
   }
-  return reader.positive_number("rope_theta", 10000.0);
+  return reader.positive_number("rope_theta", fallback);
 }
 
+// The family config.json names: by model_type, or by architecture when it names no model_type.
+const ModelFamily& read_family(const ConfigReader& reader, const std::string& architecture) {
+  const std::string model_type = reader.string("model_type", "");
+  const ModelFamily* family = find_model_family(model_type, architecture);
+  reader.refuse_if(family == nullptr, "model_type",
+                   "'" + model_type + "' (implemented: " + supported_model_types() + ")");
+  return *family;
+}
+
+// Keys no family here implements yet. When one does, its refusal becomes that family's option
+// (a ModelConfig field the family reads, and an option of the backend op that applies it).
 void refuse_unimplemented(const ConfigReader& reader) {
-  reader.refuse_if(reader.has("rope_scaling"), "rope_scaling", "(RoPE scaling)");
+  // RopeScaling: only none so far.
+  reader.refuse_if(reader.has("rope_scaling"), "rope_scaling", "(RoPE scaling; only none is implemented)");
   reader.refuse_if(reader.boolean("use_sliding_window", false), "use_sliding_window", "true (sliding-window attention)");
   reader.refuse_if(reader.boolean("attention_bias", false), "attention_bias", "true");
   std::string act = reader.string("hidden_act", "silu");
@@ -58,22 +71,26 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
     if (!archs.is_array() || archs.empty() || !archs[0].is_string()) reader.fail("architectures", "must be a list of names");
     config.architecture = archs[0].get<std::string>();
   }
-  std::string model_type = reader.string("model_type", "qwen3");
-  reader.refuse_if(model_type != "qwen3", "model_type", "'" + model_type + "' (only qwen3 is implemented)");
+  const ModelFamily& family = read_family(reader, config.architecture);
+  config.model_type = family.model_type;
   refuse_unimplemented(reader);
 
+  const ModelConfigDefaults& defaults = family.config_defaults;
   config.hidden_size = reader.positive_int("hidden_size");
   config.intermediate_size = reader.positive_int("intermediate_size");
   config.num_layers = reader.positive_int("num_hidden_layers");
   config.num_heads = reader.positive_int("num_attention_heads");
-  // Hugging Face's Qwen3Config defaults: an absent num_key_value_heads is 32, a null one means
-  // multi-head attention; an absent head_dim is 128 (never hidden_size / heads).
-  config.num_kv_heads = json.contains("num_key_value_heads") ? reader.positive_int("num_key_value_heads", config.num_heads) : 32;
-  config.head_dim = reader.positive_int("head_dim", 128);
+  // An absent num_key_value_heads takes the family's default, a null one means multi-head
+  // attention; an absent head_dim the family's default, which need not be hidden / heads.
+  config.num_kv_heads = json.contains("num_key_value_heads")
+                            ? reader.positive_int("num_key_value_heads", config.num_heads)
+                            : (defaults.num_kv_heads > 0 ? defaults.num_kv_heads : config.num_heads);
+  config.head_dim = reader.positive_int(
+      "head_dim", defaults.head_dim > 0 ? defaults.head_dim : config.hidden_size / config.num_heads);
   config.vocab_size = reader.positive_int("vocab_size");
-  config.max_position_embeddings = reader.positive_int("max_position_embeddings", 32768);
-  config.rms_norm_eps = static_cast<float>(reader.positive_number("rms_norm_eps", 1e-6));
-  config.rope_theta = read_rope_theta(reader, label);
+  config.max_position_embeddings = reader.positive_int("max_position_embeddings", defaults.max_position_embeddings);
+  config.rms_norm_eps = static_cast<float>(reader.positive_number("rms_norm_eps", defaults.rms_norm_eps));
+  config.rope_theta = read_rope_theta(reader, label, defaults.rope_theta);
   config.tie_word_embeddings = reader.boolean("tie_word_embeddings", false);
   collect_eos_ids(reader, config.eos_token_ids);
 

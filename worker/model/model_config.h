@@ -1,6 +1,8 @@
-// The hyper-parameters of a Qwen3 model directory, read from config.json (and the eos ids
-// from generation_config.json) exactly as Hugging Face writes them. Anything that changes the
-// computation and that we do not implement is refused with a message naming the key.
+// The hyper-parameters of a decoder-only model directory, read from config.json (and the eos ids
+// from generation_config.json) exactly as Hugging Face writes them. config.json's model_type
+// names the family (model_registry.h): one this build does not have is refused naming those it
+// has, and keys a config leaves out take that family's defaults. Anything that changes the
+// computation and that no family here implements is refused with a message naming the key.
 #pragma once
 
 #include <cstdint>
@@ -10,22 +12,36 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/backend.h"
+
 namespace flashq {
 
 struct ModelConfig {
+  std::string model_type;    // the family, e.g. qwen3
   std::string architecture;  // architectures[0], e.g. Qwen3ForCausalLM
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;  // read from config.json, never derived from hidden_size
+  int64_t head_dim = 0;  // read from config.json, or the family's default
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   float rms_norm_eps = 1e-6f;
   double rope_theta = 1e6;
+  RopeScaling rope_scaling = RopeScaling::kNone;  // only none is implemented; others are refused
   bool tie_word_embeddings = false;
   std::vector<int32_t> eos_token_ids;  // config.json and generation_config.json, deduplicated
+};
+
+// The values of keys a family's config.json may leave out: its Hugging Face config class's
+// defaults. 0 for num_kv_heads and head_dim: derived (num_attention_heads; hidden / heads).
+struct ModelConfigDefaults {
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
 };
 
 // Parses a config.json object; `label` (the file path) prefixes every error message.

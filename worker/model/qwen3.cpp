@@ -12,8 +12,25 @@ std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i)
 
 }  // namespace
 
+ModelFamily qwen3_family() {
+  return {.model_type = "qwen3",
+          .architectures = {"Qwen3ForCausalLM"},
+          // Qwen3Config's: an absent head_dim is 128, never hidden_size / heads.
+          .config_defaults = {.num_kv_heads = 32,
+                              .head_dim = 128,
+                              .max_position_embeddings = 32768,
+                              .rms_norm_eps = 1e-6,
+                              .rope_theta = 10000.0},
+          .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
+            return std::make_unique<Qwen3Model>(std::move(config), weights, backend);
+          }};
+}
+
 std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::filesystem::path& dir, Backend& backend) {
   ModelConfig config = load_model_config(dir);
+  if (config.model_type != qwen3_family().model_type) {
+    throw Error(ErrorCode::kInvalidArgument, dir.string() + " holds a " + config.model_type + " model, not qwen3");
+  }
   WeightStore weights = WeightStore::open(dir);
   return std::make_unique<Qwen3Model>(std::move(config), weights, backend);
 }

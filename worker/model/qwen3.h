@@ -1,8 +1,9 @@
-// The Qwen3 dense target model (DFLASH.md §1) on any backend. One forward pass runs a batch of
-// sequence chunks together: every chunk's tokens are appended on top of its own KV cache, the
-// projections run once over all rows, attention runs per chunk. Prefill (N tokens), decode
-// (1 token) and verification (B tokens) are the same call. The residual stream after any list
-// of layers can be captured (the DFlash taps, DFLASH.md §2.1).
+// The Qwen3 dense target model (DFLASH.md §1) on any backend, the first TargetModel family.
+// One forward pass runs a batch of sequence chunks together: every chunk's tokens are appended
+// on top of its own KV cache, the projections run once over all rows, attention runs per
+// chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.
+// The residual stream after any list of layers can be captured (the DFlash taps, DFLASH.md
+// §2.1). Its layers have the per-head q/k norm; its chat template is ChatML.
 #pragma once
 
 #include <cstdint>
@@ -12,56 +13,36 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "worker/model/forward_pass.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
+#include "worker/model/model_registry.h"
 #include "worker/model/pass_recorder.h"
 #include "worker/model/qwen3_layer.h"
 #include "worker/model/safetensors.h"
+#include "worker/model/target_model.h"
 #include "worker/model/workspace.h"
 
 namespace flashq {
 
-struct SequenceChunk {
-  std::span<const int32_t> tokens;  // run at positions cache->length() ...
-  KvCache* cache;
-};
+// model_type qwen3, Qwen3ForCausalLM, with Hugging Face's Qwen3Config defaults.
+ModelFamily qwen3_family();
 
-enum class LogitRows { kNone, kLastOfEachChunk, kAll };
-
-struct ForwardOptions {
-  LogitRows logits = LogitRows::kLastOfEachChunk;
-  std::vector<int64_t> tap_layers;  // 0-based; residual stream after each, in this order
-};
-
-// Views into the model's workspace: valid until the next forward call.
-struct ForwardOutput {
-  Tensor logits;  // [rows, vocab]: one row per chunk, or per token, as asked
-  Tensor taps;    // [tokens, tap_layers.size() * hidden] when taps were asked for
-};
-
-class Qwen3Model {
+class Qwen3Model final : public TargetModel {
  public:
   // Loads dir/config.json, generation_config.json and the safetensors weights.
   static std::unique_ptr<Qwen3Model> load(const std::filesystem::path& dir, Backend& backend);
   Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& backend);
 
-  const ModelConfig& config() const { return config_; }
-  Backend& backend() const { return backend_; }
-
-  // A cache for one sequence of at most max_length positions (capped at the model's context).
-  KvCache make_cache(int64_t max_length) const;
-
-  ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
-
-  // Records passes and replays them (pass_recorder.h): a pass with the same rows per chunk, caches
-  // and options as the last one run directly is recorded once and replayed while they repeat (a
-  // decode batch that stays the same), launching a whole pass as one graph. Off by default.
-  void set_capture_passes(bool on) { recorder_.set_enabled(on); }
-  int64_t replayed_passes() const { return recorder_.replayed(); }
-
-  // Borrowed by the DFlash drafter, which has neither of its own.
-  const Tensor& embedding_table() const { return embed_tokens_; }
-  const Tensor& lm_head() const { return lm_head_; }
+  const ModelConfig& config() const override { return config_; }
+  Backend& backend() const override { return backend_; }
+  KvCache make_cache(int64_t max_length) const override;
+  ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) override;
+  void set_capture_passes(bool on) override { recorder_.set_enabled(on); }
+  int64_t replayed_passes() const override { return recorder_.replayed(); }
+  const Tensor& embedding_table() const override { return embed_tokens_; }
+  const Tensor& lm_head() const override { return lm_head_; }
+  const ChatTemplate& chat_template() const override { return chatml_template(); }
 
  private:
   // What a recorded pass depends on besides the contents of its input tensors.

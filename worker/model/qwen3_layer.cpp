@@ -53,7 +53,7 @@ QkNormRope qk_norm_rope(const Qwen3Layer& layer, const ModelConfig& c, const Ten
           .k_norm = &layer.k_norm,
           .positions = &positions,
           .eps = c.rms_norm_eps,
-          .rope = {.theta = static_cast<float>(c.rope_theta)}};
+          .rope = {.theta = static_cast<float>(c.rope_theta), .scaling = c.rope_scaling}};
 }
 
 void run_swiglu_mlp(Backend& backend, Workspace& workspace, const Qwen3Layer& layer, int64_t inter,

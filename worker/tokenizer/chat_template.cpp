@@ -5,6 +5,16 @@
 #include "shared/error.h"
 
 namespace flashq {
+namespace {
+
+class ChatMlTemplate final : public ChatTemplate {
+ public:
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const override {
+    return format_chatml(messages, add_generation_prompt);
+  }
+};
+
+}  // namespace
 
 std::string format_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
   std::string text;
@@ -23,6 +33,11 @@ std::string format_chatml(const std::vector<ChatMessage>& messages, bool add_gen
   }
   if (add_generation_prompt) text += "<|im_start|>assistant\n";
   return text;
+}
+
+const ChatTemplate& chatml_template() {
+  static const ChatMlTemplate chatml;
+  return chatml;
 }
 
 }  // namespace flashq

@@ -1,0 +1,48 @@
+#include "worker/model/model_registry.h"
+
+#include <algorithm>
+
+#include "shared/error.h"
+#include "worker/model/qwen3.h"
+
+namespace flashq {
+
+std::span<const ModelFamily> model_families() {
+  static const ModelFamily families[] = {
+      qwen3_family(),
+  };
+  return families;
+}
+
+const ModelFamily* find_model_family(const std::string& model_type, const std::string& architecture) {
+  const std::span<const ModelFamily> families = model_families();
+  if (!model_type.empty()) {
+    auto it = std::find_if(families.begin(), families.end(),
+                           [&](const ModelFamily& family) { return family.model_type == model_type; });
+    return it == families.end() ? nullptr : &*it;
+  }
+  auto it = std::find_if(families.begin(), families.end(), [&](const ModelFamily& family) {
+    return std::find(family.architectures.begin(), family.architectures.end(), architecture) !=
+           family.architectures.end();
+  });
+  return it == families.end() ? &families.front() : &*it;
+}
+
+std::string supported_model_types() {
+  std::string names;
+  for (const ModelFamily& family : model_families()) {
+    if (!names.empty()) names += ", ";
+    names += family.model_type;
+  }
+  return names;
+}
+
+std::unique_ptr<TargetModel> load_target_model(const std::filesystem::path& dir, Backend& backend) {
+  ModelConfig config = load_model_config(dir);
+  const ModelFamily* family = find_model_family(config.model_type, config.architecture);
+  check_invariant(family != nullptr, "a parsed config names an implemented family");
+  WeightStore weights = WeightStore::open(dir);
+  return family->load(std::move(config), weights, backend);
+}
+
+}  // namespace flashq

@@ -1,0 +1,44 @@
+// The target-model families this build implements, and the one place that turns a model
+// directory into a TargetModel of the family its config.json names. Adding a family is its
+// file pair (hyper-parameter defaults, weights, forward pass; see qwen3.h) and one line in
+// model_registry.cpp.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "worker/model/model_config.h"
+#include "worker/model/safetensors.h"
+#include "worker/model/target_model.h"
+
+namespace flashq {
+
+struct ModelFamily {
+  std::string model_type;                  // config.json's model_type, e.g. qwen3
+  std::vector<std::string> architectures;  // config.json's architectures[0], e.g. Qwen3ForCausalLM
+  ModelConfigDefaults config_defaults;     // for the keys its config.json may leave out
+  // The model, its weights read from `weights` onto `backend` (kBadCheckpoint naming a tensor
+  // that is missing or of the wrong shape).
+  std::unique_ptr<TargetModel> (*load)(ModelConfig config, const WeightStore& weights, Backend& backend);
+};
+
+// Every family, in registry order.
+std::span<const ModelFamily> model_families();
+
+// The family named by `model_type`; when that is empty, by `architecture`, else the first
+// family (a config.json that names neither). Null when `model_type` names none of them.
+const ModelFamily* find_model_family(const std::string& model_type, const std::string& architecture);
+
+// The model_types implemented, for messages: "qwen3" (comma-separated when there are more).
+std::string supported_model_types();
+
+// Loads dir/config.json (and generation_config.json) and the safetensors weights as the family
+// the config names. Every error is typed and names the file: kUnsupported for a family or a
+// feature not implemented, kBadConfig, kBadCheckpoint, kNotFound.
+std::unique_ptr<TargetModel> load_target_model(const std::filesystem::path& dir, Backend& backend);
+
+}  // namespace flashq

@@ -1,0 +1,52 @@
+// What the engine, the worker, the DFlash drafter and the benchmarks need of a target model,
+// whatever its family: its configuration, KV caches, one batched forward pass with taps, the
+// embedding table and LM head the drafter borrows, and how a chat becomes its prompt. A family
+// (worker/model/qwen3.h, ...) implements it; model_registry.h picks the family a checkpoint
+// names. Attention biases, sliding windows and attention sinks, when a family has them, are that
+// family's weights and options of the backend's attention ops, never part of this interface.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/backend.h"
+#include "worker/model/forward_pass.h"
+#include "worker/model/kv_cache.h"
+#include "worker/model/model_config.h"
+#include "worker/tokenizer/chat_template.h"
+
+namespace flashq {
+
+class TargetModel {
+ public:
+  virtual ~TargetModel() = default;
+
+  // Layers, hidden size, vocabulary, context (max_position_embeddings), and the special tokens
+  // that end a turn (eos_token_ids, config.json and generation_config.json).
+  virtual const ModelConfig& config() const = 0;
+  virtual Backend& backend() const = 0;
+
+  // A cache for one sequence of at most max_length positions (capped at the model's context).
+  virtual KvCache make_cache(int64_t max_length) const = 0;
+
+  // Appends every chunk's tokens on top of its own cache, in one pass over all rows, and returns
+  // the logits and taps asked for. kInvalidArgument for a tap layer outside the model or a chunk
+  // beyond its cache's max_length (the context); an error, and no cache changed, for a token
+  // outside the vocabulary.
+  virtual ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) = 0;
+
+  // Records passes and replays them (pass_recorder.h): a pass with the same rows per chunk,
+  // caches and options as the last one run directly is recorded once and replayed while they
+  // repeat, launching a whole pass as one graph. Off by default.
+  virtual void set_capture_passes(bool on) = 0;
+  virtual int64_t replayed_passes() const = 0;
+
+  // [vocab, hidden] each; borrowed by the DFlash drafter, which has neither of its own.
+  virtual const Tensor& embedding_table() const = 0;
+  virtual const Tensor& lm_head() const = 0;
+
+  // How chat messages become this model's prompt text (its special tokens included).
+  virtual const ChatTemplate& chat_template() const = 0;
+};
+
+}  // namespace flashq
