@@ -9,7 +9,6 @@
 #include "shared/error.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/serving_model.h"
-#include "worker/tokenizer/chat_template.h"
 
 namespace flashq {
 namespace {
@@ -30,7 +29,7 @@ void run_generate(GenerateOptions& options) {
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   Tokenizer& tokenizer = *serving.tokenizer;
   options.request.spec = parse_spec_mode(options.spec);
-  std::string text = options.chat ? format_chatml({{"user", options.prompt}}) : options.prompt;
+  std::string text = options.chat ? serving.model->chat_template().render({{"user", options.prompt}}) : options.prompt;
   options.request.generation.prompt_tokens = tokenizer.encode(text);
 
   EngineOptions engine_options{.max_slots = 1};
@@ -97,7 +96,7 @@ std::function<void()> add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", g.sampling.seed)->capture_default_str();
   cmd->add_option("--stop", g.stop, "stop string (repeatable)");
   cmd->add_flag("--ignore-eos", g.ignore_eos, "generate max-tokens tokens");
-  cmd->add_flag("--chat", options->chat, "wrap the prompt as a user turn (ChatML)");
+  cmd->add_flag("--chat", options->chat, "wrap the prompt as a user turn (the model's chat template)");
   cmd->add_flag("--json", options->json, "print one JSON object with text, tokens and stats");
   cmd->add_option("--device", options->device, "cpu, cuda or auto")->capture_default_str();
   return [cmd, options] {

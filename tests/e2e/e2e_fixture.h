@@ -21,7 +21,7 @@
 #include "tests/support/temp_dir.h"
 #include "tools/flashq_model/make_tiny.h"
 #include "worker/engine/engine.h"
-#include "worker/model/qwen3.h"
+#include "worker/model/model_registry.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq::testing {
@@ -95,7 +95,7 @@ class E2eTest : public ::testing::Test {
     write_tiny_model(spec, target_dir());
     write_tiny_drafter({.layers = 1, .block_size = 8, .seed = 7}, target_dir(), drafter_dir());
     backend_ = make_cpu_backend().release();
-    model_ = Qwen3Model::load(target_dir(), *backend_).release();
+    model_ = load_target_model(target_dir(), *backend_).release();
     tokenizer_ = load_tokenizer(target_dir()).release();
   }
   static void TearDownTestSuite() {
@@ -244,7 +244,7 @@ class E2eTest : public ::testing::Test {
 
   static TempDir* root_;
   static Backend* backend_;
-  static Qwen3Model* model_;
+  static TargetModel* model_;
   static Tokenizer* tokenizer_;
   static std::map<std::pair<std::string, int64_t>, Reference> references_;
 
@@ -255,7 +255,7 @@ class E2eTest : public ::testing::Test {
 
 inline TempDir* E2eTest::root_ = nullptr;
 inline Backend* E2eTest::backend_ = nullptr;
-inline Qwen3Model* E2eTest::model_ = nullptr;
+inline TargetModel* E2eTest::model_ = nullptr;
 inline Tokenizer* E2eTest::tokenizer_ = nullptr;
 inline std::map<std::pair<std::string, int64_t>, Reference> E2eTest::references_;
 

@@ -80,7 +80,7 @@ EngineRun run_batch(const std::vector<SequenceRequest>& requests, bool sample_on
   TempDir target_dir, drafter_dir;
   write_tiny_model(f32_target(51), target_dir.path());
   CountingBackend backend;
-  std::unique_ptr<Qwen3Model> model = Qwen3Model::load(target_dir.path(), backend);
+  std::unique_ptr<TargetModel> model = load_target_model(target_dir.path(), backend);
   write_tiny_drafter({.layers = 1, .block_size = 8, .seed = 52}, target_dir.path(), drafter_dir.path());
   std::unique_ptr<DFlashDrafter> drafter = DFlashDrafter::load(drafter_dir.path(), *model, backend);
   DFlashProposer proposer(*drafter);

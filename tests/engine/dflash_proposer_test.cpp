@@ -30,7 +30,7 @@ TargetRun run_target(DFlashTestPair& pair, int64_t prompt_length, int64_t steps)
   TargetRun run;
   run.prompt.resize(static_cast<size_t>(prompt_length));
   std::iota(run.prompt.begin(), run.prompt.end(), 7);
-  Qwen3Model& model = *pair.target.model;
+  TargetModel& model = *pair.target.model;
   KvCache cache = model.make_cache(prompt_length + steps + 1);
   std::vector<int32_t> tokens = run.prompt;
   for (int64_t step = 0; step <= steps; ++step) {

@@ -33,7 +33,7 @@ inline TinyModelSpec f32_target(uint64_t seed, int64_t layers = 3, int64_t hidde
 }
 
 // Runs every request to completion in one engine; returns the outputs in request order.
-inline std::vector<std::vector<int32_t>> run_engine(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer,
+inline std::vector<std::vector<int32_t>> run_engine(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer,
                                                     const std::vector<SequenceRequest>& requests, int64_t slots,
                                                     std::vector<TraceRecord>* trace = nullptr,
                                                     EngineOptions options = {}) {

@@ -29,7 +29,7 @@ class Lossless : public ::testing::TestWithParam<PairCase> {};
 TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
-  Qwen3Model& model = *pair.target.model;
+  TargetModel& model = *pair.target.model;
   for (int prompt_index = 0; prompt_index < 17; ++prompt_index) {
     const int64_t block = 2 + prompt_index % 15;  // 2..16
     std::vector<int32_t> prompt = some_tokens(3 + static_cast<size_t>(prompt_index * 5 % 23), 459,
@@ -48,7 +48,7 @@ TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
 TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
-  Qwen3Model& model = *pair.target.model;
+  TargetModel& model = *pair.target.model;
   const SpecMode modes[] = {SpecMode::kDflash, SpecMode::kOff, SpecMode::kAuto};
   std::vector<SequenceRequest> requests;
   for (int i = 0; i < 8; ++i) {
@@ -76,7 +76,7 @@ TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
 TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
-  Qwen3Model& model = *pair.target.model;
+  TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(6, 459, 11 + static_cast<uint32_t>(c.target.seed));
   auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, 30)}, 1);
   SequenceRequest sampled = request_for(some_tokens(5, 459, 3), SpecMode::kDflash, 4, 30);
@@ -96,7 +96,7 @@ TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
 TEST_P(Lossless, AutoSequencesThatPauseAndResumeDraftingStayLossless) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
-  Qwen3Model& model = *pair.target.model;
+  TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(9, 459, 7 + static_cast<uint32_t>(c.target.seed));
   const int64_t max_tokens = 200;
   auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, max_tokens)}, 1);

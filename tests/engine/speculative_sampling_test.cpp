@@ -218,7 +218,7 @@ Homogeneity chi_square_homogeneity(const std::vector<int32_t>& a, const std::vec
 // acceptance rule.
 class GreedySelfProposer final : public Proposer {
  public:
-  GreedySelfProposer(Qwen3Model& target_copy, int64_t block_size) : target_(target_copy), block_size_(block_size) {}
+  GreedySelfProposer(TargetModel& target_copy, int64_t block_size) : target_(target_copy), block_size_(block_size) {}
 
   int64_t max_block_size() const override { return block_size_; }
   // One tap layer, though none is needed, so that this test does not depend on how the engine
@@ -278,7 +278,7 @@ class GreedySelfProposer final : public Proposer {
   };
   static State& state_of(ProposerState* state) { return dynamic_cast<State&>(*state); }
 
-  Qwen3Model& target_;
+  TargetModel& target_;
   int64_t block_size_;
 };
 
@@ -301,7 +301,7 @@ class SpeculativeSamplingEndToEnd : public ::testing::Test {
   SpeculativeSamplingEndToEnd()
       : tiny_(spec()),
         tokenizer_(load_tokenizer(tiny_.dir.path())),
-        target_copy_(Qwen3Model::load(tiny_.dir.path(), *tiny_.backend)) {}
+        target_copy_(load_target_model(tiny_.dir.path(), *tiny_.backend)) {}
 
   GenerationRequest sampled(uint64_t seed) const {
     return {.prompt_tokens = some_tokens(6, 250, 9),
@@ -329,7 +329,7 @@ class SpeculativeSamplingEndToEnd : public ::testing::Test {
 
   LoadedTinyModel tiny_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<Qwen3Model> target_copy_;
+  std::unique_ptr<TargetModel> target_copy_;
 };
 
 TEST_F(SpeculativeSamplingEndToEnd, SampledTokensHaveThePlainDistribution) {

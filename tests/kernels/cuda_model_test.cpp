@@ -28,13 +28,13 @@ struct TwoBackends {
   TempDir dir;
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   std::unique_ptr<Backend> gpu = make_backend("cuda");
-  std::unique_ptr<Qwen3Model> cpu_model, gpu_model;
+  std::unique_ptr<TargetModel> cpu_model, gpu_model;
   std::unique_ptr<Tokenizer> tokenizer;
 
   explicit TwoBackends(const TinyModelSpec& spec) {
     write_tiny_model(spec, dir.path());
-    cpu_model = Qwen3Model::load(dir.path(), *cpu);
-    gpu_model = Qwen3Model::load(dir.path(), *gpu);
+    cpu_model = load_target_model(dir.path(), *cpu);
+    gpu_model = load_target_model(dir.path(), *gpu);
     tokenizer = load_tokenizer(dir.path());
   }
 
@@ -63,7 +63,7 @@ class CudaModel : public ::testing::Test {
   }
 };
 
-std::vector<float> all_logits(Qwen3Model& model, std::span<const int32_t> tokens, KvCache& cache) {
+std::vector<float> all_logits(TargetModel& model, std::span<const int32_t> tokens, KvCache& cache) {
   SequenceChunk chunk{tokens, &cache};
   ForwardOutput out = model.forward({&chunk, 1}, {.logits = LogitRows::kAll});
   return to_host(model.backend(), out.logits);

@@ -47,7 +47,7 @@ class ReferenceNumerics : public ::testing::TestWithParam<ReferenceCase> {};
 TEST_P(ReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
   const TinyModelSpec& spec = GetParam().spec;
   LoadedTinyModel tiny(spec);
-  Qwen3Model& model = *tiny.model;
+  TargetModel& model = *tiny.model;
   const int64_t layers = spec.layers, hidden = spec.hidden;
   std::vector<int32_t> tokens = some_tokens(19, static_cast<int32_t>(spec.vocab), static_cast<uint32_t>(spec.seed));
   const std::vector<int64_t> taps = {0, layers - 1};

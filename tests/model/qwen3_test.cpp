@@ -15,7 +15,7 @@ TinyModelSpec float32_spec() {
   return spec;
 }
 
-std::vector<float> forward_all(Qwen3Model& model, std::span<const int32_t> tokens, KvCache& cache) {
+std::vector<float> forward_all(TargetModel& model, std::span<const int32_t> tokens, KvCache& cache) {
   SequenceChunk chunk{tokens, &cache};
   ForwardOutput out = model.forward({&chunk, 1}, {.logits = LogitRows::kAll});
   return to_host(model.backend(), out.logits);
@@ -27,7 +27,7 @@ std::vector<float> rows(const std::vector<float>& logits, int64_t vocab, int64_t
 
 TEST(Qwen3Model, DecodeStepByStepEqualsOneFullForward) {
   LoadedTinyModel tiny(float32_spec());
-  Qwen3Model& model = *tiny.model;
+  TargetModel& model = *tiny.model;
   const int64_t vocab = model.config().vocab_size;
   std::vector<int32_t> tokens = some_tokens(12, 400, 1);
   KvCache full_cache = model.make_cache(64);
@@ -43,7 +43,7 @@ TEST(Qwen3Model, DecodeStepByStepEqualsOneFullForward) {
 
 TEST(Qwen3Model, BlockForwardAfterTruncationEqualsTokensDecodedOneByOne) {
   LoadedTinyModel tiny(float32_spec());
-  Qwen3Model& model = *tiny.model;
+  TargetModel& model = *tiny.model;
   const int64_t vocab = model.config().vocab_size;
   std::vector<int32_t> prompt = some_tokens(9, 400, 2);
   std::vector<int32_t> rejected = some_tokens(5, 400, 3);
@@ -65,7 +65,7 @@ TEST(Qwen3Model, BlockForwardAfterTruncationEqualsTokensDecodedOneByOne) {
 
 TEST(Qwen3Model, BatchedSequencesSeeOnlyTheirOwnCache) {
   LoadedTinyModel tiny(float32_spec());
-  Qwen3Model& model = *tiny.model;
+  TargetModel& model = *tiny.model;
   const int64_t vocab = model.config().vocab_size;
   std::vector<int32_t> a = some_tokens(7, 400, 5), b = some_tokens(3, 400, 6), c = some_tokens(10, 400, 7);
 
@@ -85,7 +85,7 @@ TEST(Qwen3Model, BatchedSequencesSeeOnlyTheirOwnCache) {
 
 TEST(Qwen3Model, LastRowLogitsEqualTheLastRowOfAllLogits) {
   LoadedTinyModel tiny(float32_spec());
-  Qwen3Model& model = *tiny.model;
+  TargetModel& model = *tiny.model;
   const int64_t vocab = model.config().vocab_size;
   std::vector<int32_t> tokens = some_tokens(6, 400, 8);
   KvCache c1 = model.make_cache(64), c2 = model.make_cache(64);
@@ -127,8 +127,8 @@ TEST(Qwen3Model, RejectsTokenIdsOutsideTheVocabulary) {
 // batch shrinks; and after a larger pass moved the workspace's buffers.
 TEST(Qwen3Model, RecordedPassesGiveWhatDirectPassesGive) {
   LoadedTinyModel direct_tiny(float32_spec()), recorded_tiny(float32_spec());
-  Qwen3Model& direct = *direct_tiny.model;
-  Qwen3Model& recorded = *recorded_tiny.model;
+  TargetModel& direct = *direct_tiny.model;
+  TargetModel& recorded = *recorded_tiny.model;
   recorded.set_capture_passes(true);
   const ForwardOptions options{.logits = LogitRows::kLastOfEachChunk, .tap_layers = {0, 2}};
 

@@ -8,18 +8,18 @@
 #include "shared/error.h"
 #include "tests/support/temp_dir.h"
 #include "tools/flashq_model/make_tiny.h"
-#include "worker/model/qwen3.h"
+#include "worker/model/model_registry.h"
 
 namespace flashq::testing {
 
 struct LoadedTinyModel {
   TempDir dir;
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  std::unique_ptr<Qwen3Model> model;
+  std::unique_ptr<TargetModel> model;
 
   explicit LoadedTinyModel(const TinyModelSpec& spec) {
     write_tiny_model(spec, dir.path());
-    model = Qwen3Model::load(dir.path(), *backend);
+    model = load_target_model(dir.path(), *backend);
   }
 };
 

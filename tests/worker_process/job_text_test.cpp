@@ -178,7 +178,7 @@ TEST_F(JobTextTest, RequestForAnotherModelIsRefusedNamingBoth) {
 
 TEST_F(JobTextTest, ChatMessagesAreFormattedWithChatml) {
   protocol::Assign a = assign_with(std::vector<protocol::ChatMessage>{{"user", "hi"}}, 4);
-  JobRequest r = make_job_request(a, *tokenizer_, {"m", false});
+  JobRequest r = make_job_request(a, *tokenizer_, {"m", false, &chatml_template()});
   EXPECT_EQ(tokenizer_->decode(r.sequence.generation.prompt_tokens),
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }

@@ -10,6 +10,7 @@
 #include "tests/worker_process/worker_harness.h"
 #include "tools/flashq_model/make_tiny.h"
 #include "worker/engine/engine.h"
+#include "worker/model/model_registry.h"
 #include "worker/tokenizer/chat_template.h"
 
 namespace flashq::testing {
@@ -33,7 +34,7 @@ class WorkerProcessTest : public ::testing::Test {
     write_tiny_model(spec, target_dir());
     write_tiny_drafter({.layers = 1, .block_size = 8, .seed = 7}, target_dir(), drafter_dir());
     backend_ = make_cpu_backend().release();
-    model_ = Qwen3Model::load(target_dir(), *backend_).release();
+    model_ = load_target_model(target_dir(), *backend_).release();
     tokenizer_ = load_tokenizer(target_dir()).release();
   }
   static void TearDownTestSuite() {
@@ -124,7 +125,7 @@ class WorkerProcessTest : public ::testing::Test {
 
   static TempDir* root_;
   static Backend* backend_;
-  static Qwen3Model* model_;
+  static TargetModel* model_;
   static Tokenizer* tokenizer_;
 
   TempDir scratch_;
@@ -169,7 +170,7 @@ class WorkerProcessTest : public ::testing::Test {
 };
 TempDir* WorkerProcessTest::root_ = nullptr;
 Backend* WorkerProcessTest::backend_ = nullptr;
-Qwen3Model* WorkerProcessTest::model_ = nullptr;
+TargetModel* WorkerProcessTest::model_ = nullptr;
 Tokenizer* WorkerProcessTest::tokenizer_ = nullptr;
 
 TEST_F(WorkerProcessTest, RegistersWithReadyNamingModelSlotsBlockSizeAndBackend) {

@@ -18,7 +18,7 @@ bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(id
 
 }  // namespace
 
-Engine::Engine(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options)
+Engine::Engine(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options)
     : model_(model),
       tokenizer_(tokenizer),
       proposer_(proposer),

@@ -19,7 +19,7 @@
 #include "worker/engine/sequence.h"
 #include "worker/engine/spec_policy.h"
 #include "worker/model/cache_pool.h"
-#include "worker/model/qwen3.h"
+#include "worker/model/target_model.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq {
@@ -82,7 +82,7 @@ struct FinishedSequence {
 class Engine {
  public:
   // `proposer` may be null (no speculation at all).
-  Engine(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options = {});
+  Engine(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options = {});
   ~Engine();
 
   // Queues a sequence; validates it first (kInvalidArgument naming the problem).
@@ -125,7 +125,7 @@ class Engine {
   void sample_on_backend(const Tensor& logits, std::span<Sequence* const> active,
                          std::span<const SequenceChunk> chunks);
 
-  Qwen3Model& model_;
+  TargetModel& model_;
   const Tokenizer& tokenizer_;
   Proposer* proposer_;
   EngineOptions options_;

@@ -22,7 +22,7 @@ double GenerationStats::decode_tokens_per_s() const {
   return decode_seconds > 0 && completion_tokens > 1 ? static_cast<double>(completion_tokens - 1) / decode_seconds : 0.0;
 }
 
-GenerationResult generate(Qwen3Model& model, const Tokenizer& tokenizer, const GenerationRequest& request,
+GenerationResult generate(TargetModel& model, const Tokenizer& tokenizer, const GenerationRequest& request,
                           const StreamCallback& on_step) {
   EngineOptions options{.max_slots = 1};
   if (on_step) {

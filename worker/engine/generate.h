@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "worker/engine/sampler.h"
-#include "worker/model/qwen3.h"
+#include "worker/model/target_model.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq {
@@ -49,7 +49,7 @@ using StreamCallback = std::function<void(std::span<const int32_t> ids, std::str
 
 // Errors: kInvalidArgument for an empty prompt, a prompt that does not fit the context, bad
 // sampling parameters or token ids outside the vocabulary.
-GenerationResult generate(Qwen3Model& model, const Tokenizer& tokenizer, const GenerationRequest& request,
+GenerationResult generate(TargetModel& model, const Tokenizer& tokenizer, const GenerationRequest& request,
                           const StreamCallback& on_step = {});
 
 }  // namespace flashq

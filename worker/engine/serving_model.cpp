@@ -1,6 +1,7 @@
 #include "worker/engine/serving_model.h"
 
 #include "kernels/backend_factory.h"
+#include "worker/model/model_registry.h"
 
 namespace flashq {
 
@@ -8,7 +9,7 @@ ServingModel ServingModel::load(const std::string& model_dir, const std::string&
                                 const std::string& device) {
   ServingModel s;
   s.backend = make_backend(device);
-  s.model = Qwen3Model::load(model_dir, *s.backend);
+  s.model = load_target_model(model_dir, *s.backend);
   s.tokenizer = load_tokenizer(model_dir);
   if (!drafter_dir.empty()) {
     s.drafter = DFlashDrafter::load(drafter_dir, *s.model, *s.backend);

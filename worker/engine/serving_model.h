@@ -1,4 +1,5 @@
-// Everything a process loads to serve one model: the backend, the target, its tokenizer and,
+// Everything a process loads to serve one model: the backend, the target (of the family its
+// config.json names, model_registry.h), its tokenizer and,
 // when a drafter directory is given, the DFlash drafter and its proposer. One place that says
 // how a model directory (and a drafter directory) becomes something the engine can run.
 #pragma once
@@ -9,14 +10,14 @@
 #include "kernels/backend.h"
 #include "worker/engine/dflash_proposer.h"
 #include "worker/model/dflash_drafter.h"
-#include "worker/model/qwen3.h"
+#include "worker/model/target_model.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq {
 
 struct ServingModel {
   std::unique_ptr<Backend> backend;
-  std::unique_ptr<Qwen3Model> model;
+  std::unique_ptr<TargetModel> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<DFlashDrafter> drafter;    // null without a drafter directory
   std::unique_ptr<DFlashProposer> proposer;  // null without a drafter directory

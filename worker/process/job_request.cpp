@@ -3,19 +3,20 @@
 #include <variant>
 
 #include "shared/error.h"
-#include "worker/tokenizer/chat_template.h"
 
 namespace flashq {
 namespace {
 
-std::vector<int32_t> prompt_tokens(const protocol::Prompt& prompt, const Tokenizer& tokenizer) {
+std::vector<int32_t> prompt_tokens(const protocol::Prompt& prompt, const Tokenizer& tokenizer,
+                                   const ChatTemplate* chat_template) {
   if (const auto* text = std::get_if<std::string>(&prompt)) return tokenizer.encode(*text);
   if (const auto* tokens = std::get_if<protocol::TokenIds>(&prompt)) return *tokens;
   std::vector<ChatMessage> chat;
   for (const protocol::ChatMessage& m : std::get<std::vector<protocol::ChatMessage>>(prompt)) {
     chat.push_back({m.role, m.content});
   }
-  return tokenizer.encode(format_chatml(chat));
+  if (chat_template == nullptr) throw Error(ErrorCode::kInvalidArgument, "this model has no chat template");
+  return tokenizer.encode(chat_template->render(chat));
 }
 
 SpecMode engine_spec_mode(protocol::SpecMode mode) {
@@ -39,7 +40,7 @@ JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tok
   }
   JobRequest out;
   GenerationRequest& g = out.sequence.generation;
-  g.prompt_tokens = prompt_tokens(job.prompt, tokenizer);
+  g.prompt_tokens = prompt_tokens(job.prompt, tokenizer, model.chat_template);
   out.job_prompt_tokens = static_cast<int64_t>(g.prompt_tokens.size());
   g.prompt_tokens.insert(g.prompt_tokens.end(), assign.resume_tokens.begin(), assign.resume_tokens.end());
 

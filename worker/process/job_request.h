@@ -1,5 +1,5 @@
 // From an ASSIGN to what the engine runs: the prompt (text through the tokenizer, token ids as
-// given, or chat messages through the ChatML template) followed by the resume tokens of a
+// given, or chat messages through the model's chat template) followed by the resume tokens of a
 // continuation, max_tokens less what earlier attempts produced, sampling, stops and speculation.
 #pragma once
 
@@ -8,6 +8,7 @@
 
 #include "shared/protocol/worker_messages.h"
 #include "worker/engine/sequence.h"
+#include "worker/tokenizer/chat_template.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq {
@@ -16,6 +17,7 @@ namespace flashq {
 struct WorkerModel {
   std::string name;  // a job naming another model is refused
   bool has_drafter = false;
+  const ChatTemplate* chat_template = nullptr;  // the model's (TargetModel::chat_template)
 };
 
 struct JobRequest {

@@ -64,7 +64,7 @@ struct JobRunner::Attempt {
   bool silent = false;                              // its connection was lost: nothing more of it is sent
 };
 
-JobRunner::JobRunner(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served,
+JobRunner::JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served,
                      int64_t slots, CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox)
     : model_(model),
       tokenizer_(tokenizer),

@@ -28,7 +28,7 @@ namespace flashq {
 class JobRunner {
  public:
   // `cache_pool` may be null (caches grow on demand).
-  JobRunner(Qwen3Model& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
+  JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
             CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox);
   ~JobRunner();
 
@@ -59,7 +59,7 @@ class JobRunner {
   void send_final(Attempt& attempt, protocol::FinalResult result);
   void forget(uint64_t engine_id);
 
-  Qwen3Model& model_;
+  TargetModel& model_;
   const Tokenizer& tokenizer_;
   Proposer* proposer_;
   WorkerModel served_;

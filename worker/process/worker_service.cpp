@@ -77,8 +77,9 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
 
   WorkInbox inbox;
   MessageOutbox outbox;
-  JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(),
-                   {options.model_name, serving.drafter != nullptr}, options.slots, cache_pool.get(), inbox, outbox);
+  const WorkerModel served{options.model_name, serving.drafter != nullptr, &serving.model->chat_template()};
+  JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, options.slots, cache_pool.get(),
+                   inbox, outbox);
   std::thread engine_thread([&runner] {
     try {
       runner.run();
