@@ -1,14 +1,13 @@
 // The job store on Redis (DESIGN.md §4, docs/redis.md): intake into flashq:jobs, taking entries
 // as this broker's workers have room, events into flashq:out:<id> before they go out, finals with
-// acknowledgement, claims of a dead broker's entries, and relaying the jobs that other brokers
-// run to this broker's producers and subscribers. Everything goes through one pipeline per loop
-// turn; nothing here blocks on Redis except STATUS, REPLAY and CANCEL of jobs this broker does
-// not hold.
+// acknowledgement, and claims of a dead broker's entries; the jobs that other brokers run are
+// relayed to this broker's producers and subscribers by its RedisFollower. Everything goes
+// through one pipeline per loop turn; nothing here blocks on Redis except STATUS, REPLAY and
+// CANCEL of jobs this broker does not hold.
 #pragma once
 
 #include <chrono>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "broker/job_table.h"
 #include "broker/metrics.h"
 #include "broker/redis/redis_connection.h"
+#include "broker/redis/redis_follower.h"
 #include "broker/redis/redis_pipeline.h"
 #include "broker/redis/redis_schema.h"
 #include "broker/worker_registry.h"
@@ -41,7 +41,9 @@ class RedisJobStore final : public JobStore {
   bool answer_status(const std::string& producer, const protocol::Status& status) override;
   bool answer_replay(const std::string& producer, const protocol::Replay& replay) override;
   bool cancel_elsewhere(const std::string& producer, const std::string& id) override;
-  void subscription_changed(const std::string& id, bool subscribed) override;
+  void subscription_changed(const std::string& id, bool subscribed) override {
+    follower_.subscription_changed(id, subscribed);
+  }
 
   void turn() override;
   int poll_fd() const override { return connection_.fd(); }
@@ -65,9 +67,6 @@ class RedisJobStore final : public JobStore {
   void take(const redis_schema::Entry& entry, bool own_pending);
   void admit_taken(protocol::Job job, const std::string& entry, const redis_schema::Take& take);
   void catch_up(const std::string& id, int64_t next_seq);
-  void relay(SteadyClock::time_point now);
-  void follow(const std::string& id);
-  void check_awaited(SteadyClock::time_point now);
   void keep_claimed();
   void store_events(const std::string& id);
   void store_final(JobRecord& job, protocol::Event final_event);
@@ -87,18 +86,10 @@ class RedisJobStore final : public JobStore {
   std::map<std::string, std::vector<protocol::Event>> unstored_events_;  // this turn's, per job
   bool ready_ = false;          // connected, group made, own pending entries read
   bool fetching_ = false;       // an XREADGROUP is in flight
-  bool relaying_ = false;       // an XREAD of remote jobs' results is in flight
   bool fetch_again_ = false;    // the last read came back full: read again at once
-  bool relay_again_ = false;
   SteadyClock::time_point last_fetch_;
-  SteadyClock::time_point last_relay_;
   static constexpr std::chrono::milliseconds kReadInterval{5};
-  std::set<std::string> awaited_;  // subscribed here, not (yet) known to Redis
-  bool checking_awaited_ = false;  // a round of check_awaited is in flight
-  SteadyClock::time_point last_await_check_;
-  static constexpr std::chrono::milliseconds kAwaitedCheckInterval{100};
-  static constexpr size_t kMaxAwaitedSubscriptions = 4096;  // beyond: only jobs Redis knows are followed
-  std::string control_from_;  // flashq:control is read after this entry
+  RedisFollower follower_{pipeline_, jobs_, core_};  // jobs run elsewhere, flashq:control
   SteadyClock::time_point last_keep_;
 };
 
