@@ -174,7 +174,8 @@ void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
   if (const JobRecord* existing = jobs_.find(job.id)) {  // idempotent: the same id is the same job
     reply_with(producer, protocol::Accepted{job.id});
     if (existing->final_result) {
-      reply_with(producer, protocol::Event{.id = job.id, .seq = existing->next_seq - 1, .final_result = existing->final_result});
+      reply_with(producer,
+                 protocol::Event{.id = job.id, .seq = existing->next_seq - 1, .final_result = existing->final_result});
     }
     return;
   }

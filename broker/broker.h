@@ -1,4 +1,4 @@
-// The broker (DESIGN.md §1, §4): one thread, one poll loop over three sockets.
+// The broker (docs/architecture.md, docs/protocol.md §9): one thread, one poll loop over three sockets.
 //  - frontend ROUTER: producers SUBMIT, CANCEL and ask STATUS;
 //  - backend ROUTER: workers register (READY), beat, stream TOKENS and report FINAL;
 //  - stream XPUB: every job's events under "job/<id>", for any subscriber.

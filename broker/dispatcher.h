@@ -1,4 +1,4 @@
-// The scheduling policy (DESIGN.md §4, Dispatch): which queued job starts next, and on which
+// The scheduling policy (docs/protocol.md §9.4): which queued job starts next, and on which
 // worker. The broker asks for one assignment at a time and carries it out (ASSIGN, bookkeeping);
 // a policy only chooses. A routing policy that prefers the worker holding a job's session or
 // prompt prefix replaces LeastLoadedDispatcher behind the same interface.

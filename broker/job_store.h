@@ -1,4 +1,4 @@
-// Where jobs and their results are kept (DESIGN.md §4): one interface, two stores.
+// Where jobs and their results are kept: one interface, two stores.
 //  - InMemoryJobStore: the broker's own memory. A job is admitted into this broker's queue, an
 //    event goes out as soon as it is published, and nothing outlives the process.
 //  - RedisJobStore (broker/redis/): intake into a stream any broker may take jobs from, events

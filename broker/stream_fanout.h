@@ -1,4 +1,4 @@
-// The stream fan-out (DESIGN.md §3, docs/protocol.md): every event of a job goes out once, to
+// The stream fan-out (docs/protocol.md §8.5): every event of a job goes out once, to
 // the XPUB socket under "job/<id>" for any subscriber, to the job's producer (every event when it
 // asked to stream, always the final), and into the job's replay buffer, from which REPLAY serves
 // a subscriber that joined late or saw a gap. Sends never wait: XPUB drops a slow subscriber's

@@ -19,7 +19,8 @@ namespace flashq {
 
 class RedisFollower {
  public:
-  RedisFollower(RedisPipeline& pipeline, JobTable& jobs, BrokerCore& core) : pipeline_(pipeline), jobs_(jobs), core_(core) {}
+  RedisFollower(RedisPipeline& pipeline, JobTable& jobs, BrokerCore& core)
+      : pipeline_(pipeline), jobs_(jobs), core_(core) {}
 
   // After a (re)connect, with nothing outstanding: the first time, cancel requests made before
   // this broker started are skipped. Throws Error(kIo) when the connection breaks.

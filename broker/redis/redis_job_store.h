@@ -1,4 +1,4 @@
-// The job store on Redis (DESIGN.md §4, docs/redis.md): intake into flashq:jobs, taking entries
+// The job store on Redis (docs/redis.md): intake into flashq:jobs, taking entries
 // as this broker's workers have room, events into flashq:out:<id> before they go out, finals with
 // acknowledgement, and claims of a dead broker's entries; the jobs that other brokers run are
 // relayed to this broker's producers and subscribers by its RedisFollower. Everything goes

@@ -1,4 +1,4 @@
-// What flashq keeps in Redis (DESIGN.md §4, docs/redis.md), as commands and replies:
+// What flashq keeps in Redis (docs/redis.md), as commands and replies:
 //   flashq:jobs        intake stream, consumer group `flashq`, one consumer per broker
 //   flashq:job:<id>    status hash: state, owner, entry, attempt, deliveries, next_seq, final
 //   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`

@@ -1,4 +1,4 @@
-// The scheduling policy on its own (DESIGN.md §4, Dispatch): queue order, the least-loaded worker
+// The scheduling policy on its own (docs/protocol.md §9.4): queue order, the least-loaded worker
 // serving the job's model, never more jobs than a worker's free slots.
 #include <gtest/gtest.h>
 
