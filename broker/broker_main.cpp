@@ -1,4 +1,4 @@
-// flashq-broker: the queue, scheduler, worker registry and stream fan-out (DESIGN.md §1).
+// flashq-broker: the queue, scheduler, worker registry and stream fan-out (docs/architecture.md).
 #include <csignal>
 
 #include <spdlog/spdlog.h>

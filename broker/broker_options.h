@@ -1,4 +1,4 @@
-// Every endpoint and limit of the broker, with the defaults of DESIGN.md §1 and §4.
+// Every endpoint and limit of the broker, with its default (docs/operations.md).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 namespace flashq {
 
-// Durability on Redis (DESIGN.md §4, docs/redis.md); off when `url` is empty.
+// Durability on Redis (docs/redis.md); off when `url` is empty.
 struct RedisOptions {
   std::string url;                 // redis://[[user]:password@]host[:port][/db] or unix:///path
   std::string consumer;            // this broker's name in group `flashq`; stable across restarts

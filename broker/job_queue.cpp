@@ -4,6 +4,14 @@
 
 namespace flashq {
 
+int64_t estimate_prompt_tokens(const protocol::Job& job) {
+  if (const auto* text = std::get_if<std::string>(&job.prompt)) return static_cast<int64_t>(text->size()) / 4 + 1;
+  if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) return static_cast<int64_t>(ids->size());
+  int64_t bytes = 0;
+  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) bytes += static_cast<int64_t>(m.content.size());
+  return bytes / 4 + 1;
+}
+
 bool JobQueue::push_back(const std::string& job_id, int64_t priority, int64_t prompt_tokens) {
   if (jobs_ + 1 > limits_.max_jobs || prompt_tokens_ + prompt_tokens > limits_.max_prompt_tokens) return false;
   levels_[priority].push_back(job_id);

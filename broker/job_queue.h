@@ -10,7 +10,12 @@
 #include <optional>
 #include <string>
 
+#include "shared/protocol/job.h"
+
 namespace flashq {
+
+// Roughly 4 bytes of text per token: the queue's bound on prompt tokens before tokenizing.
+int64_t estimate_prompt_tokens(const protocol::Job& job);
 
 struct QueueLimits {
   int64_t max_jobs = 10000;

@@ -46,8 +46,8 @@ struct JobRecord {
   std::string dead_reason;
   std::string relayed_up_to = "0";
   bool redis_owner_lost = false;  // another broker took the job over: nothing more is written
-  // With Redis, the prefix of the stream that Redis holds (and subscribers have seen): where the
-  // job's record goes back to when another broker takes it over.
+  // The prefix of the stream that the store holds (and subscribers have seen, since only stored
+  // events are delivered): where the job's record goes back to when another broker takes it over.
   int64_t stored_next_seq = 0;
   size_t stored_tokens = 0;
   int64_t stored_text_bytes = 0;

@@ -1,4 +1,4 @@
-// A job as the flat fields of an entry in the intake stream `flashq:jobs` (DESIGN.md §4): the
+// A job as the flat fields of an entry in the intake stream `flashq:jobs` (docs/redis.md): the
 // job's own field names, every value a string. Numbers are decimal; `prompt_tokens`,
 // `stop_token_ids`, `messages` and `metadata` are JSON; `stop` is a JSON array of strings or one
 // plain string; `stream` is true/false. So a producer with nothing but redis-cli can write:

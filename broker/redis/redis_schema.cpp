@@ -1,5 +1,7 @@
 #include "broker/redis/redis_schema.h"
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "shared/error.h"
@@ -10,6 +12,8 @@ namespace flashq::redis_schema {
 namespace {
 
 using nlohmann::json;
+
+constexpr std::string_view kOutPrefix = "flashq:out:";
 
 // The job's state decides: a finished job only has its duplicate entries acknowledged.
 constexpr const char* kIntakeScript = R"(
@@ -116,7 +120,8 @@ RedisFields fields_of(const RedisReply& flat) {
 }
 
 std::string job_key(const std::string& id) { return "flashq:job:" + id; }
-std::string out_key(const std::string& id) { return "flashq:out:" + id; }
+std::string out_key(const std::string& id) { return std::string(kOutPrefix) + id; }
+std::string job_of_out_key(const std::string& key) { return key.substr(kOutPrefix.size()); }
 
 std::vector<Entry> entries_of(const RedisReply& reply) {
   std::vector<Entry> out;
@@ -141,6 +146,7 @@ std::vector<std::string> scripts() {
 }
 
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
+RedisCommand ping() { return {"PING"}; }
 
 RedisCommand intake(const protocol::Job& job) {
   RedisCommand command = {"EVAL", kIntakeScript, "2", kJobs, job_key(job.id)};
@@ -250,6 +256,19 @@ std::vector<std::string> cancelled_ids(const std::vector<Entry>& control_entries
   }
   return ids;
 }
+
+RedisCommand last_control_entry() { return {"XREVRANGE", kControl, "+", "-", "COUNT", "1"}; }
+
+RedisCommand read_control_and_results(const std::string& control_from,
+                                      const std::vector<std::pair<std::string, std::string>>& jobs) {
+  RedisCommand command = {"XREAD", "COUNT", "1000", "STREAMS", kControl};
+  for (const auto& [id, from] : jobs) command.push_back(out_key(id));
+  command.push_back(control_from);
+  for (const auto& [id, from] : jobs) command.push_back(from);
+  return command;
+}
+
+RedisCommand job_known(const std::string& job_id) { return {"HEXISTS", job_key(job_id), "state"}; }
 
 RedisCommand read_results(const std::string& job_id) { return {"XRANGE", out_key(job_id), "-", "+"}; }
 RedisCommand status(const std::string& job_id) { return {"HGETALL", job_key(job_id)}; }

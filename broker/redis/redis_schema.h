@@ -1,4 +1,4 @@
-// What flashq keeps in Redis (DESIGN.md §4, docs/redis.md), as commands and replies:
+// What flashq keeps in Redis (docs/redis.md), as commands and replies:
 //   flashq:jobs        intake stream, consumer group `flashq`, one consumer per broker
 //   flashq:job:<id>    status hash: state, owner, entry, attempt, deliveries, next_seq, final
 //   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/redis/redis_connection.h"
@@ -42,6 +43,7 @@ std::vector<Entry> entries_of(const RedisReply& reply);
 std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisReply& reply);
 
 RedisCommand create_group();  // BUSYGROUP (it exists) is fine
+RedisCommand ping();          // its reply only marks a point in the pipeline
 // The Lua scripts the commands below run, for RedisConnection::register_script.
 std::vector<std::string> scripts();
 
@@ -86,6 +88,17 @@ RedisCommand dead_letter(const std::string& entry, const std::string& job_id, co
 RedisCommand cancel(const std::string& job_id, int64_t control_max);
 // The job ids that flashq:control entries ask to cancel.
 std::vector<std::string> cancelled_ids(const std::vector<Entry>& control_entries);
+// The newest flashq:control entry (XREVRANGE): requests made before a broker started are not its.
+RedisCommand last_control_entry();
+
+// One XREAD of flashq:control after `control_from` and of the result streams of `jobs` (job id,
+// last entry read), so one round trip follows every job run elsewhere. The reply is read with
+// streams_of(), whose keys are kControl or out_key(id) (job_of_out_key gives the id back).
+RedisCommand read_control_and_results(const std::string& control_from,
+                                      const std::vector<std::pair<std::string, std::string>>& jobs);
+std::string job_of_out_key(const std::string& key);
+// Whether Redis knows the job (HEXISTS of its status hash): reply integer 1 when it does.
+RedisCommand job_known(const std::string& job_id);
 
 RedisCommand read_results(const std::string& job_id);  // XRANGE, every event
 RedisCommand status(const std::string& job_id);         // HGETALL

@@ -8,6 +8,7 @@
 #include <zmq_addon.hpp>
 
 #include "broker/broker.h"
+#include "shared/protocol/stream.h"
 
 namespace flashq {
 namespace {

@@ -1,0 +1,514 @@
+#include "broker/redis/redis_job_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "broker/redis/redis_url.h"
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+using protocol::FinishReason;
+using OnFailure = RedisPipeline::OnFailure;
+namespace schema = redis_schema;
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool connection_lost_in(const RedisReply& reply) {
+  return reply.is_error() && reply.text.rfind("connection lost", 0) == 0;
+}
+
+protocol::FinalResult error_result(const std::string& why) {
+  protocol::FinalResult result;
+  result.finish_reason = FinishReason::kError;
+  result.error = why;
+  return result;
+}
+
+}  // namespace
+
+std::string default_redis_consumer(const std::string& frontend_endpoint) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + "/" + frontend_endpoint;
+}
+
+RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& frontend_endpoint, BrokerCore& core,
+                             JobTable& jobs, JobQueue& queue, const WorkerRegistry& workers, BrokerMetrics& metrics)
+    : options_(options.redis),
+      default_deadline_ms_(options.default_deadline_ms),
+      retry_after_ms_(options.retry_after_ms),
+      core_(core),
+      jobs_(jobs),
+      queue_(queue),
+      workers_(workers),
+      metrics_(metrics),
+      connection_(parse_redis_url(options.redis.url)) {
+  if (options_.consumer.empty()) options_.consumer = default_redis_consumer(frontend_endpoint);
+  for (const std::string& script : schema::scripts()) connection_.register_script(script);
+  spdlog::info("broker: redis {} as consumer '{}'", connection_.url().describe(), options_.consumer);
+}
+
+int64_t RedisJobStore::free_capacity() const {
+  int64_t free = 0;
+  for (const auto& [identity, worker] : workers_.all()) free += std::max<int64_t>(0, worker.free_slots());
+  if (workers_.all().empty()) return 0;  // leave the jobs to brokers that have workers
+  return free + options_.prefetch - queue_.size();
+}
+
+void RedisJobStore::turn() {
+  if (!connection_.connected()) {
+    ready_ = false;
+    fetching_ = false;
+    follower_.on_connection_lost();
+    if (!connection_.ensure_connected()) return;  // backs off by itself
+    spdlog::info("redis {}: connected", connection_.url().describe());
+  }
+  if (!ready_) on_connect();
+  if (!ready_) return;
+  // Replies that came in run their handlers (which add follow-ups: take after read, catch-up
+  // after take); then this turn's commands go out, and the loop goes on without waiting.
+  bool ok = pipeline_.receive(connection_);
+  if (ok) {
+    const auto now = SteadyClock::now();
+    if (!core_.draining()) fetch(now);
+    follower_.turn(now);
+    keep_claimed();
+    while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
+    ok = pipeline_.send(connection_);
+  }
+  if (!ok) connection_lost();
+}
+
+void RedisJobStore::connection_lost() {
+  spdlog::warn("redis {}: {}; {} writes kept for when it is back", connection_.url().describe(),
+               connection_.last_error(), pipeline_.retained());
+  ready_ = false;
+  core_.store_state_changed();
+}
+
+// Before a request answered at once: the replies outstanding come first (they are in order).
+bool RedisJobStore::settled() {
+  if (!connection_.connected()) return false;
+  if (pipeline_.settle(connection_)) return true;
+  connection_lost();
+  return false;
+}
+
+// After every (re)connect: the consumer group may be new (or Redis lost its data), and entries
+// delivered to this consumer before a restart are ours to run.
+void RedisJobStore::on_connect() {
+  if (!settled()) return;
+  try {
+    const RedisReply group = connection_.command(schema::create_group());
+    if (group.is_error() && group.text.rfind("BUSYGROUP", 0) != 0) {
+      spdlog::error("redis: cannot create consumer group: {}", group.text);
+      return;
+    }
+    std::string after = "0";
+    while (true) {
+      RedisCommand read = schema::read_own_pending(options_.consumer, 500);
+      read.back() = after;
+      const RedisReply reply = connection_.command(read);
+      if (reply.is_error()) {
+        spdlog::error("redis: cannot read pending entries: {}", reply.text);
+        return;
+      }
+      int64_t count = 0;
+      for (const auto& [stream, entries] : schema::streams_of(reply)) {
+        for (const schema::Entry& entry : entries) {
+          take(entry, true);
+          after = entry.id;
+          ++count;
+        }
+      }
+      if (count < 500) break;
+    }
+    follower_.on_connect(connection_);
+  } catch (const Error& e) {
+    spdlog::warn("redis: {}", e.what());
+    return;
+  }
+  ready_ = true;
+  core_.store_state_changed();  // /readyz and flashq_redis_connected follow at once, not at the next sweep
+}
+
+void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
+  if (!ready_) {
+    reply(producer, protocol::Rejected{job.id, "unavailable", retry_after_ms_});
+    metrics_.job_rejected("unavailable");
+    return;
+  }
+  RedisCommand command = schema::intake(job);  // before the handler takes the job
+  pipeline_.add(
+      std::move(command),
+      [this, producer, job = std::move(job)](const RedisReply& stored) mutable {
+        if (stored.is_error() || stored.elements.size() < 2) {
+          // Not stored, so not accepted: the producer may try again.
+          reply(producer, protocol::Rejected{job.id, "unavailable", retry_after_ms_});
+          metrics_.job_rejected("unavailable");
+          return;
+        }
+        reply(producer, protocol::Accepted{job.id});
+        const std::string& state = stored.elements[0].text;
+        if (state == "finished") {  // idempotent resubmission of a finished job: its final again
+          try {
+            reply(producer,
+                  protocol::Event{.id = job.id, .final_result = schema::final_from_json(stored.elements[1].text)});
+          } catch (const Error& e) {
+            spdlog::warn("job {}: stored final unreadable: {}", job.id, e.what());
+          }
+          return;
+        }
+        if (state == "new") metrics_.job_admitted();
+        if (jobs_.contains(job.id)) return;
+        const auto now = SteadyClock::now();
+        JobRecord record;
+        record.producer = producer;
+        record.phase = JobPhase::kRemote;
+        record.prompt_tokens_estimate = 0;
+        record.submitted_at = now;
+        record.deadline_at =
+            now + std::chrono::milliseconds(job.deadline_ms > 0 ? job.deadline_ms : default_deadline_ms_);
+        const std::string id = job.id;
+        record.job = std::move(job);
+        jobs_.jobs.emplace(id, std::move(record));
+      },
+      OnFailure::kDrop);
+}
+
+// New entries do not wake the loop: the intake is read every few ms, and at once again while
+// reads come back full.
+void RedisJobStore::fetch(SteadyClock::time_point now) {
+  if (fetching_ || (!fetch_again_ && now - last_fetch_ < kReadInterval)) return;
+  const int64_t count = free_capacity();
+  if (count <= 0) return;
+  fetching_ = true;
+  fetch_again_ = false;
+  last_fetch_ = now;
+  pipeline_.add(
+      schema::read_new(options_.consumer, count),
+      [this, count](const RedisReply& reply) {
+        fetching_ = false;
+        if (reply.is_error()) {
+          if (!connection_lost_in(reply)) spdlog::warn("redis: reading flashq:jobs: {}", reply.text);
+          if (reply.text.rfind("NOGROUP", 0) == 0) ready_ = false;  // Redis lost it: make it again
+          return;
+        }
+        for (const auto& [stream, entries] : schema::streams_of(reply)) {
+          fetch_again_ = static_cast<int64_t>(entries.size()) >= count;
+          for (const schema::Entry& entry : entries) take(entry, false);
+        }
+      },
+      OnFailure::kDrop);
+}
+
+void RedisJobStore::take(const schema::Entry& entry, bool own_pending) {
+  protocol::Job job;
+  try {
+    job = job_from_fields(entry.fields);
+  } catch (const Error& e) {
+    const auto id = entry.fields.find("id");
+    const std::string job_id = id == entry.fields.end() ? std::string() : id->second;
+    spdlog::warn("redis: entry {} is not a job ({}); filed under {}", entry.id, e.what(), schema::kDead);
+    pipeline_.add(schema::dead_letter(entry.id, job_id, std::string("malformed job: ") + e.what(),
+                                      options_.dead_letters_kept, options_.retention_s),
+                  nullptr, OnFailure::kRetry);
+    metrics_.job_rejected("malformed");
+    return;
+  }
+  if (job.id.empty()) job.id = "redis-" + entry.id;
+  const JobRecord* known = jobs_.find(job.id);
+  if (own_pending && known && known->redis_entry == entry.id &&
+      (known->phase == JobPhase::kQueued || known->phase == JobPhase::kRunning)) {
+    return;  // a reconnect, not a restart: we hold it already
+  }
+  RedisCommand command = schema::take(options_.consumer, job.id, entry.id);
+  pipeline_.add(
+      std::move(command),
+      [this, job = std::move(job), entry_id = entry.id](const RedisReply& reply) mutable {
+        if (reply.is_error()) {
+          // It stays pending for us: read again after a reconnect, or claimed by another broker.
+          if (!connection_lost_in(reply)) spdlog::warn("redis: taking {}: {}", entry_id, reply.text);
+          return;
+        }
+        try {
+          admit_taken(std::move(job), entry_id, schema::take_of(reply));
+        } catch (const Error& e) {
+          spdlog::warn("redis: taking {}: {}", entry_id, e.what());
+        }
+      },
+      OnFailure::kDrop);
+}
+
+void RedisJobStore::admit_taken(protocol::Job job, const std::string& entry, const schema::Take& take) {
+  if (take.outcome != schema::Take::Outcome::kRun) return;  // finished or a duplicate: acknowledged
+  auto it = jobs_.jobs.find(job.id);
+  if (it != jobs_.jobs.end() && it->second.phase != JobPhase::kRemote) return;  // ours already
+  const auto now = SteadyClock::now();
+  if (it == jobs_.jobs.end()) {
+    JobRecord record;
+    record.phase = JobPhase::kRemote;  // until admitted below
+    record.submitted_at = now;
+    it = jobs_.jobs.emplace(job.id, std::move(record)).first;
+  }
+  JobRecord& record = it->second;
+  const std::string id = job.id;
+  const int64_t deadline = job.deadline_ms > 0 ? job.deadline_ms : default_deadline_ms_;
+  record.deadline_at = now + std::chrono::milliseconds(schema::entry_time_ms(entry) + deadline - wall_ms());
+  record.prompt_tokens_estimate = estimate_prompt_tokens(job);
+  record.job = std::move(job);
+  record.redis_entry = entry;
+  record.redis_owner_lost = false;
+  record.attempt = std::max(record.attempt, take.attempt);
+  if (take.cancel_requested) {  // cancelled while it waited in Redis
+    record.next_seq = std::max(record.next_seq, take.next_seq);
+    core_.finish(record, protocol::FinalResult{.finish_reason = FinishReason::kCancelled});
+    return;
+  }
+  if (take.deliveries > options_.max_deliveries) {
+    record.dead_reason = "delivered " + std::to_string(take.deliveries) + " times";
+    record.next_seq = std::max(record.next_seq, take.next_seq);
+    core_.finish(record, error_result("the job was delivered " + std::to_string(take.deliveries) +
+                                      " times without finishing (its brokers died)"));
+    return;
+  }
+  if (take.next_seq > record.next_seq) {
+    record.phase = JobPhase::kQueued;  // not in the queue until its stream is caught up
+    catch_up(id, take.next_seq);
+    return;
+  }
+  record.phase = JobPhase::kQueued;
+  const bool continuation = !record.streamed.empty();
+  if (continuation) {
+    queue_.push_front(id, record.job.priority,
+                      record.prompt_tokens_estimate + static_cast<int64_t>(record.streamed.size()));
+  } else if (!queue_.push_back(id, record.job.priority, record.prompt_tokens_estimate)) {
+    record.phase = JobPhase::kRemote;  // full: left pending; another broker (or we) claims it later
+    return;
+  }
+  core_.dispatch();
+}
+
+// A previous owner streamed part of the job: its tokens are the continuation's prefix, and the
+// events this broker has not published yet are published now.
+void RedisJobStore::catch_up(const std::string& id, int64_t next_seq) {
+  pipeline_.add(
+      schema::read_results(id),
+      [this, id, next_seq](const RedisReply& reply) {
+        JobRecord* found = jobs_.find(id);
+        if (!found || found->phase != JobPhase::kQueued) return;
+        JobRecord& job = *found;
+        if (reply.is_error()) {
+          job.phase = JobPhase::kRemote;  // left pending; taken again after a reconnect
+          return;
+        }
+        try {
+          for (const schema::Entry& entry : schema::entries_of(reply)) {
+            schema::StoredEvent stored = schema::event_of(entry);
+            if (stored.final_result || stored.seq < job.next_seq || stored.seq >= next_seq) continue;
+            job.next_seq = stored.seq;
+            job.streamed.insert(job.streamed.end(), stored.token_ids.begin(), stored.token_ids.end());
+            job.streamed_text_bytes += static_cast<int64_t>(stored.text.size());
+            core_.relay(job, protocol::Event{.id = id, .token_ids = stored.token_ids, .text = stored.text});
+          }
+        } catch (const Error& e) {
+          spdlog::warn("job {}: result stream unreadable ({}); running it from the start", id, e.what());
+        }
+        job.next_seq = std::max(job.next_seq, next_seq);
+        queue_.push_front(id, job.job.priority, job.prompt_tokens_estimate + static_cast<int64_t>(job.streamed.size()));
+        core_.dispatch();
+      },
+      OnFailure::kDrop);
+}
+
+// CANCEL of a job this broker does not run: whoever runs it (or takes it later) cancels it, and
+// the cancelled final reaches us like any of its events. Answered at once, like STATUS, so that a
+// producer's next request finds the cancel taken (Client::cancel relies on that order).
+bool RedisJobStore::cancel_elsewhere(const std::string& producer, const std::string& id) {
+  RedisReply answer{.type = RedisReply::Type::kError, .text = "not connected"};
+  try {
+    if (settled()) answer = connection_.command(schema::cancel(id, options_.control_kept));
+  } catch (const Error& e) {
+    answer.text = e.what();
+  }
+  if (answer.is_error()) {
+    reply(producer, protocol::ErrorReply{"unavailable", "job '" + id + "': redis: " + answer.text, id});
+  } else if (answer.text == "not_found") {
+    reply(producer, protocol::ErrorReply{"not_found", "no job '" + id + "'", id});
+  } else if (answer.text == "requested") {
+    follower_.follow(id);  // a submitter or subscriber here gets the cancelled final
+  }
+  return true;
+}
+
+// Entries this broker holds are claimed again now and then, so they never look idle to the
+// others; entries idle past the timeout (their broker died) are claimed for ourselves.
+void RedisJobStore::keep_claimed() {
+  const auto now = SteadyClock::now();
+  if (now - last_keep_ < std::chrono::milliseconds(std::max<int64_t>(options_.claim_idle_ms / 3, 10))) return;
+  last_keep_ = now;
+  std::vector<std::string> entries;
+  for (const auto& [id, job] : jobs_.jobs) {
+    if ((job.phase == JobPhase::kQueued || job.phase == JobPhase::kRunning) && !job.redis_entry.empty()) {
+      entries.push_back(job.redis_entry);
+    }
+    if (entries.size() >= 1000) {
+      pipeline_.add(schema::keep_claimed(options_.consumer, entries), nullptr, OnFailure::kDrop);
+      entries.clear();
+    }
+  }
+  if (!entries.empty()) pipeline_.add(schema::keep_claimed(options_.consumer, entries), nullptr, OnFailure::kDrop);
+  const int64_t capacity = free_capacity();
+  if (core_.draining() || capacity <= 0) return;
+  pipeline_.add(
+      schema::claim_idle(options_.consumer, options_.claim_idle_ms, capacity),
+      [this](const RedisReply& reply) {
+        if (reply.is_error() || reply.elements.size() < 2) return;
+        for (const schema::Entry& entry : schema::entries_of(reply.elements[1])) {
+          spdlog::info("redis: claimed entry {} of a silent broker", entry.id);
+          take(entry, false);
+        }
+      },
+      OnFailure::kDrop);
+}
+
+void RedisJobStore::job_started(const std::string& id, int64_t attempt) {
+  pipeline_.add(schema::mark_running(id, attempt), nullptr, OnFailure::kDrop);
+}
+
+// Events go out once stored, so that what anyone sees is what a later owner of the job continues
+// from. They wait for the end of the loop turn, to go to Redis as one script call per job.
+void RedisJobStore::store_event(JobRecord& job, protocol::Event event) {
+  if (event.final_result) {
+    store_final(job, std::move(event));
+  } else if (!job.redis_owner_lost) {
+    unstored_events_[job.job.id].push_back(std::move(event));
+  }
+}
+
+void RedisJobStore::store_events(const std::string& id) {
+  auto it = unstored_events_.find(id);
+  if (it == unstored_events_.end()) return;
+  RedisCommand command = schema::events(options_.consumer, id, it->second, options_.max_events_per_job);
+  pipeline_.add(std::move(command),
+                [this, id, events = std::move(it->second)](const RedisReply& reply) {
+                  const int64_t first = events.front().seq;
+                  if (reply.is_error()) {
+                    spdlog::warn("job {}: storing events from {}: {}", id, first, reply.text);
+                  } else if (reply.integer == -1) {
+                    lost_ownership(id);
+                  } else if (reply.integer == -2) {
+                    spdlog::warn("job {}: events from {} out of order in redis", id, first);
+                  } else if (JobRecord* owned = jobs_.find(id); owned && !owned->redis_owner_lost) {
+                    for (const protocol::Event& event : events) core_.deliver(*owned, event);
+                  }
+                },
+                OnFailure::kRetry);
+  unstored_events_.erase(it);
+}
+
+void RedisJobStore::store_final(JobRecord& job, protocol::Event final_event) {
+  if (job.redis_owner_lost) return;
+  store_events(job.job.id);  // before the final
+  pipeline_.add(schema::final(options_.consumer, job.job.id, job.redis_entry, final_event.seq,
+                              *final_event.final_result, options_.retention_s, job.dead_reason,
+                              options_.dead_letters_kept),
+                [this, final_event = std::move(final_event)](const RedisReply& reply) {
+                  const std::string& id = final_event.id;
+                  if (reply.is_error()) {
+                    spdlog::warn("job {}: storing the final: {}", id, reply.text);
+                    return;
+                  }
+                  JobRecord* owned = jobs_.find(id);
+                  if (!owned || owned->redis_owner_lost) return;
+                  if (reply.integer == 1) {
+                    core_.deliver(*owned, final_event);
+                  } else {
+                    // -1: another broker owns the job; 0: a final is stored already (another
+                    // broker's, or ours when this was a retry): the stored one is relayed.
+                    spdlog::warn("job {}: {}; relaying the stored final", id,
+                                 reply.integer == 0 ? "already finished in redis" : "another broker owns it");
+                    lost_ownership(id);
+                  }
+                },
+                OnFailure::kRetry);
+}
+
+// Another broker took the job (we were silent too long): stop running it and relay instead, from
+// where Redis holds its stream (what our subscribers have seen).
+void RedisJobStore::lost_ownership(const std::string& id) {
+  JobRecord* found = jobs_.find(id);
+  if (!found || found->redis_owner_lost) return;
+  JobRecord& job = *found;
+  spdlog::warn("job {}: another broker took it over; relaying its results", id);
+  job.redis_owner_lost = true;
+  core_.withdraw(job);
+  job.phase = JobPhase::kRemote;
+  job.next_seq = job.stored_next_seq;
+  job.streamed.resize(job.stored_tokens);
+  job.streamed_text_bytes = job.stored_text_bytes;
+  unstored_events_.erase(id);
+}
+
+bool RedisJobStore::answer_status(const std::string& producer, const protocol::Status& status) {
+  if (!settled()) return false;
+  try {
+    const RedisReply stored = connection_.command(schema::status(status.id));
+    if (stored.is_error() || stored.elements.empty()) return false;
+    RedisFields fields = schema::fields_of(stored);
+    protocol::StatusReply out{.id = status.id};
+    const std::string state = fields["state"];
+    out.state = state == "finished" ? protocol::JobState::kFinished
+                : state == "running" ? protocol::JobState::kRunning
+                                     : protocol::JobState::kQueued;
+    out.attempt = fields.count("attempt") ? std::stoll(fields["attempt"]) : 0;
+    out.seq = fields.count("next_seq") ? std::stoll(fields["next_seq"]) : 0;
+    if (fields.count("final")) out.final_result = schema::final_from_json(fields["final"]);
+    reply(producer, out);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("redis: status of {}: {}", status.id, e.what());
+    return false;
+  }
+}
+
+bool RedisJobStore::answer_replay(const std::string& producer, const protocol::Replay& replay) {
+  if (!settled()) return false;
+  try {
+    const RedisReply stored_events = connection_.command(schema::read_results(replay.id));
+    if (stored_events.is_error() || stored_events.elements.empty()) return false;
+    for (const schema::Entry& entry : schema::entries_of(stored_events)) {
+      schema::StoredEvent stored = schema::event_of(entry);
+      if (stored.seq < replay.from_seq) continue;
+      reply(producer, protocol::Event{.id = replay.id,
+                                      .seq = stored.seq,
+                                      .token_ids = std::move(stored.token_ids),
+                                      .text = std::move(stored.text),
+                                      .final_result = std::move(stored.final_result)});
+    }
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("redis: replay of {}: {}", replay.id, e.what());
+    return false;
+  }
+}
+
+void RedisJobStore::flush(std::chrono::milliseconds timeout) {
+  while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
+  const auto give_up = SteadyClock::now() + timeout;
+  while (pipeline_.retained() > 0 && SteadyClock::now() < give_up) {
+    if (connection_.ensure_connected() && pipeline_.flush(connection_)) continue;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace flashq
