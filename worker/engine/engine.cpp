@@ -47,6 +47,9 @@ void Engine::add(uint64_t id, SequenceRequest request) {
     }
   }
   validate_sampling(g.sampling);
+  if (request.resume.tokens < 0 || request.resume.tokens > prompt_length) {
+    throw Error(ErrorCode::kInvalidArgument, "the resumed output must be part of the prompt");
+  }
   if (request.spec == SpecMode::kDflash && !proposer_) {
     throw Error(ErrorCode::kInvalidArgument, "spec 'dflash' needs a drafter, and this engine has none");
   }
@@ -372,11 +375,11 @@ void Engine::emit(Sequence& s, std::span<const int32_t> tokens, StepEvent& event
       finish(s, FinishReason::kStop, event);
       return;
     }
-    s.output.push_back(token);
-    event.token_ids.push_back(token);
-    // Ids past the tokenizer (padding rows of the embedding) have no text.
-    const std::string piece = token < tokenizer_.vocab_size() ? s.detokenizer.push({&token, 1}) : std::string();
-    StopMatcher::Result text = s.stops.push(piece);
+    TextStream::Step text = s.text_stream.push({&token, 1});
+    if (text.tokens_kept > 0) {
+      s.output.push_back(token);
+      event.token_ids.push_back(token);
+    }
     s.text += text.text;
     event.text += text.text;
     if (text.stopped) {
@@ -394,11 +397,10 @@ void Engine::emit(Sequence& s, std::span<const int32_t> tokens, StepEvent& event
 
 void Engine::finish(Sequence& s, FinishReason reason, StepEvent& event) {
   // Release text held back for an incomplete character or a possible stop string.
-  StopMatcher::Result tail = s.stops.push(s.detokenizer.flush());
-  std::string rest = tail.text + (tail.stopped ? std::string() : s.stops.flush());
+  TextStream::Step tail = s.text_stream.finish();
   if (tail.stopped && reason != FinishReason::kCancelled) reason = FinishReason::kStop;
-  s.text += rest;
-  event.text += rest;
+  s.text += tail.text;
+  event.text += tail.text;
   s.finish_reason = reason;
   event.finished = true;
   event.finish_reason = reason;
