@@ -50,7 +50,7 @@ class TextStream {
   const Tokenizer& tokenizer_;
   IncrementalDecoder detokenizer_;
   StopMatcher stops_;
-  std::string carried_;  // held back by the earlier attempt: sent with the first step
+  std::string carried_;          // held back by the earlier attempt: sent with the first step
   size_t already_streamed_ = 0;  // streamed beyond the resume tokens' text: the earlier tail
   bool stopped_ = false;
 };
