@@ -49,8 +49,8 @@ struct JobRunner::Attempt {
   std::string id;
   int64_t attempt = 1;
   uint64_t link = 0;
-  int64_t prompt_tokens = 0;    // the job's prompt, without resume tokens
-  int64_t resumed_tokens = 0;   // output of earlier attempts
+  int64_t prompt_tokens = 0;   // the job's prompt, without resume tokens
+  int64_t resumed_tokens = 0;  // output of earlier attempts
   int64_t next_seq = 0;
   int64_t completion_tokens = 0;  // streamed by this attempt
   SteadyClock::time_point received_at, admitted_at;
