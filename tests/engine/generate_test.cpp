@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/model/tiny_model.h"
+#include "worker/engine/engine.h"
 #include "worker/engine/generate.h"
 
 namespace flashq::testing {
@@ -19,6 +20,42 @@ class Generate : public ::testing::Test {
   GenerationResult run(GenerationRequest request, const StreamCallback& on_step = {}) {
     if (request.prompt_tokens.empty()) request.prompt_tokens = tokenizer_->encode("a queue of jobs");
     return generate(*tiny_.model, *tokenizer_, request, on_step);
+  }
+
+  // What the engine streams for one sequence, one event per step (one token each, without a
+  // drafter).
+  struct Streamed {
+    std::vector<int32_t> ids;
+    std::vector<std::string> step_text;
+    std::string text;
+    FinishReason finish_reason = FinishReason::kLength;
+  };
+  Streamed stream(SequenceRequest request) {
+    Streamed out;
+    EngineOptions options{.max_slots = 1};
+    options.on_event = [&out](const StepEvent& event) {
+      out.ids.insert(out.ids.end(), event.token_ids.begin(), event.token_ids.end());
+      out.step_text.push_back(event.text);
+      out.text += event.text;
+    };
+    Engine engine(*tiny_.model, *tokenizer_, /*proposer=*/nullptr, options);
+    engine.add(0, std::move(request));
+    engine.run_until_idle();
+    out.finish_reason = engine.take_finished().at(0).finish_reason;
+    return out;
+  }
+  // The sequence resumed after the first k tokens of `whole`, as a worker continues a job.
+  Streamed resume(const GenerationRequest& request, const Streamed& whole, size_t k) {
+    std::string streamed;
+    for (size_t i = 0; i < k; ++i) streamed += whole.step_text[i];
+    SequenceRequest continuation{.generation = request, .spec = SpecMode::kOff};
+    std::vector<int32_t>& prompt = continuation.generation.prompt_tokens;
+    prompt.insert(prompt.end(), whole.ids.begin(), whole.ids.begin() + static_cast<std::ptrdiff_t>(k));
+    continuation.generation.max_tokens -= static_cast<int64_t>(k);
+    continuation.resume = {.tokens = static_cast<int64_t>(k), .text_bytes = static_cast<int64_t>(streamed.size())};
+    Streamed rest = stream(std::move(continuation));
+    rest.text = streamed + rest.text;
+    return rest;
   }
 
   LoadedTinyModel tiny_;
@@ -78,6 +115,32 @@ TEST_F(Generate, RejectsEmptyAndOversizePrompts) {
   GenerationRequest huge{.max_tokens = 4};
   huge.prompt_tokens.assign(5000, 1);  // the tiny model's context is 4096
   EXPECT_THROW(run(huge), Error);
+}
+
+// A continuation's text carries on where the earlier attempt's stopped: together they stream
+// exactly the uninterrupted text, a stop string that spans the resume point included.
+TEST_F(Generate, AResumedSequenceStreamsExactlyTheRestOfTheText) {
+  GenerationRequest request{.max_tokens = 24, .ignore_eos = true};
+  request.prompt_tokens = tokenizer_->encode("a queue of jobs");
+  const Streamed whole = stream({.generation = request, .spec = SpecMode::kOff});
+  ASSERT_EQ(whole.ids.size(), 24u);
+  for (size_t k = 1; k < whole.ids.size(); ++k) {
+    const Streamed rest = resume(request, whole, k);
+    EXPECT_EQ(rest.text, whole.text) << "resumed after " << k;
+    EXPECT_EQ(rest.ids, std::vector<int32_t>(whole.ids.begin() + static_cast<std::ptrdiff_t>(k), whole.ids.end()))
+        << "resumed after " << k;
+    EXPECT_EQ(rest.finish_reason, FinishReason::kLength) << "resumed after " << k;
+  }
+
+  ASSERT_GE(whole.text.size(), 12u);
+  request.stop = {whole.text.substr(whole.text.size() / 2, 3)};
+  const Streamed stopped = stream({.generation = request, .spec = SpecMode::kOff});
+  ASSERT_EQ(stopped.finish_reason, FinishReason::kStop);
+  for (size_t k = 1; k < stopped.ids.size(); ++k) {
+    const Streamed rest = resume(request, stopped, k);
+    EXPECT_EQ(rest.text, stopped.text) << "resumed after " << k;
+    EXPECT_EQ(rest.finish_reason, FinishReason::kStop) << "resumed after " << k;
+  }
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The speculative engine with continuous batching (DESIGN.md §5, DFLASH.md §2.4). Per step:
-// admit waiting sequences (prefill, one pass each), draft a block for every speculating sequence
-// (one drafter pass for all), verify every sequence's block in one batched target pass, accept,
-// commit and truncate, emit one event per sequence, retire finished sequences.
+// admit waiting sequences (prefill, one pass each); then decode, role by role over one record per
+// sequence (SequenceStep): plan the block sizes (StepPlanner), propose a draft for every
+// speculating sequence (one drafter pass for all), verify every sequence's block in one batched
+// target pass (Verifier), accept and commit (truncate the target KV, the proposer observes the
+// committed tokens), emit one event per sequence (step_event.h); retire finished sequences.
 #pragma once
 
 #include <cstdint>
@@ -14,25 +16,17 @@
 #include <vector>
 
 #include "worker/engine/proposer.h"
-#include "worker/engine/row_argmax.h"
-#include "worker/engine/row_sampler.h"
 #include "worker/engine/sequence.h"
+#include "worker/engine/sequence_step.h"
 #include "worker/engine/spec_policy.h"
+#include "worker/engine/step_event.h"
+#include "worker/engine/step_plan.h"
+#include "worker/engine/verifier.h"
 #include "worker/model/cache_pool.h"
 #include "worker/model/target_model.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq {
-
-// What one step produced for one sequence.
-struct StepEvent {
-  uint64_t id;
-  std::vector<int32_t> token_ids;  // new output tokens
-  std::string text;                // new text, whole characters only
-  bool finished = false;
-  FinishReason finish_reason = FinishReason::kLength;
-  bool cancelled = false;
-};
 
 // One JSON-able record per engine step per speculating sequence (flashq generate --trace).
 struct TraceRecord {
@@ -106,39 +100,34 @@ class Engine {
   // they do not fit now.
   bool take_caches(Sequence& sequence);
   void prefill(Sequence& sequence, int64_t batch);
+  // One decode step of every running sequence: plan, propose, verify, accept and commit, emit.
   void decode_step();
-  bool speculates(const Sequence& sequence) const;
-  int64_t block_size_for(Sequence& sequence, int64_t batch);
-  // An `auto` sequence in a batch of this size where no drafting could pay: the engine keeps no
-  // hidden states for it (Proposer::observe_without_taps).
-  bool out_of_drafting(const Sequence& sequence, int64_t batch) const;
-  // Appends tokens to the output in order, applying every stop; returns the ids emitted.
-  void emit(Sequence& sequence, std::span<const int32_t> tokens, StepEvent& event);
-  void finish(Sequence& sequence, FinishReason reason, StepEvent& event);
+  // Ends each sequence whose context is full (planned block size 0) with `length`.
+  void end_full_contexts(std::span<SequenceStep> steps);
+  // One drafter pass for every sequence that drafts this step; the pass's time goes to the policy.
+  void propose(std::span<SequenceStep> steps);
+  // The target's tap layers, if any sequence of the pass keeps hidden states.
+  std::vector<int64_t> tap_layers_for(std::span<SequenceStep* const> verified) const;
+  // The verified block's commit (DFLASH.md §2.4): the target KV keeps x, d_1..d_a; the proposer
+  // will observe them (into `observations`); the statistics and the policy count the draft.
+  void commit(SequenceStep& step, const Verifier::Pass& pass, std::vector<Observation>& observations,
+              std::vector<Observation>& observations_without_taps);
+  // The output the step adds: d_1..d_a and the bonus token, as one event.
+  void emit(SequenceStep& step);
+  void publish(const StepEvent& event) const;
   void retire();
-  // Brings what the step needs of the target's logits to the host: with every sequence greedy,
-  // each row's argmax only (into choices_: 4 bytes a row, not a vocabulary); else every row
-  // (into logits_, and choices_ computed here).
-  void fetch_logits(const Tensor& logits, bool all_greedy);
-  // Samples every row of the pass on the backend (greedy rows: the argmax) into choices_; only
-  // for passes whose sampling sequences draft nothing.
-  void sample_on_backend(const Tensor& logits, std::span<Sequence* const> active,
-                         std::span<const SequenceChunk> chunks);
 
   TargetModel& model_;
   const Tokenizer& tokenizer_;
   Proposer* proposer_;
   EngineOptions options_;
   SpecPolicy policy_;
+  StepPlanner planner_;
+  Verifier verifier_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<FinishedSequence> finished_;
   PhaseSeconds phases_;
-  std::vector<float> logits_;
-  std::vector<int32_t> choices_;  // argmax of each row of the last pass
-  RowArgmax row_argmax_;
-  RowSampler row_sampler_;
-  bool sample_on_backend_;
 };
 
 }  // namespace flashq

@@ -20,6 +20,16 @@ std::string_view spec_mode_name(SpecMode mode) {
   return "?";
 }
 
+namespace {
+
+// The earlier attempts' output: the tail of the prompt.
+std::span<const int32_t> resumed_output(const SequenceRequest& request) {
+  const std::vector<int32_t>& prompt = request.generation.prompt_tokens;
+  return std::span<const int32_t>(prompt).last(static_cast<size_t>(request.resume.tokens));
+}
+
+}  // namespace
+
 double SpecStats::tau() const {
   return target_passes > 0 ? static_cast<double>(committed_tokens) / static_cast<double>(target_passes) : 0.0;
 }
@@ -29,8 +39,7 @@ Sequence::Sequence(uint64_t sequence_id, SequenceRequest r, KvCache cache, const
       request(std::move(r)),
       target_cache(std::move(cache)),
       sampler(request.generation.sampling),
-      detokenizer(tokenizer),
-      stops(request.generation.stop),
+      text_stream(tokenizer, request.generation.stop, resumed_output(request), request.resume.text_bytes),
       admitted_at(Clock::now()) {}
 
 }  // namespace flashq

@@ -11,9 +11,8 @@
 #include "worker/engine/generate.h"
 #include "worker/engine/proposer.h"
 #include "worker/engine/spec_policy.h"
-#include "worker/engine/stop_matcher.h"
+#include "worker/engine/text_stream.h"
 #include "worker/model/kv_cache.h"
-#include "worker/tokenizer/incremental_decoder.h"
 
 namespace flashq {
 
@@ -22,10 +21,18 @@ enum class SpecMode { kOff, kDflash, kAuto };
 SpecMode parse_spec_mode(std::string_view name);
 std::string_view spec_mode_name(SpecMode mode);
 
+// A continuation of an earlier attempt: the last `tokens` prompt tokens are that attempt's output,
+// of which `text_bytes` bytes of text reached the client; the text goes on from there (TextStream).
+struct ResumePoint {
+  int64_t tokens = 0;
+  int64_t text_bytes = 0;
+};
+
 struct SequenceRequest {
   GenerationRequest generation;
   SpecMode spec = SpecMode::kAuto;
   int64_t block_size = 0;  // 0: the drafter's own
+  ResumePoint resume;
 };
 
 struct SpecStats {
@@ -47,8 +54,7 @@ struct Sequence {
   KvCache target_cache;
   std::unique_ptr<ProposerState> proposer_state;  // null when this sequence never speculates
   Sampler sampler;
-  IncrementalDecoder detokenizer;
-  StopMatcher stops;
+  TextStream text_stream;  // the output's text and its stop strings
   SequenceSpecState spec_state;
 
   int32_t next_token = -1;  // chosen by the target and emitted, not yet in target_cache

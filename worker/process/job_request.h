@@ -1,6 +1,7 @@
 // From an ASSIGN to what the engine runs: the prompt (text through the tokenizer, token ids as
 // given, or chat messages through the model's chat template) followed by the resume tokens of a
-// continuation, max_tokens less what earlier attempts produced, sampling, stops and speculation.
+// continuation (with how much of their text was streamed), max_tokens less what earlier attempts
+// produced, sampling, stops and speculation.
 #pragma once
 
 #include <cstdint>

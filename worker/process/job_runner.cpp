@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "shared/error.h"
+#include "worker/engine/text_stream.h"
 
 namespace flashq {
 namespace {
@@ -48,16 +49,12 @@ struct JobRunner::Attempt {
   std::string id;
   int64_t attempt = 1;
   uint64_t link = 0;
-  std::optional<JobText> text;  // set once the job is known to be valid
-  int64_t prompt_tokens = 0;    // the job's prompt, without resume tokens
-  int64_t resumed_tokens = 0;   // output of earlier attempts
+  int64_t prompt_tokens = 0;   // the job's prompt, without resume tokens
+  int64_t resumed_tokens = 0;  // output of earlier attempts
   int64_t next_seq = 0;
   int64_t completion_tokens = 0;  // streamed by this attempt
   SteadyClock::time_point received_at, admitted_at;
   std::optional<SteadyClock::time_point> first_token_at;
-  // The worker decided how the attempt ends (a stop string found across a continuation's
-  // boundary, or in a flushed tail) before the engine knew: later events are not streamed.
-  std::optional<protocol::FinishReason> ended_by;
   std::optional<std::string> cancel_reason;         // why the worker itself cancelled it
   std::optional<SteadyClock::time_point> deadline;  // from the job's deadline_ms (time left)
   bool deadline_passed = false;                     // cancelled by the worker at the deadline: FINAL says deadline
@@ -126,10 +123,11 @@ void JobRunner::handle(AssignWork& work) {
     JobRequest request = make_job_request(assign, tokenizer_, served_);
     a.prompt_tokens = request.job_prompt_tokens;
     a.resumed_tokens = request.resumed_tokens;
-    a.text.emplace(tokenizer_, assign.job.stop, assign.resume_tokens, assign.resume_text_bytes);
-    if (request.nothing_left) {  // earlier attempts produced max_tokens already
+    if (request.nothing_left) {  // earlier attempts produced max_tokens already: no sequence runs
       a.admitted_at = SteadyClock::now();
-      JobText::Step tail = a.text->finish();
+      // What the earlier attempt held back of its text is released, as the engine would at the end.
+      TextStream text(tokenizer_, assign.job.stop, assign.resume_tokens, assign.resume_text_bytes);
+      TextStream::Step tail = text.finish();
       send_tokens(a, {}, std::move(tail.text));
       send_final(a, {.finish_reason = tail.stopped ? protocol::FinishReason::kStop : protocol::FinishReason::kLength});
       forget(engine_id);
@@ -172,7 +170,7 @@ void JobRunner::cancel_after_drain_deadline() {
   // Not cancelled but handed back: with no FINAL, the DISCONNECT that ends the drain makes the
   // broker continue each job on another worker from the tokens streamed so far.
   for (auto& [engine_id, a] : attempts_) {
-    if (a->silent || a->ended_by) continue;
+    if (a->silent) continue;
     spdlog::warn("job {}: handed back to the broker, the drain timeout passed before it finished", a->id);
     a->silent = true;
     engine_->cancel(engine_id);
@@ -182,7 +180,7 @@ void JobRunner::cancel_after_drain_deadline() {
 void JobRunner::cancel_past_job_deadlines() {
   const auto now = SteadyClock::now();
   for (auto& [engine_id, a] : attempts_) {
-    if (!a->deadline || a->deadline_passed || a->silent || a->ended_by || now < *a->deadline) continue;
+    if (!a->deadline || a->deadline_passed || a->silent || now < *a->deadline) continue;
     a->deadline_passed = true;
     engine_->cancel(engine_id);
   }
@@ -213,20 +211,9 @@ void JobRunner::on_event(const StepEvent& event) {
   auto it = attempts_.find(event.id);
   if (it == attempts_.end()) return;
   Attempt& a = *it->second;
-  if (a.silent || a.ended_by) return;
-  JobText::Step step = a.text->push(event.token_ids);
-  std::vector<int32_t> ids(event.token_ids.begin(),
-                           event.token_ids.begin() + static_cast<std::ptrdiff_t>(step.tokens_kept));
-  if (step.stopped) {
-    a.ended_by = protocol::FinishReason::kStop;
-    if (!event.finished) engine_->cancel(event.id);  // the engine missed it: its text started later
-  } else if (event.finished) {
-    JobText::Step tail = a.text->finish();
-    step.text += tail.text;
-    if (tail.stopped && !event.cancelled) a.ended_by = protocol::FinishReason::kStop;
-  }
-  if (!ids.empty() && !a.first_token_at) a.first_token_at = SteadyClock::now();
-  send_tokens(a, std::move(ids), std::move(step.text));
+  if (a.silent) return;
+  if (!event.token_ids.empty() && !a.first_token_at) a.first_token_at = SteadyClock::now();
+  send_tokens(a, event.token_ids, event.text);
 }
 
 void JobRunner::finish_attempt(const FinishedSequence& done) {
@@ -235,7 +222,7 @@ void JobRunner::finish_attempt(const FinishedSequence& done) {
   Attempt& a = *it->second;
   if (!a.silent) {
     protocol::FinalResult result;
-    result.finish_reason = a.ended_by ? *a.ended_by : wire_reason(done.finish_reason);
+    result.finish_reason = wire_reason(done.finish_reason);
     if (result.finish_reason == protocol::FinishReason::kCancelled) {
       if (a.deadline_passed) result.finish_reason = protocol::FinishReason::kDeadline;
       result.error = a.cancel_reason;

@@ -1,6 +1,8 @@
 // The engine thread: turns the work in the inbox into engine sequences and every engine step's
 // events into TOKENS and FINAL messages in the outbox. It owns the engine (and through it the
-// model) and never touches a socket; it sleeps on the inbox when no job is running.
+// model) and never touches a socket; it sleeps on the inbox when no job is running. The engine
+// owns the text: a continuation's sequence carries its resume point, and the events' text, stops
+// and finish reasons are streamed as they come.
 //
 // Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text),
 // then exactly one FINAL. A job the engine refuses (Engine::add throws) gets a FINAL `error` with
@@ -19,7 +21,6 @@
 #include "shared/protocol/final_result.h"
 #include "worker/engine/engine.h"
 #include "worker/process/job_request.h"
-#include "worker/process/job_text.h"
 #include "worker/process/message_outbox.h"
 #include "worker/process/work_inbox.h"
 

@@ -1,17 +1,17 @@
-#include "worker/process/job_text.h"
+#include "worker/engine/text_stream.h"
 
 #include <algorithm>
 
 namespace flashq {
 namespace {
 
-// Ids past the tokenizer (padding rows of the embedding) have no text, as in the engine.
+// Ids past the tokenizer (padding rows of the embedding) have no text.
 bool has_text(const Tokenizer& tokenizer, int32_t id) { return id >= 0 && id < tokenizer.vocab_size(); }
 
 }  // namespace
 
-JobText::JobText(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
-                 std::span<const int32_t> resume_tokens, int64_t resume_text_bytes)
+TextStream::TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
+                       std::span<const int32_t> resume_tokens, int64_t resume_text_bytes)
     : tokenizer_(tokenizer), detokenizer_(tokenizer), stops_(std::move(stop_strings)) {
   std::string resumed;
   for (int32_t id : resume_tokens) {
@@ -25,13 +25,13 @@ JobText::JobText(const Tokenizer& tokenizer, std::vector<std::string> stop_strin
   }
 }
 
-std::string JobText::unstreamed(std::string piece) {
+std::string TextStream::unstreamed(std::string piece) {
   const size_t drop = std::min(already_streamed_, piece.size());
   already_streamed_ -= drop;
   return piece.erase(0, drop);
 }
 
-JobText::Step JobText::push(std::span<const int32_t> ids) {
+TextStream::Step TextStream::push(std::span<const int32_t> ids) {
   Step step;
   if (stopped_) return step;
   if (!carried_.empty()) {
@@ -56,7 +56,7 @@ JobText::Step JobText::push(std::span<const int32_t> ids) {
   return step;
 }
 
-JobText::Step JobText::finish() {
+TextStream::Step TextStream::finish() {
   Step step = push({});
   if (stopped_) return step;
   StopMatcher::Result tail = stops_.push(unstreamed(detokenizer_.flush()));

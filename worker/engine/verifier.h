@@ -1,0 +1,61 @@
+// Verification (DFLASH.md §2.4): one batched target pass over every sequence's block
+// [x, d_1, ..., d_{B-1}] (causal, on top of its KV cache, capturing the proposer's tap layers),
+// and of its logits what acceptance needs, brought to the host as cheaply as the batch allows:
+// with every sequence greedy, each row's argmax only (4 bytes a row, not a vocabulary); where no
+// sampling sequence verifies a draft, every row sampled on the backend (only ids again); else
+// every row, for speculative sampling on the host. The verifier then decides each block's
+// acceptance from those rows, and the first token after a prompt from the prefill's.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/tensor.h"
+#include "worker/engine/acceptance.h"
+#include "worker/engine/row_argmax.h"
+#include "worker/engine/row_sampler.h"
+#include "worker/engine/sequence.h"
+#include "worker/engine/sequence_step.h"
+#include "worker/model/target_model.h"
+
+namespace flashq {
+
+class Verifier {
+ public:
+  // `sample_on_backend`: draw sampled rows on the backend (RowSampler) where no draft needs the
+  // distribution on the host.
+  Verifier(TargetModel& model, bool sample_on_backend) : model_(model), sample_on_backend_(sample_on_backend) {}
+
+  struct Pass {
+    Tensor taps;         // every block's rows in order; views into the model's workspace, valid
+                         // until its next pass (undefined without tap layers)
+    int64_t rows = 0;    // rows of all blocks together
+    double seconds = 0;  // the forward and bringing its rows to the host
+  };
+
+  // Runs every step's block (each step's block_size >= 1 and its draft set) in one pass; sets
+  // each step's block and first row.
+  Pass verify(std::span<SequenceStep* const> steps, std::vector<int64_t> tap_layers);
+  // What the target keeps of a step's draft, and its own next token, from the last pass.
+  Acceptance accept(const SequenceStep& step);
+  // The target's first token after a prompt, from the prefill pass's logits (one row).
+  int32_t first_token(const Tensor& logits, Sequence& sequence);
+
+ private:
+  // With every sequence greedy, each row's argmax (into choices_); else every row (into logits_,
+  // and choices_ worked out here).
+  void fetch_logits(const Tensor& logits, bool all_greedy);
+  // Every row of the pass sampled on the backend (greedy rows: the argmax) into choices_.
+  void sample_rows_on_backend(const Tensor& logits, std::span<SequenceStep* const> steps);
+
+  TargetModel& model_;
+  bool sample_on_backend_;
+  bool sampled_on_backend_ = false;  // how the last pass's rows were drawn
+  std::vector<float> logits_;
+  std::vector<int32_t> choices_;  // the target's token for each row of the last pass
+  RowArgmax row_argmax_;
+  RowSampler row_sampler_;
+};
+
+}  // namespace flashq
