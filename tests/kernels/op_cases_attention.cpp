@@ -171,8 +171,11 @@ std::vector<std::vector<float>> reference_caches(const Sequences& s, const std::
 
 std::string cache_name(size_t i) { return "cache " + std::to_string(i / 2) + (i % 2 ? " values" : " keys"); }
 
-OpCase store_and_attend_case(bool with_norm) {
-  auto s = std::make_shared<Sequences>();
+// 70 sequences of 0, 1, 3 and 16 rows (more than one launch takes) at different cache lengths,
+// causal counts, and some draft-like chunks that see all their rows.
+Sequences attend_sequences(bool with_norm) {
+  Sequences made;
+  Sequences* s = &made;
   std::mt19937 rng(with_norm ? 15 : 21);
   s->q_heads = 8, s->kv_heads = 2, s->head_dim = 64;
   const int64_t row_sizes[] = {1, 16, 0, 3};
@@ -200,10 +203,14 @@ OpCase store_and_attend_case(bool with_norm) {
   s->q_norm = random_floats(static_cast<size_t>(s->head_dim), rng);
   s->k_norm = random_floats(static_cast<size_t>(s->head_dim), rng);
   round_to(DType::kBF16, s->q_norm);  // the two norms in different dtypes
-  const Shape q_shape = {s->rows, s->q_heads, s->head_dim}, kv_shape = {s->rows, s->kv_heads, s->head_dim};
+  return made;
+}
 
+OpCase store_and_attend_case(bool with_norm) {
+  const LazyInputs<Sequences> s([with_norm] { return attend_sequences(with_norm); });
   return {"store_and_attend", with_norm ? "70 sequences, q/k norm and RoPE" : "70 sequences",
           [=](OpDevice& dev) {
+            const Shape q_shape = {s->rows, s->q_heads, s->head_dim}, kv_shape = {s->rows, s->kv_heads, s->head_dim};
             Tensor q = dev.upload(s->q, q_shape), k = dev.upload(s->k, kv_shape), v = dev.upload(s->v, kv_shape);
             Tensor store_at = dev.ints(s->store_at), counts = dev.ints(s->key_counts), out = dev.poisoned(q_shape);
             auto fused = upload_caches(dev, *s);
@@ -279,8 +286,9 @@ OpCase store_and_attend_case(bool with_norm) {
 
 // store_kv of many sequences, with and without k's norm and RoPE; also bit for bit
 // head_norm_rope then store_rows.
-OpCase store_kv_case(bool with_norm) {
-  auto s = std::make_shared<Sequences>();
+Sequences store_sequences(bool with_norm) {
+  Sequences made;
+  Sequences* s = &made;
   std::mt19937 rng(with_norm ? 16 : 17);
   s->kv_heads = 2, s->head_dim = 64;
   for (int64_t c = 0; c < 70; ++c) {
@@ -300,10 +308,14 @@ OpCase store_kv_case(bool with_norm) {
   s->v = random_floats(static_cast<size_t>(s->rows * s->row_size()), rng);
   s->k_norm = random_floats(static_cast<size_t>(s->head_dim), rng);
   round_to(DType::kBF16, s->k_norm);
-  const Shape kv_shape = {s->rows, s->kv_heads, s->head_dim};
+  return made;
+}
 
+OpCase store_kv_case(bool with_norm) {
+  const LazyInputs<Sequences> s([with_norm] { return store_sequences(with_norm); });
   return {"store_kv", with_norm ? "70 sequences, k norm and RoPE" : "70 sequences",
           [=](OpDevice& dev) {
+            const Shape kv_shape = {s->rows, s->kv_heads, s->head_dim};
             Tensor k = dev.upload(s->k, kv_shape), v = dev.upload(s->v, kv_shape), store_at = dev.ints(s->store_at);
             auto norms = std::make_shared<std::vector<Tensor>>(
                 std::vector<Tensor>{dev.weight(s->k_norm, DType::kBF16, {s->head_dim}), dev.ints(s->positions)});
@@ -350,20 +362,23 @@ OpCase attention_case(const AttentionShape& a) {
     std::vector<float> q, k, v;
     std::vector<int32_t> counts;
   };
-  auto d = std::make_shared<Data>();
-  std::mt19937 rng(static_cast<unsigned>(a.rows * 11 + a.keys * 3 + a.head_dim));
-  d->q = random_floats(static_cast<size_t>(a.rows * a.q_heads * a.head_dim), rng, 2.0f);
-  d->k = random_floats(static_cast<size_t>(a.keys * a.kv_heads * a.head_dim), rng, 2.0f);
-  d->v = random_floats(static_cast<size_t>(a.keys * a.kv_heads * a.head_dim), rng);
-  d->counts.assign(static_cast<size_t>(a.rows), static_cast<int32_t>(a.keys));
-  if (!a.same_count) {
-    std::uniform_int_distribution<int32_t> count(0, static_cast<int32_t>(a.keys));
-    for (int32_t& n : d->counts) n = count(rng);
-    d->counts[0] = static_cast<int32_t>(a.keys);
-    if (a.rows > 2) d->counts[1] = 0;  // a row that sees nothing gets zeros
-    if (a.rows > 3) d->counts[2] = 1;
-  }
-  if (a.no_keys) std::fill(d->counts.begin(), d->counts.end(), 0);
+  const LazyInputs<Data> d([a] {
+    Data made;
+    std::mt19937 rng(static_cast<unsigned>(a.rows * 11 + a.keys * 3 + a.head_dim));
+    made.q = random_floats(static_cast<size_t>(a.rows * a.q_heads * a.head_dim), rng, 2.0f);
+    made.k = random_floats(static_cast<size_t>(a.keys * a.kv_heads * a.head_dim), rng, 2.0f);
+    made.v = random_floats(static_cast<size_t>(a.keys * a.kv_heads * a.head_dim), rng);
+    made.counts.assign(static_cast<size_t>(a.rows), static_cast<int32_t>(a.keys));
+    if (!a.same_count) {
+      std::uniform_int_distribution<int32_t> count(0, static_cast<int32_t>(a.keys));
+      for (int32_t& n : made.counts) n = count(rng);
+      made.counts[0] = static_cast<int32_t>(a.keys);
+      if (a.rows > 2) made.counts[1] = 0;  // a row that sees nothing gets zeros
+      if (a.rows > 3) made.counts[2] = 1;
+    }
+    if (a.no_keys) std::fill(made.counts.begin(), made.counts.end(), 0);
+    return made;
+  });
   const Shape q_shape = {a.rows, a.q_heads, a.head_dim}, kv_shape = {a.keys, a.kv_heads, a.head_dim};
   return {"attention", a.name,
           [=](OpDevice& dev) {

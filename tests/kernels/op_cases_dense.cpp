@@ -27,11 +27,14 @@ OpCase matmul_case(DType dtype, int64_t m, int64_t n, int64_t k) {
   struct Data {
     std::vector<float> x, w;
   };
-  auto d = std::make_shared<Data>();
-  std::mt19937 rng(static_cast<unsigned>(m * 131 + n * 7 + k));
-  d->x = random_floats(static_cast<size_t>(m * k), rng);
-  d->w = random_floats(static_cast<size_t>(n * k), rng, 0.5f);
-  round_to(dtype, d->w);
+  const LazyInputs<Data> d([=] {
+    Data made;
+    std::mt19937 rng(static_cast<unsigned>(m * 131 + n * 7 + k));
+    made.x = random_floats(static_cast<size_t>(m * k), rng);
+    made.w = random_floats(static_cast<size_t>(n * k), rng, 0.5f);
+    round_to(dtype, made.w);
+    return made;
+  });
   return {"matmul", std::string(dtype_name(dtype)) + " " + dims({{"m", m}, {"n", n}, {"k", k}}),
           [=](OpDevice& dev) {
             Tensor x = dev.upload(d->x, {m, k}), w = dev.weight(d->w, dtype, {n, k}), y = dev.poisoned({m, n});

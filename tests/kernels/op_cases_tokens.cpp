@@ -4,6 +4,7 @@
 // 10^5; at most 2 of 64 rows here) and never at temperature 0.
 #include <array>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -34,15 +35,17 @@ OpCase embedding_case(DType dtype, int64_t dim) {
 }
 
 OpCase argmax_case(int64_t rows, int64_t vocab) {
-  auto logits = std::make_shared<std::vector<float>>();
-  std::mt19937 rng(static_cast<unsigned>(10 + rows * 31 + vocab));
-  *logits = random_floats(static_cast<size_t>(rows * vocab), rng, 10.0f);
-  for (int64_t m = 0; m < rows && vocab > 2; m += 2) {
-    // A tie for the maximum in every other row, the two copies far apart so that different
-    // threads find them.
-    const int64_t a = (m * 7919) % vocab, b = (a + vocab / 2 + 1) % vocab;
-    (*logits)[m * vocab + a] = (*logits)[m * vocab + b] = 50.0f;
-  }
+  const LazyInputs<std::vector<float>> logits([=] {
+    std::mt19937 rng(static_cast<unsigned>(10 + rows * 31 + vocab));
+    std::vector<float> made = random_floats(static_cast<size_t>(rows * vocab), rng, 10.0f);
+    for (int64_t m = 0; m < rows && vocab > 2; m += 2) {
+      // A tie for the maximum in every other row, the two copies far apart so that different
+      // threads find them.
+      const int64_t a = (m * 7919) % vocab, b = (a + vocab / 2 + 1) % vocab;
+      made[m * vocab + a] = made[m * vocab + b] = 50.0f;
+    }
+    return made;
+  });
   return {"argmax", "rows=" + std::to_string(rows) + " vocab=" + std::to_string(vocab),
           [=](OpDevice& dev) {
             Tensor l = dev.upload(*logits, {rows, vocab}), ids = dev.poisoned_ints(rows);
@@ -81,12 +84,10 @@ OpCase misaligned_argmax_case() {
 
 // Rows at temperature 0 (greedy) must be the reference's ids; the others may differ in at most
 // `max_differing` rows. An id outside the vocabulary reads back as NaN and fails.
-OpCase sample_case(const std::string& name, int64_t vocab, std::vector<float> logits, std::vector<float> params,
-                   int max_differing) {
-  const auto rows = static_cast<int64_t>(params.size()) / 4;
-  auto d = std::make_shared<std::array<std::vector<float>, 2>>();
-  (*d)[0] = std::move(logits);
-  (*d)[1] = std::move(params);
+// `make` gives the logits [rows, vocab] and the params [rows, 4].
+OpCase sample_case(const std::string& name, int64_t rows, int64_t vocab,
+                   std::function<std::array<std::vector<float>, 2>()> make, int max_differing) {
+  const LazyInputs<std::array<std::vector<float>, 2>> d(std::move(make));
   // Splits a row's ids into greedy and drawn rows; an id outside [0, vocab) becomes NaN.
   auto split = [d, vocab](const std::vector<float>& ids) {
     Outputs parts(2);
@@ -110,24 +111,27 @@ OpCase sample_case(const std::string& name, int64_t vocab, std::vector<float> lo
 }
 
 void add_sample_cases(std::vector<OpCase>& cases) {
-  std::mt19937 rng(12);
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   for (int64_t vocab : {5, 1000, 151936}) {
     for (bool quantised : {false, true}) {  // quantised logits make many ties
       const int64_t rows = 64;
-      std::vector<float> logits = random_floats(static_cast<size_t>(rows * vocab), rng, 8.0f);
-      if (quantised) {
-        for (float& l : logits) l = std::round(l);
-      }
-      std::vector<float> params;
-      for (int64_t m = 0; m < rows; ++m) {
-        const float temperature = m % 8 == 0 ? 0.0f : 0.3f + 0.2f * static_cast<float>(m % 5);
-        const float top_k = m % 3 == 0 ? 0.0f : static_cast<float>(1 + (m * 37) % 60);
-        const float top_p = m % 4 == 0 ? 1.0f : 0.5f + 0.1f * static_cast<float>(m % 5);
-        params.insert(params.end(), {temperature, top_k, top_p, uniform(rng)});
-      }
-      cases.push_back(sample_case("rows=64 vocab=" + std::to_string(vocab) + (quantised ? " quantised" : ""), vocab,
-                                  std::move(logits), std::move(params), 2));
+      auto make = [=] {
+        std::mt19937 rng(static_cast<unsigned>(12 + vocab + quantised));
+        std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+        std::array<std::vector<float>, 2> made;
+        made[0] = random_floats(static_cast<size_t>(rows * vocab), rng, 8.0f);
+        if (quantised) {
+          for (float& l : made[0]) l = std::round(l);
+        }
+        for (int64_t m = 0; m < rows; ++m) {
+          const float temperature = m % 8 == 0 ? 0.0f : 0.3f + 0.2f * static_cast<float>(m % 5);
+          const float top_k = m % 3 == 0 ? 0.0f : static_cast<float>(1 + (m * 37) % 60);
+          const float top_p = m % 4 == 0 ? 1.0f : 0.5f + 0.1f * static_cast<float>(m % 5);
+          made[1].insert(made[1].end(), {temperature, top_k, top_p, uniform(rng)});
+        }
+        return made;
+      };
+      cases.push_back(sample_case("rows=64 vocab=" + std::to_string(vocab) + (quantised ? " quantised" : ""), rows,
+                                  vocab, make, 2));
     }
   }
   // Signed zeros are one value (their ties go by index) and NaN reads as -inf: draws fixed
@@ -143,14 +147,15 @@ void add_sample_cases(std::vector<OpCase>& cases) {
                                                    {1.0f, 2.0f, 1.0f, 0.25f},
                                                    {1.0f, 2.0f, 1.0f, 0.75f},
                                                    {1.0f, 0.0f, 0.1f, 0.9f}};
-  std::vector<float> logits, params;
+  std::array<std::vector<float>, 2> inputs;
   for (const std::vector<float>& row : rows) {
     for (const std::array<float, 4>& draw : draws) {
-      logits.insert(logits.end(), row.begin(), row.end());
-      params.insert(params.end(), draw.begin(), draw.end());
+      inputs[0].insert(inputs[0].end(), row.begin(), row.end());
+      inputs[1].insert(inputs[1].end(), draw.begin(), draw.end());
     }
   }
-  cases.push_back(sample_case("signed zeros and NaN", 8, std::move(logits), std::move(params), 0));
+  cases.push_back(sample_case("signed zeros and NaN", static_cast<int64_t>(rows.size() * draws.size()), 8,
+                              [inputs] { return inputs; }, 0));
 }
 
 }  // namespace

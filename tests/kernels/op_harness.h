@@ -10,8 +10,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -81,6 +85,29 @@ class OpDevice {
 };
 
 // ---- inputs ----
+
+// A case's inputs, made on first use: a process that runs one op's cases (ctest runs each test
+// alone) makes only theirs, not the whole table's. Copies share the inputs.
+template <typename Data>
+class LazyInputs {
+ public:
+  explicit LazyInputs(std::function<Data()> make) : state_(std::make_shared<State>(std::move(make))) {}
+  const Data& operator*() const {
+    State& s = *state_;
+    std::call_once(s.made, [&s] { s.data.emplace(s.make()); });
+    return *s.data;
+  }
+  const Data* operator->() const { return &**this; }
+
+ private:
+  struct State {
+    explicit State(std::function<Data()> make_data) : make(std::move(make_data)) {}
+    std::function<Data()> make;
+    std::once_flag made;
+    std::optional<Data> data;
+  };
+  std::shared_ptr<State> state_;
+};
 
 std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f);
 // `values` rounded to `dtype`'s precision in place (bf16, f16; f32 as it is).
