@@ -12,19 +12,38 @@
 
 namespace flashq {
 
-inline constexpr std::array<std::string_view, 25> kBackendOps = {
+inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     // memory
-    "allocate", "upload_weight", "copy_to_host", "copy_from_host", "copy_rows", "copy_columns",
+    "allocate",
+    "upload_weight",
+    "copy_to_host",
+    "copy_from_host",
+    "copy_rows",
+    "copy_columns",
     // products
-    "matmul", "matmul_many", "matmul_swiglu",
+    "matmul",
+    "matmul_many",
+    "matmul_swiglu",
     // norms, positions, element-wise
-    "rmsnorm", "add_rmsnorm", "add", "rope", "head_norm_rope", "swiglu",
+    "rmsnorm",
+    "add_rmsnorm",
+    "add",
+    "rope",
+    "head_norm_rope",
+    "swiglu",
     // attention and the KV cache
-    "attention", "store_rows", "gather_rows", "store_and_attend", "store_kv",
+    "attention",
+    "store_rows",
+    "gather_rows",
+    "store_and_attend",
+    "store_kv",
     // tokens
-    "embedding", "argmax", "sample",
+    "embedding",
+    "argmax",
+    "sample",
     // recording
-    "capture", "replay",
-};
+    "capture",
+    "replay",
+});
 
 }  // namespace flashq

@@ -14,8 +14,8 @@ void OpChecks::fail(const std::string& what) const {
 
 void OpChecks::on_device(const Tensor& t, const char* name) const {
   require(t.defined() && t.device() == device_, [&] {
-    return std::string(name) + (device_ == Device::kCuda ? " must be a tensor on the CUDA device"
-                                                         : " must be a tensor in host memory");
+    return std::string(name) +
+           (device_ == Device::kCuda ? " must be a tensor on the CUDA device" : " must be a tensor in host memory");
   });
 }
 
@@ -41,9 +41,9 @@ void OpChecks::copy_rows(const Tensor& src, const Tensor& dst, int64_t first_row
 void OpChecks::copy_columns(const Tensor& src, const Tensor& dst, int64_t first_col) const {
   on_device(src, "copy_columns src");
   on_device(dst, "copy_columns dst");
-  require(src.dtype() == dst.dtype() && src.rows() == dst.rows() && first_col >= 0 &&
-              first_col + src.cols() <= dst.cols(),
-          [&] { return "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape()); });
+  require(
+      src.dtype() == dst.dtype() && src.rows() == dst.rows() && first_col >= 0 && first_col + src.cols() <= dst.cols(),
+      [&] { return "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape()); });
 }
 
 void OpChecks::gather_rows(const Tensor& src, const Tensor& rows, const Tensor& dst) const {

@@ -55,8 +55,7 @@ class OpChecks {
   // q [M, Hq, D] and out of its shape, float32; an int32 key count per row.
   void attention_queries(const Tensor& q, const Tensor& key_counts, const Tensor& out) const;
   // attention_queries, and k, v [T, Hkv, D] float32 with Hkv dividing Hq.
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
-                 const Tensor& out) const;
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, const Tensor& out) const;
   void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) const;
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) const;
   void argmax(const Tensor& logits, const Tensor& ids) const;

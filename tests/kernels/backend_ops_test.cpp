@@ -3,6 +3,8 @@
 // GPU against the CPU backend too, with the cases of the table (op_cases.h). One test per op,
 // which prints a row per case and backend: what it is compared with, the worst output's error
 // and its tolerance, and the microseconds of one launch. An op of the list without a case fails.
+#include "kernels/backend_ops.h"
+
 #include <algorithm>
 #include <exception>
 #include <memory>
@@ -14,7 +16,6 @@
 
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
-#include "kernels/backend_ops.h"
 #include "tests/kernels/op_cases.h"
 #include "tests/kernels/op_harness.h"
 
@@ -38,7 +39,8 @@ Backends& backends() {
 TEST(BackendOps, EveryOpOfTheBackendHasACaseAndEveryCaseAnOp) {
   for (std::string_view op : kBackendOps) {
     const auto cases = std::count_if(op_table().begin(), op_table().end(), [&](const OpCase& c) { return c.op == op; });
-    EXPECT_GT(cases, 0) << "op " << op << " (kernels/backend_ops.h) has no case in the table (tests/kernels/op_cases_*.cpp)";
+    EXPECT_GT(cases, 0) << "op " << op
+                        << " (kernels/backend_ops.h) has no case in the table (tests/kernels/op_cases_*.cpp)";
   }
   for (const OpCase& c : op_table()) {
     EXPECT_NE(std::find(kBackendOps.begin(), kBackendOps.end(), c.op), kBackendOps.end())

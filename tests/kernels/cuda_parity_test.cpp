@@ -213,8 +213,9 @@ TEST_F(CudaParity, OneRowAttentionKernelChosenByTheEnvironmentForEveryShape) {
   }
   setenv("FLASHQ_CUDA_ATTENTION", "one-row", 1);
   gpu_ = make_backend("cuda");
-  for (const AttentionShape& shape : {AttentionShape{"DecodeGqa4OneRowByChoice", 1, 32, 8, 128, 300, true},
-                                      AttentionShape{"VerifyBlockOneRowByChoice", 16, 32, 8, 128, 1000, false}}) {
+  for (const AttentionCaseShape& shape :
+       {AttentionCaseShape{"DecodeGqa4OneRowByChoice", 1, 32, 8, 128, 300, true},
+        AttentionCaseShape{"VerifyBlockOneRowByChoice", 16, 32, 8, 128, 1000, false}}) {
     const OpCase c = attention_case(shape);
     const std::vector<Expected> expected = c.reference();
     OpDevice on_cpu(*cpu_), on_gpu(*gpu_);

@@ -26,13 +26,13 @@ const std::vector<OpCase>& op_table();
 // One attention case: rows of q against keys [0, count) of one k and v, with per-row counts in
 // [0, keys] unless every row sees them all (`same_count`); `misaligned_q` puts q 4 bytes off
 // 16-byte alignment, `no_keys` gives every row a count of 0.
-struct AttentionShape {
+struct AttentionCaseShape {
   std::string name;
   int64_t rows, q_heads, kv_heads, head_dim, keys;
   bool same_count;
   bool misaligned_q = false;
   bool no_keys = false;
 };
-OpCase attention_case(const AttentionShape& shape);
+OpCase attention_case(const AttentionCaseShape& shape);
 
 }  // namespace flashq

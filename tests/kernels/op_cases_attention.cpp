@@ -55,14 +55,16 @@ OpCase rope_case(int64_t rows, int64_t heads, int64_t head_dim) {
   d->x = random_floats(static_cast<size_t>(rows * heads * head_dim), rng);
   std::uniform_int_distribution<int32_t> position(0, 40000);
   for (int64_t r = 0; r < rows; ++r) d->positions.push_back(r == 0 ? 0 : position(rng));
-  return {"rope", "rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) + " head_dim=" +
-                      std::to_string(head_dim),
+  return {"rope",
+          "rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) + " head_dim=" + std::to_string(head_dim),
           [=](OpDevice& dev) {
             Tensor x = dev.upload(d->x, {rows, heads, head_dim}), positions = dev.ints(d->positions);
             return PreparedRun{[&dev, x, positions]() mutable { apply_rope(dev.backend(), x, positions); },
                                [&dev, x] { return Outputs{dev.read(x)}; }};
           },
-          [=] { return std::vector<Expected>{{"x", reference_rope(d->x, d->positions, heads, head_dim), 1e-4}}; }};
+          [=] {
+            return std::vector<Expected>{{"x", reference_rope(d->x, d->positions, heads, head_dim), 1e-4}};
+          }};
 }
 
 OpCase head_norm_rope_case(DType dtype, int64_t rows, int64_t heads, int64_t head_dim) {
@@ -76,25 +78,25 @@ OpCase head_norm_rope_case(DType dtype, int64_t rows, int64_t heads, int64_t hea
   d->w = random_floats(static_cast<size_t>(head_dim), rng);
   round_to(dtype, d->w);
   for (int64_t r = 0; r < rows; ++r) d->positions.push_back(static_cast<int32_t>((r * 977) % 40000));
-  return {"head_norm_rope", std::string(dtype_name(dtype)) + " rows=" + std::to_string(rows) + " heads=" +
-                                std::to_string(heads) + " head_dim=" + std::to_string(head_dim),
-          [=](OpDevice& dev) {
-            Tensor x = dev.upload(d->x, {rows, heads, head_dim}), w = dev.weight(d->w, dtype, {head_dim});
-            Tensor positions = dev.ints(d->positions);
-            return PreparedRun{
-                [&dev, x, w, positions]() mutable { apply_head_norm_rope(dev.backend(), x, w, positions); },
-                [&dev, x] { return Outputs{dev.read(x)}; }};
-          },
-          [=] {
-            return std::vector<Expected>{
-                {"x", reference_head_norm_rope(d->x, d->w, d->positions, heads, head_dim), 1e-5}};
-          }};
+  return {
+      "head_norm_rope",
+      std::string(dtype_name(dtype)) + " rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) +
+          " head_dim=" + std::to_string(head_dim),
+      [=](OpDevice& dev) {
+        Tensor x = dev.upload(d->x, {rows, heads, head_dim}), w = dev.weight(d->w, dtype, {head_dim});
+        Tensor positions = dev.ints(d->positions);
+        return PreparedRun{[&dev, x, w, positions]() mutable { apply_head_norm_rope(dev.backend(), x, w, positions); },
+                           [&dev, x] { return Outputs{dev.read(x)}; }};
+      },
+      [=] {
+        return std::vector<Expected>{{"x", reference_head_norm_rope(d->x, d->w, d->positions, heads, head_dim), 1e-5}};
+      }};
 }
 
 // ---- attention ----
 
-const std::vector<AttentionShape>& attention_shapes() {
-  static const std::vector<AttentionShape> shapes = {
+const std::vector<AttentionCaseShape>& attention_shapes() {
+  static const std::vector<AttentionCaseShape> shapes = {
       {"DecodeGqa4", 1, 32, 8, 128, 300, true},
       {"BlockGqa2", 16, 16, 8, 128, 77, true},
       {"PerRowCountsGqa4", 16, 8, 2, 64, 129, false},
@@ -224,9 +226,9 @@ OpCase store_and_attend_case(bool with_norm) {
                                    return got;
                                  }};
             }
-            auto norms = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
-                dev.weight(s->q_norm, DType::kBF16, {s->head_dim}), dev.weight(s->k_norm, DType::kF32, {s->head_dim}),
-                dev.ints(s->positions)});
+            auto norms = std::make_shared<std::vector<Tensor>>(
+                std::vector<Tensor>{dev.weight(s->q_norm, DType::kBF16, {s->head_dim}),
+                                    dev.weight(s->k_norm, DType::kF32, {s->head_dim}), dev.ints(s->positions)});
             auto apart = upload_caches(dev, *s);
             Tensor q_apart = dev.upload(s->q, q_shape), k_apart = dev.upload(s->k, kv_shape);
             Tensor out_apart = dev.poisoned(q_shape);
@@ -239,8 +241,8 @@ OpCase store_and_attend_case(bool with_norm) {
                   apply_head_norm_rope(dev.backend(), q_apart, (*norms)[0], (*norms)[2]);
                   apply_head_norm_rope(dev.backend(), k_apart, (*norms)[1], (*norms)[2]);
                   dev.backend().store_and_attend(q_apart, k_apart, v, apart->chunks, store_at, counts, out_apart);
-                  Outputs got{dev.read(out), dev.read(out_apart), dev.read(q), dev.read(q_apart), dev.read(k),
-                              dev.read(k_apart)};
+                  Outputs got{dev.read(out),     dev.read(out_apart), dev.read(q),
+                              dev.read(q_apart), dev.read(k),         dev.read(k_apart)};
                   for (size_t i = 0; i < fused->caches.size(); ++i) {
                     got.push_back(dev.read(fused->caches[i]));
                     got.push_back(dev.read(apart->caches[i]));
@@ -249,12 +251,10 @@ OpCase store_and_attend_case(bool with_norm) {
                 }};
           },
           [=] {
-            const std::vector<float> q = with_norm ? reference_head_norm_rope(s->q, s->q_norm, s->positions,
-                                                                              s->q_heads, s->head_dim)
-                                                   : s->q;
-            const std::vector<float> k = with_norm ? reference_head_norm_rope(s->k, s->k_norm, s->positions,
-                                                                              s->kv_heads, s->head_dim)
-                                                   : s->k;
+            const std::vector<float> q =
+                with_norm ? reference_head_norm_rope(s->q, s->q_norm, s->positions, s->q_heads, s->head_dim) : s->q;
+            const std::vector<float> k =
+                with_norm ? reference_head_norm_rope(s->k, s->k_norm, s->positions, s->kv_heads, s->head_dim) : s->k;
             const std::vector<std::vector<float>> caches = reference_caches(*s, k);
             std::vector<float> out(q.size());
             for (size_t c = 0; c < s->first_row.size(); ++c) {
@@ -262,8 +262,8 @@ OpCase store_and_attend_case(bool with_norm) {
               const std::vector<float> chunk_out = reference::attention(
                   std::vector<float>(q.begin() + first * q_row, q.begin() + (first + n) * q_row), caches[2 * c],
                   caches[2 * c + 1],
-                  std::vector<int32_t>(s->key_counts.begin() + first, s->key_counts.begin() + first + n),
-                  s->q_heads, s->kv_heads, s->head_dim);
+                  std::vector<int32_t>(s->key_counts.begin() + first, s->key_counts.begin() + first + n), s->q_heads,
+                  s->kv_heads, s->head_dim);
               std::copy(chunk_out.begin(), chunk_out.end(), out.begin() + first * q_row);
             }
             std::vector<Expected> expected = {{"out", out, 1e-4}};
@@ -357,7 +357,7 @@ OpCase store_kv_case(bool with_norm) {
 
 }  // namespace
 
-OpCase attention_case(const AttentionShape& a) {
+OpCase attention_case(const AttentionCaseShape& a) {
   struct Data {
     std::vector<float> q, k, v;
     std::vector<int32_t> counts;
@@ -385,13 +385,14 @@ OpCase attention_case(const AttentionShape& a) {
             Tensor q = dev.upload(d->q, DType::kF32, q_shape, a.misaligned_q);
             Tensor k = dev.upload(d->k, kv_shape), v = dev.upload(d->v, kv_shape), counts = dev.ints(d->counts);
             Tensor out = dev.poisoned(q_shape), again = dev.poisoned(q_shape);
-            return PreparedRun{[&dev, q, k, v, counts, out]() mutable { dev.backend().attention(q, k, v, counts, out); },
-                               // Again: a GPU's slice counters must be back at zero, or no block
-                               // would merge this time.
-                               [&dev, q, k, v, counts, out, again]() mutable {
-                                 dev.backend().attention(q, k, v, counts, again);
-                                 return Outputs{dev.read(out), dev.read(again)};
-                               }};
+            return PreparedRun{
+                [&dev, q, k, v, counts, out]() mutable { dev.backend().attention(q, k, v, counts, out); },
+                // Again: a GPU's slice counters must be back at zero, or no block
+                // would merge this time.
+                [&dev, q, k, v, counts, out, again]() mutable {
+                  dev.backend().attention(q, k, v, counts, again);
+                  return Outputs{dev.read(out), dev.read(again)};
+                }};
           },
           [=] {
             const std::vector<float> out =
@@ -410,9 +411,10 @@ std::vector<OpCase> attention_op_cases() {
   }
   // Qwen3's shapes and odd ones, every weight dtype; rows at scattered positions.
   for (const Heads h : {Heads{1, 32, 128}, Heads{16, 8, 128}, Heads{7, 3, 10}, Heads{33, 2, 64}, Heads{5, 4, 7}}) {
-    for (DType dtype : {DType::kF32, DType::kBF16}) cases.push_back(head_norm_rope_case(dtype, h.rows, h.heads, h.head_dim));
+    for (DType dtype : {DType::kF32, DType::kBF16})
+      cases.push_back(head_norm_rope_case(dtype, h.rows, h.heads, h.head_dim));
   }
-  for (const AttentionShape& shape : attention_shapes()) cases.push_back(attention_case(shape));
+  for (const AttentionCaseShape& shape : attention_shapes()) cases.push_back(attention_case(shape));
   for (bool with_norm : {false, true}) cases.push_back(store_and_attend_case(with_norm));
   for (bool with_norm : {true, false}) cases.push_back(store_kv_case(with_norm));
   return cases;

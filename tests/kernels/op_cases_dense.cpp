@@ -17,7 +17,8 @@ namespace {
 
 std::string dims(const std::vector<std::pair<const char*, int64_t>>& named) {
   std::string text;
-  for (const auto& [name, value] : named) text += std::string(text.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  for (const auto& [name, value] : named)
+    text += std::string(text.empty() ? "" : " ") + name + "=" + std::to_string(value);
   return text;
 }
 
@@ -41,7 +42,9 @@ OpCase matmul_case(DType dtype, int64_t m, int64_t n, int64_t k) {
             return PreparedRun{[&dev, x, w, y]() mutable { dev.backend().matmul(x, w, y); },
                                [&dev, y] { return Outputs{dev.read(y)}; }};
           },
-          [=] { return std::vector<Expected>{{"y", reference::matmul(d->x, d->w, m, n, k), tolerance_for(dtype)}}; }};
+          [=] {
+            return std::vector<Expected>{{"y", reference::matmul(d->x, d->w, m, n, k), tolerance_for(dtype)}};
+          }};
 }
 
 void add_matmul_cases(std::vector<OpCase>& cases) {
@@ -84,21 +87,21 @@ OpCase matmul_many_case(DType dtype, int64_t m, const std::vector<int64_t>& widt
             }
             auto tensors = std::make_shared<std::vector<Tensor>>(std::move(y));
             auto weights = std::make_shared<std::vector<Tensor>>(std::move(w));
-            return PreparedRun{
-                [&dev, x, tensors, weights] {
-                  std::vector<WeightProduct> products;
-                  for (size_t i = 0; i < weights->size(); ++i) products.push_back({&(*weights)[i], &(*tensors)[i]});
-                  dev.backend().matmul_many(x, products);
-                },
-                [&dev, x, tensors, weights, alone]() mutable {
-                  Outputs out;
-                  for (size_t i = 0; i < weights->size(); ++i) {
-                    dev.backend().matmul(x, (*weights)[i], alone[i]);
-                    out.push_back(dev.read((*tensors)[i]));
-                    out.push_back(dev.read(alone[i]));
-                  }
-                  return out;
-                }};
+            return PreparedRun{[&dev, x, tensors, weights] {
+                                 std::vector<WeightProduct> products;
+                                 for (size_t i = 0; i < weights->size(); ++i)
+                                   products.push_back({&(*weights)[i], &(*tensors)[i]});
+                                 dev.backend().matmul_many(x, products);
+                               },
+                               [&dev, x, tensors, weights, alone]() mutable {
+                                 Outputs out;
+                                 for (size_t i = 0; i < weights->size(); ++i) {
+                                   dev.backend().matmul(x, (*weights)[i], alone[i]);
+                                   out.push_back(dev.read((*tensors)[i]));
+                                   out.push_back(dev.read(alone[i]));
+                                 }
+                                 return out;
+                               }};
           },
           [=] {
             std::vector<Expected> expected;
@@ -133,19 +136,18 @@ OpCase matmul_swiglu_case(DType dtype, int64_t m, int64_t k) {
             Tensor gate = dev.weight(d->gate, dtype, {n, k}), up = dev.weight(d->up, dtype, {n, k});
             Tensor out = dev.poisoned({m, n}), scratch = dev.poisoned({m, n});
             Tensor gate_out = dev.poisoned({m, n}), up_out = dev.poisoned({m, n});
-            return PreparedRun{[&dev, x, gate, up, out, scratch]() mutable {
-                                 dev.backend().matmul_swiglu(x, gate, up, out, scratch);
-                               },
-                               [&dev, x, gate, up, out, gate_out, up_out]() mutable {
-                                 dev.backend().matmul(x, gate, gate_out);
-                                 dev.backend().matmul(x, up, up_out);
-                                 dev.backend().swiglu(gate_out, up_out, gate_out);
-                                 return Outputs{dev.read(out), dev.read(gate_out)};
-                               }};
+            return PreparedRun{
+                [&dev, x, gate, up, out, scratch]() mutable { dev.backend().matmul_swiglu(x, gate, up, out, scratch); },
+                [&dev, x, gate, up, out, gate_out, up_out]() mutable {
+                  dev.backend().matmul(x, gate, gate_out);
+                  dev.backend().matmul(x, up, up_out);
+                  dev.backend().swiglu(gate_out, up_out, gate_out);
+                  return Outputs{dev.read(out), dev.read(gate_out)};
+                }};
           },
           [=] {
-            const std::vector<float> out = reference::swiglu(reference::matmul(d->x, d->gate, m, n, k),
-                                                             reference::matmul(d->x, d->up, m, n, k));
+            const std::vector<float> out =
+                reference::swiglu(reference::matmul(d->x, d->gate, m, n, k), reference::matmul(d->x, d->up, m, n, k));
             return std::vector<Expected>{{"out", out, tolerance_for(dtype)},
                                          {"by matmul, matmul, swiglu", out, tolerance_for(dtype), -1, "out"}};
           }};
@@ -209,7 +211,9 @@ OpCase add_rmsnorm_case(const NormShape& s) {
             Tensor y = dev.poisoned({s.rows, s.dim});
             // h is read back after the first launch only: timing adds delta again.
             return PreparedRun{[&dev, h, delta, w, y]() mutable { dev.backend().add_rmsnorm(h, delta, w, 1e-6f, y); },
-                               [&dev, h, y] { return Outputs{dev.read(h), dev.read(y)}; }};
+                               [&dev, h, y] {
+                                 return Outputs{dev.read(h), dev.read(y)};
+                               }};
           },
           [=] {
             const std::vector<float> h = reference::add(d->h, d->delta);
@@ -251,7 +255,9 @@ OpCase add_case(int64_t count) {
             return PreparedRun{[&dev, h, delta]() mutable { dev.backend().add(h, delta); },
                                [&dev, h] { return Outputs{dev.read(h)}; }};
           },
-          [=] { return std::vector<Expected>{{"h + delta", reference::add(d->h, d->delta), 1e-6}}; }};
+          [=] {
+            return std::vector<Expected>{{"h + delta", reference::add(d->h, d->delta), 1e-6}};
+          }};
 }
 
 OpCase swiglu_case(int64_t count) {

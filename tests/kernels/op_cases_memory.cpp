@@ -22,10 +22,14 @@ OpCase allocate_case() {
   return {"allocate", "f32 5x3 zero-filled",
           [](OpDevice& dev) {
             auto t = std::make_shared<Tensor>(dev.backend().allocate(DType::kF32, {5, 3}));
-            return PreparedRun{[&dev, t] { *t = dev.backend().allocate(DType::kF32, {5, 3}); },
+            return PreparedRun{[&dev, t] {
+                                 *t = dev.backend().allocate(DType::kF32, {5, 3});
+                               },
                                [&dev, t] { return Outputs{dev.read(*t)}; }};
           },
-          [] { return std::vector<Expected>{{"contents", std::vector<float>(15, 0.0f)}}; }};
+          [] {
+            return std::vector<Expected>{{"contents", std::vector<float>(15, 0.0f)}};
+          }};
 }
 
 OpCase copy_from_host_case() {
@@ -36,7 +40,9 @@ OpCase copy_from_host_case() {
             return PreparedRun{[&dev, t, values]() mutable { dev.backend().copy_from_host(values.data(), t); },
                                [&dev, t] { return Outputs{dev.read(t)}; }};
           },
-          [=] { return std::vector<Expected>{{"contents", values}}; }};
+          [=] {
+            return std::vector<Expected>{{"contents", values}};
+          }};
 }
 
 // A whole tensor and a slice of its rows.
@@ -66,10 +72,14 @@ OpCase upload_weight_case(DType dtype) {
   return {"upload_weight", std::string(dtype_name(dtype)) + " 64x48",
           [=](OpDevice& dev) {
             auto w = std::make_shared<Tensor>(dev.weight(*values, dtype, {64, 48}));
-            return PreparedRun{[&dev, w, values, dtype] { *w = dev.weight(*values, dtype, {64, 48}); },
+            return PreparedRun{[&dev, w, values, dtype] {
+                                 *w = dev.weight(*values, dtype, {64, 48});
+                               },
                                [&dev, w] { return Outputs{dev.read(*w)}; }};
           },
-          [=] { return std::vector<Expected>{{"weight", *values}}; }};
+          [=] {
+            return std::vector<Expected>{{"weight", *values}};
+          }};
 }
 
 OpCase copy_rows_case() {
@@ -83,7 +93,9 @@ OpCase copy_rows_case() {
             return PreparedRun{[&dev, src, dst]() mutable { dev.backend().copy_rows(src, dst, 6); },
                                [&dev, dst] { return Outputs{dev.read(dst)}; }};
           },
-          [=] { return std::vector<Expected>{{"dst", reference::copy_rows((*d)[0], (*d)[1], 6, 32)}}; }};
+          [=] {
+            return std::vector<Expected>{{"dst", reference::copy_rows((*d)[0], (*d)[1], 6, 32)}};
+          }};
 }
 
 OpCase copy_columns_case() {
@@ -97,7 +109,9 @@ OpCase copy_columns_case() {
             return PreparedRun{[&dev, src, dst]() mutable { dev.backend().copy_columns(src, dst, 7); },
                                [&dev, dst] { return Outputs{dev.read(dst)}; }};
           },
-          [=] { return std::vector<Expected>{{"dst", reference::copy_columns((*d)[0], 3, (*d)[1], 11, 7)}}; }};
+          [=] {
+            return std::vector<Expected>{{"dst", reference::copy_columns((*d)[0], 3, (*d)[1], 11, 7)}};
+          }};
 }
 
 OpCase store_rows_case() {
@@ -112,7 +126,9 @@ OpCase store_rows_case() {
             return PreparedRun{[&dev, src, dst, at]() mutable { dev.backend().store_rows(src, dst, at); },
                                [&dev, dst] { return Outputs{dev.read(dst)}; }};
           },
-          [=] { return std::vector<Expected>{{"dst", reference::store_rows((*d)[0], (*d)[1], rows, 24)}}; }};
+          [=] {
+            return std::vector<Expected>{{"dst", reference::store_rows((*d)[0], (*d)[1], rows, 24)}};
+          }};
 }
 
 OpCase gather_rows_case() {
@@ -126,7 +142,9 @@ OpCase gather_rows_case() {
             return PreparedRun{[&dev, s, at, dst]() mutable { dev.backend().gather_rows(s, at, dst); },
                                [&dev, dst] { return Outputs{dev.read(dst)}; }};
           },
-          [=] { return std::vector<Expected>{{"dst", reference::gather_rows(*src, rows, 24)}}; }};
+          [=] {
+            return std::vector<Expected>{{"dst", reference::gather_rows(*src, rows, 24)}};
+          }};
 }
 
 // A small pass: h = table[ids], h = rmsnorm(h), logits = h * head^T, next = argmax(logits).
@@ -167,8 +185,8 @@ std::shared_ptr<Pass> make_pass(OpDevice& dev, const PassWeights& w, const std::
 }
 
 std::vector<Expected> pass_reference(const PassWeights& w, const std::vector<int32_t>& ids) {
-  const std::vector<float> h = reference::rmsnorm(reference::embedding(w.table, ids, kPassHidden), w.norm,
-                                                  kPassHidden, 1e-6f);
+  const std::vector<float> h =
+      reference::rmsnorm(reference::embedding(w.table, ids, kPassHidden), w.norm, kPassHidden, 1e-6f);
   const std::vector<float> logits = reference::matmul(h, w.head, kPassRows, kPassVocab, kPassHidden);
   return {{"logits", logits, 1e-2}, {"next ids", as_floats(reference::argmax(logits, kPassVocab))}};
 }
@@ -182,10 +200,13 @@ OpCase capture_case() {
             std::shared_ptr<Pass> warm = make_pass(dev, *w, ids), p = make_pass(dev, *w, ids);
             run_pass(dev.backend(), *warm);  // a GPU's scratch takes its size outside the recording
             auto recorded = std::make_shared<std::unique_ptr<CapturedOps>>();
-            return PreparedRun{[&dev, p, recorded] { *recorded = dev.backend().capture([&] { run_pass(dev.backend(), *p); }); },
-                               [&dev, p] { return Outputs{dev.read(p->next)}; }};
+            return PreparedRun{
+                [&dev, p, recorded] { *recorded = dev.backend().capture([&] { run_pass(dev.backend(), *p); }); },
+                [&dev, p] { return Outputs{dev.read(p->next)}; }};
           },
-          [] { return std::vector<Expected>{{"next ids, untouched", std::vector<float>(kPassRows, -1.0f)}}; }};
+          [] {
+            return std::vector<Expected>{{"next ids, untouched", std::vector<float>(kPassRows, -1.0f)}};
+          }};
 }
 
 // A pass run once directly (so a GPU's scratch has its size), recorded, then replayed with new
@@ -200,7 +221,9 @@ OpCase replay_case() {
             std::shared_ptr<CapturedOps> recorded = dev.backend().capture([&dev, p] { run_pass(dev.backend(), *p); });
             dev.backend().copy_from_host(second.data(), p->ids);
             return PreparedRun{[&dev, recorded] { dev.backend().replay(*recorded); },
-                               [&dev, p] { return Outputs{dev.read(p->logits), dev.read(p->next)}; }};
+                               [&dev, p] {
+                                 return Outputs{dev.read(p->logits), dev.read(p->next)};
+                               }};
           },
           [=] { return pass_reference(*w, second); }};
 }

@@ -31,7 +31,9 @@ OpCase embedding_case(DType dtype, int64_t dim) {
             return PreparedRun{[&dev, t, id, out]() mutable { dev.backend().embedding(t, id, out); },
                                [&dev, out] { return Outputs{dev.read(out)}; }};
           },
-          [=] { return std::vector<Expected>{{"rows", reference::embedding(*table, ids, dim)}}; }};
+          [=] {
+            return std::vector<Expected>{{"rows", reference::embedding(*table, ids, dim)}};
+          }};
 }
 
 OpCase argmax_case(int64_t rows, int64_t vocab) {
@@ -52,7 +54,9 @@ OpCase argmax_case(int64_t rows, int64_t vocab) {
             return PreparedRun{[&dev, l, ids]() mutable { dev.backend().argmax(l, ids); },
                                [&dev, ids] { return Outputs{dev.read(ids)}; }};
           },
-          [=] { return std::vector<Expected>{{"ids", as_floats(reference::argmax(*logits, vocab))}}; }};
+          [=] {
+            return std::vector<Expected>{{"ids", as_floats(reference::argmax(*logits, vocab))}};
+          }};
 }
 
 // Logits 4 bytes off 16-byte alignment take a GPU kernel's 4-byte loads, the rest 16-byte loads:
@@ -154,8 +158,8 @@ void add_sample_cases(std::vector<OpCase>& cases) {
       inputs[1].insert(inputs[1].end(), draw.begin(), draw.end());
     }
   }
-  cases.push_back(sample_case("signed zeros and NaN", static_cast<int64_t>(rows.size() * draws.size()), 8,
-                              [inputs] { return inputs; }, 0));
+  cases.push_back(sample_case(
+      "signed zeros and NaN", static_cast<int64_t>(rows.size() * draws.size()), 8, [inputs] { return inputs; }, 0));
 }
 
 }  // namespace

@@ -22,10 +22,18 @@ Tensor host_tensor(const std::vector<float>& values, DType dtype, Shape shape) {
   Tensor t = Tensor::zeros_cpu(dtype, std::move(shape));
   for (size_t i = 0; i < values.size(); ++i) {
     switch (dtype) {
-      case DType::kF32: t.data<float>()[i] = values[i]; break;
-      case DType::kBF16: t.data<uint16_t>()[i] = f32_to_bf16(values[i]); break;
-      case DType::kF16: t.data<uint16_t>()[i] = f32_to_f16(values[i]); break;
-      case DType::kI32: t.data<int32_t>()[i] = static_cast<int32_t>(values[i]); break;
+      case DType::kF32:
+        t.data<float>()[i] = values[i];
+        break;
+      case DType::kBF16:
+        t.data<uint16_t>()[i] = f32_to_bf16(values[i]);
+        break;
+      case DType::kF16:
+        t.data<uint16_t>()[i] = f32_to_f16(values[i]);
+        break;
+      case DType::kI32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
+        break;
     }
   }
   return t;
@@ -109,9 +117,7 @@ Tensor OpDevice::poisoned(Shape shape) {
   return t;
 }
 
-Tensor OpDevice::poisoned_ints(int64_t count) {
-  return ints(std::vector<int32_t>(static_cast<size_t>(count), -1));
-}
+Tensor OpDevice::poisoned_ints(int64_t count) { return ints(std::vector<int32_t>(static_cast<size_t>(count), -1)); }
 
 std::vector<float> OpDevice::read(const Tensor& t) {
   Tensor host = Tensor::zeros_cpu(t.dtype(), t.shape());
@@ -119,10 +125,18 @@ std::vector<float> OpDevice::read(const Tensor& t) {
   std::vector<float> values(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < values.size(); ++i) {
     switch (t.dtype()) {
-      case DType::kF32: values[i] = host.data<float>()[i]; break;
-      case DType::kBF16: values[i] = bf16_to_f32(host.data<uint16_t>()[i]); break;
-      case DType::kF16: values[i] = f16_to_f32(host.data<uint16_t>()[i]); break;
-      case DType::kI32: values[i] = static_cast<float>(host.data<int32_t>()[i]); break;
+      case DType::kF32:
+        values[i] = host.data<float>()[i];
+        break;
+      case DType::kBF16:
+        values[i] = bf16_to_f32(host.data<uint16_t>()[i]);
+        break;
+      case DType::kF16:
+        values[i] = f16_to_f32(host.data<uint16_t>()[i]);
+        break;
+      case DType::kI32:
+        values[i] = static_cast<float>(host.data<int32_t>()[i]);
+        break;
     }
   }
   return values;
@@ -198,8 +212,8 @@ CaseReport check_outputs(const OpCase& c, const std::string& backend, const std:
   for (size_t i = 0; i < expected.size() && i < got.size() && i < want.size(); ++i) {
     const Expected& e = expected[i];
     const Verdict v = compare(e, got[i], want[i]);
-    EXPECT_TRUE(v.passed) << c.op << " " << c.name << " on " << backend << " against " << against << ": "
-                          << e.name << (e.max_differing >= 0 ? " ids differing " : " error ") << v.error
+    EXPECT_TRUE(v.passed) << c.op << " " << c.name << " on " << backend << " against " << against << ": " << e.name
+                          << (e.max_differing >= 0 ? " ids differing " : " error ") << v.error
                           << (e.max_differing >= 0 ? ", at most " + std::to_string(e.max_differing)
                                                    : ", tolerance " + std::to_string(e.tolerance));
     if (!e.same_bits_as.empty()) {
@@ -208,8 +222,8 @@ CaseReport check_outputs(const OpCase& c, const std::string& backend, const std:
       EXPECT_NE(sibling, expected.end()) << c.op << " " << c.name << ": no output named " << e.same_bits_as;
       if (sibling != expected.end()) {
         const bool identical = same_bits(got[i], got[static_cast<size_t>(sibling - expected.begin())]);
-        EXPECT_TRUE(identical) << c.op << " " << c.name << " on " << backend << ": " << e.name
-                               << " is not bit for bit " << e.same_bits_as;
+        EXPECT_TRUE(identical) << c.op << " " << c.name << " on " << backend << ": " << e.name << " is not bit for bit "
+                               << e.same_bits_as;
         report.passed = report.passed && identical;
       }
     }
@@ -225,8 +239,8 @@ CaseReport check_outputs(const OpCase& c, const std::string& backend, const std:
 }
 
 void print_report(const std::vector<CaseReport>& rows) {
-  std::printf("%-16s %-44s %-5s %-10s %-28s %10s %10s %12s\n", "op", "case", "on", "against", "worst output",
-              "error", "tolerance", "us");
+  std::printf("%-16s %-44s %-5s %-10s %-28s %10s %10s %12s\n", "op", "case", "on", "against", "worst output", "error",
+              "tolerance", "us");
   for (const CaseReport& r : rows) {
     std::printf("%-16s %-44s %-5s %-10s %-28s %10.3g %10.3g %12.1f%s\n", r.op.c_str(), r.name.c_str(),
                 r.backend.c_str(), r.against.c_str(), r.worst_output.c_str(), r.error, r.tolerance, r.microseconds,

@@ -85,7 +85,8 @@ std::vector<float> attention(const std::vector<float>& q, const std::vector<floa
       std::vector<double> scores(static_cast<size_t>(std::max<int64_t>(keys, 0)));
       for (int64_t j = 0; j < keys; ++j) {
         double dot = 0.0;
-        for (int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(query[d]) * k[(j * kv_heads + kv) * head_dim + d];
+        for (int64_t d = 0; d < head_dim; ++d)
+          dot += static_cast<double>(query[d]) * k[(j * kv_heads + kv) * head_dim + d];
         scores[j] = dot * scale;
       }
       const double top = scores.empty() ? 0.0 : *std::max_element(scores.begin(), scores.end());
