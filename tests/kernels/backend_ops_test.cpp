@@ -3,9 +3,8 @@
 // GPU against the CPU backend too, with the cases of the table (op_cases.h). One test per op,
 // which prints a row per case and backend: what it is compared with, the worst output's error
 // and its tolerance, and the microseconds of one launch. An op of the list without a case fails.
-#include "kernels/backend_ops.h"
-
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
+#include "kernels/backend_ops.h"
 #include "tests/kernels/op_cases.h"
 #include "tests/kernels/op_harness.h"
 
@@ -82,6 +82,9 @@ TEST_P(BackendOp, MatchesTheReferenceOnEveryBackend) {
     if (backends().cuda) run_and_check(c, *backends().cuda, expected, on_cpu.empty() ? nullptr : &on_cpu, report);
   }
   EXPECT_GT(cases, 0) << "op " << GetParam() << " has no case in the table";
+  if (!backends().cuda) {
+    std::printf("no CUDA device visible: %s runs on the CPU backend only\n", std::string(GetParam()).c_str());
+  }
   print_report(report);
 }
 

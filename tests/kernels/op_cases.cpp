@@ -1,5 +1,8 @@
 #include "tests/kernels/op_cases.h"
 
+#include <utility>
+#include <vector>
+
 namespace flashq {
 
 const std::vector<OpCase>& op_table() {

@@ -195,7 +195,7 @@ std::vector<Expected> pass_reference(const PassWeights& w, const std::vector<int
 OpCase capture_case() {
   auto w = pass_weights();
   const std::vector<int32_t> ids = {5, 17, 299, 0};
-  return {"capture", "embedding, rmsnorm, matmul, argmax: nothing runs",
+  return {"capture", "a 4-op pass recorded: nothing runs",
           [=](OpDevice& dev) {
             std::shared_ptr<Pass> warm = make_pass(dev, *w, ids), p = make_pass(dev, *w, ids);
             run_pass(dev.backend(), *warm);  // a GPU's scratch takes its size outside the recording
@@ -214,7 +214,7 @@ OpCase capture_case() {
 OpCase replay_case() {
   auto w = pass_weights();
   const std::vector<int32_t> first = {5, 17, 299, 0}, second = {42, 42, 7, 123};
-  return {"replay", "embedding, rmsnorm, matmul, argmax with new ids",
+  return {"replay", "a 4-op pass replayed with new ids",
           [=](OpDevice& dev) {
             std::shared_ptr<Pass> p = make_pass(dev, *w, first);
             run_pass(dev.backend(), *p);
