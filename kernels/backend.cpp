@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "kernels/op_checks.h"
 #include "shared/error.h"
 
 namespace flashq {
@@ -45,12 +46,9 @@ void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, cons
 }
 
 void Backend::matmul_many(const Tensor& x, std::span<const WeightProduct> products) {
-  for (const WeightProduct& product : products) {
-    if (product.w == nullptr || product.y == nullptr) {
-      throw Error(ErrorCode::kInternal, "matmul_many: every product needs a weight and an output");
-    }
-    matmul(x, *product.w, *product.y);
-  }
+  const std::string backend = name();
+  OpChecks(device(), backend.c_str()).matmul_many(x, products);
+  for (const WeightProduct& product : products) matmul(x, *product.w, *product.y);
 }
 
 void Backend::matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, Tensor& out, Tensor& scratch) {

@@ -5,6 +5,9 @@
 // [out, in] in f32, f16 or bf16 (y = W x); integer inputs (token ids, positions, key counts) are
 // int32 tensors on the backend's device. Launches are ordered; results are visible to the host
 // after copy_to_host.
+//
+// Every op is listed in kernels/backend_ops.h, and the op-parity harness holds each to a plain
+// reference on every backend: a new op goes in that list and gets its cases there.
 #pragma once
 
 #include <cstdint>

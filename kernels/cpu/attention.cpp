@@ -17,8 +17,8 @@ namespace {
 constexpr int64_t kKeyBlock = 64;
 
 // acc[0, 8R) = acc * correction + sum over j < keys of p[j] * v_j[0, 8R), v_j = v + j * stride,
-// in key order, with the 8R sums in registers across the keys (the earlier form loaded and
-// stored the output row once per key).
+// in key order, with the 8R sums in registers across the keys rather than the output row loaded
+// and stored once per key.
 template <int R>
 inline void add_values(float* acc, float correction, const float* p, int64_t keys, const float* v, int64_t stride) {
   const __m256 c = _mm256_set1_ps(correction);

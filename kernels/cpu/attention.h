@@ -1,6 +1,6 @@
 // Grouped-query attention on the CPU. q[M, Hq, D]; k, v[T, Hkv, D]; query row m attends keys
 // [0, key_counts[m]). Causal verification blocks, non-causal draft blocks and plain decode are
-// all this one operation with different key counts.
+// all this one operation with different key counts (twin: kernels/cuda/attention.cu).
 #pragma once
 
 #include <cstdint>

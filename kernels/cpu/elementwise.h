@@ -1,4 +1,4 @@
-// Element-wise CPU ops: residual add and the SwiGLU gate.
+// Element-wise CPU ops: residual add and the SwiGLU gate (twin: kernels/cuda/elementwise.cu).
 #pragma once
 
 #include <cstdint>

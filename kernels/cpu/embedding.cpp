@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "kernels/cpu/sampling.h"
 #include "kernels/cpu/weight_view.h"
 
 namespace flashq::cpu {
@@ -16,21 +15,6 @@ void embedding(const void* table, DType dtype, const int32_t* ids, float* out, i
     }
     WeightVector row{static_cast<const char*>(table) + offset * static_cast<int64_t>(dtype_size(dtype)), dtype};
     for (int64_t i = 0; i < dim; ++i) out[m * dim + i] = row[i];
-  }
-}
-
-void argmax(const float* logits, int32_t* ids, int64_t rows, int64_t vocab) {
-  for (int64_t m = 0; m < rows; ++m) {
-    const float* row = logits + m * vocab;
-    int64_t best = 0;
-    float best_logit = ordered_logit(row[0]);
-    for (int64_t i = 1; i < vocab; ++i) {
-      if (row[i] > best_logit) {  // false for NaN
-        best = i;
-        best_logit = row[i];
-      }
-    }
-    ids[m] = static_cast<int32_t>(best);
   }
 }
 

@@ -1,4 +1,5 @@
-// y[M, N] = x[M, K] * w[N, K]^T on the CPU, with w in f32, f16 or bf16 and float32 compute.
+// y[M, N] = x[M, K] * w[N, K]^T on the CPU, with w in f32, f16 or bf16 and float32 compute
+// (twin: kernels/cuda/matmul.cu).
 //
 // Few rows (decode, verification blocks, draft blocks) are bound by reading the weights: each
 // weight row is widened once and used for every x row while it sits in L1. Many rows (prefill)

@@ -1,4 +1,5 @@
-// RMSNorm over rows of length `dim`: y = x * rsqrt(mean(x^2) + eps) * w.
+// RMSNorm over rows of length `dim`: y = x * rsqrt(mean(x^2) + eps) * w (twin:
+// kernels/cuda/rmsnorm.cu).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Rotary position embedding, rotate-half (NeoX) pairing: element i pairs with i + head_dim/2,
-// inv_freq[i] = theta^(-2i/head_dim).
+// inv_freq[i] = theta^(-2i/head_dim) (twin: kernels/cuda/rope.cu).
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/argmax.h"
 
 namespace flashq::cpu {
 namespace {

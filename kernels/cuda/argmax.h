@@ -1,4 +1,4 @@
-// Greedy token choice on the GPU (twin: cpu::argmax in kernels/cpu/embedding.cpp): ids[m] is
+// Greedy token choice on the GPU (twin: kernels/cpu/argmax.cpp): ids[m] is
 // the index of the largest value of logits row m, the lowest such index on ties. NaN never wins.
 #pragma once
 

@@ -1,5 +1,6 @@
-// The CUDA backend: checks shapes, dtypes and devices at the interface exactly as the CPU
-// backend does, then launches the kernels in this folder on the backend's stream.
+// The CUDA backend: checks shapes, dtypes and devices at the interface with the checks every
+// backend shares (kernels/op_checks.h), then launches the kernels in this folder on the
+// backend's stream.
 //
 // Memory: tensors come from the device's stream-ordered pool (cudaMallocAsync on our stream,
 // kept in the pool on free), so the rare allocations (workspace growth, KV-cache growth) cost no
@@ -20,6 +21,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/argmax.h"
@@ -32,9 +34,10 @@
 #include "kernels/cuda/kv_store.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/matmul_bf16_rows.h"
-#include "kernels/cuda/norms.h"
+#include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sampling.h"
+#include "kernels/op_checks.h"
 #include "shared/error.h"
 
 namespace flashq {
@@ -43,28 +46,19 @@ namespace {
 using cuda::check_cublas;
 using cuda::check_cuda;
 
-// Checks run on every op of the decode loop, so a message is built only when one fails: a
-// literal as it is, anything composed from a callable.
-[[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::kInternal, "cuda backend: " + what); }
+constexpr OpChecks kChecks(Device::kCuda, "cuda");
 
-void require(bool ok, const char* what) {
-  if (!ok) fail(what);
-}
+// The shared checks under the names this file's own checks use (store_and_attend's and
+// store_kv's, whose single-launch forms only this backend has).
+void require(bool ok, const char* what) { kChecks.require(ok, what); }
 
 template <std::invocable MakeMessage>
 void require(bool ok, MakeMessage&& make_message) {
-  if (!ok) fail(make_message());
+  kChecks.require(ok, std::forward<MakeMessage>(make_message));
 }
 
-void require_on_device(const Tensor& t, const char* name) {
-  require(t.defined() && t.device() == Device::kCuda,
-          [&] { return std::string(name) + " must be a tensor on the CUDA device"; });
-}
-
-void require_f32(const Tensor& t, const char* name) {
-  require_on_device(t, name);
-  require(t.dtype() == DType::kF32, [&] { return std::string(name) + " must be a float32 tensor"; });
-}
+void require_on_device(const Tensor& t, const char* name) { kChecks.on_device(t, name); }
+void require_f32(const Tensor& t, const char* name) { kChecks.f32(t, name); }
 
 // The stream, the cuBLAS handle and the error report: shared by the backend and by every
 // allocation's deleter, and destroyed after the last of them.
@@ -203,12 +197,7 @@ class CudaBackend final : public Backend {
   }
 
   void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override {
-    require_on_device(src, "copy_rows src");
-    require_on_device(dst, "copy_rows dst");
-    auto row_elements = [](const Tensor& t) { return t.dim(0) == 0 ? 0 : t.numel() / t.dim(0); };
-    require(src.dtype() == dst.dtype() && (src.dim(0) == 0 || row_elements(src) == row_elements(dst)),
-            "copy_rows: dtypes or row sizes differ");
-    require(first_row >= 0 && first_row + src.dim(0) <= dst.dim(0), "copy_rows: rows out of range");
+    kChecks.copy_rows(src, dst, first_row);
     if (src.nbytes() == 0) return;
     Tensor target = dst.slice_rows(first_row, src.dim(0));
     check_cuda(cudaMemcpyAsync(target.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, stream()),
@@ -216,33 +205,21 @@ class CudaBackend final : public Backend {
   }
 
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
-    require_f32(src, "gather_rows src");
-    require_f32(dst, "gather_rows dst");
-    require_on_device(rows, "gather_rows rows");
-    require_row_index(dst, src, rows, "gather_rows");
+    kChecks.gather_rows(src, rows, dst);
     const int64_t row_floats = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
     cuda::gather_rows(src.data<float>(), rows.data<int32_t>(), dst.data<float>(), dst.dim(0), row_floats, src.dim(0),
                       context_->report(), stream());
   }
 
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
-    require_f32(src, "store_rows src");
-    require_f32(dst, "store_rows dst");
-    require_on_device(rows, "store_rows rows");
-    require_row_index(src, dst, rows, "store_rows");
+    kChecks.store_rows(src, dst, rows);
     const int64_t row_floats = src.dim(0) == 0 ? 0 : src.numel() / src.dim(0);
     cuda::store_rows(src.data<float>(), dst.data<float>(), rows.data<int32_t>(), src.dim(0), row_floats, dst.dim(0),
                      context_->report(), stream());
   }
 
   void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
-    require_on_device(src, "copy_columns src");
-    require_on_device(dst, "copy_columns dst");
-    require(src.dtype() == dst.dtype() && src.rows() == dst.rows() && first_col >= 0 &&
-                first_col + src.cols() <= dst.cols(),
-            [&] {
-              return "copy_columns: shapes " + shape_to_string(src.shape()) + " into " + shape_to_string(dst.shape());
-            });
+    kChecks.copy_columns(src, dst, first_col);
     if (src.nbytes() == 0) return;
     const size_t element = dtype_size(src.dtype());
     check_cuda(cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + first_col * element, dst.cols() * element, src.raw(),
@@ -252,19 +229,16 @@ class CudaBackend final : public Backend {
   }
 
   void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
-    require_matmul_inputs(x, w, y);
+    kChecks.matmul(x, w, y);
     void* scratch = grow_scratch(cuda::matmul_scratch_bytes(w.dtype(), x.rows(), x.cols()));
     cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1),
                  context_->cublas(), scratch, stream());
   }
 
   void matmul_many(const Tensor& x, std::span<const WeightProduct> products) override {
+    kChecks.matmul_many(x, products);
     bool one_launch = true;
-    for (const WeightProduct& product : products) {
-      require(product.w != nullptr && product.y != nullptr, "matmul_many: every product needs a weight and an output");
-      require_matmul_inputs(x, *product.w, *product.y);
-      one_launch = one_launch && takes_bf16_rows_kernel(x, *product.w);
-    }
+    for (const WeightProduct& product : products) one_launch = one_launch && takes_bf16_rows_kernel(x, *product.w);
     if (!one_launch) return Backend::matmul_many(x, products);
     bf16_products_.clear();
     for (const WeightProduct& product : products) {
@@ -275,8 +249,8 @@ class CudaBackend final : public Backend {
   }
 
   void matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, Tensor& out, Tensor& scratch) override {
-    require_matmul_inputs(x, gate, out);
-    require_matmul_inputs(x, up, scratch);
+    kChecks.matmul(x, gate, out);
+    kChecks.matmul(x, up, scratch);
     if (!takes_bf16_rows_kernel(x, gate) || !takes_bf16_rows_kernel(x, up)) {
       return Backend::matmul_swiglu(x, gate, up, out, scratch);
     }
@@ -286,54 +260,35 @@ class CudaBackend final : public Backend {
   }
 
   void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
-    require_f32(x, "rmsnorm x");
-    require_f32(y, "rmsnorm y");
-    require_on_device(w, "rmsnorm w");
-    require(x.numel() == y.numel() && w.numel() == x.cols(), "rmsnorm shapes");
+    kChecks.rmsnorm(x, w, y);
     cuda::rmsnorm(x.data<float>(), w.raw(), w.dtype(), eps, y.data<float>(), x.rows(), x.cols(), stream());
   }
 
   void add_rmsnorm(Tensor& h, const Tensor& delta, const Tensor& w, float eps, Tensor& y) override {
-    require_f32(h, "add_rmsnorm h");
-    require_f32(delta, "add_rmsnorm delta");
-    require_f32(y, "add_rmsnorm y");
-    require_on_device(w, "add_rmsnorm w");
-    require(h.numel() == delta.numel() && h.numel() == y.numel() && w.numel() == h.cols(), "add_rmsnorm shapes");
+    kChecks.add_rmsnorm(h, delta, w, y);
     cuda::add_rmsnorm(h.data<float>(), delta.data<float>(), w.raw(), w.dtype(), eps, y.data<float>(), h.rows(),
                       h.cols(), stream());
   }
 
   void add(Tensor& h, const Tensor& delta) override {
-    require_f32(h, "add h");
-    require_f32(delta, "add delta");
-    require(h.numel() == delta.numel(), "add shapes");
+    kChecks.add(h, delta);
     cuda::add(h.data<float>(), delta.data<float>(), h.numel(), stream());
   }
 
   void rope(Tensor& x, const Tensor& positions, float theta) override {
-    require_f32(x, "rope x");
-    require_on_device(positions, "rope positions");
-    require(x.rank() == 3 && positions.dtype() == DType::kI32 && positions.numel() == x.dim(0), "rope shapes");
+    kChecks.rope(x, positions);
     cuda::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2), stream());
   }
 
   void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
-    require_f32(x, "head_norm_rope x");
-    require_on_device(w, "head_norm_rope w");
-    require_on_device(positions, "head_norm_rope positions");
-    require(x.rank() == 3 && w.numel() == x.dim(2) && positions.dtype() == DType::kI32 &&
-                positions.numel() == x.dim(0),
-            "head_norm_rope shapes");
+    kChecks.head_norm_rope(x, w, positions);
     cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), theta, x.dim(0),
                          x.dim(1), x.dim(2), stream());
   }
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out) override {
-    require_attention_inputs(q, key_counts, out);
-    require_f32(k, "attention k");
-    require_f32(v, "attention v");
-    require(k.rank() == 3 && v.shape() == k.shape(), "attention shapes");
-    require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
+    kChecks.attention(q, k, v, key_counts, out);
+    require_supported_head_dim(q);
     const cuda::KvChunk chunk{k.data<float>(), v.data<float>(), 0, k.dim(0)};
     attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0));
   }
@@ -378,37 +333,23 @@ class CudaBackend final : public Backend {
   }
 
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
-    require_f32(gate, "swiglu gate");
-    require_f32(up, "swiglu up");
-    require_f32(out, "swiglu out");
-    require(gate.numel() == up.numel() && gate.numel() == out.numel(), "swiglu shapes");
+    kChecks.swiglu(gate, up, out);
     cuda::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel(), stream());
   }
 
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
-    require_on_device(table, "embedding table");
-    require_on_device(ids, "embedding ids");
-    require_f32(out, "embedding out");
-    require(table.rank() == 2 && table.dtype() != DType::kI32 && ids.dtype() == DType::kI32 &&
-                out.rows() == ids.numel() && out.cols() == table.dim(1),
-            "embedding shapes");
+    kChecks.embedding(table, ids, out);
     cuda::embedding(table.raw(), table.dtype(), table.dim(0), ids.data<int32_t>(), out.data<float>(), ids.numel(),
                     table.dim(1), context_->report(), stream());
   }
 
   void argmax(const Tensor& logits, Tensor& ids) override {
-    require_f32(logits, "argmax logits");
-    require_on_device(ids, "argmax ids");
-    require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows(), "argmax shapes");
+    kChecks.argmax(logits, ids);
     cuda::argmax(logits.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols(), stream());
   }
 
   void sample(const Tensor& logits, const Tensor& params, Tensor& ids) override {
-    require_f32(logits, "sample logits");
-    require_f32(params, "sample params");
-    require_on_device(ids, "sample ids");
-    require(ids.dtype() == DType::kI32 && ids.numel() == logits.rows() && params.numel() == 4 * logits.rows(),
-            "sample shapes");
+    kChecks.sample(logits, params, ids);
     cuda::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols(),
                       stream());
   }
@@ -466,26 +407,6 @@ class CudaBackend final : public Backend {
     require(!capturing_, [&] {
       return std::string(what) + " while capturing ops: upload before capture() and replay(), read back after";
     });
-  }
-
-  // For gather_rows and store_rows: `listed` has a row per entry of `rows`, int32 indices into
-  // the rows of `indexed`, and both have rows of one size.
-  static void require_row_index(const Tensor& listed, const Tensor& indexed, const Tensor& rows, const char* op) {
-    const auto row_size = [](const Tensor& t) { return t.numel() / std::max<int64_t>(t.dim(0), 1); };
-    require(listed.rank() >= 1 && indexed.rank() >= 1 && rows.dtype() == DType::kI32 &&
-                rows.numel() == listed.dim(0) && (listed.dim(0) == 0 || row_size(listed) == row_size(indexed)),
-            [&] { return std::string(op) + " shapes"; });
-  }
-
-  static void require_matmul_inputs(const Tensor& x, const Tensor& w, const Tensor& y) {
-    require_f32(x, "matmul x");
-    require_f32(y, "matmul y");
-    require_on_device(w, "matmul w");
-    require(w.rank() == 2 && x.cols() == w.dim(1) && y.rows() == x.rows() && y.cols() == w.dim(0), [&] {
-      return "matmul shapes x" + shape_to_string(x.shape()) + " w" + shape_to_string(w.shape()) + " y" +
-             shape_to_string(y.shape());
-    });
-    require(w.dtype() != DType::kI32, "matmul: weights must be f32, f16 or bf16");
   }
 
   // Whether cuda::matmul would take the tensor-core kernel for few rows: the only one that
@@ -568,12 +489,12 @@ class CudaBackend final : public Backend {
                                   at, rows, context_->report(), stream());
   }
 
-  void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) const {
-    require_f32(q, "attention q");
-    require_f32(out, "attention out");
-    require_on_device(key_counts, "attention key_counts");
-    require(q.rank() == 3 && out.shape() == q.shape(), "attention shapes");
-    require(key_counts.dtype() == DType::kI32 && key_counts.numel() == q.dim(0), "attention key_counts");
+  static void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) {
+    kChecks.attention_queries(q, key_counts, out);
+    require_supported_head_dim(q);
+  }
+
+  static void require_supported_head_dim(const Tensor& q) {
     if (q.dim(2) > cuda::kMaxAttentionHeadDim) {
       throw Error(ErrorCode::kUnsupported, "cuda attention: head_dim " + std::to_string(q.dim(2)) + " above " +
                                                std::to_string(cuda::kMaxAttentionHeadDim));

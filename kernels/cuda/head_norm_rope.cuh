@@ -1,5 +1,6 @@
 // One head's optional q/k norm and RoPE, for a block of threads: shared by the head_norm_rope
-// kernel and the attention input kernel (norm_rope_store.h), so both give the same bits.
+// kernel and the attention input kernel (kv_store.h, norm_rope_store_kv_rows), so both give the
+// same bits.
 #pragma once
 
 #include <cstdint>

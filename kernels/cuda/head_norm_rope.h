@@ -1,7 +1,8 @@
 // Qwen3's per-head RMSNorm of q and k fused with RoPE, in place on x[rows, heads, head_dim]: one
-// launch and one pass over the heads instead of two of each (twin: the CPU backend's rmsnorm over
-// the heads, then cpu::rope). The norm is computed as cuda::rmsnorm computes it and the angles as
-// cuda::rope forms them, so the result is the same as the two kernels one after the other.
+// launch and one pass over the heads instead of two of each (twin: kernels/cpu/head_norm_rope.cpp,
+// rmsnorm over the heads, then rope). The norm is computed as cuda::rmsnorm computes it and the
+// angles as cuda::rope forms them, so the result is the same as the two kernels one after the
+// other.
 #pragma once
 
 #include <cuda_runtime.h>

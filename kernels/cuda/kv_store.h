@@ -1,7 +1,7 @@
-// Stores rows into caches at rows the device holds (twin: CpuBackend::store_rows and
+// Stores rows into caches at rows the device holds (twin: kernels/cpu/kv_store.cpp, and
 // Backend::store_kv's default). Row i of the source goes to row rows[i] of its destination; a
 // row outside the destination is reported through `report` (device_error.h) and skipped.
-// gather_rows goes the other way (twin: CpuBackend::gather_rows).
+// gather_rows goes the other way.
 #pragma once
 
 #include <cuda_runtime.h>

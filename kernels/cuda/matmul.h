@@ -22,8 +22,8 @@ namespace flashq::cuda {
 
 // Up to this many rows the streaming kernel is used; beyond, cuBLAS. 128 as on the CPU
 // (kernels/cpu/matmul.h, docs/decisions.md "Batch invariance"): verification passes of up to 8
-// sequences of block 16 give each row the same bits as decoding it alone. Where cuBLAS would be
-// faster below 128 rows is for the GPU session to measure (flashq-bench kernels, M = 128 vs 129).
+// sequences of block 16 give each row the same bits as decoding it alone. flashq-bench kernels
+// times both sides of the switch (M = 128 against M = 129) on a given GPU.
 inline constexpr int64_t kStreamingMaxRows = 128;
 
 // Bytes of scratch matmul() needs for these shapes (0 when it needs none).

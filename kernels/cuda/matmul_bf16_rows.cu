@@ -160,8 +160,8 @@ __device__ inline float sum_over_warps(const WarpPartials<NTiles>& partial, int 
   return sum;
 }
 
-// Decode (one row tile) is held to 3 blocks per SM, as the first version of the kernel fitted
-// unasked at 100% of the copy floor; more row tiles need the registers.
+// Decode (one row tile) is held to 3 blocks per SM, the occupancy at which it reads the weights at
+// the device's copy bandwidth; more row tiles need the registers.
 constexpr int min_blocks_per_sm(int row_tiles) { return row_tiles == 1 ? 3 : 1; }
 
 constexpr unsigned kThreads = kWarps * 32;

@@ -14,6 +14,9 @@
 // blocks split among them. The MLP's gate and up products go in one launch with SwiGLU applied
 // before anything is stored: a block's two tiles are 8 rows of gate and the same 8 rows of up,
 // each summed exactly as alone, so the result has the bits of matmul, matmul, swiglu.
+//
+// No CPU twin: on the CPU, matmul_many and matmul_swiglu are Backend's defaults (matmul one
+// product at a time), which is what these are held to.
 #pragma once
 
 #include <cuda_bf16.h>

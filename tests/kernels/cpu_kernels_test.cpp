@@ -235,7 +235,7 @@ TEST(CpuBackend, StoreAndAttendIsThePrimitivesChunkByChunk) {
 }
 
 // The fused products' defaults (the CPU backend's; a GPU backend's fast paths are held to the
-// same results in cuda_fused_parity_test).
+// same results by backend_ops_test).
 TEST(CpuBackend, MatmulManyAndMatmulSwigluGiveTheUnfusedOpsResults) {
   std::mt19937 rng(10);
   const int64_t m = 3, n = 24, k = 40;

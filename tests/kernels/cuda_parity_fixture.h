@@ -1,6 +1,7 @@
-// The CUDA parity tests' fixture: both backends, random inputs rounded to a weight dtype so
-// both see the same numbers, NaN-poisoned outputs, and the error measure. Every test of a class
-// derived from CudaParity skips (GTEST_SKIP) where no CUDA device is visible.
+// The CUDA tests' fixture: both backends, host tensors rounded to a weight dtype so both see the
+// same numbers, and NaN-poisoned outputs (random inputs and the error measure are the op
+// harness's, op_harness.h). Every test of a class derived from CudaParity skips (GTEST_SKIP)
+// where no CUDA device is visible.
 #pragma once
 
 #include <algorithm>
@@ -16,32 +17,11 @@
 
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
+#include "tests/kernels/op_harness.h"
 
 namespace flashq {
 
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-inline double tolerance_for(DType weight_dtype) { return weight_dtype == DType::kF32 ? 1e-4 : 1e-2; }
-
-inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// max |got - want| / max |want|, or infinity when got has a NaN or infinity where want has none
-// (a plain max would skip NaN, which is exactly what poisoning is meant to catch).
-inline double normalized_error(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
-  double scale = 1e-30, worst = 0.0;
-  for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i]) && std::isfinite(want[i])) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
-  }
-  return worst / scale;
-}
 
 class CudaParity : public ::testing::Test {
  protected:

@@ -247,7 +247,7 @@ void report_cuda_fused_products(Backend& gpu, double copy_gb_per_s, double min_s
 
 // The residual add + RMSNorm of Qwen3-8B's hidden size (two a layer) at decode and a verify
 // block: the float4 kernel against the same call with h 4 bytes off 16-byte alignment, which
-// sends it to the kernel that loops over the row (kernels/cuda/norms.cu).
+// sends it to the kernel that loops over the row (kernels/cuda/rmsnorm.cu).
 void report_cuda_add_rmsnorm(Backend& gpu, double min_seconds) {
   const int64_t hidden = 4096;
   const Tensor norm = gpu.upload_weight(Tensor::zeros_cpu(DType::kBF16, {hidden}));

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <string>
 
-#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/argmax.h"
 #include "kernels/cpu/sampling.h"
 #include "shared/error.h"
 

@@ -1,4 +1,4 @@
-#include "kernels/cuda/norms.h"
+#include "kernels/cuda/rmsnorm.h"
 
 #include <algorithm>
 #include <cstdint>

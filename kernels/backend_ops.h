@@ -1,0 +1,49 @@
+// The ops of the Backend interface (kernels/backend.h), by name: what the op-parity harness
+// (tests/kernels/backend_ops_test.cpp) runs on every available backend against a plain
+// reference. A new op of Backend must be added here; the harness then fails until the op has a
+// case in its table (tests/kernels/op_cases_*.cpp).
+//
+// Every op that reads or writes tensors is listed. device(), name() and memory() describe the
+// backend and are not ops.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace flashq {
+
+inline constexpr auto kBackendOps = std::to_array<std::string_view>({
+    // memory
+    "allocate",
+    "upload_weight",
+    "copy_to_host",
+    "copy_from_host",
+    "copy_rows",
+    "copy_columns",
+    // products
+    "matmul",
+    "matmul_many",
+    "matmul_swiglu",
+    // norms, positions, element-wise
+    "rmsnorm",
+    "add_rmsnorm",
+    "add",
+    "rope",
+    "head_norm_rope",
+    "swiglu",
+    // attention and the KV cache
+    "attention",
+    "store_rows",
+    "gather_rows",
+    "store_and_attend",
+    "store_kv",
+    // tokens
+    "embedding",
+    "argmax",
+    "sample",
+    // recording
+    "capture",
+    "replay",
+});
+
+}  // namespace flashq

@@ -1,0 +1,14 @@
+#include "kernels/cpu/head_norm_rope.h"
+
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+
+namespace flashq::cpu {
+
+void head_norm_rope(float* x, WeightVector w, float eps, const int32_t* positions, float theta, int64_t rows,
+                    int64_t heads, int64_t head_dim) {
+  rmsnorm(x, w, eps, x, rows * heads, head_dim);
+  rope(x, positions, theta, rows, heads, head_dim);
+}
+
+}  // namespace flashq::cpu

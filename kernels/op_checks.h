@@ -1,0 +1,74 @@
+// The shape, dtype and device checks of the Backend ops, one definition for every backend: an
+// op given tensors that do not fit is refused the same way on the CPU and on a GPU, before
+// anything runs. What only the running op can see (token ids, key counts and row indices held
+// in device tensors) is checked by each backend when the op runs.
+//
+// Checks run on every op of the decode loop, so a message is built only when one fails: a
+// literal as it is, anything composed from a callable.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/tensor.h"
+
+namespace flashq {
+
+class OpChecks {
+ public:
+  // `backend` names the backend in messages ("cpu" gives "cpu backend: ..."); every tensor an
+  // op reads or writes must be on `device`.
+  constexpr OpChecks(Device device, const char* backend) : device_(device), backend_(backend) {}
+
+  // Throws Error(kInternal, "<backend> backend: <what>").
+  [[noreturn]] void fail(const std::string& what) const;
+  void require(bool ok, const char* what) const {
+    if (!ok) fail(what);
+  }
+  template <std::invocable MakeMessage>
+  void require(bool ok, MakeMessage&& make_message) const {
+    if (!ok) fail(make_message());
+  }
+
+  void on_device(const Tensor& t, const char* name) const;
+  // On the device and float32.
+  void f32(const Tensor& t, const char* name) const;
+
+  void copy_rows(const Tensor& src, const Tensor& dst, int64_t first_row) const;
+  void copy_columns(const Tensor& src, const Tensor& dst, int64_t first_col) const;
+  // dst[i] = src[rows[i]] and dst[rows[i]] = src[i]: float32 rows of one size, an int32 index
+  // per row of dst (gather) or src (store).
+  void gather_rows(const Tensor& src, const Tensor& rows, const Tensor& dst) const;
+  void store_rows(const Tensor& src, const Tensor& dst, const Tensor& rows) const;
+  // x and y float32, w f32, f16 or bf16 of [N, K]: y[M, N] = x[M, K] * w^T.
+  void matmul(const Tensor& x, const Tensor& w, const Tensor& y) const;
+  // Every product has a weight and an output, each a matmul of x.
+  void matmul_many(const Tensor& x, std::span<const WeightProduct> products) const;
+  void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y) const;
+  void add_rmsnorm(const Tensor& h, const Tensor& delta, const Tensor& w, const Tensor& y) const;
+  void add(const Tensor& h, const Tensor& delta) const;
+  void rope(const Tensor& x, const Tensor& positions) const;
+  void head_norm_rope(const Tensor& x, const Tensor& w, const Tensor& positions) const;
+  // q [M, Hq, D] and out of its shape, float32; an int32 key count per row.
+  void attention_queries(const Tensor& q, const Tensor& key_counts, const Tensor& out) const;
+  // attention_queries, and k, v [T, Hkv, D] float32 with Hkv dividing Hq.
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, const Tensor& out) const;
+  void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) const;
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) const;
+  void argmax(const Tensor& logits, const Tensor& ids) const;
+  void sample(const Tensor& logits, const Tensor& params, const Tensor& ids) const;
+
+ private:
+  // A weight or norm vector: on the device, f32, f16 or bf16.
+  void weight(const Tensor& w, const char* name) const;
+  // `listed` has a row per entry of `rows`, int32 indices into the rows of `indexed`.
+  void row_index(const Tensor& listed, const Tensor& indexed, const Tensor& rows, const char* op) const;
+
+  Device device_;
+  const char* backend_;
+};
+
+}  // namespace flashq

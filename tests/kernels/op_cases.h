@@ -1,0 +1,38 @@
+// The table of the op-parity harness: every case, grouped by the ops they exercise. A new op of
+// Backend (kernels/backend_ops.h) gets its cases in one of these groups; backend_ops_test fails
+// for an op of that list without a case.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/kernels/op_harness.h"
+
+namespace flashq {
+
+// allocate, upload_weight, the copies, store_rows, gather_rows, capture, replay.
+std::vector<OpCase> memory_op_cases();
+// matmul, matmul_many, matmul_swiglu, rmsnorm, add_rmsnorm, add, swiglu.
+std::vector<OpCase> dense_op_cases();
+// embedding, argmax, sample.
+std::vector<OpCase> token_op_cases();
+// rope, head_norm_rope, attention, store_and_attend, store_kv.
+std::vector<OpCase> attention_op_cases();
+
+// Every case, made once.
+const std::vector<OpCase>& op_table();
+
+// One attention case: rows of q against keys [0, count) of one k and v, with per-row counts in
+// [0, keys] unless every row sees them all (`same_count`); `misaligned_q` puts q 4 bytes off
+// 16-byte alignment, `no_keys` gives every row a count of 0.
+struct AttentionCaseShape {
+  std::string name;
+  int64_t rows, q_heads, kv_heads, head_dim, keys;
+  bool same_count;
+  bool misaligned_q = false;
+  bool no_keys = false;
+};
+OpCase attention_case(const AttentionCaseShape& shape);
+
+}  // namespace flashq

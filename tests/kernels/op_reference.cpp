@@ -1,0 +1,215 @@
+#include "tests/kernels/op_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace flashq::reference {
+
+std::vector<float> matmul(const std::vector<float>& x, const std::vector<float>& w, int64_t m, int64_t n, int64_t k) {
+  std::vector<float> y(static_cast<size_t>(m * n));
+  for (int64_t row = 0; row < m; ++row) {
+    for (int64_t col = 0; col < n; ++col) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < k; ++i) sum += static_cast<double>(x[row * k + i]) * w[col * k + i];
+      y[row * n + col] = static_cast<float>(sum);
+    }
+  }
+  return y;
+}
+
+std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>& w, int64_t dim, float eps) {
+  std::vector<float> y(x.size());
+  for (size_t start = 0; start < x.size(); start += static_cast<size_t>(dim)) {
+    double sum_squares = 0.0;
+    for (int64_t i = 0; i < dim; ++i) sum_squares += static_cast<double>(x[start + i]) * x[start + i];
+    const double scale = 1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i) y[start + i] = static_cast<float>(x[start + i] * scale * w[i]);
+  }
+  return y;
+}
+
+std::vector<float> add(const std::vector<float>& a, const std::vector<float>& b) {
+  std::vector<float> sum(a.size());
+  for (size_t i = 0; i < a.size(); ++i) sum[i] = a[i] + b[i];
+  return sum;
+}
+
+std::vector<float> swiglu(const std::vector<float>& gate, const std::vector<float>& up) {
+  std::vector<float> out(gate.size());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gate[i];
+    out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+  }
+  return out;
+}
+
+std::vector<float> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
+                        int64_t head_dim, float theta) {
+  std::vector<float> y = x;
+  const int64_t half = head_dim / 2;
+  for (size_t row = 0; row < positions.size(); ++row) {
+    for (int64_t i = 0; i < half; ++i) {
+      const auto inv_freq = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / head_dim));
+      const auto angle = static_cast<float>(positions[row] * static_cast<double>(inv_freq));
+      const double c = std::cos(static_cast<double>(angle)), s = std::sin(static_cast<double>(angle));
+      for (int64_t h = 0; h < heads; ++h) {
+        const size_t at = (row * heads + h) * head_dim + i;
+        const double a = x[at], b = x[at + half];
+        y[at] = static_cast<float>(a * c - b * s);
+        y[at + half] = static_cast<float>(b * c + a * s);
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<float> head_norm_rope(const std::vector<float>& x, const std::vector<float>& w,
+                                  const std::vector<int32_t>& positions, int64_t heads, int64_t head_dim, float eps,
+                                  float theta) {
+  return rope(rmsnorm(x, w, head_dim, eps), positions, heads, head_dim, theta);
+}
+
+std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                             const std::vector<int32_t>& key_counts, int64_t q_heads, int64_t kv_heads,
+                             int64_t head_dim) {
+  std::vector<float> out(q.size(), 0.0f);
+  const int64_t group = q_heads / kv_heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  for (size_t row = 0; row < key_counts.size(); ++row) {
+    const int64_t keys = key_counts[row];
+    for (int64_t h = 0; h < q_heads; ++h) {
+      const float* query = &q[(row * q_heads + h) * head_dim];
+      const int64_t kv = h / group;
+      std::vector<double> scores(static_cast<size_t>(std::max<int64_t>(keys, 0)));
+      for (int64_t j = 0; j < keys; ++j) {
+        double dot = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d)
+          dot += static_cast<double>(query[d]) * k[(j * kv_heads + kv) * head_dim + d];
+        scores[j] = dot * scale;
+      }
+      const double top = scores.empty() ? 0.0 : *std::max_element(scores.begin(), scores.end());
+      double total = 0.0;
+      for (double& s : scores) total += (s = std::exp(s - top));
+      for (int64_t d = 0; d < head_dim; ++d) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < keys; ++j) sum += scores[j] * v[(j * kv_heads + kv) * head_dim + d];
+        out[(row * q_heads + h) * head_dim + d] = keys > 0 ? static_cast<float>(sum / total) : 0.0f;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> store_rows(const std::vector<float>& src, std::vector<float> dst, const std::vector<int32_t>& rows,
+                              int64_t row_size) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::copy_n(src.begin() + static_cast<int64_t>(i) * row_size, row_size, dst.begin() + rows[i] * row_size);
+  }
+  return dst;
+}
+
+std::vector<float> gather_rows(const std::vector<float>& src, const std::vector<int32_t>& rows, int64_t row_size) {
+  std::vector<float> dst(rows.size() * static_cast<size_t>(row_size));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::copy_n(src.begin() + rows[i] * row_size, row_size, dst.begin() + static_cast<int64_t>(i) * row_size);
+  }
+  return dst;
+}
+
+std::vector<float> copy_rows(const std::vector<float>& src, std::vector<float> dst, int64_t first_row,
+                             int64_t row_size) {
+  std::copy(src.begin(), src.end(), dst.begin() + first_row * row_size);
+  return dst;
+}
+
+std::vector<float> copy_columns(const std::vector<float>& src, int64_t src_cols, std::vector<float> dst,
+                                int64_t dst_cols, int64_t first_col) {
+  const auto rows = static_cast<int64_t>(src.size()) / src_cols;
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < src_cols; ++c) dst[m * dst_cols + first_col + c] = src[m * src_cols + c];
+  }
+  return dst;
+}
+
+std::vector<float> embedding(const std::vector<float>& table, const std::vector<int32_t>& ids, int64_t dim) {
+  return gather_rows(table, ids, dim);
+}
+
+namespace {
+
+// A logit as the samplers order and weigh it: NaN as -inf.
+float ordered(float logit) { return std::isnan(logit) ? -std::numeric_limits<float>::infinity() : logit; }
+
+int32_t argmax_row(const float* row, int64_t vocab) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < vocab; ++i) {
+    if (ordered(row[i]) > ordered(row[best])) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+int32_t sample_row(const float* logits, const float* params, int64_t vocab) {
+  const float temperature = params[0], top_p = params[2], u = params[3];
+  const auto top_k = static_cast<int64_t>(params[1]);
+  if (!(temperature > 0.0f)) return argmax_row(logits, vocab);
+
+  float top = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; ++i) top = std::max(top, ordered(logits[i]));
+  std::vector<float> weight(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) weight[i] = std::exp((ordered(logits[i]) - top) / temperature);
+
+  // The candidates, largest logit first, ties by lower index; the top_k of them (0: all).
+  const int64_t candidates = top_k > 0 ? std::min(top_k, vocab) : vocab;
+  std::vector<int32_t> by_logit(static_cast<size_t>(vocab));
+  std::iota(by_logit.begin(), by_logit.end(), 0);
+  if (candidates < vocab || top_p < 1.0f) {  // else every index is kept, in whatever order
+    std::stable_sort(by_logit.begin(), by_logit.end(),
+                     [&](int32_t a, int32_t b) { return ordered(logits[a]) > ordered(logits[b]); });
+  }
+  double candidate_weight = 0.0;
+  for (int64_t r = 0; r < candidates; ++r) candidate_weight += weight[by_logit[r]];
+
+  // Of those, the shortest run from the top whose weight reaches top_p of theirs.
+  std::vector<bool> kept(static_cast<size_t>(vocab), false);
+  double run_weight = 0.0;
+  for (int64_t r = 0; r < candidates; ++r) {
+    kept[by_logit[r]] = true;
+    run_weight += weight[by_logit[r]];
+    if (top_p < 1.0f && run_weight >= top_p * candidate_weight) break;
+  }
+
+  // The first kept index, in index order, at which the running weight passes u of the kept weight.
+  double kept_weight = 0.0;
+  for (int64_t i = 0; i < vocab; ++i) kept_weight += kept[i] ? weight[i] : 0.0;
+  double running = 0.0;
+  int32_t last = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (!kept[i]) continue;
+    running += weight[i];
+    last = static_cast<int32_t>(i);
+    if (u * kept_weight < running) return last;
+  }
+  return last;
+}
+
+}  // namespace
+
+std::vector<int32_t> argmax(const std::vector<float>& logits, int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (size_t start = 0; start < logits.size(); start += static_cast<size_t>(vocab)) {
+    ids.push_back(argmax_row(&logits[start], vocab));
+  }
+  return ids;
+}
+
+std::vector<int32_t> sample(const std::vector<float>& logits, const std::vector<float>& params, int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (size_t row = 0; row * static_cast<size_t>(vocab) < logits.size(); ++row) {
+    ids.push_back(sample_row(&logits[row * vocab], &params[row * 4], vocab));
+  }
+  return ids;
+}
+
+}  // namespace flashq::reference
