@@ -177,8 +177,9 @@ TEST_F(RedisClusterTest, JobThatAlwaysCrashesItsWorkerEndsInDeadLetters) {
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i])) << ids[i];
 }
 
-// DESIGN.md §4 under fire: two brokers, three workers, jobs from ZeroMQ and Redis producers;
-// workers SIGKILLed and restarted every second or so, one broker SIGKILLed once.
+// The delivery rules of docs/redis.md under fire: two brokers, three workers, jobs from ZeroMQ
+// and Redis producers; workers SIGKILLed and restarted every second or so, one broker SIGKILLed
+// once.
 TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
   Cluster other(scratch_.path());
   ASSERT_TRUE(start_broker(redis_flags("a")));

@@ -1,5 +1,5 @@
-"""A stand-in for Hugging Face transformers, for testing tools/gpu_session/hf_baseline.py where
-transformers is not installed (tests/scripts/gpu_session_test). It is not transformers: it offers
+"""A stand-in for Hugging Face transformers, for testing tools/gpu_validation/hf_baseline.py where
+transformers is not installed (tests/scripts/gpu_validation_test). It is not transformers: it offers
 only the calls hf_baseline.py makes, with the behaviour the 5.x documentation describes (from_pretrained
 with dtype/device_map/output_loading_info, generate with a streamer that receives the prompt and
 then each new token, min_new_tokens, cache_implementation, disable_compile), over our own PyTorch

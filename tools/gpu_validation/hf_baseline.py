@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Hugging Face transformers baseline of issue 6 (docs/gpu_session.md): greedy decoding at
+"""The Hugging Face transformers baseline of the GPU validation (docs/gpu-validation.md): greedy decoding at
 batch 1 of a model directory written by `flashq-model make-tiny` (config.json + model.safetensors
 in the Hugging Face layout; random weights, so no tokenizer: the prompt is random token ids),
 timed as `flashq-bench engine` times ours: the prefill apart, and decode speed as the tokens after

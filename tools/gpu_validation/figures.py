@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summaries of the issue 6 figures (docs/gpu_session.md): run_figures hands this the raw output of
+"""Summaries of the GPU validation figures (docs/gpu-validation.md): run_figures hands this the raw output of
 one subcommand (flashq-bench JSON lines, gtest JSON reports, hf_baseline.py lines) and appends the
 one JSON line it prints to figures.jsonl; `table` turns one or more figures.jsonl files into the
 Markdown tables of docs/perf.md.
@@ -23,7 +23,7 @@ import json
 import os
 import sys
 
-# The issue's aims (issue 6), written beside each figure so the summary reads on its own.
+# The CUDA backend's aims (docs/perf.md, "GPU"), written beside each figure so the summary reads on its own.
 AIM_FRACTION_OF_FLOOR = 0.85
 AIM_VERIFY_16 = 1.2
 AIM_DRAFT_16 = 0.25
