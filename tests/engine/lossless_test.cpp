@@ -1,4 +1,4 @@
-// Lossless speculative decoding (DFLASH.md §2.4): at temperature 0 the output with DFlash equals
+// Lossless speculative decoding (docs/dflash.md §2.4): at temperature 0 the output with DFlash equals
 // the output without it, token for token, for many prompts over several random target/drafter
 // pairs, block sizes 2..16, alone and in mixed batches where sequences join and leave.
 #include <gtest/gtest.h>

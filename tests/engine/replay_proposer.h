@@ -1,5 +1,5 @@
 // A proposer double that replays the target's own continuation, with wrong draft tokens at chosen
-// positions, so a test decides exactly which draft tokens the target must accept (DFLASH.md §2.4).
+// positions, so a test decides exactly which draft tokens the target must accept (docs/dflash.md §2.4).
 // It also checks the engine's side of the proposer protocol (proposer.h): observations cover the
 // committed positions in order, without gaps or repeats; every proposal starts right after the
 // last committed token; and (for greedy runs) what was committed is the known continuation.

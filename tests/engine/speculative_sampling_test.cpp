@@ -1,4 +1,4 @@
-// Speculative sampling keeps the target's distribution exactly (DFLASH.md §2.4): accepting a draft
+// Speculative sampling keeps the target's distribution exactly (docs/dflash.md §2.4): accepting a draft
 // token d with probability p(d), and on rejection drawing from p without d, emits each token with
 // probability p whatever was drafted. Checked by chi-square tests at p = 0.001 on fixed seeds, so
 // every run draws the same numbers and the outcome is deterministic.

@@ -1,8 +1,8 @@
-// Greedy verification in the engine (DFLASH.md §2.4): with a proposer that replays the target's
+// Greedy verification in the engine (docs/dflash.md §2.4): with a proposer that replays the target's
 // own continuation and is wrong exactly where a test says, the engine must keep the longest correct
 // prefix, continue with the target's own token, honour every stop inside an accepted run, clamp
 // the last block to max_tokens and to the context, and produce exactly the plain output. A float32
-// model keeps verify and decode passes from rounding an argmax differently (DFLASH.md §4.10).
+// model keeps verify and decode passes from rounding an argmax differently (docs/dflash.md §4.10).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""NumPy reference of the DFlash drafter and of greedy DFlash speculative decoding (DFLASH.md §2-§3).
+"""NumPy reference of the DFlash drafter and of greedy DFlash speculative decoding (docs/dflash.md §2-§3).
 
-Read it next to DFLASH.md: §3 (the drafter directory) first because everything else needs it, then
+Read it next to docs/dflash.md: §3 (the drafter directory) first because everything else needs it, then
 §2.1 context features, §2.2 KV injection, §2.3 one draft step, §2.4 the greedy loop. The target is
 qwen3_reference.py; this file reuses its building blocks (linear, rms_norm, apply_rope, attention,
-MLP) so that the drafter differs from a target layer only where DFLASH.md says it does.
+MLP) so that the drafter differs from a target layer only where docs/dflash.md says it does.
 
 Numerics as in qwen3_reference.py: weights float32 as stored, every activation float64.
 

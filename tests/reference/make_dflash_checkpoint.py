@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes a tiny random DFlash drafter directory for a given (tiny) target directory, in the
-z-lab layout of DFLASH.md §3, for the self-checks of dflash_reference.py.
+z-lab layout of docs/dflash.md §3, for the self-checks of dflash_reference.py.
 
     /usr/bin/python3 tests/reference/make_dflash_checkpoint.py --target DIR --out DIR \
         [--layers 2] [--block-size 16] [--seed 0] [--dtype BF16]

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""NumPy reference of the Qwen3 dense target (DFLASH.md section 1), for checking flashq against.
+"""NumPy reference of the Qwen3 dense target (docs/dflash.md section 1), for checking flashq against.
 
-Written to be read next to DFLASH.md: one function per step, in the order the section gives them,
+Written to be read next to docs/dflash.md: one function per step, in the order the section gives them,
 no KV cache, no fusion. Slow on purpose; correctness is the only goal.
 
 Numerics: weights are kept as float32 (exact for bf16/f16/f32 checkpoints, and half the memory of
@@ -175,7 +175,7 @@ def load_model(model_dir):
         for i in range(c.num_hidden_layers)
     ]
     embed = _take(tensors, "model.embed_tokens.weight", vocab_shape)
-    # DFLASH.md: lm_head.weight when the file has it; otherwise the embedding, if the config ties them.
+    # docs/dflash.md: lm_head.weight when the file has it; otherwise the embedding, if the config ties them.
     if "lm_head.weight" in tensors:
         lm_head = _take(tensors, "lm_head.weight", vocab_shape)
     elif c.tie_word_embeddings:
@@ -187,7 +187,7 @@ def load_model(model_dir):
 
 
 # ---------------------------------------------------------------------------------------------
-# The forward pass, DFLASH.md section 1, step by step
+# The forward pass, docs/dflash.md section 1, step by step
 # ---------------------------------------------------------------------------------------------
 
 def linear(x, weight):

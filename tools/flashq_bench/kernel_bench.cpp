@@ -327,7 +327,7 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
               << std::endl;
   }
 
-  // Qwen3-8B attention shapes (DFLASH.md §1): 32 query heads over 8 KV heads of 128.
+  // Qwen3-8B attention shapes (docs/dflash.md §1): 32 query heads over 8 KV heads of 128.
   const int64_t q_heads = 32, kv_heads = 8, head_dim = 128;
 
   // A layer's path from its q/k/v products to attention over 512 cached keys: the q/k norm and

@@ -27,7 +27,7 @@ struct TinyModelSpec {
   uint64_t seed = 0;
 };
 
-// Real shapes: "qwen3-0.6b", "qwen3-4b", "qwen3-8b" (DFLASH.md §1). kInvalidArgument otherwise.
+// Real shapes: "qwen3-0.6b", "qwen3-4b", "qwen3-8b" (docs/dflash.md §1). kInvalidArgument otherwise.
 TinyModelSpec preset_spec(const std::string& name);
 
 // Writes the directory (created if needed). kInvalidArgument for impossible shapes.
@@ -41,7 +41,7 @@ struct TinyDrafterSpec {
 };
 
 // `flashq-model make-tiny --drafter-for TARGET`: a random DFlash drafter in the z-lab layout
-// (DFLASH.md §3) for the target in `target_dir`: same hidden size, heads and vocabulary; MASK is
+// (docs/dflash.md §3) for the target in `target_dir`: same hidden size, heads and vocabulary; MASK is
 // the target's last embedding row, beyond its tokenizer.
 void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path& target_dir,
                         const std::filesystem::path& out);

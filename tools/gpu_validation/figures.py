@@ -394,7 +394,7 @@ def cmd_table(args):
                    f"ours / static-compile {fmt(hf.get('ours_over_static_compile'), 2, 'x')}) |")
     if parity:
         cells = []
-        for name in ("cuda_parity_test", "cuda_fused_parity_test", "cuda_model_test"):
+        for name in ("backend_ops_test", "cuda_parity_test", "cuda_fused_parity_test", "cuda_model_test"):
             s = parity.get(name) or {}
             cells.append(f"{name} {s.get('passed', '?')} passed, {s.get('failed', '?')} failed, "
                          f"{s.get('skipped', '?')} skipped")

@@ -1,4 +1,4 @@
-"""The DFlash drafter in plain PyTorch, for training (DFLASH.md §2 and §6), with the z-lab tensor
+"""The DFlash drafter in plain PyTorch, for training (docs/dflash.md §2 and §6), with the z-lab tensor
 names and config keys that worker/model/dflash_drafter.cpp and drafter_config.cpp load.
 
 Training runs many draft blocks of one sequence at once. Each anchor position p makes a block

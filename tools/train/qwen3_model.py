@@ -1,4 +1,4 @@
-"""A small Qwen3 (dense) model in plain PyTorch, written to match DFLASH.md §1 and the tensor names
+"""A small Qwen3 (dense) model in plain PyTorch, written to match docs/dflash.md §1 and the tensor names
 and config.json keys of Hugging Face's Qwen3ForCausalLM, which worker/model/qwen3.cpp loads.
 
 Per layer, pre-norm:

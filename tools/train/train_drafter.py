@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Step 4 of the demo pair: trains the DFlash drafter on the target's own greedy continuations
-(make_drafter_data.py) with the loss of DFLASH.md §6, and exports it in the z-lab layout:
+(make_drafter_data.py) with the loss of docs/dflash.md §6, and exports it in the z-lab layout:
     OUT/config.json, OUT/model.safetensors (bf16)
 
 Anchors are drawn in the generated part of each sequence (the first draft of a request anchors at

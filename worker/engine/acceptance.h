@@ -1,4 +1,4 @@
-// Verification of a drafted block against the target's logits (DFLASH.md §2.4). Row j of the
+// Verification of a drafted block against the target's logits (docs/dflash.md §2.4). Row j of the
 // target's logits is its distribution for the token after block position j; the draft d_1..d_{B-1}
 // sits at block positions 1..B-1.
 #pragma once

@@ -1,6 +1,6 @@
 // The DFlash drafter as a proposer: committed tokens are injected into the sequence's draft
 // context cache lazily, just before the sequence next drafts; proposing runs one non-causal pass
-// over all blocks and takes the argmax of rows 1..B-1 (DFLASH.md §2.3).
+// over all blocks and takes the argmax of rows 1..B-1 (docs/dflash.md §2.3).
 //
 // A sequence that `auto` keeps from drafting would otherwise pay an injection per committed
 // token for a drafter it does not use (6% of a decode step for the demo pair). Instead only the

@@ -1,4 +1,4 @@
-// The speculative engine with continuous batching (DESIGN.md §5, DFLASH.md §2.4). Per step:
+// The speculative engine with continuous batching (docs/architecture.md, docs/dflash.md §2.4). Per step:
 // admit waiting sequences (prefill, one pass each); then decode, role by role over one record per
 // sequence (SequenceStep): plan the block sizes (StepPlanner), propose a draft for every
 // speculating sequence (one drafter pass for all), verify every sequence's block in one batched
@@ -108,7 +108,7 @@ class Engine {
   void propose(std::span<SequenceStep> steps);
   // The target's tap layers, if any sequence of the pass keeps hidden states.
   std::vector<int64_t> tap_layers_for(std::span<SequenceStep* const> verified) const;
-  // The verified block's commit (DFLASH.md §2.4): the target KV keeps x, d_1..d_a; the proposer
+  // The verified block's commit (docs/dflash.md §2.4): the target KV keeps x, d_1..d_a; the proposer
   // will observe them (into `observations`); the statistics and the policy count the draft.
   void commit(SequenceStep& step, const Verifier::Pass& pass, std::vector<Observation>& observations,
               std::vector<Observation>& observations_without_taps);

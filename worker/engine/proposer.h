@@ -1,4 +1,4 @@
-// A proposer drafts the next tokens of a sequence for the target to verify (DESIGN.md §5). The
+// A proposer drafts the next tokens of a sequence for the target to verify (docs/architecture.md). The
 // DFlash drafter is one; tests use a double that replays a known continuation.
 //
 // Protocol, per sequence: start_sequence once; observe every run of committed tokens, in order,

@@ -1,4 +1,4 @@
-// One sequence's part in one decode step (DFLASH.md §2.3-2.4), filled in role by role: the plan
+// One sequence's part in one decode step (docs/dflash.md §2.3-2.4), filled in role by role: the plan
 // sets its block size, the proposer its draft, the verifier its block's rows in the target's
 // pass, acceptance how much of the draft the target kept.
 #pragma once

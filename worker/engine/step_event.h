@@ -1,4 +1,4 @@
-// Emitting a step's tokens (DFLASH.md §2.4, Stops): one event per sequence per step, carrying the
+// Emitting a step's tokens (docs/dflash.md §2.4, Stops): one event per sequence per step, carrying the
 // tokens that joined its output and their text. An eos or stop id ends the output and is not
 // part of it; a stop string ends it at the token that completed it, its own text never emitted;
 // max_tokens ends it at the last token allowed. Tokens after a stop inside an accepted run are

@@ -1,7 +1,7 @@
 // The plan of a decode step: each running sequence's block size B. A `dflash` sequence drafts its
 // request's block (or the drafter's), an `auto` one what the policy chooses for the batch, one
 // with spec `off` (or in an engine without a proposer) nothing (B = 1). Then B is clamped so that
-// no step runs past max_tokens or the context, whose size the KV cache was made for (DFLASH.md
+// no step runs past max_tokens or the context, whose size the KV cache was made for (docs/dflash.md
 // §2.4, Stops): a sequence whose context is full gets B = 0 and ends.
 #pragma once
 

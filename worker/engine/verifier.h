@@ -1,4 +1,4 @@
-// Verification (DFLASH.md §2.4): one batched target pass over every sequence's block
+// Verification (docs/dflash.md §2.4): one batched target pass over every sequence's block
 // [x, d_1, ..., d_{B-1}] (causal, on top of its KV cache, capturing the proposer's tap layers),
 // and of its logits what acceptance needs, brought to the host as cheaply as the batch allows:
 // with every sequence greedy, each row's argmax only (4 bytes a row, not a vocabulary); where no

@@ -1,4 +1,4 @@
-// The DFlash drafter (DFLASH.md §2): a small Qwen3-style layer stack that fills a whole block of
+// The DFlash drafter (docs/dflash.md §2): a small Qwen3-style layer stack that fills a whole block of
 // future positions in one non-causal forward pass, conditioned on the target's hidden states
 // through KV injection. It has no embedding or LM head of its own: it borrows the target's,
 // which may be of any family (TargetModel).

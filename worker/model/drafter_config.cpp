@@ -9,7 +9,7 @@
 namespace flashq {
 
 std::vector<int64_t> default_target_layer_ids(int64_t target_layers, int64_t count) {
-  if (count == 1) return {target_layers / 2};  // as z-lab's code does; DFLASH.md §2.1 covers K >= 2
+  if (count == 1) return {target_layers / 2};  // as z-lab's code does; docs/dflash.md §2.1 covers K >= 2
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < count; ++i) {
     ids.push_back(static_cast<int64_t>(

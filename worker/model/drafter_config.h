@@ -1,4 +1,4 @@
-// The hyper-parameters of a z-lab DFlash drafter directory (DFLASH.md §3): a Qwen3-style layer
+// The hyper-parameters of a z-lab DFlash drafter directory (docs/dflash.md §3): a Qwen3-style layer
 // stack plus the block size, the MASK token and the target layers whose hidden states it reads.
 #pragma once
 
@@ -17,7 +17,7 @@ struct DrafterConfig {
   std::vector<int64_t> target_layer_ids;  // 0-based target layers, in concatenation order
 };
 
-// DFLASH.md §2.1: K layers evenly spread from layer 1 to layer L-3.
+// docs/dflash.md §2.1: K layers evenly spread from layer 1 to layer L-3.
 std::vector<int64_t> default_target_layer_ids(int64_t target_layers, int64_t count);
 
 // Reads dir/config.json and checks it against the target it will serve. Refuses (kUnsupported,

@@ -1,6 +1,6 @@
 // One batched forward pass of a target model, whatever its family: the sequence chunks it runs
 // (prefill of N tokens, decode of 1, verification of a block of B: the same call), which
-// logits it returns and which layers' residual streams it taps (the DFlash taps, DFLASH.md §2.1).
+// logits it returns and which layers' residual streams it taps (the DFlash taps, docs/dflash.md §2.1).
 #pragma once
 
 #include <cstdint>

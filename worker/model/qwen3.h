@@ -1,8 +1,8 @@
-// The Qwen3 dense target model (DFLASH.md §1) on any backend, the first TargetModel family.
+// The Qwen3 dense target model (docs/dflash.md §1) on any backend, the first TargetModel family.
 // One forward pass runs a batch of sequence chunks together: every chunk's tokens are appended
 // on top of its own KV cache, the projections run once over all rows, attention runs per
 // chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.
-// The residual stream after any list of layers can be captured (the DFlash taps, DFLASH.md
+// The residual stream after any list of layers can be captured (the DFlash taps, docs/dflash.md
 // §2.1). Its layers have the per-head q/k norm; its chat template is ChatML.
 #pragma once
 
