@@ -6,24 +6,14 @@
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
-#include "tests/support/temp_dir.h"
-#include "tools/flashq_model/tiny_tokenizer.h"
+#include "tests/support/tiny_tokenizer_suite.h"
 #include "worker/tokenizer/incremental_decoder.h"
 
 namespace flashq::testing {
 namespace {
 
-class TextStreamTest : public ::testing::Test {
+class TextStreamTest : public TinyTokenizerSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    write_tiny_tokenizer(dir_->path(), 511);
-    tokenizer_ = load_tokenizer(dir_->path()).release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    delete dir_;
-  }
 
   // The text each token's step streams, uninterrupted, ending at the first stop.
   struct Run {
@@ -53,12 +43,7 @@ class TextStreamTest : public ::testing::Test {
     for (size_t i = from; i < r.step_text.size(); ++i) s += r.step_text[i];
     return s + r.tail;
   }
-
-  static TempDir* dir_;
-  static Tokenizer* tokenizer_;
 };
-TempDir* TextStreamTest::dir_ = nullptr;
-Tokenizer* TextStreamTest::tokenizer_ = nullptr;
 
 TEST_F(TextStreamTest, UninterruptedTextIsTheDecodedOutput) {
   const std::vector<int32_t> ids = tokenizer_->encode("naïve café → 東京 queue");

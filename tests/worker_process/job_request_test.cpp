@@ -5,29 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
-#include "tests/support/temp_dir.h"
-#include "tools/flashq_model/tiny_tokenizer.h"
+#include "tests/support/tiny_tokenizer_suite.h"
 
 namespace flashq::testing {
 namespace {
 
-class JobRequestTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    write_tiny_tokenizer(dir_->path(), 511);
-    tokenizer_ = load_tokenizer(dir_->path()).release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    delete dir_;
-  }
-
-  static TempDir* dir_;
-  static Tokenizer* tokenizer_;
-};
-TempDir* JobRequestTest::dir_ = nullptr;
-Tokenizer* JobRequestTest::tokenizer_ = nullptr;
+class JobRequestTest : public TinyTokenizerSuite {};
 
 protocol::Assign assign_with(protocol::Prompt prompt, int64_t max_tokens) {
   protocol::Assign a;
