@@ -1,10 +1,15 @@
 // A subscriber to the broker's stream socket on a thread of its own: one SUB socket subscribed
 // to a topic prefix ("job/": every job), keeping the events it receives, grouped by job id, in
 // arrival order. As docs/protocol.md §8.5 asks of subscribers, an event whose seq is below the
-// next expected one is a duplicate (a replay) and dropped; gaps are kept, for the test to see.
-// Malformed stream messages are kept as problems.
+// next expected one is a duplicate (a replay overlapping the live stream) and dropped; gaps are
+// kept, for the test to see. A duplicate is only a duplicate if it is the same event: a seq that
+// arrives again with other content (two versions of one seq on the stream socket) is kept as a
+// problem naming the job, the seq and both versions, as is a malformed stream message.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +25,24 @@
 #include "shared/protocol/stream.h"
 
 namespace flashq::testing {
+
+// An event in one line, every field that two versions of one seq could differ in.
+inline std::string describe_event(const protocol::Event& event) {
+  std::string out = "{token_ids [";
+  for (size_t i = 0; i < event.token_ids.size(); ++i) out += (i ? "," : "") + std::to_string(event.token_ids[i]);
+  out += "], text \"" + event.text + "\"";
+  if (event.final_result) {
+    const protocol::FinalResult& f = *event.final_result;
+    out += ", final {" + std::string(protocol::finish_reason_name(f.finish_reason)) + ", usage " +
+           std::to_string(f.usage.prompt_tokens) + "+" + std::to_string(f.usage.completion_tokens) + ", spec " +
+           std::to_string(f.spec_stats.draft_steps) + "/" + std::to_string(f.spec_stats.accepted_tokens) + "/" +
+           std::to_string(f.spec_stats.tau) + ", timings " + std::to_string(f.timings.queue_ms) + "/" +
+           std::to_string(f.timings.ttft_ms) + "/" + std::to_string(f.timings.total_ms) + " ms";
+    if (f.error) out += ", error \"" + *f.error + "\"";
+    out += "}";
+  }
+  return out + "}";
+}
 
 class StreamCollector {
  public:
@@ -41,6 +64,16 @@ class StreamCollector {
   std::vector<std::string> problems() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return problems_;
+  }
+
+  // Success when no problem was seen; otherwise a failure listing every problem.
+  ::testing::AssertionResult has_no_problems() const {
+    const std::vector<std::string> seen = problems();
+    if (seen.empty()) return ::testing::AssertionSuccess();
+    ::testing::AssertionResult failure = ::testing::AssertionFailure();
+    failure << seen.size() << " problem(s) on the stream socket:";
+    for (const std::string& problem : seen) failure << "\n  " << problem;
+    return failure;
   }
 
   // Waits until an event with `final` arrived for job `id`.
@@ -74,9 +107,7 @@ class StreamCollector {
         for (const zmq::message_t& part : parts) frames.push_back(part.to_string_view());
         std::lock_guard<std::mutex> lock(mutex_);
         try {
-          protocol::Event event = protocol::from_stream_frames(frames);
-          std::vector<protocol::Event>& kept = events_[event.id];
-          if (kept.empty() || event.seq > kept.back().seq) kept.push_back(std::move(event));
+          keep(protocol::from_stream_frames(frames));
         } catch (const Error& e) {
           problems_.push_back(e.what());
         }
@@ -84,6 +115,21 @@ class StreamCollector {
         changed_.notify_all();
       }
     }
+  }
+
+  // Called with mutex_ held.
+  void keep(protocol::Event event) {
+    std::vector<protocol::Event>& kept = events_[event.id];
+    if (kept.empty() || event.seq > kept.back().seq) {
+      kept.push_back(std::move(event));
+      return;
+    }
+    auto same_seq = std::find_if(kept.begin(), kept.end(), [&](const protocol::Event& e) { return e.seq == event.seq; });
+    // An unseen seq below the last one fills no gap here: the gap stays for the test to see.
+    if (same_seq == kept.end() || *same_seq == event) return;
+    problems_.push_back("job " + event.id + ": seq " + std::to_string(event.seq) +
+                        " arrived twice with different content: first " + describe_event(*same_seq) + ", then " +
+                        describe_event(event));
   }
 
   std::string endpoint_;
