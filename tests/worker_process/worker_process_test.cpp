@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "tests/engine/demo_pair.h"
 #include "tests/support/temp_dir.h"
 #include "tests/worker_process/worker_harness.h"
 #include "tools/flashq_model/make_tiny.h"
@@ -259,6 +260,55 @@ TEST_F(WorkerProcessTest, SpeculativeJobMatchesTheTargetAndReportsSpecStats) {
   // some draft token was accepted.
   EXPECT_EQ(stats.tau > 1.0, stats.accepted_tokens > 0) << "tau " << stats.tau << ", " << stats.accepted_tokens
                                                         << " accepted";
+}
+
+// The demo pair's drafter is one the target accepts: the FINAL counts accepted tokens, as many as
+// the same job accepts in this process.
+TEST_F(WorkerProcessTest, DemoDrafterGetsTokensAcceptedAndTheFinalCountsThem) {
+  const std::string target = std::filesystem::absolute("models/demo/target").string();
+  const std::string drafter = std::filesystem::absolute("models/demo/drafter").string();
+  worker_ = std::make_unique<WorkerProcess>(
+      std::vector<std::string>{"--broker", broker_.endpoint(), "--model", target, "--drafter", drafter, "--id",
+                               "wp-demo", "--device", "cpu", "--slots", "1", "--log-level", "info"},
+      scratch_.path() / "worker.log");
+  ASSERT_TRUE(worker_->started());
+  ASSERT_TRUE(broker_.expect_ready()) << "no READY";
+  const std::string prompt =
+      "class Stack:\n    def __init__(self):\n        self._items = []\n\n    def push(self, item):\n        ";
+  constexpr int64_t kTokens = 48, kBlock = 4;
+
+  DemoPair pair;
+  Engine engine(*pair.target, *pair.tokenizer, pair.proposer.get(), {.max_slots = 1});
+  SequenceRequest request{.spec = SpecMode::kDflash, .block_size = kBlock};
+  request.generation = {.prompt_tokens = pair.tokenizer->encode(prompt), .max_tokens = kTokens};
+  engine.add(0, request);
+  engine.run_until_idle();
+  const FinishedSequence want = engine.take_finished().at(0);
+
+  protocol::Assign job = assign("demo", prompt, kTokens);
+  job.job.spec = protocol::SpecMode::kDflash;
+  job.job.block_size = kBlock;
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "demo");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.ids(), want.tokens);
+  const protocol::SpecStats& stats = got.final_message->result.spec_stats;
+  EXPECT_GT(stats.accepted_tokens, 0) << "the demo drafter had no token accepted";
+  EXPECT_EQ(stats.accepted_tokens, want.spec_stats.accepted_tokens);
+  EXPECT_EQ(stats.draft_steps, want.spec_stats.draft_steps);
+  EXPECT_LE(stats.accepted_tokens, stats.draft_steps * (kBlock - 1)) << "at most block size - 1 per draft";
+  EXPECT_DOUBLE_EQ(stats.tau, want.spec_stats.tau());
+  EXPECT_GT(stats.tau, 1.0);
+  // Each TOKENS message after the first carries one verify pass's output: its accepted draft
+  // tokens and the target's own. Only the last pass may be cut short (at max_tokens), by at most
+  // the block's draft tokens.
+  int64_t accepted_in_stream = 0;
+  for (size_t i = 1; i < got.tokens.size(); ++i) {
+    accepted_in_stream += static_cast<int64_t>(got.tokens[i].token_ids.size()) - 1;
+  }
+  EXPECT_LE(accepted_in_stream, stats.accepted_tokens);
+  EXPECT_GE(accepted_in_stream, stats.accepted_tokens - (kBlock - 1));
 }
 
 TEST_F(WorkerProcessTest, JobsInSeveralSlotsStreamSideBySideEachGapFree) {
