@@ -5,10 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <map>
-#include <numeric>
 
 #include "tests/engine/chi_square.h"
 #include "tests/engine/replay_proposer.h"
