@@ -5,11 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <map>
-#include <numeric>
 
+#include "tests/engine/chi_square.h"
 #include "tests/engine/replay_proposer.h"
 #include "tests/model/tiny_model.h"
 #include "worker/engine/acceptance.h"
@@ -18,35 +16,6 @@
 
 namespace flashq::testing {
 namespace {
-
-// The chi-square value a correct sampler exceeds with probability 0.001, by degrees of freedom.
-double chi_square_critical_0_001(int64_t degrees_of_freedom) {
-  static constexpr std::array<double, 30> kCritical = {
-      10.828, 13.816, 16.266, 18.467, 20.515, 22.458, 24.322, 26.124, 27.877, 29.588,
-      31.264, 32.909, 34.528, 36.123, 37.697, 39.252, 40.790, 42.312, 43.820, 45.315,
-      46.797, 48.268, 49.728, 51.179, 52.620, 54.052, 55.476, 56.892, 58.301, 59.703};
-  if (degrees_of_freedom < 1 || degrees_of_freedom > static_cast<int64_t>(kCritical.size())) {
-    throw std::out_of_range("chi-square table holds 1..30 degrees of freedom");
-  }
-  return kCritical[static_cast<size_t>(degrees_of_freedom - 1)];
-}
-
-// Goodness of fit of observed counts to probabilities (categories with probability 0 excluded;
-// the caller checks they were never drawn).
-double chi_square_goodness_of_fit(const std::vector<int64_t>& counts, const std::vector<double>& probs) {
-  const double n = static_cast<double>(std::accumulate(counts.begin(), counts.end(), int64_t{0}));
-  double chi = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (probs[i] <= 0) continue;
-    const double expected = n * probs[i];
-    chi += (static_cast<double>(counts[i]) - expected) * (static_cast<double>(counts[i]) - expected) / expected;
-  }
-  return chi;
-}
-
-int64_t support_size(const std::vector<double>& probs) {
-  return std::count_if(probs.begin(), probs.end(), [](double p) { return p > 0; });
-}
 
 // ---------------------------------------------------------------------------------------------
 // accept_speculative_sampling on hand-made rows over a vocabulary of 5.
@@ -172,45 +141,6 @@ TEST(SpeculativeSampling, WithoutADraftIsOneOrdinarySample) {
 
 // ---------------------------------------------------------------------------------------------
 // End to end: the engine's sampled output with speculation has the distribution of plain sampling.
-
-// Homogeneity of two samples of categories (token ids): the most frequent tokens are categories
-// of their own as long as each holds at least `min_count` draws over both samples (at most
-// `max_categories` - 1 of them); the rest are pooled into one more category.
-struct Homogeneity {
-  double chi_square = 0;
-  int64_t degrees_of_freedom = 0;
-};
-
-Homogeneity chi_square_homogeneity(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int64_t min_count,
-                                   int64_t max_categories) {
-  std::map<int32_t, std::array<int64_t, 2>> counts;
-  for (int32_t t : a) ++counts[t][0];
-  for (int32_t t : b) ++counts[t][1];
-  std::vector<std::array<int64_t, 2>> by_total;
-  for (const auto& [token, c] : counts) by_total.push_back(c);
-  std::sort(by_total.begin(), by_total.end(), [](const auto& x, const auto& y) { return x[0] + x[1] > y[0] + y[1]; });
-  std::vector<std::array<int64_t, 2>> table;
-  std::array<int64_t, 2> pooled = {0, 0};
-  for (const auto& c : by_total) {
-    if (c[0] + c[1] >= min_count && static_cast<int64_t>(table.size()) < max_categories - 1) {
-      table.push_back(c);
-    } else {
-      pooled[0] += c[0];
-      pooled[1] += c[1];
-    }
-  }
-  if (pooled[0] + pooled[1] > 0) table.push_back(pooled);
-  const double n_a = static_cast<double>(a.size()), n_b = static_cast<double>(b.size()), n = n_a + n_b;
-  Homogeneity h;
-  for (const auto& c : table) {
-    const double total = static_cast<double>(c[0] + c[1]);
-    const double expected_a = total * n_a / n, expected_b = total * n_b / n;
-    h.chi_square += (static_cast<double>(c[0]) - expected_a) * (static_cast<double>(c[0]) - expected_a) / expected_a;
-    h.chi_square += (static_cast<double>(c[1]) - expected_b) * (static_cast<double>(c[1]) - expected_b) / expected_b;
-  }
-  h.degrees_of_freedom = static_cast<int64_t>(table.size()) - 1;
-  return h;
-}
 
 // Drafts what the target itself would choose greedily after the committed prefix, running a second
 // copy of the target (its own caches) for all sequences together: a good drafter, so at a low

@@ -6,10 +6,13 @@
 #include <iostream>
 #include <map>
 
+#include "tests/engine/demo_pair.h"
 #include "tests/support/temp_dir.h"
 #include "tests/worker_process/worker_harness.h"
 #include "tools/flashq_model/make_tiny.h"
+#include "worker/engine/dflash_proposer.h"
 #include "worker/engine/engine.h"
+#include "worker/model/dflash_drafter.h"
 #include "worker/model/model_registry.h"
 #include "worker/tokenizer/chat_template.h"
 
@@ -36,8 +39,10 @@ class WorkerProcessTest : public ::testing::Test {
     backend_ = make_cpu_backend().release();
     model_ = load_target_model(target_dir(), *backend_).release();
     tokenizer_ = load_tokenizer(target_dir()).release();
+    drafter_ = DFlashDrafter::load(drafter_dir(), *model_, *backend_).release();
   }
   static void TearDownTestSuite() {
+    delete drafter_;
     delete tokenizer_;
     delete model_;
     delete backend_;
@@ -73,6 +78,19 @@ class WorkerProcessTest : public ::testing::Test {
     engine.run_until_idle();
     FinishedSequence done = engine.take_finished().at(0);
     return {done.tokens, done.text, done.finish_reason};
+  }
+
+  // The same job with speculation (`spec: dflash`, the drafter's block size), run in this process:
+  // the CPU's passes do not depend on the batch, so the worker must report these counts exactly.
+  static SpecStats speculative_reference_stats(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+    DFlashProposer proposer(*drafter_);
+    Engine engine(*model_, *tokenizer_, &proposer, {.max_slots = 1});
+    SequenceRequest request{.spec = SpecMode::kDflash};
+    request.generation.prompt_tokens = prompt;
+    request.generation.max_tokens = max_tokens;
+    engine.add(0, request);
+    engine.run_until_idle();
+    return engine.take_finished().at(0).spec_stats;
   }
 
   // Starts the worker and waits for its READY.
@@ -127,6 +145,7 @@ class WorkerProcessTest : public ::testing::Test {
   static Backend* backend_;
   static TargetModel* model_;
   static Tokenizer* tokenizer_;
+  static DFlashDrafter* drafter_;
 
   TempDir scratch_;
 
@@ -172,6 +191,7 @@ TempDir* WorkerProcessTest::root_ = nullptr;
 Backend* WorkerProcessTest::backend_ = nullptr;
 TargetModel* WorkerProcessTest::model_ = nullptr;
 Tokenizer* WorkerProcessTest::tokenizer_ = nullptr;
+DFlashDrafter* WorkerProcessTest::drafter_ = nullptr;
 
 TEST_F(WorkerProcessTest, RegistersWithReadyNamingModelSlotsBlockSizeAndBackend) {
   std::optional<protocol::Ready> ready = start_worker(true, {"--slots", "3"});
@@ -205,8 +225,13 @@ TEST_F(WorkerProcessTest, StreamsGapFreeTokensThenOneFinalEqualToTheEngine) {
   EXPECT_FALSE(r.error);
   EXPECT_EQ(r.usage.prompt_tokens, static_cast<int64_t>(tokenizer_->encode(prompt).size()));
   EXPECT_EQ(r.usage.completion_tokens, static_cast<int64_t>(want.tokens.size()));
+  // Without a drafter nothing is drafted or accepted, and every pass commits one token.
   EXPECT_EQ(r.spec_stats.draft_steps, 0);
+  EXPECT_EQ(r.spec_stats.accepted_tokens, 0);
+  EXPECT_EQ(r.spec_stats.tau, 1.0);
+  // Received, then admitted, then the first token, then the FINAL: each time is at least the one before.
   EXPECT_GE(r.timings.queue_ms, 0);
+  EXPECT_LE(r.timings.queue_ms, r.timings.ttft_ms);
   EXPECT_LE(r.timings.ttft_ms, r.timings.total_ms);
   for (const protocol::Tokens& t : got.tokens) EXPECT_FALSE(t.token_ids.empty()) << "seq " << t.seq;
   EXPECT_TRUE(stays_quiet("job-1", milliseconds(300)));
@@ -224,9 +249,66 @@ TEST_F(WorkerProcessTest, SpeculativeJobMatchesTheTargetAndReportsSpecStats) {
   EXPECT_TRUE(got.problems.empty()) << describe(got);
   EXPECT_EQ(got.ids(), want.tokens);
   const protocol::SpecStats& stats = got.final_message->result.spec_stats;
+  const SpecStats want_stats = speculative_reference_stats(prompt, 24);
   EXPECT_GT(stats.draft_steps, 0);
-  EXPECT_GE(stats.accepted_tokens, 0);
+  EXPECT_EQ(stats.draft_steps, want_stats.draft_steps);
+  EXPECT_EQ(stats.accepted_tokens, want_stats.accepted_tokens);
+  EXPECT_LE(stats.accepted_tokens, stats.draft_steps * (8 - 1)) << "at most block size - 1 per draft";
   EXPECT_GE(stats.tau, 1.0);
+  EXPECT_DOUBLE_EQ(stats.tau, want_stats.tau());
+  // A pass commits its accepted tokens and one of the target's own: tau exceeds 1 exactly when
+  // some draft token was accepted.
+  EXPECT_EQ(stats.tau > 1.0, stats.accepted_tokens > 0) << "tau " << stats.tau << ", " << stats.accepted_tokens
+                                                        << " accepted";
+}
+
+// The demo pair's drafter is one the target accepts: the FINAL counts accepted tokens, as many as
+// the same job accepts in this process.
+TEST_F(WorkerProcessTest, DemoDrafterGetsTokensAcceptedAndTheFinalCountsThem) {
+  const std::string target = std::filesystem::absolute("models/demo/target").string();
+  const std::string drafter = std::filesystem::absolute("models/demo/drafter").string();
+  worker_ = std::make_unique<WorkerProcess>(
+      std::vector<std::string>{"--broker", broker_.endpoint(), "--model", target, "--drafter", drafter, "--id",
+                               "wp-demo", "--device", "cpu", "--slots", "1", "--log-level", "info"},
+      scratch_.path() / "worker.log");
+  ASSERT_TRUE(worker_->started());
+  ASSERT_TRUE(broker_.expect_ready()) << "no READY";
+  const std::string prompt =
+      "class Stack:\n    def __init__(self):\n        self._items = []\n\n    def push(self, item):\n        ";
+  constexpr int64_t kTokens = 48, kBlock = 4;
+
+  DemoPair pair;
+  Engine engine(*pair.target, *pair.tokenizer, pair.proposer.get(), {.max_slots = 1});
+  SequenceRequest request{.spec = SpecMode::kDflash, .block_size = kBlock};
+  request.generation = {.prompt_tokens = pair.tokenizer->encode(prompt), .max_tokens = kTokens};
+  engine.add(0, request);
+  engine.run_until_idle();
+  const FinishedSequence want = engine.take_finished().at(0);
+
+  protocol::Assign job = assign("demo", prompt, kTokens);
+  job.job.spec = protocol::SpecMode::kDflash;
+  job.job.block_size = kBlock;
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "demo");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_TRUE(got.problems.empty()) << describe(got);
+  EXPECT_EQ(got.ids(), want.tokens);
+  const protocol::SpecStats& stats = got.final_message->result.spec_stats;
+  EXPECT_GT(stats.accepted_tokens, 0) << "the demo drafter had no token accepted";
+  EXPECT_EQ(stats.accepted_tokens, want.spec_stats.accepted_tokens);
+  EXPECT_EQ(stats.draft_steps, want.spec_stats.draft_steps);
+  EXPECT_LE(stats.accepted_tokens, stats.draft_steps * (kBlock - 1)) << "at most block size - 1 per draft";
+  EXPECT_DOUBLE_EQ(stats.tau, want.spec_stats.tau());
+  EXPECT_GT(stats.tau, 1.0);
+  // Each TOKENS message after the first carries one verify pass's output: its accepted draft
+  // tokens and the target's own. Only the last pass may be cut short (at max_tokens), by at most
+  // the block's draft tokens.
+  int64_t accepted_in_stream = 0;
+  for (size_t i = 1; i < got.tokens.size(); ++i) {
+    accepted_in_stream += static_cast<int64_t>(got.tokens[i].token_ids.size()) - 1;
+  }
+  EXPECT_LE(accepted_in_stream, stats.accepted_tokens);
+  EXPECT_GE(accepted_in_stream, stats.accepted_tokens - (kBlock - 1));
 }
 
 TEST_F(WorkerProcessTest, JobsInSeveralSlotsStreamSideBySideEachGapFree) {
