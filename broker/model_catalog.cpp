@@ -15,9 +15,15 @@ std::optional<ModelRefusal> ModelCatalog::refusal(const protocol::Job& job, cons
   // heard from the workers that may be starting with it.
   if (!job.model || grace_.count() <= 0 || within_grace(started_, now)) return std::nullopt;
   const std::string& model = *job.model;
+  const auto served_recently = [&] {
+    auto served = last_served_.find(model);
+    return served != last_served_.end() && within_grace(served->second, now);
+  };
+  // The timers ask about every queued job: only a job about to be refused costs a look at every
+  // worker (one that connected since the last note may serve it).
+  if (served_recently()) return std::nullopt;
   note_connected(workers, now);
-  auto served = last_served_.find(model);
-  if (served != last_served_.end() && within_grace(served->second, now)) return std::nullopt;
+  if (served_recently()) return std::nullopt;
   return ModelRefusal{"unknown_model", "no worker serves model '" + model + "'; models served: " + served_models(now)};
 }
 

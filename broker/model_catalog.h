@@ -28,8 +28,8 @@ class ModelCatalog {
 
   // Every connected worker's model is served as of `now`.
   void note_connected(const WorkerRegistry& workers, SteadyClock::time_point now);
-  // Why `job` cannot be served, as of `now` (noting the connected workers first); none when it
-  // can, or may yet be.
+  // Why `job` cannot be served, as of `now` (noting the connected workers before refusing); none
+  // when it can, or may yet be.
   std::optional<ModelRefusal> refusal(const protocol::Job& job, const WorkerRegistry& workers,
                                       SteadyClock::time_point now);
   // "a, b, c" (sorted), or "none": the models a connected worker serves or one did within grace.
