@@ -77,6 +77,8 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
       backend_(context, zmq::socket_type::router),
       fanout_(context, options_, frontend_, jobs_),
       queue_(options_.queue),
+      // With Redis other brokers' workers may serve a model this one's do not (docs/redis.md).
+      models_(options_.redis.url.empty() ? options_.unknown_model_grace_ms : 0, SteadyClock::now()),
       dispatcher_(std::make_unique<LeastLoadedDispatcher>()) {
   configure_router(frontend_, options_.send_high_water_mark);
   configure_router(backend_, options_.send_high_water_mark);
@@ -187,6 +189,11 @@ void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
   if (job.deadline_ms < 0 || job.deadline_ms > options_.max_deadline_ms) {
     reply_with(producer, protocol::Rejected{job.id, "bad_deadline", 0});
     metrics_.job_rejected("bad_deadline");
+    return;
+  }
+  if (std::optional<ModelRefusal> refusal = models_.refusal(job, workers_, SteadyClock::now())) {
+    metrics_.job_rejected(refusal->reason);
+    reply_with(producer, protocol::Rejected{job.id, refusal->reason, 0, refusal->message});
     return;
   }
   store_->submit(producer, std::move(job));  // admitted here, or into a store any broker takes jobs from
@@ -388,8 +395,18 @@ void Broker::check_timers() {
   }
   const auto oldest_allowed = now - std::chrono::milliseconds(options_.heartbeat_ms * options_.liveness);
   for (const std::string& identity : workers_.expired(oldest_allowed)) lose_worker(identity, "its heartbeats stopped");
+  models_.note_connected(workers_, now);
 
   for (auto& [id, job] : jobs_.jobs) {
+    // A queued job whose model no worker has served for the grace period ends now, not at its
+    // deadline (model_catalog.h).
+    if (job.phase == JobPhase::kQueued && job.job.model) {
+      if (std::optional<ModelRefusal> refusal = models_.refusal(job.job, workers_, now)) {
+        queue_.remove(id);
+        finish(job, final_with(FinishReason::kRejected, refusal->message));
+        continue;
+      }
+    }
     // A remote job's deadline is its owner's to enforce.
     if (job.phase == JobPhase::kFinished || job.phase == JobPhase::kRemote || job.deadline_at > now) continue;
     if (job.phase == JobPhase::kQueued) {

@@ -24,6 +24,7 @@
 #include "broker/job_store.h"
 #include "broker/job_table.h"
 #include "broker/metrics.h"
+#include "broker/model_catalog.h"
 #include "broker/router_socket.h"
 #include "broker/stream_fanout.h"
 #include "broker/worker_registry.h"
@@ -98,6 +99,7 @@ class Broker final : private BrokerCore {
   StreamFanout fanout_;  // owns the stream socket
   JobQueue queue_;
   WorkerRegistry workers_;
+  ModelCatalog models_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<JobStore> store_;
   bool draining_ = false;

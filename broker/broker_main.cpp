@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
   app.add_option("--replay-bytes-total", o.replay_bytes_total, "bytes kept in all replay buffers")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--unknown-model-grace-ms", o.unknown_model_grace_ms,
+                 "reject jobs naming a model no worker has served for this long (0: they wait; ignored with --redis)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--send-hwm", o.send_high_water_mark, "messages queued per peer")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--redis", o.redis.url, "durable queue: redis://[[user]:password@]host[:port][/db] (none: in memory)");

@@ -37,6 +37,10 @@ struct BrokerOptions {
   int64_t replay_bytes_total = 256 << 20;  // all replay buffers; the oldest finished jobs' go first
   int64_t drain_timeout_ms = 30000;    // on SIGTERM: how long running jobs may take to finish
   int64_t retry_after_ms = 1000;       // hint sent with REJECTED overloaded
+  // A job naming a model no worker has served for this long is rejected `unknown_model`
+  // (model_catalog.h); counted from the broker's start too. 0: such jobs wait for their deadline.
+  // Without Redis only (docs/redis.md: other brokers' workers may serve the model).
+  int64_t unknown_model_grace_ms = 5000;
   int send_high_water_mark = 100000;   // messages queued per peer before sends fail (never block)
   RedisOptions redis;
   // CurveZMQ (docs/security.md). With a secret key (Z85 or a file holding it) all three sockets

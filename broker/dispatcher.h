@@ -27,7 +27,9 @@ class Dispatcher {
 };
 
 // Jobs in queue order (priority, then FIFO), each to the least-loaded worker serving its model;
-// a job whose model no free worker serves waits without holding up the jobs behind it.
+// a job whose model no free worker serves waits without holding up the jobs behind it. A `spec:
+// dflash` job goes to the least-loaded free worker with a drafter when there is one, else to any
+// (where it runs target-only), so it never waits for a drafter.
 class LeastLoadedDispatcher final : public Dispatcher {
  public:
   std::optional<Assignment> next(JobQueue& queue, WorkerRegistry& workers, const JobTable& jobs) override;

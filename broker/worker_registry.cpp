@@ -23,11 +23,12 @@ WorkerRecord* WorkerRegistry::find(const std::string& identity) {
   return it == workers_.end() ? nullptr : &it->second;
 }
 
-WorkerRecord* WorkerRegistry::least_loaded(const std::optional<std::string>& model) {
+WorkerRecord* WorkerRegistry::least_loaded(const std::optional<std::string>& model, bool with_drafter) {
   WorkerRecord* best = nullptr;
   double best_load = 0;
   for (auto& [identity, worker] : workers_) {
     if (worker.free_slots() <= 0 || (model && worker.ready.model != *model)) continue;
+    if (with_drafter && worker.ready.block_size <= 0) continue;
     const double load = static_cast<double>(worker.jobs.size()) / static_cast<double>(worker.ready.slots);
     if (!best || load < best_load) {
       best = &worker;

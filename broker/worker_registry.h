@@ -29,8 +29,8 @@ class WorkerRegistry {
   std::set<std::string> remove(const std::string& identity);
   WorkerRecord* find(const std::string& identity);
   // The worker with a free slot and the lowest share of its slots in use, among those serving
-  // `model` when one is named.
-  WorkerRecord* least_loaded(const std::optional<std::string>& model = std::nullopt);
+  // `model` when one is named, and among those with a drafter when `with_drafter`.
+  WorkerRecord* least_loaded(const std::optional<std::string>& model = std::nullopt, bool with_drafter = false);
   // Workers not heard from since `oldest_allowed`.
   std::vector<std::string> expired(SteadyClock::time_point oldest_allowed) const;
   const std::map<std::string, WorkerRecord>& all() const { return workers_; }

@@ -19,8 +19,10 @@ ErrorCode local_code(std::string_view wire_code) {
   return ErrorCode::kIo;
 }
 
-std::string rejection_text(const std::string& id, const std::string& reason, std::int64_t retry_after_ms) {
+std::string rejection_text(const std::string& id, const std::string& reason, std::int64_t retry_after_ms,
+                           const std::string& message) {
   std::string text = "job " + id + " rejected: " + reason;
+  if (!message.empty()) text += " (" + message + ")";
   if (retry_after_ms > 0) text += " (retry after " + std::to_string(retry_after_ms) + " ms)";
   return text;
 }
@@ -55,8 +57,8 @@ void check_job_id(const std::string& id) {
   }
 }
 
-JobRejected::JobRejected(std::string id, std::string reason, std::int64_t retry_after_ms)
-    : Error(ErrorCode::kInvalidArgument, rejection_text(id, reason, retry_after_ms)),
+JobRejected::JobRejected(std::string id, std::string reason, std::int64_t retry_after_ms, const std::string& message)
+    : Error(ErrorCode::kInvalidArgument, rejection_text(id, reason, retry_after_ms, message)),
       id_(std::move(id)),
       reason_(std::move(reason)),
       retry_after_ms_(retry_after_ms) {}
@@ -100,7 +102,7 @@ std::string Client::submit(const protocol::Job& job, int timeout_ms) {
       case protocol::MessageType::kRejected: {
         auto rejected = protocol::from_wire<protocol::Rejected>(*reply);
         if (job.id.empty() || rejected.id == job.id) {
-          throw JobRejected(rejected.id, rejected.reason, rejected.retry_after_ms);
+          throw JobRejected(rejected.id, rejected.reason, rejected.retry_after_ms, rejected.message.value_or(""));
         }
         break;
       }

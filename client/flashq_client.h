@@ -32,10 +32,11 @@ inline constexpr std::string_view kDefaultStreamEndpoint = "tcp://127.0.0.1:5557
 inline constexpr int kDefaultRequestTimeoutMs = 5000;
 
 // The broker answered SUBMIT with REJECTED. The code is kInvalidArgument (the job was not
-// taken); reason and retry hint are kept for a producer that wants to retry.
+// taken); reason and retry hint are kept for a producer that wants to retry. The broker's
+// message, when it sent one (unknown_model: the models served), is part of what() only.
 class JobRejected : public Error {
  public:
-  JobRejected(std::string id, std::string reason, std::int64_t retry_after_ms);
+  JobRejected(std::string id, std::string reason, std::int64_t retry_after_ms, const std::string& message = "");
 
   const std::string& id() const { return id_; }
   const std::string& reason() const { return reason_; }    // overloaded, shutting_down, ...

@@ -122,7 +122,7 @@ std::function<int()> add_submit_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--spec", options->spec, "speculative decoding: auto, off or dflash")->capture_default_str();
   cmd->add_option("--block-size", job.block_size, "DFlash block size (0: the worker's choice)")->capture_default_str();
-  cmd->add_option("--model", options->model, "model name (the broker's default if absent)");
+  cmd->add_option("--model", options->model, "only workers serving this model run the job (absent: any worker)");
   cmd->add_flag("--stream", options->stream, "print the text as it is generated (with --json: one line per event)");
   cmd->add_flag("--live", options->live,
                 "print the text as it is generated with live tokens/s and tau, then a summary line (stderr)");

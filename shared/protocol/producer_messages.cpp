@@ -56,11 +56,10 @@ std::string encode_body(const Replay& message) {
 std::string encode_body(const Accepted& message) { return id_only_body(message.id); }
 
 std::string encode_body(const Rejected& message) {
-  return MapWriter()
-      .string("id", message.id)
-      .string("reason", message.reason)
-      .integer("retry_after_ms", message.retry_after_ms)
-      .finish();
+  MapWriter out;
+  out.string("id", message.id).string("reason", message.reason).integer("retry_after_ms", message.retry_after_ms);
+  if (message.message) out.string("message", *message.message);
+  return out.finish();
 }
 
 std::string encode_body(const StatusReply& message) {
@@ -123,7 +122,8 @@ template <>
 Rejected decode_body<Rejected>(std::string_view body) {
   return read_body<Rejected>(body, [](const FieldReader& fields) {
     return Rejected{read_id(fields, "id"), fields.string("reason", {1, kMaxCodeBytes}),
-                    fields.integer("retry_after_ms", 0, kInt64Max)};
+                    fields.integer("retry_after_ms", 0, kInt64Max),
+                    fields.optional_string("message", {1, kMaxMessageBytes})};
   });
 }
 

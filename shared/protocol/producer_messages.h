@@ -57,6 +57,7 @@ struct Rejected {
   std::string id;
   std::string reason;               // overloaded, shutting_down, unknown_model, prompt_too_long, ...
   std::int64_t retry_after_ms = 0;  // 0: do not retry
+  std::optional<std::string> message;  // optional, what a person reads: e.g. the models served
   bool operator==(const Rejected&) const = default;
 };
 

@@ -116,6 +116,23 @@ TEST(Client, SubmitThrowsJobRejectedWithReasonAndRetryHint) {
   }
 }
 
+TEST(Client, JobRejectedSaysWhatTheBrokersMessageSays) {
+  FakeBroker broker([](const protocol::WireMessage&) {
+    return std::vector{protocol::to_wire(
+        protocol::Rejected{"j1", "unknown_model", 0, "no worker serves model 'x'; models served: tiny"})};
+  });
+  try {
+    connect_to(broker)->submit(text_job("j1"), kTestTimeoutMs);
+    FAIL() << "no exception";
+  } catch (const JobRejected& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(e.reason(), "unknown_model");
+    EXPECT_EQ(e.retry_after_ms(), 0);
+    EXPECT_EQ(std::string(e.what()),
+              "job j1 rejected: unknown_model (no worker serves model 'x'; models served: tiny)");
+  }
+}
+
 TEST(Client, SubmitThrowsBrokerErrorWithTheWireCode) {
   FakeBroker broker([](const protocol::WireMessage&) {
     return std::vector{protocol::to_wire(protocol::ErrorReply{"unsupported", "no such model", "j1"})};

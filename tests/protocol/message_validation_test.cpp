@@ -250,6 +250,8 @@ TEST(MessageRanges, RejectedNeedsAReasonAndANonNegativeRetryHint) {
   expect_error("REJECTED", {{"id", "j"}, {"reason", ""}, {"retry_after_ms", 0}}, "reason", "0 bytes");
   expect_error("REJECTED", {{"id", "j"}, {"reason", "overloaded"}, {"retry_after_ms", -1}}, "retry_after_ms",
                "0..");
+  expect_error("REJECTED", {{"id", "j"}, {"reason", "unknown_model"}, {"retry_after_ms", 0}, {"message", ""}},
+               "message", "0 bytes");
 }
 
 TEST(MessageRanges, StatusReplyStateIsOneOfFour) {

@@ -19,7 +19,9 @@ template <> Submit full_message<Submit>() { return {full_job()}; }
 template <> Cancel full_message<Cancel>() { return {"job-42"}; }
 template <> Status full_message<Status>() { return {"job-42"}; }
 template <> Accepted full_message<Accepted>() { return {"job-42"}; }
-template <> Rejected full_message<Rejected>() { return {"job-42", "overloaded", 250}; }
+template <> Rejected full_message<Rejected>() {
+  return {"job-42", "unknown_model", 0, "no worker serves model 'x'; models served: qwen3-0.6b"};
+}
 template <> StatusReply full_message<StatusReply>() {
   return {"job-42", JobState::kFinished, 2, 17, full_final_result()};
 }
@@ -186,6 +188,12 @@ TEST(OptionalFields, EventBeforeTheLastHasNoFinal) {
   const std::string body = encode_body(event);
   EXPECT_FALSE(json::from_msgpack(body).contains("final"));
   EXPECT_EQ(decode_body<Event>(body), event);
+}
+
+TEST(OptionalFields, RejectedWithoutMessageOmitsIt) {
+  const Rejected rejected{"job-42", "overloaded", 250};
+  EXPECT_FALSE(json::from_msgpack(encode_body(rejected)).contains("message"));
+  EXPECT_EQ(decode_body<Rejected>(encode_body(rejected)), rejected);
 }
 
 TEST(OptionalFields, ErrorReplyWithoutIdOmitsIt) {

@@ -13,8 +13,10 @@ namespace {
 class RedisBrokersTest : public RedisClusterTest {
  protected:
   // Broker a has no worker, so it takes nothing from Redis; broker b (`other_`) runs every job.
-  void start_two_brokers() {
-    ASSERT_TRUE(start_broker(redis_flags("a")));
+  void start_two_brokers(const std::vector<std::string>& extra_flags_of_a = {}) {
+    std::vector<std::string> flags_of_a = redis_flags("a");
+    flags_of_a.insert(flags_of_a.end(), extra_flags_of_a.begin(), extra_flags_of_a.end());
+    ASSERT_TRUE(start_broker(flags_of_a));
     std::filesystem::create_directories(scratch_.path() / "b");  // its logs apart from a's
     other_ = std::make_unique<Cluster>(scratch_.path() / "b");
     ASSERT_TRUE(other_->start_broker(redis_flags("b")));
@@ -159,6 +161,23 @@ TEST_F(RedisBrokersTest, SubscriberBeforeTheJobExistsFollowsItOnceSubmittedElsew
   EXPECT_TRUE(is_complete_stream(events));
   EXPECT_EQ(JobRun::ids_of(events), want.tokens);
   EXPECT_EQ(JobRun::text_of(events), want.text);
+}
+
+// docs/protocol.md 9.4, docs/redis.md "Limits": with Redis a broker does not reject a job for a
+// model its own workers do not serve, since another broker's may.
+TEST_F(RedisBrokersTest, ABrokerWithoutWorkersForAModelDoesNotRejectJobsNamingIt) {
+  start_two_brokers({"--unknown-model-grace-ms", "100"});
+  std::this_thread::sleep_for(milliseconds(300));  // a is past its grace period, with no worker at all
+  auto client = connect_client();                   // to broker a
+  protocol::Job job = make_job("elsewhere-1", "hello world", 8);
+  job.model = target_dir().filename().string();  // what b's worker serves
+  ASSERT_NO_THROW(client->submit(job, 20000)) << "broker a rejected a job broker b serves";
+  const JobRun run = wait_job(*client, "elsewhere-1", 30000);
+  ASSERT_TRUE(run.final_result) << run;
+  EXPECT_TRUE(run.finish_reason() == "length" || run.finish_reason() == "stop") << run;
+  protocol::Job unknown = make_job("nobody-serves", "hello world", 8);
+  unknown.model = "absent";
+  EXPECT_NO_THROW(client->submit(unknown, 20000)) << "with Redis the unknown-model rule is off";
 }
 
 }  // namespace

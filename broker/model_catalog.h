@@ -1,0 +1,48 @@
+// Which models this broker's workers serve, and since when none has (docs/protocol.md §9.4,
+// "Unknown models"). A job naming a model that no connected worker serves, and that no worker has
+// served for the grace period, cannot be run here: the broker rejects it instead of letting it wait
+// for its deadline. The grace period is counted from the last worker of the model (and from the
+// broker's start), so workers that reconnect, or connect just after the broker starts, lose nothing.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "broker/worker_registry.h"
+#include "shared/protocol/job.h"
+
+namespace flashq {
+
+// Why a job cannot be served: a REJECTED `reason`, and the text listing what is served.
+struct ModelRefusal {
+  std::string reason;   // "unknown_model"
+  std::string message;  // names the job's model and the models served
+};
+
+class ModelCatalog {
+ public:
+  // grace_ms <= 0 turns the rule off: jobs naming an unserved model wait for their deadline.
+  ModelCatalog(int64_t grace_ms, SteadyClock::time_point started);
+
+  // Every connected worker's model is served as of `now`.
+  void note_connected(const WorkerRegistry& workers, SteadyClock::time_point now);
+  // Why `job` cannot be served, as of `now` (noting the connected workers before refusing); none
+  // when it can, or may yet be.
+  std::optional<ModelRefusal> refusal(const protocol::Job& job, const WorkerRegistry& workers,
+                                      SteadyClock::time_point now);
+  // "a, b, c" (sorted), or "none": the models a connected worker serves or one did within grace.
+  std::string served_models(SteadyClock::time_point now) const;
+
+ private:
+  bool within_grace(SteadyClock::time_point since, SteadyClock::time_point now) const {
+    return now - since < grace_;
+  }
+
+  std::chrono::milliseconds grace_;
+  SteadyClock::time_point started_;
+  std::map<std::string, SteadyClock::time_point> last_served_;  // per model: last seen connected
+};
+
+}  // namespace flashq
