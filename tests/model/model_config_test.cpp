@@ -118,6 +118,22 @@ TEST(ModelConfig, RejectsMissingAndMistypedKeysNamingThem) {
   EXPECT_EQ(code_of(nlohmann::json::array()), ErrorCode::kBadConfig);
 }
 
+// Values the JSON holds but the model's types (a float eps, int32 token ids) cannot.
+TEST(ModelConfig, RefusesValuesTheModelsTypesCannotHold) {
+  for (double eps : {1e-96, 1e300}) {
+    nlohmann::json config = qwen3_0_6b_config();
+    config["rms_norm_eps"] = eps;
+    std::string message;
+    EXPECT_EQ(code_of(config, &message), ErrorCode::kBadConfig) << eps;
+    EXPECT_NE(message.find("rms_norm_eps"), std::string::npos) << message;
+  }
+  nlohmann::json config = qwen3_0_6b_config();
+  config["eos_token_id"] = nlohmann::json::array({2, int64_t{1} << 31});
+  std::string message;
+  EXPECT_EQ(code_of(config, &message), ErrorCode::kBadConfig);
+  EXPECT_NE(message.find("eos_token_id"), std::string::npos) << message;
+}
+
 TEST(ModelConfig, TakesEosIdsFromGenerationConfigToo) {
   flashq::testing::TempDir dir;
   write_text_file(dir / "config.json", qwen3_0_6b_config().dump());
@@ -128,6 +144,15 @@ TEST(ModelConfig, TakesEosIdsFromGenerationConfigToo) {
 TEST(ModelConfig, BrokenJsonNamesTheFile) {
   flashq::testing::TempDir dir;
   write_text_file(dir / "config.json", "{\"hidden_size\": 10,");
+  try {
+    load_model_config(dir.path());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
+  // A number JSON cannot hold in a double is refused as the file's error, not nlohmann's.
+  write_text_file(dir / "config.json", "{\"rope_theta\": 1e999}");
   try {
     load_model_config(dir.path());
     FAIL();
