@@ -42,6 +42,21 @@ json parse_json(const std::string& field, const std::string& text) {
   return value;
 }
 
+// JSON text of `value`. Strings are meant to be UTF-8 but the wire does not check them
+// (docs/protocol.md); JSON cannot hold other bytes, so each invalid sequence is written as U+FFFD,
+// the repair the tokenizer makes of such text anyway.
+std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The opaque msgpack metadata as JSON; msgpack that JSON cannot express (a map with non-string
+// keys, say) is refused, typed, rather than stored in another shape.
+std::string metadata_json(const std::string& packed) {
+  try {
+    return json_text(json::from_msgpack(packed));
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kProtocol, std::string("job field metadata: cannot be stored as JSON in Redis (") + e.what() + ")");
+  }
+}
+
 std::string number_text(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.17g", value);
@@ -60,27 +75,27 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
   if (const auto* text = std::get_if<std::string>(&job.prompt)) {
     add("prompt", *text);
   } else if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) {
-    add("prompt_tokens", json(*ids).dump());
+    add("prompt_tokens", json_text(*ids));
   } else {
     json messages = json::array();
     for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) {
       messages.push_back({{"role", m.role}, {"content", m.content}});
     }
-    add("messages", messages.dump());
+    add("messages", json_text(messages));
   }
   add("max_tokens", std::to_string(job.max_tokens));
   add("temperature", number_text(job.temperature));
   add("top_p", number_text(job.top_p));
   add("top_k", std::to_string(job.top_k));
   add("seed", std::to_string(job.seed));
-  if (!job.stop.empty()) add("stop", json(job.stop).dump());
-  if (!job.stop_token_ids.empty()) add("stop_token_ids", json(job.stop_token_ids).dump());
+  if (!job.stop.empty()) add("stop", json_text(job.stop));
+  if (!job.stop_token_ids.empty()) add("stop_token_ids", json_text(job.stop_token_ids));
   add("priority", std::to_string(job.priority));
   add("deadline_ms", std::to_string(job.deadline_ms));
   add("spec", std::string(protocol::spec_mode_name(job.spec)));
   if (job.model) add("model", *job.model);
   // Opaque msgpack travels as JSON here, so that Redis users can read it.
-  if (job.metadata) add("metadata", json::from_msgpack(*job.metadata).dump());
+  if (job.metadata) add("metadata", metadata_json(*job.metadata));
   add("stream", job.stream ? "true" : "false");
   add("block_size", std::to_string(job.block_size));
   return out;
