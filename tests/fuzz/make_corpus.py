@@ -92,6 +92,9 @@ def wire_seeds():
     write("wire_message_fuzzer", "trailing", bytes([0x04]) + pack({"id": "j1"}) + b"\x00")
     write("wire_message_fuzzer", "duplicate_key", bytes([0x04]) + b"\x82" + pack("id") + pack("a") + pack("id") + pack("b"))
     write("wire_message_fuzzer", "unknown_type", b"\x7f" + pack({}))
+    # Metadata JSON cannot hold (an integer key): once thrown from the JSON library at Redis intake.
+    write("wire_message_fuzzer", "submit_metadata_int_key",
+          b"\x10\x81" + pack("job") + b"\x82" + pack("prompt") + pack("x") + pack("metadata") + b"\x81\x01\x02")
 
 
 def redis_seeds():

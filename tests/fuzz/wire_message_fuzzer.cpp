@@ -5,13 +5,15 @@
 // kProtocol flashq::Error; anything else escaping (another exception, a sanitizer report) crashes.
 //
 // A body that decodes must round-trip: encoded again and decoded, it gives the same message, so
-// the fuzzer also hunts values a decoder accepts but the encoder cannot write.
+// the fuzzer also hunts values a decoder accepts but the encoder cannot write. A SUBMIT's job is
+// also written as a Redis entry's fields, as the broker does with a Redis store.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "broker/redis/redis_job_fields.h"
 #include "fuzz_check.h"
 #include "shared/protocol/messages.h"
 #include "shared/protocol/stream.h"
@@ -41,7 +43,11 @@ void decode(const WireMessage& wire) {
     case MessageType::kDisconnect: decode_as<Disconnect>(wire); break;
     case MessageType::kError: decode_as<ErrorReply>(wire); break;
     case MessageType::kCancel: decode_as<Cancel>(wire); break;
-    case MessageType::kSubmit: decode_as<Submit>(wire); break;
+    case MessageType::kSubmit:
+      decode_as<Submit>(wire);
+      // What a broker with a Redis store writes of the job: its fields, or a typed refusal.
+      (void)flashq::job_to_fields(from_wire<Submit>(wire).job);
+      break;
     case MessageType::kStatus: decode_as<Status>(wire); break;
     case MessageType::kReplay: decode_as<Replay>(wire); break;
     case MessageType::kAccepted: decode_as<Accepted>(wire); break;
