@@ -6,6 +6,7 @@
 
 #include "shared/error.h"
 #include "shared/protocol/field_reader.h"
+#include "shared/protocol/limits.h"
 #include "shared/protocol/strict_unpack.h"
 
 namespace flashq {
@@ -36,7 +37,31 @@ double parse_double(const std::string& field, const std::string& text) {
   return value;
 }
 
+// Whether JSON `text` nests arrays and objects deeper than a message may (limits.h). Checked
+// before parsing: the JSON library parses iteratively but writes msgpack recursively, and an
+// entry of a million '[' would overflow the broker's stack.
+bool nested_too_deep(const std::string& text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > protocol::kMaxDepth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 json parse_json(const std::string& field, const std::string& text) {
+  if (nested_too_deep(text)) refuse(field, "nested deeper than " + std::to_string(protocol::kMaxDepth) + " levels");
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) refuse(field, "is not valid JSON");
   return value;
@@ -119,6 +144,7 @@ protocol::Job job_from_fields(const RedisFields& fields) {
     } else if (name == "prompt_tokens" || name == "stop_token_ids" || name == "messages" || name == "metadata") {
       map[name] = parse_json(name, text);
     } else if (name == "stop") {
+      if (nested_too_deep(text)) refuse(name, "nested deeper than " + std::to_string(protocol::kMaxDepth) + " levels");
       json value = json::parse(text, nullptr, false);
       map[name] = value.is_array() ? value : json::array({text});
     }

@@ -110,6 +110,8 @@ def redis_seeds():
         ("messages", '[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]'), ("stop", "plain stop")))
     write("redis_job_fields_fuzzer", "bad_number", fields(("prompt", "x"), ("max_tokens", "1e3"), ("temperature", "nan")))
     write("redis_job_fields_fuzzer", "bad_json", fields(("prompt_tokens", "[1,2,"), ("metadata", "{\"a\":")))
+    # Nested past the limit: a million levels once overflowed the broker's stack (JSON to msgpack).
+    write("redis_job_fields_fuzzer", "deep_metadata", fields(("prompt", "x"), ("metadata", "[" * 40 + "]" * 40)))
     write("redis_job_fields_fuzzer", "two_prompts", fields(("prompt", "x"), ("prompt_tokens", "[1]"), ("stream", "yes")))
 
 

@@ -104,6 +104,9 @@ TEST(RedisJobFields, EveryBadFieldIsAProtocolErrorNamingIt) {
       {{{"prompt", "x"}, {"id", "has space"}}, "id"},
       {{{"prompt", "x"}, {"metadata", "{oops"}}, "metadata"},
       {{{"prompt", "x"}, {"prompt_tokens", "[1]"}}, "prompt"},
+      // Nested deeper than a message may be: refused before anything walks it recursively.
+      {{{"prompt", "x"}, {"metadata", std::string(200000, '[') + std::string(200000, ']')}}, "metadata"},
+      {{{"prompt", "x"}, {"stop", std::string(200000, '[') + std::string(200000, ']')}}, "stop"},
   };
   for (const auto& [fields, name] : cases) {
     try {
