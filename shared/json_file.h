@@ -11,7 +11,11 @@
 
 namespace flashq {
 
-// Parses `text` as JSON; unparsable text is `code_on_error`, the message prefixed with `label`.
+// Arrays and objects nested deeper than this are refused (values are copied and printed recursively).
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses `text` as JSON; unparsable text (or nested past kMaxJsonDepth) is `code_on_error`, the
+// message prefixed with `label`.
 nlohmann::json parse_json_text(std::string_view text, const std::string& label,
                                ErrorCode code_on_error = ErrorCode::kBadConfig);
 

@@ -130,6 +130,8 @@ def config_seeds():
         ("no_model_type", {k: v for k, v in target.items() if k != "model_type"}),
         ("string_size", dict(target, hidden_size="256")),
         ("huge_vocab", dict(target, vocab_size=2**40)),
+        # Nested past the limit: a million levels once overflowed the worker's stack.
+        ("deep", dict(target, hidden_size=json.loads("[" * 70 + "]" * 70))),
     ]
     for name, config in near:
         write("model_config_fuzzer", name, json.dumps(config, separators=(",", ":")))

@@ -151,14 +151,18 @@ TEST(ModelConfig, BrokenJsonNamesTheFile) {
     EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
     EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
   }
-  // A number JSON cannot hold in a double is refused as the file's error, not nlohmann's.
-  write_text_file(dir / "config.json", "{\"rope_theta\": 1e999}");
-  try {
-    load_model_config(dir.path());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
-    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  // A number JSON cannot hold in a double, or nesting that recursion over the value would
+  // overflow the stack with, is refused as the file's error.
+  for (const std::string& text : {std::string("{\"rope_theta\": 1e999}"),
+                                  "{\"hidden_size\": " + std::string(200000, '[') + std::string(200000, ']') + "}"}) {
+    write_text_file(dir / "config.json", text);
+    try {
+      load_model_config(dir.path());
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+      EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+    }
   }
   flashq::testing::TempDir empty;
   try {
