@@ -58,10 +58,16 @@ endef
 ASAN_LOGS = $(abspath $(BUILD)-asan)/sanitizer-logs
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:allocator_may_return_null=1:log_path=$(ASAN_LOGS)/asan \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(ASAN_LOGS)/ubsan
+# Then every decoder of outside input is fuzzed (tests/fuzz: libFuzzer, ASan, UBSan) for
+# FUZZ_SECONDS each from its committed seed corpus; a crash, leak or timeout fails the stage.
+FUZZ_SECONDS ?= 30
 sanitize: setup
 	$(call san_configure,$(BUILD)-asan,address;undefined)
 	cmake --build $(BUILD)-asan -j$(JOBS) --target flashq_tests
 	$(call run_sanitized,$(BUILD)-asan,$(ASAN_ENV))
+	@echo "==> fuzz: each decoder of outside input for $(FUZZ_SECONDS)s (scripts/fuzz)"
+	cmake --build $(BUILD)-asan -j$(JOBS) --target flashq_fuzzers
+	./scripts/fuzz --build $(BUILD)-asan --seconds $(FUZZ_SECONDS)
 
 # The threaded parts under ThreadSanitizer: the worker process (I/O and engine threads), the
 # client, the broker (with its ZAP thread under CURVE), end to end, and the OpenMP CPU kernels.

@@ -18,13 +18,24 @@ std::string read_text_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-nlohmann::json read_json_file(const std::filesystem::path& path, ErrorCode code_on_error) {
-  std::string text = read_text_file(path);
+nlohmann::json parse_json_text(std::string_view text, const std::string& label, ErrorCode code_on_error) {
+  // The parser is iterative, but copying, comparing and printing a value recurse: a file of a
+  // million '[' would overflow the stack. Real config files nest a few levels.
+  const auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth) {
+      throw Error(code_on_error, label + ": invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(code_on_error, path.string() + ": invalid JSON: " + e.what());
+    return nlohmann::json::parse(text, limit_depth);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
+    throw Error(code_on_error, label + ": invalid JSON: " + e.what());
   }
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path, ErrorCode code_on_error) {
+  return parse_json_text(read_text_file(path), path.string(), code_on_error);
 }
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {

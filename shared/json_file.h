@@ -3,12 +3,21 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "shared/error.h"
 
 namespace flashq {
+
+// Arrays and objects nested deeper than this are refused (values are copied and printed recursively).
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses `text` as JSON; unparsable text (or nested past kMaxJsonDepth) is `code_on_error`, the
+// message prefixed with `label`.
+nlohmann::json parse_json_text(std::string_view text, const std::string& label,
+                               ErrorCode code_on_error = ErrorCode::kBadConfig);
 
 // Parses `path` as JSON; a missing file is kNotFound, unparsable text is `code_on_error`.
 nlohmann::json read_json_file(const std::filesystem::path& path,

@@ -6,6 +6,7 @@
 
 #include "shared/error.h"
 #include "shared/protocol/field_reader.h"
+#include "shared/protocol/limits.h"
 #include "shared/protocol/strict_unpack.h"
 
 namespace flashq {
@@ -36,10 +37,49 @@ double parse_double(const std::string& field, const std::string& text) {
   return value;
 }
 
+// Whether JSON `text` nests arrays and objects deeper than a message may (limits.h). Checked
+// before parsing: the JSON library parses iteratively but writes msgpack recursively, and an
+// entry of a million '[' would overflow the broker's stack.
+bool nested_too_deep(const std::string& text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > protocol::kMaxDepth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 json parse_json(const std::string& field, const std::string& text) {
+  if (nested_too_deep(text)) refuse(field, "nested deeper than " + std::to_string(protocol::kMaxDepth) + " levels");
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) refuse(field, "is not valid JSON");
   return value;
+}
+
+// JSON text of `value`. Strings are meant to be UTF-8 but the wire does not check them
+// (docs/protocol.md); JSON cannot hold other bytes, so each invalid sequence is written as U+FFFD,
+// the repair the tokenizer makes of such text anyway.
+std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The opaque msgpack metadata as JSON; msgpack that JSON cannot express (a map with non-string
+// keys, say) is refused, typed, rather than stored in another shape.
+std::string metadata_json(const std::string& packed) {
+  try {
+    return json_text(json::from_msgpack(packed));
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kProtocol, std::string("job field metadata: cannot be stored as JSON in Redis (") + e.what() + ")");
+  }
 }
 
 std::string number_text(double value) {
@@ -60,27 +100,27 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
   if (const auto* text = std::get_if<std::string>(&job.prompt)) {
     add("prompt", *text);
   } else if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) {
-    add("prompt_tokens", json(*ids).dump());
+    add("prompt_tokens", json_text(*ids));
   } else {
     json messages = json::array();
     for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) {
       messages.push_back({{"role", m.role}, {"content", m.content}});
     }
-    add("messages", messages.dump());
+    add("messages", json_text(messages));
   }
   add("max_tokens", std::to_string(job.max_tokens));
   add("temperature", number_text(job.temperature));
   add("top_p", number_text(job.top_p));
   add("top_k", std::to_string(job.top_k));
   add("seed", std::to_string(job.seed));
-  if (!job.stop.empty()) add("stop", json(job.stop).dump());
-  if (!job.stop_token_ids.empty()) add("stop_token_ids", json(job.stop_token_ids).dump());
+  if (!job.stop.empty()) add("stop", json_text(job.stop));
+  if (!job.stop_token_ids.empty()) add("stop_token_ids", json_text(job.stop_token_ids));
   add("priority", std::to_string(job.priority));
   add("deadline_ms", std::to_string(job.deadline_ms));
   add("spec", std::string(protocol::spec_mode_name(job.spec)));
   if (job.model) add("model", *job.model);
   // Opaque msgpack travels as JSON here, so that Redis users can read it.
-  if (job.metadata) add("metadata", json::from_msgpack(*job.metadata).dump());
+  if (job.metadata) add("metadata", metadata_json(*job.metadata));
   add("stream", job.stream ? "true" : "false");
   add("block_size", std::to_string(job.block_size));
   return out;
@@ -104,6 +144,7 @@ protocol::Job job_from_fields(const RedisFields& fields) {
     } else if (name == "prompt_tokens" || name == "stop_token_ids" || name == "messages" || name == "metadata") {
       map[name] = parse_json(name, text);
     } else if (name == "stop") {
+      if (nested_too_deep(text)) refuse(name, "nested deeper than " + std::to_string(protocol::kMaxDepth) + " levels");
       json value = json::parse(text, nullptr, false);
       map[name] = value.is_array() ? value : json::array({text});
     }

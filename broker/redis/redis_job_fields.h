@@ -15,7 +15,8 @@ namespace flashq {
 
 using RedisFields = std::map<std::string, std::string>;
 
-// Alternating name, value: what XADD takes after the entry id.
+// Alternating name, value: what XADD takes after the entry id. Invalid UTF-8 in a JSON-valued
+// field is written as U+FFFD; metadata that JSON cannot express is kProtocol.
 std::vector<std::string> job_to_fields(const protocol::Job& job);
 
 // Validated as strictly as a SUBMIT (the same limits and messages); kProtocol naming the field.

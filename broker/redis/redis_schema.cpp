@@ -275,7 +275,8 @@ RedisCommand status(const std::string& job_id) { return {"HGETALL", job_key(job_
 
 std::string final_to_json(const protocol::FinalResult& result) {
   const std::string packed = protocol::encode_final_result(result);
-  return json::from_msgpack(packed).dump();
+  // A worker's error text may hold invalid UTF-8, which JSON cannot: written as U+FFFD.
+  return json::from_msgpack(packed).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 protocol::FinalResult final_from_json(const std::string& text) {

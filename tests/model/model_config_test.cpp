@@ -118,6 +118,22 @@ TEST(ModelConfig, RejectsMissingAndMistypedKeysNamingThem) {
   EXPECT_EQ(code_of(nlohmann::json::array()), ErrorCode::kBadConfig);
 }
 
+// Values the JSON holds but the model's types (a float eps, int32 token ids) cannot.
+TEST(ModelConfig, RefusesValuesTheModelsTypesCannotHold) {
+  for (double eps : {1e-96, 1e300}) {
+    nlohmann::json config = qwen3_0_6b_config();
+    config["rms_norm_eps"] = eps;
+    std::string message;
+    EXPECT_EQ(code_of(config, &message), ErrorCode::kBadConfig) << eps;
+    EXPECT_NE(message.find("rms_norm_eps"), std::string::npos) << message;
+  }
+  nlohmann::json config = qwen3_0_6b_config();
+  config["eos_token_id"] = nlohmann::json::array({2, int64_t{1} << 31});
+  std::string message;
+  EXPECT_EQ(code_of(config, &message), ErrorCode::kBadConfig);
+  EXPECT_NE(message.find("eos_token_id"), std::string::npos) << message;
+}
+
 TEST(ModelConfig, TakesEosIdsFromGenerationConfigToo) {
   flashq::testing::TempDir dir;
   write_text_file(dir / "config.json", qwen3_0_6b_config().dump());
@@ -134,6 +150,19 @@ TEST(ModelConfig, BrokenJsonNamesTheFile) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
     EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
+  // A number JSON cannot hold in a double, or nesting that recursion over the value would
+  // overflow the stack with, is refused as the file's error.
+  for (const std::string& text : {std::string("{\"rope_theta\": 1e999}"),
+                                  "{\"hidden_size\": " + std::string(200000, '[') + std::string(200000, ']') + "}"}) {
+    write_text_file(dir / "config.json", text);
+    try {
+      load_model_config(dir.path());
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+      EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+    }
   }
   flashq::testing::TempDir empty;
   try {

@@ -104,6 +104,9 @@ TEST(RedisJobFields, EveryBadFieldIsAProtocolErrorNamingIt) {
       {{{"prompt", "x"}, {"id", "has space"}}, "id"},
       {{{"prompt", "x"}, {"metadata", "{oops"}}, "metadata"},
       {{{"prompt", "x"}, {"prompt_tokens", "[1]"}}, "prompt"},
+      // Nested deeper than a message may be: refused before anything walks it recursively.
+      {{{"prompt", "x"}, {"metadata", std::string(200000, '[') + std::string(200000, ']')}}, "metadata"},
+      {{{"prompt", "x"}, {"stop", std::string(200000, '[') + std::string(200000, ']')}}, "stop"},
   };
   for (const auto& [fields, name] : cases) {
     try {
@@ -114,6 +117,25 @@ TEST(RedisJobFields, EveryBadFieldIsAProtocolErrorNamingIt) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
+}
+
+// The wire does not check that strings are UTF-8; Redis entries hold some fields as JSON, which
+// cannot carry other bytes: they are written as U+FFFD, never thrown from the JSON library.
+TEST(RedisJobFields, InvalidUtf8AndNonJsonMetadataAreWrittenOrRefusedTyped) {
+  protocol::Job job = full_job();
+  job.stop = {"ok", "bad\xff"};
+  job.prompt = std::vector<protocol::ChatMessage>{{"user", "caf\xc3"}};
+  const protocol::Job back = job_from_fields(as_map(job_to_fields(job)));
+  EXPECT_EQ(back.stop, (std::vector<std::string>{"ok", "bad\xef\xbf\xbd"}));
+  EXPECT_EQ(std::get<std::vector<protocol::ChatMessage>>(back.prompt)[0].content, "caf\xef\xbf\xbd");
+
+  job.metadata = std::string("\x81\x01\x02", 3);  // {1: 2}: JSON keys are strings
+  EXPECT_EQ(code_of([&] { job_to_fields(job); }), ErrorCode::kProtocol);
+
+  protocol::FinalResult result = protocol::testing::full_final_result();
+  result.finish_reason = protocol::FinishReason::kError;
+  result.error = "worker said \xfe";
+  EXPECT_EQ(redis_schema::final_from_json(redis_schema::final_to_json(result)).error, "worker said \xef\xbf\xbd");
 }
 
 TEST(RedisSchema, FinalResultsSurviveJson) {

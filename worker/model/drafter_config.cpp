@@ -18,11 +18,8 @@ std::vector<int64_t> default_target_layer_ids(int64_t target_layers, int64_t cou
   return ids;
 }
 
-DrafterConfig load_drafter_config(const std::filesystem::path& dir, const ModelConfig& target) {
-  const std::filesystem::path path = dir / "config.json";
-  nlohmann::json json = read_json_file(path);
-  ConfigReader reader(json, path.string());
-  const std::string label = path.string();
+DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string& label, const ModelConfig& target) {
+  ConfigReader reader(json, label);
 
   // Architecture first: a drafter we do not implement must not half-load.
   std::string architecture;
@@ -77,6 +74,11 @@ DrafterConfig load_drafter_config(const std::filesystem::path& dir, const ModelC
     dflash_reader.fail("mask_token_id", "is outside the target's embedding of " + std::to_string(target.vocab_size) + " rows");
   }
   return config;
+}
+
+DrafterConfig load_drafter_config(const std::filesystem::path& dir, const ModelConfig& target) {
+  const std::filesystem::path path = dir / "config.json";
+  return parse_drafter_config(read_json_file(path), path.string(), target);
 }
 
 }  // namespace flashq

@@ -4,7 +4,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "worker/model/model_config.h"
 
@@ -19,6 +22,10 @@ struct DrafterConfig {
 
 // docs/dflash.md §2.1: K layers evenly spread from layer 1 to layer L-3.
 std::vector<int64_t> default_target_layer_ids(int64_t target_layers, int64_t count);
+
+// Parses a drafter's config.json object and checks it against the target it will serve; `label`
+// (the file path) prefixes every error message. Errors as load_drafter_config's.
+DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string& label, const ModelConfig& target);
 
 // Reads dir/config.json and checks it against the target it will serve. Refuses (kUnsupported,
 // naming the key) what we do not implement; kBadConfig for anything inconsistent.

@@ -1,6 +1,7 @@
 #include "worker/model/model_config.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "shared/json_file.h"
 #include "worker/model/config_reader.h"
@@ -14,7 +15,9 @@ void collect_eos_ids(const ConfigReader& reader, std::vector<int32_t>& ids) {
   if (!reader.has("eos_token_id")) return;
   const nlohmann::json& value = reader.raw("eos_token_id");
   auto add = [&](const nlohmann::json& id) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0) reader.fail("eos_token_id", "must hold token ids, got " + value.dump());
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      reader.fail("eos_token_id", "must hold token ids, got " + value.dump());
+    }
     int32_t token = static_cast<int32_t>(id.get<int64_t>());
     if (std::find(ids.begin(), ids.end(), token) == ids.end()) ids.push_back(token);
   };
@@ -89,7 +92,13 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
       "head_dim", defaults.head_dim > 0 ? defaults.head_dim : config.hidden_size / config.num_heads);
   config.vocab_size = reader.positive_int("vocab_size");
   config.max_position_embeddings = reader.positive_int("max_position_embeddings", defaults.max_position_embeddings);
-  config.rms_norm_eps = static_cast<float>(reader.positive_number("rms_norm_eps", defaults.rms_norm_eps));
+  // Kept as a float by the kernels: a value a float cannot hold would become 0 (a division by zero
+  // in RMSNorm) or be undefined behaviour to convert.
+  const double eps = reader.positive_number("rms_norm_eps", defaults.rms_norm_eps);
+  if (eps < std::numeric_limits<float>::min() || eps > std::numeric_limits<float>::max()) {
+    reader.fail("rms_norm_eps", "must fit a float (1.2e-38 to 3.4e38), got " + reader.raw("rms_norm_eps").dump());
+  }
+  config.rms_norm_eps = static_cast<float>(eps);
   config.rope_theta = read_rope_theta(reader, label, defaults.rope_theta);
   config.tie_word_embeddings = reader.boolean("tie_word_embeddings", false);
   collect_eos_ids(reader, config.eos_token_ids);

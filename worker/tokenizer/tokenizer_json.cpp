@@ -281,14 +281,13 @@ void read_added_tokens(const json& root, TokenizerJson& out) {
 
 }  // namespace
 
-TokenizerJson read_tokenizer_json(const std::filesystem::path& path) {
-  std::string text = read_text_file(path);
+TokenizerJson parse_tokenizer_json(std::string text, const std::string& label) {
   BulkModelParts parts;
   json root;
   try {
     root = json::parse(text, BulkPartsCollector(parts));
   } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::kBadTokenizer, path.string() + ": invalid JSON: " + e.what());
+    throw Error(ErrorCode::kBadTokenizer, label + ": invalid JSON: " + e.what());
   }
   text = std::string();
   TokenizerJson out;
@@ -307,11 +306,15 @@ TokenizerJson read_tokenizer_json(const std::filesystem::path& path) {
     // post_processor, truncation and padding only matter when special tokens are added or
     // batches are shaped; encode adds nothing and works on one text, so they are not read.
   } catch (const Error& e) {
-    throw Error(e.code(), path.string() + ": " + e.what());
+    throw Error(e.code(), label + ": " + e.what());
   } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::kBadTokenizer, path.string() + ": " + e.what());
+    throw Error(ErrorCode::kBadTokenizer, label + ": " + e.what());
   }
   return out;
+}
+
+TokenizerJson read_tokenizer_json(const std::filesystem::path& path) {
+  return parse_tokenizer_json(read_text_file(path), path.string());
 }
 
 }  // namespace flashq

@@ -30,6 +30,9 @@ struct TokenizerJson {
   BpeOptions bpe_options;
 };
 
+// Parses the text of a tokenizer.json; `label` (the file path) prefixes every error message.
+TokenizerJson parse_tokenizer_json(std::string text, const std::string& label);
+
 TokenizerJson read_tokenizer_json(const std::filesystem::path& path);
 
 }  // namespace flashq
