@@ -213,7 +213,12 @@ void JobRunner::on_event(const StepEvent& event) {
   Attempt& a = *it->second;
   if (a.silent) return;
   if (!event.token_ids.empty() && !a.first_token_at) a.first_token_at = SteadyClock::now();
-  send_tokens(a, event.token_ids, event.text);
+  std::optional<protocol::StepSpeculation> spec;
+  if (event.drafted > 0) {
+    spec.emplace();
+    spec->add_draft(event.drafted, event.accepted);
+  }
+  send_tokens(a, event.token_ids, event.text, std::move(spec));
 }
 
 void JobRunner::finish_attempt(const FinishedSequence& done) {
@@ -236,11 +241,17 @@ void JobRunner::finish_attempt(const FinishedSequence& done) {
   forget(done.id);
 }
 
-void JobRunner::send_tokens(Attempt& a, std::vector<int32_t> ids, std::string text) {
-  if (ids.empty() && text.empty()) return;
+void JobRunner::send_tokens(Attempt& a, std::vector<int32_t> ids, std::string text,
+                            std::optional<protocol::StepSpeculation> spec) {
+  // A step whose tokens were all cut (an eos first) still reports its draft.
+  if (ids.empty() && text.empty() && !spec) return;
   a.completion_tokens += static_cast<int64_t>(ids.size());
-  protocol::Tokens message{
-      .id = a.id, .attempt = a.attempt, .seq = a.next_seq++, .token_ids = std::move(ids), .text = std::move(text)};
+  protocol::Tokens message{.id = a.id,
+                           .attempt = a.attempt,
+                           .seq = a.next_seq++,
+                           .token_ids = std::move(ids),
+                           .text = std::move(text),
+                           .spec = std::move(spec)};
   outbox_.push({a.link, protocol::to_wire(message)});
 }
 

@@ -4,7 +4,8 @@
 // owns the text: a continuation's sequence carries its resume point, and the events' text, stops
 // and finish reasons are streamed as they come.
 //
-// Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text),
+// Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text or
+// verified a draft, with that draft's counts in `spec`),
 // then exactly one FINAL. A job the engine refuses (Engine::add throws) gets a FINAL `error` with
 // the reason at once; so does every running job if an engine step fails, after which the engine
 // is rebuilt and the worker goes on serving.
@@ -19,6 +20,7 @@
 #include <unordered_map>
 
 #include "shared/protocol/final_result.h"
+#include "shared/protocol/step_speculation.h"
 #include "worker/engine/engine.h"
 #include "worker/process/job_request.h"
 #include "worker/process/message_outbox.h"
@@ -56,7 +58,8 @@ class JobRunner {
   void fail_all_running(const std::string& why);
   void start_engine();
 
-  void send_tokens(Attempt& attempt, std::vector<int32_t> ids, std::string text);
+  void send_tokens(Attempt& attempt, std::vector<int32_t> ids, std::string text,
+                   std::optional<protocol::StepSpeculation> spec = std::nullopt);
   void send_final(Attempt& attempt, protocol::FinalResult result);
   void forget(uint64_t engine_id);
 
