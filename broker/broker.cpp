@@ -86,7 +86,8 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
   bind_or_throw(frontend_, options_.frontend);
   bind_or_throw(backend_, options_.backend);
   bind_or_throw(fanout_.socket(), options_.stream);
-  if (!options_.http.empty()) http_ = std::make_unique<HttpEndpoint>(options_.http, metrics_);
+  if (!options_.http.empty()) http_ = std::make_unique<HttpEndpoint>(
+        options_.http, HttpPages{[this] { return metrics_.render(); }, [this] { return metrics_.ready(); }});
   BrokerCore& core = *this;
   if (options_.redis.url.empty()) {
     store_ = std::make_unique<InMemoryJobStore>(core);

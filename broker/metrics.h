@@ -12,22 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "shared/prometheus_text.h"
 #include "shared/protocol/step_speculation.h"
 
 namespace flashq {
-
-class Histogram {
- public:
-  explicit Histogram(std::vector<double> bounds);
-  void observe(double value, uint64_t times = 1);  // `times` observations of `value`
-  void render(std::string& out, const std::string& name, const std::string& help) const;
-
- private:
-  std::vector<double> bounds_;
-  std::vector<uint64_t> counts_;  // per bucket, cumulative when rendered
-  double sum_ = 0;
-  uint64_t count_ = 0;
-};
 
 struct BrokerGauges {
   std::map<int64_t, int64_t> queue_depth;  // per priority
