@@ -62,5 +62,41 @@ TEST_F(E2eTest, MetricsCountAKnownSpeculativeRunExactly) {
   EXPECT_EQ(delta("flashq_inter_token_latency_seconds_count"), tokens - static_cast<double>(first_event_tokens));
 }
 
+// A worker's own /metrics on --metrics-http: after one job on an otherwise idle worker, its
+// tokens, steps and the KV cache pool it was given.
+TEST_F(E2eTest, WorkerServesItsOwnMetrics) {
+  ASSERT_TRUE(start_broker());
+  const int port = free_port();
+  start_worker("w1", 2, {"--metrics-http", "127.0.0.1:" + std::to_string(port), "--cache-memory-mb", "16"});
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  const HttpResponse before_job = http_get(port, "/metrics");
+  ASSERT_EQ(before_job.status, 200) << cluster_->logs();
+  EXPECT_EQ(http_get(port, "/healthz").status, 200);
+  EXPECT_EQ(http_get(port, "/readyz").status, 200);
+  const double tokens_before = metric_value(before_job.body, "flashq_worker_generation_tokens_total").value_or(-1);
+  const double steps_before = metric_value(before_job.body, "flashq_worker_engine_steps_total").value_or(-1);
+  ASSERT_GE(tokens_before, 0) << before_job.body;
+
+  auto client = connect_client();
+  protocol::Job job = make_job("worker-metered", "The queue hums along", 32);
+  job.spec = protocol::SpecMode::kDflash;
+  const JobRun run = run_job(*client, job);
+  ASSERT_TRUE(run.final_result) << run;
+
+  const std::string m = http_get(port, "/metrics").body;
+  auto value = [&](const std::string& name) { return metric_value(m, name).value_or(-1); };
+  EXPECT_EQ(value("flashq_worker_generation_tokens_total") - tokens_before, static_cast<double>(run.ids().size())) << m;
+  const double steps = value("flashq_worker_engine_steps_total") - steps_before;
+  EXPECT_GE(steps, 1);
+  // One step produced at most a block's worth of tokens for this one job.
+  EXPECT_GE(steps * 8, static_cast<double>(run.ids().size()));
+  EXPECT_EQ(value("flashq_worker_engine_step_seconds_count"), value("flashq_worker_engine_steps_total"));
+  EXPECT_EQ(value("flashq_worker_engine_step_batch_size_count"), value("flashq_worker_engine_steps_total"));
+  EXPECT_NEAR(value("flashq_worker_engine_step_tokens_sum"), value("flashq_worker_generation_tokens_total"), 1e-6);
+  EXPECT_EQ(value("flashq_worker_kv_cache_capacity_bytes"), 16.0 * (1 << 20));
+  EXPECT_EQ(value("flashq_worker_kv_cache_used_bytes"), 0) << "the finished job gave its caches back";
+  EXPECT_EQ(value("flashq_worker_jobs_running"), 0);
+}
+
 }  // namespace
 }  // namespace flashq::testing

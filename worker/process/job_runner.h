@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -25,14 +26,15 @@
 #include "worker/process/job_request.h"
 #include "worker/process/message_outbox.h"
 #include "worker/process/work_inbox.h"
+#include "worker/process/worker_metrics.h"
 
 namespace flashq {
 
 class JobRunner {
  public:
-  // `cache_pool` may be null (caches grow on demand).
+  // `cache_pool` may be null (caches grow on demand); so may `metrics` (nothing recorded).
   JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
-            CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox);
+            CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox, WorkerMetrics* metrics = nullptr);
   ~JobRunner();
 
   // The engine thread's loop; returns after StopEngine.
@@ -71,6 +73,9 @@ class JobRunner {
   CachePool* cache_pool_;
   WorkInbox& inbox_;
   MessageOutbox& outbox_;
+  WorkerMetrics* metrics_;
+  int64_t step_tokens_ = 0;             // output tokens of the step in progress, for metrics_
+  std::set<uint64_t> step_sequences_;  // sequences with an event in the step in progress
 
   std::unique_ptr<Engine> engine_;
   std::map<uint64_t, std::unique_ptr<Attempt>> attempts_;  // by engine sequence id
