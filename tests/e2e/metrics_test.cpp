@@ -93,6 +93,12 @@ TEST_F(E2eTest, WorkerServesItsOwnMetrics) {
   EXPECT_EQ(value("flashq_worker_engine_step_seconds_count"), value("flashq_worker_engine_steps_total"));
   EXPECT_EQ(value("flashq_worker_engine_step_batch_size_count"), value("flashq_worker_engine_steps_total"));
   EXPECT_NEAR(value("flashq_worker_engine_step_tokens_sum"), value("flashq_worker_generation_tokens_total"), 1e-6);
+  // A speculative job prefilled, drafted and verified.
+  for (const char* phase : {"prefill", "draft", "verify"}) {
+    EXPECT_GT(value(std::string("flashq_worker_engine_pass_seconds_total{phase=\"") + phase + "\"}"), 0) << phase;
+  }
+  // The step time holds every pass.
+  EXPECT_LE(value("flashq_worker_engine_pass_seconds_total"), value("flashq_worker_engine_step_seconds_sum") + 1e-6);
   EXPECT_EQ(value("flashq_worker_kv_cache_capacity_bytes"), 16.0 * (1 << 20));
   EXPECT_EQ(value("flashq_worker_kv_cache_used_bytes"), 0) << "the finished job gave its caches back";
   EXPECT_EQ(value("flashq_worker_jobs_running"), 0);

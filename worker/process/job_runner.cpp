@@ -192,6 +192,7 @@ void JobRunner::step_engine() {
   const auto started = SteadyClock::now();
   step_tokens_ = 0;
   step_sequences_.clear();
+  const PhaseSeconds phases_before = engine_->phase_seconds();
   try {
     engine_->step();
   } catch (const std::exception& e) {
@@ -205,6 +206,9 @@ void JobRunner::step_engine() {
     metrics_->engine_step(std::chrono::duration<double>(SteadyClock::now() - started).count(),
                           static_cast<int64_t>(step_sequences_.size()), step_tokens_,
                           static_cast<int64_t>(engine_->running()));
+    const PhaseSeconds& phases = engine_->phase_seconds();
+    metrics_->pass_seconds(phases.prefill - phases_before.prefill, phases.draft - phases_before.draft,
+                           phases.verify - phases_before.verify, phases.other - phases_before.other);
     if (cache_pool_) metrics_->cache_pool(cache_pool_->capacity_bytes(), cache_pool_->capacity_bytes() - cache_pool_->free_bytes());
   }
   for (const FinishedSequence& done : engine_->take_finished()) finish_attempt(done);

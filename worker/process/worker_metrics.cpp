@@ -20,6 +20,14 @@ void WorkerMetrics::engine_step(double seconds, int64_t batch, int64_t tokens, i
   step_tokens_.observe(static_cast<double>(tokens));
 }
 
+void WorkerMetrics::pass_seconds(double prefill, double draft, double verify, double other) {
+  std::lock_guard lock(mutex_);
+  prefill_seconds_ += prefill;
+  draft_seconds_ += draft;
+  verify_seconds_ += verify;
+  other_seconds_ += other;
+}
+
 void WorkerMetrics::cache_pool(int64_t capacity_bytes, int64_t used_bytes) {
   std::lock_guard lock(mutex_);
   has_pool_ = true;
@@ -30,13 +38,23 @@ void WorkerMetrics::cache_pool(int64_t capacity_bytes, int64_t used_bytes) {
 std::string WorkerMetrics::render() const {
   std::lock_guard lock(mutex_);
   std::string out;
-  counter(out, "flashq_worker_engine_steps_total", "Engine steps that decoded at least one sequence.", steps_);
+  counter(out, "flashq_worker_engine_steps_total", "Engine steps that produced output for at least one job.", steps_);
   counter(out, "flashq_worker_generation_tokens_total", "Output tokens those steps committed.", tokens_);
   gauge(out, "flashq_worker_jobs_running", "Jobs decoding in the engine after its last step.", static_cast<double>(jobs_running_));
   if (has_pool_) {
     gauge(out, "flashq_worker_kv_cache_capacity_bytes", "The KV cache pool's size.", static_cast<double>(pool_capacity_));
     gauge(out, "flashq_worker_kv_cache_used_bytes", "KV cache pool bytes held by sequences after the last step.",
           static_cast<double>(pool_used_));
+  }
+  const std::string pass = "flashq_worker_engine_pass_seconds_total";
+  prometheus::line(out, "# HELP " + pass + " Engine time by pass: prefill (prompts), draft (the drafter's passes), "
+                        "verify (the target's decode passes), other (planning, acceptance, text).");
+  prometheus::line(out, "# TYPE " + pass + " counter");
+  for (const auto& [phase, seconds] : {std::pair<const char*, double>{"prefill", prefill_seconds_},
+                                       {"draft", draft_seconds_},
+                                       {"verify", verify_seconds_},
+                                       {"other", other_seconds_}}) {
+    prometheus::line(out, pass + "{phase=\"" + phase + "\"} " + prometheus::number(seconds));
   }
   step_time_.render(out, "flashq_worker_engine_step_seconds",
                     "Wall time of one engine step: every running sequence's draft, verify pass, accept and commit.");
