@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tests/e2e/e2e_fixture.h"
+#include "tests/support/run_command.h"
 
 namespace flashq::testing {
 namespace {
@@ -102,6 +103,13 @@ TEST_F(E2eTest, WorkerServesItsOwnMetrics) {
   EXPECT_EQ(value("flashq_worker_kv_cache_capacity_bytes"), 16.0 * (1 << 20));
   EXPECT_EQ(value("flashq_worker_kv_cache_used_bytes"), 0) << "the finished job gave its caches back";
   EXPECT_EQ(value("flashq_worker_jobs_running"), 0);
+}
+
+TEST_F(E2eTest, AWorkerWithAMalformedMetricsAddressExitsSayingSo) {
+  const CommandResult result = run_command(bin_path("flashq-worker") + " --model '" + target_dir().string() +
+                                           "' --device cpu --broker tcp://127.0.0.1:1 --metrics-http nonsense");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("an HTTP address is host:port, got 'nonsense'"), std::string::npos) << result.output;
 }
 
 }  // namespace
