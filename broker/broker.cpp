@@ -88,7 +88,8 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
   bind_or_throw(frontend_, options_.frontend);
   bind_or_throw(backend_, options_.backend);
   bind_or_throw(fanout_.socket(), options_.stream);
-  if (!options_.http.empty()) http_ = std::make_unique<HttpEndpoint>(options_.http, metrics_);
+  if (!options_.http.empty()) http_ = std::make_unique<HttpEndpoint>(
+        options_.http, HttpPages{[this] { return metrics_.render(); }, [this] { return metrics_.ready(); }});
   BrokerCore& core = *this;
   if (options_.redis.url.empty()) {
     store_ = std::make_unique<InMemoryJobStore>(core);
@@ -329,6 +330,9 @@ void Broker::on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens) {
     return;
   }
   job.worker_seq = tokens.seq + 1;
+  if (tokens.spec) metrics_.speculation(*tokens.spec);
+  // Only speculation counts: a step whose tokens were all cut streams nothing.
+  if (tokens.token_ids.empty() && tokens.text.empty()) return;
   const auto now = SteadyClock::now();
   if (!tokens.token_ids.empty()) {
     const bool first = !job.first_token_at;
@@ -357,7 +361,6 @@ void Broker::on_final(WorkerRecord& worker, const protocol::Final& final_message
   result.timings.queue_ms = ms_between(job.submitted_at, job.first_assigned_at) + result.timings.queue_ms;
   result.timings.ttft_ms = job.first_token_at ? ms_between(job.submitted_at, *job.first_token_at) : 0;
   result.timings.total_ms = ms_between(job.submitted_at, now);
-  metrics_.speculation(result.spec_stats.draft_steps, result.spec_stats.accepted_tokens);
   finish(job, std::move(result));
   dispatch();
 }
@@ -373,7 +376,10 @@ void Broker::start(JobRecord& job, WorkerRecord& worker) {
   job.worker = worker.identity;
   job.worker_seq = 0;
   job.attempt += 1;
-  if (job.attempt == 1) job.first_assigned_at = SteadyClock::now();
+  if (job.attempt == 1) {
+    job.first_assigned_at = SteadyClock::now();
+    metrics_.job_started(std::chrono::duration<double>(job.first_assigned_at - job.submitted_at).count());
+  }
   protocol::Assign assign{.job = job.job,
                           .attempt = job.attempt,
                           .resume_tokens = job.streamed,
@@ -476,6 +482,7 @@ void Broker::finish(JobRecord& job, protocol::FinalResult result) {
   }
   job.final_result = result;
   metrics_.job_finished(std::string(protocol::finish_reason_name(result.finish_reason)));
+  metrics_.job_ended(std::chrono::duration<double>(SteadyClock::now() - job.submitted_at).count());
   publish(job, protocol::Event{.id = job.job.id, .final_result = std::move(result)});
   jobs_.finished_order.push_back(job.job.id);
 }

@@ -1,32 +1,11 @@
 #include "broker/metrics.h"
 
-#include <cstdio>
-
 namespace flashq {
 namespace {
 
-void line(std::string& out, const std::string& text) {
-  out += text;
-  out += '\n';
-}
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.9g", value);
-  return text;
-}
-
-void counter(std::string& out, const std::string& name, const std::string& help, uint64_t value) {
-  line(out, "# HELP " + name + " " + help);
-  line(out, "# TYPE " + name + " counter");
-  line(out, name + " " + std::to_string(value));
-}
-
-void gauge(std::string& out, const std::string& name, const std::string& help, double value) {
-  line(out, "# HELP " + name + " " + help);
-  line(out, "# TYPE " + name + " gauge");
-  line(out, name + " " + number(value));
-}
+using prometheus::counter;
+using prometheus::gauge;
+using prometheus::line;
 
 void labelled_counter(std::string& out, const std::string& name, const std::string& help, const std::string& label,
                       const std::map<std::string, uint64_t>& values) {
@@ -35,34 +14,17 @@ void labelled_counter(std::string& out, const std::string& name, const std::stri
   for (const auto& [key, value] : values) line(out, name + "{" + label + "=\"" + key + "\"} " + std::to_string(value));
 }
 
+const std::vector<double> kRequestLatencyBuckets = {0.001, 0.005, 0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5,
+                                                    10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680};
+
 }  // namespace
-
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
-
-void Histogram::observe(double value) {
-  size_t bucket = 0;
-  while (bucket < bounds_.size() && value > bounds_[bucket]) ++bucket;
-  ++counts_[bucket];
-  sum_ += value;
-  ++count_;
-}
-
-void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
-  line(out, "# HELP " + name + " " + help);
-  line(out, "# TYPE " + name + " histogram");
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < bounds_.size(); ++i) {
-    cumulative += counts_[i];
-    line(out, name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative));
-  }
-  line(out, name + "_bucket{le=\"+Inf\"} " + std::to_string(count_));
-  line(out, name + "_sum " + number(sum_));
-  line(out, name + "_count " + std::to_string(count_));
-}
 
 BrokerMetrics::BrokerMetrics()
     : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
-      inter_token_({0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5}) {}
+      inter_token_({0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5}),
+      // vLLM's request latency buckets, with finer ones below 0.3 s for short jobs on idle workers.
+      queue_time_(kRequestLatencyBuckets),
+      e2e_latency_(kRequestLatencyBuckets) {}
 
 void BrokerMetrics::job_admitted() {
   std::lock_guard lock(mutex_);
@@ -83,12 +45,29 @@ void BrokerMetrics::job_finished(const std::string& finish_reason) {
 void BrokerMetrics::token_event(int64_t count, bool first, double seconds) {
   std::lock_guard lock(mutex_);
   generation_tokens_ += static_cast<uint64_t>(count);
-  (first ? ttft_ : inter_token_).observe(seconds);
+  if (count <= 0) return;
+  // The first event's other tokens arrived with the first: they are part of no gap.
+  if (first) {
+    ttft_.observe(seconds);
+  } else {
+    inter_token_.observe(seconds / static_cast<double>(count), static_cast<uint64_t>(count));
+  }
 }
-void BrokerMetrics::speculation(int64_t draft_steps, int64_t accepted_tokens) {
+void BrokerMetrics::speculation(const protocol::StepSpeculation& spec) {
   std::lock_guard lock(mutex_);
-  drafts_ += static_cast<uint64_t>(draft_steps);
-  accepted_ += static_cast<uint64_t>(accepted_tokens);
+  drafts_ += static_cast<uint64_t>(spec.drafts);
+  draft_tokens_ += static_cast<uint64_t>(spec.draft_tokens);
+  accepted_ += static_cast<uint64_t>(spec.accepted_tokens);
+  if (accepted_per_pos_.size() < spec.accepted_per_pos.size()) accepted_per_pos_.resize(spec.accepted_per_pos.size(), 0);
+  for (size_t i = 0; i < spec.accepted_per_pos.size(); ++i) accepted_per_pos_[i] += static_cast<uint64_t>(spec.accepted_per_pos[i]);
+}
+void BrokerMetrics::job_started(double queued_seconds) {
+  std::lock_guard lock(mutex_);
+  queue_time_.observe(queued_seconds);
+}
+void BrokerMetrics::job_ended(double seconds) {
+  std::lock_guard lock(mutex_);
+  e2e_latency_.observe(seconds);
 }
 void BrokerMetrics::set_gauges(BrokerGauges gauges) {
   std::lock_guard lock(mutex_);
@@ -128,10 +107,24 @@ std::string BrokerMetrics::render() const {
   labelled_counter(out, "flashq_jobs_finished_total", "Jobs ended, by finish reason.", "finish_reason", finished_);
   counter(out, "flashq_job_retries_total", "Jobs re-queued as continuations after losing their worker.", retries_);
   counter(out, "flashq_generation_tokens_total", "Tokens streamed to clients (rate() of it is tokens/s).", generation_tokens_);
-  counter(out, "flashq_spec_decode_num_drafts_total", "Verify passes that carried a draft.", drafts_);
-  counter(out, "flashq_spec_decode_num_accepted_tokens_total", "Draft tokens the target accepted.", accepted_);
+  counter(out, "flashq_spec_decode_num_drafts_total", "Drafts verified (one per job per verify pass that carried one).",
+          drafts_);
+  counter(out, "flashq_spec_decode_num_draft_tokens_total", "Tokens proposed by those drafts.", draft_tokens_);
+  counter(out, "flashq_spec_decode_num_accepted_tokens_total",
+          "Draft tokens the target accepted (acceptance rate: this / num_draft_tokens).", accepted_);
+  line(out, "# HELP flashq_spec_decode_num_accepted_tokens_per_pos_total Drafts whose token at this position "
+            "(0 = first drafted) was accepted.");
+  line(out, "# TYPE flashq_spec_decode_num_accepted_tokens_per_pos_total counter");
+  for (size_t i = 0; i < accepted_per_pos_.size(); ++i) {
+    line(out, "flashq_spec_decode_num_accepted_tokens_per_pos_total{position=\"" + std::to_string(i) + "\"} " +
+                  std::to_string(accepted_per_pos_[i]));
+  }
   ttft_.render(out, "flashq_time_to_first_token_seconds", "From submission to the first streamed token.");
-  inter_token_.render(out, "flashq_inter_token_latency_seconds", "Between consecutive token events of a job.");
+  inter_token_.render(out, "flashq_inter_token_latency_seconds",
+                      "Per token after a job's first event: an event of k tokens is k observations of "
+                      "(time since the job's previous event) / k.");
+  queue_time_.render(out, "flashq_request_queue_time_seconds", "From submission to the job's first assignment to a worker.");
+  e2e_latency_.render(out, "flashq_e2e_request_latency_seconds", "From submission to the job's final (any finish reason).");
   return out;
 }
 

@@ -1,6 +1,7 @@
-// The broker's metrics, rendered in the Prometheus text format for /metrics. Names follow vLLM's
-// where one exists (time to first token, inter-token latency, speculative decoding counters),
-// with the flashq_ prefix. The broker thread records; the HTTP thread renders; a mutex between.
+// The broker's metrics, rendered in the Prometheus text format for /metrics (each one described in
+// docs/operations.md). Names follow vLLM's where one exists (time to first token, inter-token
+// latency, queue time, end-to-end latency, speculative decoding counters), with the flashq_
+// prefix. The broker thread records; the HTTP thread renders; a mutex between.
 #pragma once
 
 #include <array>
@@ -11,20 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "shared/prometheus_text.h"
+#include "shared/protocol/step_speculation.h"
+
 namespace flashq {
-
-class Histogram {
- public:
-  explicit Histogram(std::vector<double> bounds);
-  void observe(double value);
-  void render(std::string& out, const std::string& name, const std::string& help) const;
-
- private:
-  std::vector<double> bounds_;
-  std::vector<uint64_t> counts_;  // per bucket, cumulative when rendered
-  double sum_ = 0;
-  uint64_t count_ = 0;
-};
 
 struct BrokerGauges {
   std::map<int64_t, int64_t> queue_depth;  // per priority
@@ -44,10 +35,16 @@ class BrokerMetrics {
   void job_rejected(const std::string& reason);
   void job_retried();
   void job_finished(const std::string& finish_reason);
-  // One TOKENS event of `count` tokens, `seconds` after the submission (the first) or after the
-  // job's previous event.
+  // One TOKENS event of `count` tokens, `seconds` after the submission (the first: time to first
+  // token) or after the job's previous event (then `count` inter-token observations of
+  // seconds / count).
   void token_event(int64_t count, bool first, double seconds);
-  void speculation(int64_t draft_steps, int64_t accepted_tokens);
+  // The speculation one TOKENS reported, counted as it arrives.
+  void speculation(const protocol::StepSpeculation& spec);
+  // A job's first assignment to a worker, `seconds` after its submission.
+  void job_started(double queued_seconds);
+  // A job's end (any finish reason), `seconds` after its submission.
+  void job_ended(double seconds);
   void set_gauges(BrokerGauges gauges);
 
   std::string render() const;
@@ -58,9 +55,11 @@ class BrokerMetrics {
 
  private:
   mutable std::mutex mutex_;
-  uint64_t admitted_ = 0, retries_ = 0, generation_tokens_ = 0, drafts_ = 0, accepted_ = 0;
+  uint64_t admitted_ = 0, retries_ = 0, generation_tokens_ = 0;
+  uint64_t drafts_ = 0, draft_tokens_ = 0, accepted_ = 0;
+  std::vector<uint64_t> accepted_per_pos_;  // [i]: drafts whose position i was accepted
   std::map<std::string, uint64_t> rejected_, finished_;
-  Histogram ttft_, inter_token_;
+  Histogram ttft_, inter_token_, queue_time_, e2e_latency_;
   BrokerGauges gauges_;
 };
 

@@ -257,7 +257,10 @@ void RedisJobStore::admit_taken(protocol::Job job, const std::string& entry, con
   if (it == jobs_.jobs.end()) {
     JobRecord record;
     record.phase = JobPhase::kRemote;  // until admitted below
-    record.submitted_at = now;
+    // Written into flashq:jobs by another broker or a Redis client: it was submitted when the
+    // entry was added (its id's milliseconds), which its queue time and time to first token count from.
+    const int64_t age_ms = std::max<int64_t>(0, wall_ms() - schema::entry_time_ms(entry));
+    record.submitted_at = now - std::chrono::milliseconds(age_ms);
     it = jobs_.jobs.emplace(job.id, std::move(record)).first;
   }
   JobRecord& record = it->second;

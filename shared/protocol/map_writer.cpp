@@ -71,6 +71,15 @@ MapWriter& MapWriter::token_ids(std::string_view name, std::span<const std::int3
   return *this;
 }
 
+MapWriter& MapWriter::integers(std::string_view name, std::span<const std::int64_t> values) {
+  key(name);
+  pack_into(fields_, [&](Packer& p) {
+    p.pack_array(static_cast<std::uint32_t>(values.size()));
+    for (std::int64_t value : values) p.pack_int64(value);
+  });
+  return *this;
+}
+
 MapWriter& MapWriter::strings(std::string_view name, std::span<const std::string> values) {
   key(name);
   pack_into(fields_, [&](Packer& p) {

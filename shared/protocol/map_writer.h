@@ -18,6 +18,7 @@ class MapWriter {
   MapWriter& number(std::string_view key, double value);  // always a float64
   MapWriter& boolean(std::string_view key, bool value);
   MapWriter& token_ids(std::string_view key, std::span<const std::int32_t> ids);
+  MapWriter& integers(std::string_view key, std::span<const std::int64_t> values);
   MapWriter& strings(std::string_view key, std::span<const std::string> values);
   // `map` is a finished map (MapWriter::finish()).
   MapWriter& map(std::string_view key, std::string_view map);

@@ -40,13 +40,14 @@ std::string encode_body(const Assign& message) {
 }
 
 std::string encode_body(const Tokens& message) {
-  return MapWriter()
-      .string("id", message.id)
+  MapWriter out;
+  out.string("id", message.id)
       .integer("attempt", message.attempt)
       .integer("seq", message.seq)
       .token_ids("token_ids", message.token_ids)
-      .string("text", message.text)
-      .finish();
+      .string("text", message.text);
+  if (message.spec) out.map("spec", encode_step_speculation(*message.spec));
+  return out.finish();
 }
 
 std::string encode_body(const Final& message) {
@@ -94,9 +95,11 @@ Assign decode_body<Assign>(std::string_view body) {
 template <>
 Tokens decode_body<Tokens>(std::string_view body) {
   return read_body<Tokens>(body, [](const FieldReader& fields) {
-    return Tokens{read_id(fields, "id"), read_attempt(fields), fields.integer("seq", 0, kInt64Max),
+    Tokens tokens{read_id(fields, "id"), read_attempt(fields), fields.integer("seq", 0, kInt64Max),
                   fields.token_ids("token_ids", kMaxOutputTokens),
-                  fields.string("text", {0, kMaxOutputTextBytes})};
+                  fields.string("text", {0, kMaxOutputTextBytes}), std::nullopt};
+    if (const std::optional<FieldReader> spec = fields.optional_map("spec")) tokens.spec = read_step_speculation(*spec);
+    return tokens;
   });
 }
 

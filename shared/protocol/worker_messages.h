@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,7 @@
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
 #include "shared/protocol/message_type.h"
+#include "shared/protocol/step_speculation.h"
 
 namespace flashq::protocol {
 
@@ -65,6 +67,9 @@ struct Tokens {
   std::int64_t seq = 0;  // 0, 1, 2, ... within this attempt
   TokenIds token_ids;
   std::string text;
+  // What speculation did in the step (or steps) these tokens came from; absent from a worker
+  // that does not report it, or when the step carried no draft.
+  std::optional<StepSpeculation> spec;
   bool operator==(const Tokens&) const = default;
 };
 

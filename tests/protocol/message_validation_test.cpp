@@ -144,12 +144,18 @@ std::vector<MessageCase> all_cases() {
                     {"/backend", Kind::kString, true}}});
   cases.push_back({"HEARTBEAT", {{"load", 2}}, {{"/load", Kind::kInteger, true}}});
   cases.push_back({"TOKENS",
-                   {{"id", "j1"}, {"attempt", 1}, {"seq", 0}, {"token_ids", {1}}, {"text", "a"}},
+                   {{"id", "j1"}, {"attempt", 1}, {"seq", 0}, {"token_ids", {1}}, {"text", "a"},
+                    {"spec", {{"drafts", 2}, {"draft_tokens", 6}, {"accepted_tokens", 3}, {"accepted_per_pos", {2, 1}}}}},
                    {{"/id", Kind::kString, true},
                     {"/attempt", Kind::kInteger, true},
                     {"/seq", Kind::kInteger, true},
                     {"/token_ids", Kind::kTokenArray, true},
-                    {"/text", Kind::kString, true}}});
+                    {"/text", Kind::kString, true},
+                    {"/spec", Kind::kMap, false},
+                    {"/spec/drafts", Kind::kInteger, true},
+                    {"/spec/draft_tokens", Kind::kInteger, true},
+                    {"/spec/accepted_tokens", Kind::kInteger, true},
+                    {"/spec/accepted_per_pos", Kind::kTokenArray, true}}});
   json final_body = final_map();
   final_body["id"] = "j1";
   final_body["attempt"] = 1;

@@ -32,7 +32,9 @@ template <> WorkerHeartbeat full_message<WorkerHeartbeat>() { return {3}; }
 template <> BrokerHeartbeat full_message<BrokerHeartbeat>() { return {}; }
 template <> Disconnect full_message<Disconnect>() { return {}; }
 template <> Assign full_message<Assign>() { return {full_job(), 2, {4, 5, 6}, 11}; }
-template <> Tokens full_message<Tokens>() { return {"job-42", 2, 5, {9, 8, 7}, "xyz"}; }
+template <> Tokens full_message<Tokens>() {
+  return {"job-42", 2, 5, {9, 8, 7}, "xyz", StepSpeculation{2, 7, 3, {2, 1}}};
+}
 template <> Final full_message<Final>() { return {"job-42", 2, full_final_result()}; }
 
 template <typename M>

@@ -494,6 +494,47 @@ TEST_F(WorkerProcessTest, DflashJobOnAWorkerWithoutDrafterRunsTargetOnly) {
   EXPECT_EQ(got.final_message->result.spec_stats.draft_steps, 0);
 }
 
+TEST_F(WorkerProcessTest, EachStepsTokensCarryItsDraftAndTheySumToTheFinalSpecStats) {
+  ASSERT_TRUE(start_worker(true));
+  protocol::Assign job = assign("spec-steps", some_tokens(7, 300, 11), 24);
+  job.job.spec = protocol::SpecMode::kDflash;
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "spec-steps");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  EXPECT_EQ(got.ids().size(), 24u);
+  protocol::StepSpeculation sum;
+  for (const protocol::Tokens& t : got.tokens) {
+    // The prefill's token, or a last step clamped to one token by max_tokens, had no draft.
+    if (!t.spec) {
+      EXPECT_EQ(t.token_ids.size(), 1u) << "seq " << t.seq << ": only a step without a draft has no spec";
+      continue;
+    }
+    EXPECT_EQ(t.spec->drafts, 1) << "one TOKENS per engine step";
+    EXPECT_GE(t.spec->draft_tokens, 1);
+    EXPECT_LE(t.spec->draft_tokens, 7) << "at most block size - 1 drafted tokens";
+    // The step's tokens are its accepted draft tokens and the target's bonus (none after an eos).
+    EXPECT_LE(static_cast<int64_t>(t.token_ids.size()), t.spec->accepted_tokens + 1);
+    sum.drafts += t.spec->drafts;
+    sum.draft_tokens += t.spec->draft_tokens;
+    sum.accepted_tokens += t.spec->accepted_tokens;
+  }
+  const protocol::SpecStats& stats = got.final_message->result.spec_stats;
+  EXPECT_GT(sum.drafts, 0);
+  EXPECT_EQ(sum.drafts, stats.draft_steps);
+  EXPECT_EQ(sum.accepted_tokens, stats.accepted_tokens);
+}
+
+TEST_F(WorkerProcessTest, TokensOfAJobWithoutSpeculationCarryNoSpec) {
+  ASSERT_TRUE(start_worker(true));
+  protocol::Assign job = assign("plain", some_tokens(7, 300, 11), 12);
+  job.job.spec = protocol::SpecMode::kOff;
+  broker_.send(job);
+  AttemptOutput got = collect_attempt(broker_, "plain");
+  ASSERT_TRUE(got.final_message) << describe(got);
+  ASSERT_FALSE(got.tokens.empty());
+  for (const protocol::Tokens& t : got.tokens) EXPECT_FALSE(t.spec) << "seq " << t.seq;
+}
+
 TEST_F(WorkerProcessTest, HeartbeatsArriveAboutEverySecond) {
   ASSERT_TRUE(start_worker(false));
   broker_.heartbeats().clear();

@@ -280,7 +280,9 @@ void Engine::emit(SequenceStep& step) {
   Sequence& s = *step.sequence;
   std::vector<int32_t> produced(step.block.begin() + 1, step.block.begin() + 1 + step.acceptance.accepted);
   produced.push_back(step.acceptance.bonus);
-  StepEvent event{.id = s.id};
+  StepEvent event{.id = s.id,
+                  .drafted = static_cast<int64_t>(step.block.size()) - 1,
+                  .accepted = step.acceptance.accepted};
   emit_tokens(s, produced, model_.config().eos_token_ids, event);
   publish(event);
 }

@@ -23,6 +23,10 @@ struct StepEvent {
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
   bool cancelled = false;
+  // The draft this step verified for the sequence: its length (0 when the step drafted nothing)
+  // and how many of its tokens the target accepted (a prefix).
+  int64_t drafted = 0;
+  int64_t accepted = 0;
 };
 
 // Appends `tokens` to the output in order, applying every stop; `eos_ids` are the model's.

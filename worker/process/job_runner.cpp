@@ -62,7 +62,8 @@ struct JobRunner::Attempt {
 };
 
 JobRunner::JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served,
-                     int64_t slots, CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox)
+                     int64_t slots, CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox,
+                     WorkerMetrics* metrics)
     : model_(model),
       tokenizer_(tokenizer),
       proposer_(proposer),
@@ -70,7 +71,8 @@ JobRunner::JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* p
       slots_(slots),
       cache_pool_(cache_pool),
       inbox_(inbox),
-      outbox_(outbox) {
+      outbox_(outbox),
+      metrics_(metrics) {
   start_engine();
 }
 
@@ -187,6 +189,10 @@ void JobRunner::cancel_past_job_deadlines() {
 }
 
 void JobRunner::step_engine() {
+  const auto started = SteadyClock::now();
+  step_tokens_ = 0;
+  step_sequences_.clear();
+  const PhaseSeconds phases_before = engine_->phase_seconds();
   try {
     engine_->step();
   } catch (const std::exception& e) {
@@ -194,6 +200,16 @@ void JobRunner::step_engine() {
     fail_all_running(std::string("internal: the engine failed: ") + e.what());
     start_engine();
     return;
+  }
+  // Recorded before the FINALs go out: whoever reads /metrics after a final sees its last step.
+  if (metrics_ && !step_sequences_.empty()) {
+    metrics_->engine_step(std::chrono::duration<double>(SteadyClock::now() - started).count(),
+                          static_cast<int64_t>(step_sequences_.size()), step_tokens_,
+                          static_cast<int64_t>(engine_->running()));
+    const PhaseSeconds& phases = engine_->phase_seconds();
+    metrics_->pass_seconds(phases.prefill - phases_before.prefill, phases.draft - phases_before.draft,
+                           phases.verify - phases_before.verify, phases.other - phases_before.other);
+    if (cache_pool_) metrics_->cache_pool(cache_pool_->capacity_bytes(), cache_pool_->capacity_bytes() - cache_pool_->free_bytes());
   }
   for (const FinishedSequence& done : engine_->take_finished()) finish_attempt(done);
 }
@@ -212,8 +228,15 @@ void JobRunner::on_event(const StepEvent& event) {
   if (it == attempts_.end()) return;
   Attempt& a = *it->second;
   if (a.silent) return;
+  step_tokens_ += static_cast<int64_t>(event.token_ids.size());
+  step_sequences_.insert(event.id);
   if (!event.token_ids.empty() && !a.first_token_at) a.first_token_at = SteadyClock::now();
-  send_tokens(a, event.token_ids, event.text);
+  std::optional<protocol::StepSpeculation> spec;
+  if (event.drafted > 0) {
+    spec.emplace();
+    spec->add_draft(event.drafted, event.accepted);
+  }
+  send_tokens(a, event.token_ids, event.text, std::move(spec));
 }
 
 void JobRunner::finish_attempt(const FinishedSequence& done) {
@@ -236,11 +259,17 @@ void JobRunner::finish_attempt(const FinishedSequence& done) {
   forget(done.id);
 }
 
-void JobRunner::send_tokens(Attempt& a, std::vector<int32_t> ids, std::string text) {
-  if (ids.empty() && text.empty()) return;
+void JobRunner::send_tokens(Attempt& a, std::vector<int32_t> ids, std::string text,
+                            std::optional<protocol::StepSpeculation> spec) {
+  // A step whose tokens were all cut (an eos first) still reports its draft.
+  if (ids.empty() && text.empty() && !spec) return;
   a.completion_tokens += static_cast<int64_t>(ids.size());
-  protocol::Tokens message{
-      .id = a.id, .attempt = a.attempt, .seq = a.next_seq++, .token_ids = std::move(ids), .text = std::move(text)};
+  protocol::Tokens message{.id = a.id,
+                           .attempt = a.attempt,
+                           .seq = a.next_seq++,
+                           .token_ids = std::move(ids),
+                           .text = std::move(text),
+                           .spec = std::move(spec)};
   outbox_.push({a.link, protocol::to_wire(message)});
 }
 

@@ -4,7 +4,8 @@
 // owns the text: a continuation's sequence carries its resume point, and the events' text, stops
 // and finish reasons are streamed as they come.
 //
-// Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text),
+// Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text or
+// verified a draft, with that draft's counts in `spec`),
 // then exactly one FINAL. A job the engine refuses (Engine::add throws) gets a FINAL `error` with
 // the reason at once; so does every running job if an engine step fails, after which the engine
 // is rebuilt and the worker goes on serving.
@@ -15,22 +16,25 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
 #include "shared/protocol/final_result.h"
+#include "shared/protocol/step_speculation.h"
 #include "worker/engine/engine.h"
 #include "worker/process/job_request.h"
 #include "worker/process/message_outbox.h"
 #include "worker/process/work_inbox.h"
+#include "worker/process/worker_metrics.h"
 
 namespace flashq {
 
 class JobRunner {
  public:
-  // `cache_pool` may be null (caches grow on demand).
+  // `cache_pool` may be null (caches grow on demand); so may `metrics` (nothing recorded).
   JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
-            CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox);
+            CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox, WorkerMetrics* metrics = nullptr);
   ~JobRunner();
 
   // The engine thread's loop; returns after StopEngine.
@@ -56,7 +60,8 @@ class JobRunner {
   void fail_all_running(const std::string& why);
   void start_engine();
 
-  void send_tokens(Attempt& attempt, std::vector<int32_t> ids, std::string text);
+  void send_tokens(Attempt& attempt, std::vector<int32_t> ids, std::string text,
+                   std::optional<protocol::StepSpeculation> spec = std::nullopt);
   void send_final(Attempt& attempt, protocol::FinalResult result);
   void forget(uint64_t engine_id);
 
@@ -68,6 +73,9 @@ class JobRunner {
   CachePool* cache_pool_;
   WorkInbox& inbox_;
   MessageOutbox& outbox_;
+  WorkerMetrics* metrics_;
+  int64_t step_tokens_ = 0;             // output tokens of the step in progress, for metrics_
+  std::set<uint64_t> step_sequences_;  // sequences with an event in the step in progress
 
   std::unique_ptr<Engine> engine_;
   std::map<uint64_t, std::unique_ptr<Attempt>> attempts_;  // by engine sequence id

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   app.add_option("--drain-timeout-ms", options.drain_timeout_ms, "on SIGTERM: how long running jobs may take")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--metrics-http", options.metrics_http,
+                 "HOST:PORT to serve this worker's /metrics, /healthz and /readyz on (default: none)");
   app.add_option("--curve-server-key", options.curve_server_key, "KEY|FILE: the broker's CURVE public key");
   app.add_option("--curve-secret-key", options.curve_secret_key,
                  "KEY|FILE: this worker's CURVE secret key (its public key must be on the broker's allow-list)");

@@ -32,6 +32,8 @@ struct WorkerOptions {
   // empty: plain TCP.
   std::string curve_server_key;
   std::string curve_secret_key;
+  // host:port for /metrics, /healthz and /readyz (docs/operations.md §5); empty: none.
+  std::string metrics_http;
 };
 
 }  // namespace flashq

@@ -14,11 +14,13 @@
 #include "shared/cli.h"
 #include "shared/curve/curve_socket.h"
 #include "shared/error.h"
+#include "shared/http_endpoint.h"
 #include "shared/protocol/job.h"
 #include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
 #include "worker/process/broker_link.h"
 #include "worker/process/job_runner.h"
+#include "worker/process/worker_metrics.h"
 
 namespace flashq {
 namespace {
@@ -78,8 +80,16 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   WorkInbox inbox;
   MessageOutbox outbox;
   const WorkerModel served{options.model_name, serving.drafter != nullptr, &serving.model->chat_template()};
+  WorkerMetrics metrics;
+  std::unique_ptr<HttpEndpoint> http;
+  if (!options.metrics_http.empty()) {
+    // Up once the model is loaded: until then the port refuses, which is what a probe should see.
+    http = std::make_unique<HttpEndpoint>(options.metrics_http,
+                                          HttpPages{[&metrics] { return metrics.render(); }, [] { return true; }});
+    spdlog::info("worker metrics on http://{}", options.metrics_http);
+  }
   JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, options.slots, cache_pool.get(),
-                   inbox, outbox);
+                   inbox, outbox, &metrics);
   std::thread engine_thread([&runner] {
     try {
       runner.run();
