@@ -1,4 +1,6 @@
-// Plain generation on a random tiny model: stops, lengths, streaming and seeds.
+// Plain generation on a random tiny model: stops, lengths, streaming, seeds and queue time.
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 #include "tests/model/tiny_model.h"
@@ -115,6 +117,27 @@ TEST_F(Generate, RejectsEmptyAndOversizePrompts) {
   GenerationRequest huge{.max_tokens = 4};
   huge.prompt_tokens.assign(5000, 1);  // the tiny model's context is 4096
   EXPECT_THROW(run(huge), Error);
+}
+
+// A sequence that waits for a slot counts the wait as queue time: behind a running sequence in a
+// one-slot engine it is admitted only once that one has finished, so it queued at least as long as
+// the first ran, less the time between the two adds.
+TEST_F(Generate, QueueTimeRunsUntilTheEngineAdmitsTheSequence) {
+  Engine engine(*tiny_.model, *tokenizer_, /*proposer=*/nullptr, {.max_slots = 1});
+  GenerationRequest request{.max_tokens = 16, .ignore_eos = true};
+  request.prompt_tokens = tokenizer_->encode("a queue of jobs");
+  const auto before_adds = std::chrono::steady_clock::now();
+  engine.add(0, {.generation = request, .spec = SpecMode::kOff});
+  engine.add(1, {.generation = request, .spec = SpecMode::kOff});
+  const double between_adds_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - before_adds).count();
+  engine.run_until_idle();
+  std::vector<FinishedSequence> done = engine.take_finished();
+  ASSERT_EQ(done.size(), 2u);
+  if (done[0].id != 0) std::swap(done[0], done[1]);
+  EXPECT_LE(done[0].queue_s, done[0].time_to_first_token_s);
+  EXPECT_GE(done[1].queue_s, done[0].total_s - between_adds_s);
+  EXPECT_LE(done[1].queue_s, done[1].time_to_first_token_s);
+  EXPECT_LE(done[1].time_to_first_token_s, done[1].total_s);
 }
 
 // A continuation's text carries on where the earlier attempt's stopped: together they stream

@@ -107,6 +107,7 @@ void Engine::admit() {
     }
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
     waiting_.pop_front();
+    sequence->admitted_at = Clock::now();
     if (sequence->cancelled) {
       StepEvent event{.id = sequence->id};
       finish_sequence(*sequence, FinishReason::kCancelled, event);
@@ -296,11 +297,12 @@ void Engine::retire() {
   for (auto& s : running_) {
     if (!done(s)) continue;
     const auto now = Clock::now();
+    const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const bool produced = s->first_token_at.time_since_epoch().count() != 0;
     finished_.push_back({s->id, s->output, s->text, *s->finish_reason, s->cancelled,
                          static_cast<int64_t>(s->request.generation.prompt_tokens.size()), s->spec_stats,
-                         produced ? std::chrono::duration<double>(s->first_token_at - s->admitted_at).count() : 0.0,
-                         std::chrono::duration<double>(now - s->admitted_at).count()});
+                         produced ? seconds(s->first_token_at - s->added_at) : 0.0, seconds(now - s->added_at),
+                         seconds(s->admitted_at - s->added_at)});
   }
   running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
 }

@@ -69,8 +69,11 @@ struct FinishedSequence {
   bool cancelled;
   int64_t prompt_tokens;
   SpecStats spec_stats;
+  // From Engine::add: to the first token, to the end, and waiting for admission (a slot and
+  // cache memory).
   double time_to_first_token_s;
   double total_s;
+  double queue_s;
 };
 
 class Engine {

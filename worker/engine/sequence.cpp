@@ -40,6 +40,6 @@ Sequence::Sequence(uint64_t sequence_id, SequenceRequest r, KvCache cache, const
       target_cache(std::move(cache)),
       sampler(request.generation.sampling),
       text_stream(tokenizer, request.generation.stop, resumed_output(request), request.resume.text_bytes),
-      admitted_at(Clock::now()) {}
+      added_at(Clock::now()) {}
 
 }  // namespace flashq

@@ -63,7 +63,9 @@ struct Sequence {
   std::optional<FinishReason> finish_reason;
   bool cancelled = false;
   SpecStats spec_stats;
-  Clock::time_point admitted_at, first_token_at;
+  // added_at: when Engine::add queued it; admitted_at: when the engine took it out of the queue
+  // (caches taken, prefill next), unset while it waits for a slot or for cache memory.
+  Clock::time_point added_at, admitted_at, first_token_at;
 };
 
 }  // namespace flashq

@@ -53,7 +53,9 @@ struct JobRunner::Attempt {
   int64_t resumed_tokens = 0;  // output of earlier attempts
   int64_t next_seq = 0;
   int64_t completion_tokens = 0;  // streamed by this attempt
-  SteadyClock::time_point received_at, admitted_at;
+  // received_at: the ASSIGN reached the worker; admitted_at: the engine admitted the sequence
+  // (took it from its queue), or the worker refused or ended the job without one.
+  SteadyClock::time_point received_at, added_at, admitted_at;
   std::optional<SteadyClock::time_point> first_token_at;
   std::optional<std::string> cancel_reason;         // why the worker itself cancelled it
   std::optional<SteadyClock::time_point> deadline;  // from the job's deadline_ms (time left)
@@ -126,7 +128,7 @@ void JobRunner::handle(AssignWork& work) {
     a.prompt_tokens = request.job_prompt_tokens;
     a.resumed_tokens = request.resumed_tokens;
     if (request.nothing_left) {  // earlier attempts produced max_tokens already: no sequence runs
-      a.admitted_at = SteadyClock::now();
+      a.added_at = a.admitted_at = SteadyClock::now();
       // What the earlier attempt held back of its text is released, as the engine would at the end.
       TextStream text(tokenizer_, assign.job.stop, assign.resume_tokens, assign.resume_text_bytes);
       TextStream::Step tail = text.finish();
@@ -136,11 +138,11 @@ void JobRunner::handle(AssignWork& work) {
       return;
     }
     engine_->add(engine_id, std::move(request.sequence));
-    a.admitted_at = SteadyClock::now();
+    a.added_at = a.admitted_at = SteadyClock::now();  // admitted_at: until the engine says when
     spdlog::info("job {} attempt {}: {} prompt tokens, {} resumed", a.id, a.attempt, a.prompt_tokens, a.resumed_tokens);
   } catch (const std::exception& e) {
     spdlog::info("job {} attempt {} refused: {}", a.id, a.attempt, e.what());
-    a.admitted_at = SteadyClock::now();
+    a.added_at = a.admitted_at = SteadyClock::now();
     send_final(a, refusal_result(e));
     forget(engine_id);
   }
@@ -209,7 +211,9 @@ void JobRunner::step_engine() {
     const PhaseSeconds& phases = engine_->phase_seconds();
     metrics_->pass_seconds(phases.prefill - phases_before.prefill, phases.draft - phases_before.draft,
                            phases.verify - phases_before.verify, phases.other - phases_before.other);
-    if (cache_pool_) metrics_->cache_pool(cache_pool_->capacity_bytes(), cache_pool_->capacity_bytes() - cache_pool_->free_bytes());
+    if (cache_pool_) {
+      metrics_->cache_pool(cache_pool_->capacity_bytes(), cache_pool_->capacity_bytes() - cache_pool_->free_bytes());
+    }
   }
   for (const FinishedSequence& done : engine_->take_finished()) finish_attempt(done);
 }
@@ -243,6 +247,8 @@ void JobRunner::finish_attempt(const FinishedSequence& done) {
   auto it = attempts_.find(done.id);
   if (it == attempts_.end()) return;
   Attempt& a = *it->second;
+  a.admitted_at =
+      a.added_at + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(done.queue_s));
   if (!a.silent) {
     protocol::FinalResult result;
     result.finish_reason = wire_reason(done.finish_reason);
