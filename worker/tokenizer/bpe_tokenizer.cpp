@@ -31,7 +31,9 @@ std::unique_ptr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::load(
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(TokenizerJson spec)
     : normalizers_(std::move(spec.normalizers)),
       added_(spec.added_tokens),
-      model_(std::move(spec.vocab), spec.merges, std::move(spec.bpe_options)) {
+      model_(std::move(spec.vocab), spec.merges, std::move(spec.bpe_options)),
+      special_prefix_(std::move(spec.special_prefix)),
+      special_suffix_(std::move(spec.special_suffix)) {
   for (const std::string& pattern : spec.split_patterns) split_patterns_.emplace_back(pattern);
 
   int32_t max_id = -1;
@@ -60,6 +62,22 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(TokenizerJson spec)
     token_bytes_[token.id] = decoded_bytes(token.content);
     added_ids_[token.content] = token.id;
   }
+  for (const std::vector<int32_t>* ids : {&special_prefix_, &special_suffix_}) {
+    for (int32_t id : *ids) {
+      if (static_cast<size_t>(id) >= known_.size() || !known_[id]) {
+        throw Error(ErrorCode::kBadTokenizer, "post_processor adds id " + std::to_string(id) +
+                                                  ", which is neither in model.vocab nor added");
+      }
+    }
+  }
+}
+
+std::vector<int32_t> ByteLevelBpeTokenizer::encode_with_special_tokens(std::string_view text) const {
+  std::vector<int32_t> ids = special_prefix_;
+  std::vector<int32_t> body = encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  ids.insert(ids.end(), special_suffix_.begin(), special_suffix_.end());
+  return ids;
 }
 
 std::vector<int32_t> ByteLevelBpeTokenizer::encode(std::string_view text) const {

@@ -1,4 +1,4 @@
-// Hugging Face tokenizer.json byte-level BPE, as Qwen2/Qwen3 use it. encode: repair invalid UTF-8,
+// Hugging Face tokenizer.json byte-level BPE, as Qwen2/Qwen3 and Llama 3 use it. encode: repair invalid UTF-8,
 // split off added tokens, normalize (NFC), split with the pre-tokenizer regex, map bytes to the
 // byte-level alphabet, run BPE on each piece. decode: concatenate the bytes each token stands for
 // and repair what is not valid UTF-8.
@@ -26,6 +26,9 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   explicit ByteLevelBpeTokenizer(TokenizerJson spec);
 
   std::vector<int32_t> encode(std::string_view text) const override;
+  // encode with the post-processor's special tokens around the ids, as Hugging Face's
+  // encode(text, add_special_tokens=true) does (Llama 3 puts <|begin_of_text|> first).
+  std::vector<int32_t> encode_with_special_tokens(std::string_view text) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(token_bytes_.size()); }
   std::optional<int32_t> token_to_id(std::string_view token) const override;
@@ -40,6 +43,8 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   AddedVocabulary added_;
   BpeModel model_;
   std::unordered_map<std::string, int32_t> added_ids_;  // content -> id
+  std::vector<int32_t> special_prefix_;
+  std::vector<int32_t> special_suffix_;
   // Per id: the bytes it decodes to, whether the id exists, whether it is special.
   std::vector<std::string> token_bytes_;
   std::vector<bool> known_;

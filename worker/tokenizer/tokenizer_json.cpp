@@ -198,6 +198,67 @@ void read_decoder(const json& node) {
   if (type != "ByteLevel") fail_unsupported("decoder.type", node["type"], "ByteLevel");
 }
 
+// The ids a TemplateProcessing piece stands for: a special token's "ids" from special_tokens.
+std::vector<int32_t> template_special_ids(const json& node, const json& special_tokens,
+                                          const std::string& where) {
+  std::string name = string_member(node, "id", where);
+  if (!special_tokens.is_object() || !special_tokens.contains(name)) {
+    fail_bad(where + ".id = \"" + name + "\" is not in special_tokens");
+  }
+  const json& ids = array_member(special_tokens[name], "ids", "special_tokens[\"" + name + "\"]");
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    out.push_back(token_id(ids[i], "special_tokens[\"" + name + "\"].ids[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+// Only the "single" template is read: encode takes one text, never a pair.
+void read_template_processing(const json& node, const std::string& where, TokenizerJson& out) {
+  const json& single = array_member(node, "single", where);
+  const json& special_tokens = optional_member(node, "special_tokens");
+  bool saw_sequence = false;
+  for (size_t i = 0; i < single.size(); ++i) {
+    std::string piece_where = where + ".single[" + std::to_string(i) + "]";
+    const json& piece = single[i];
+    if (piece.is_object() && piece.contains("SpecialToken")) {
+      std::vector<int32_t> ids =
+          template_special_ids(piece["SpecialToken"], special_tokens, piece_where + ".SpecialToken");
+      std::vector<int32_t>& side = saw_sequence ? out.special_suffix : out.special_prefix;
+      side.insert(side.end(), ids.begin(), ids.end());
+    } else if (piece.is_object() && piece.contains("Sequence")) {
+      std::string id = string_member(piece["Sequence"], "id", piece_where + ".Sequence");
+      if (id != "A" || saw_sequence) {
+        fail_unsupported(piece_where + ".Sequence.id", piece["Sequence"]["id"], "\"A\", once");
+      }
+      saw_sequence = true;
+    } else {
+      fail_bad(piece_where + " is neither {\"SpecialToken\": ...} nor {\"Sequence\": ...}");
+    }
+  }
+  if (!saw_sequence) fail_bad(where + ".single has no {\"Sequence\": {\"id\": \"A\"}}");
+}
+
+// What encode with special tokens adds around the text. ByteLevel as a post-processor only
+// trims offsets, which encode does not report, so it adds nothing.
+void read_post_processor(const json& node, const std::string& where, TokenizerJson& out) {
+  if (node.is_null()) return;
+  std::string type = string_member(node, "type", where);
+  if (type == "Sequence") {
+    const json& list = array_member(node, "processors", where);
+    for (size_t i = 0; i < list.size(); ++i) {
+      read_post_processor(list[i], where + ".processors[" + std::to_string(i) + "]", out);
+    }
+  } else if (type == "TemplateProcessing") {
+    if (!out.special_prefix.empty() || !out.special_suffix.empty()) {
+      fail_unsupported(where + ".type", node["type"], "one TemplateProcessing");
+    }
+    read_template_processing(node, where, out);
+  } else if (type != "ByteLevel") {
+    fail_unsupported(where + ".type", node["type"], "ByteLevel, TemplateProcessing, Sequence");
+  }
+}
+
 std::pair<std::string, std::string> read_merge(json& merge, size_t index) {
   auto where = [index] { return "model.merges[" + std::to_string(index) + "]"; };
   if (merge.is_string()) {
@@ -303,8 +364,8 @@ TokenizerJson parse_tokenizer_json(std::string text, const std::string& label) {
     read_decoder(optional_member(root, "decoder"));
     read_model(optional_member(root, "model"), parts, out);
     read_added_tokens(root, out);
-    // post_processor, truncation and padding only matter when special tokens are added or
-    // batches are shaped; encode adds nothing and works on one text, so they are not read.
+    read_post_processor(optional_member(root, "post_processor"), "post_processor", out);
+    // truncation and padding only shape batches; encode works on one text, so they are not read.
   } catch (const Error& e) {
     throw Error(e.code(), label + ": " + e.what());
   } catch (const nlohmann::json::exception& e) {

