@@ -1,5 +1,6 @@
 // The executables end to end: flashq-model make-tiny / inspect / tokenize and flashq generate,
 // including the exit code 2 and a message naming the file for every kind of bad input.
+#include <algorithm>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -152,6 +153,30 @@ TEST_F(Cli, TokenizeWorksOnADirectoryWithOnlyTokenizerFiles) {
                                    (scratch_.path() / "ids.txt").string());
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_EQ(text.output, "\"hello world\"\n\"  spaces  and 123\"\n");
+}
+
+// --jsonl reads what --decode writes, so text with newlines and tabs makes the round trip.
+TEST_F(Cli, TokenizeJsonlEncodesTextHoldingNewlines) {
+  const std::string lines = "\"two\\nlines\"\n\"tab\\there \\u00e9\"\n\"\"\n";
+  write_text_file(scratch_.path() / "lines.jsonl", lines);
+  std::string tokenize = bin_path("flashq-model") + " tokenize --model " + model_->path().string();
+  CommandResult ids = run_command(tokenize + " --jsonl < " + (scratch_.path() / "lines.jsonl").string());
+  ASSERT_EQ(ids.exit_code, 0) << ids.output;
+  write_text_file(scratch_.path() / "ids.txt", ids.output);
+  CommandResult text = run_command(tokenize + " --decode < " + (scratch_.path() / "ids.txt").string());
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_EQ(text.output, "\"two\\nlines\"\n\"tab\\there é\"\n\"\"\n");
+  // The newline is one character of the text, not a line break between two texts.
+  EXPECT_EQ(std::count(ids.output.begin(), ids.output.end(), '\n'), 3) << ids.output;
+}
+
+TEST_F(Cli, TokenizeJsonlRefusesALineThatIsNotAJsonStringNamingIt) {
+  write_text_file(scratch_.path() / "lines.jsonl", "\"fine\"\nnot json\n");
+  CommandResult r = run_command(bin_path("flashq-model") + " tokenize --jsonl --model " +
+                                model_->path().string() + " < " +
+                                (scratch_.path() / "lines.jsonl").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("line 2: expected a JSON string"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, InspectPrintsConfigAndTensors) {

@@ -50,9 +50,13 @@ int main(int argc, char** argv) {
   inspect->add_option("dir", model_dir, "model directory")->required();
 
   bool decode = false;
-  CLI::App* tokenize = app.add_subcommand("tokenize", "text lines on stdin -> JSON id arrays on stdout");
+  CLI::App* tokenize = app.add_subcommand("tokenize", "text lines (or JSON strings) on stdin -> JSON id arrays on stdout");
   tokenize->add_option("--model", model_dir, "directory with tokenizer.json or tokenizer.model")->required();
-  tokenize->add_flag("--decode", decode, "the reverse: JSON id arrays -> JSON strings");
+  CLI::Option* decode_flag =
+      tokenize->add_flag("--decode", decode, "the reverse: JSON id arrays -> JSON strings");
+  bool jsonl = false;
+  tokenize->add_flag("--jsonl", jsonl, "each input line is a JSON string (text may hold newlines)")
+      ->excludes(decode_flag);
 
   return flashq::run_cli(app, argc, argv, [&] {
     if (*make_tiny && !drafter_for.empty()) {
@@ -75,7 +79,10 @@ int main(int argc, char** argv) {
     } else if (*inspect) {
       flashq::inspect_model(model_dir, std::cout);
     } else if (*tokenize) {
-      flashq::tokenize_lines(model_dir, decode, std::cin, std::cout);
+      flashq::TokenizeMode mode = decode  ? flashq::TokenizeMode::kDecode
+                                  : jsonl ? flashq::TokenizeMode::kEncodeJsonStrings
+                                          : flashq::TokenizeMode::kEncodeText;
+      flashq::tokenize_lines(model_dir, mode, std::cin, std::cout);
     }
   });
 }

@@ -11,14 +11,24 @@
 
 namespace flashq {
 
-void tokenize_lines(const std::filesystem::path& dir, bool decode, std::istream& in, std::ostream& out) {
+void tokenize_lines(const std::filesystem::path& dir, TokenizeMode mode, std::istream& in,
+                    std::ostream& out) {
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
   std::string line;
   int64_t line_number = 0;
   while (std::getline(in, line)) {
     ++line_number;
-    if (!decode) {
+    if (mode == TokenizeMode::kEncodeText) {
       out << nlohmann::json(tokenizer->encode(line)).dump() << "\n";
+      continue;
+    }
+    if (mode == TokenizeMode::kEncodeJsonStrings) {
+      nlohmann::json text = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!text.is_string()) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "line " + std::to_string(line_number) + ": expected a JSON string");
+      }
+      out << nlohmann::json(tokenizer->encode(text.get_ref<const std::string&>())).dump() << "\n";
       continue;
     }
     nlohmann::json ids = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -1,6 +1,7 @@
-// `flashq-model tokenize --model DIR [--decode]`: one line of text in, one JSON array of ids out
-// (no special tokens added); with --decode, one JSON array of ids in, the text (as a JSON
-// string, so newlines survive) out. Works on a directory holding only tokenizer files.
+// `flashq-model tokenize --model DIR [--decode | --jsonl]`: one line of text in, one JSON array of
+// ids out (no special tokens added); with --jsonl, each line is a JSON string instead, so text
+// holding newlines can be tokenized; with --decode, one JSON array of ids in, the text (as a JSON
+// string, which --jsonl reads back) out. Works on a directory holding only tokenizer files.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +9,9 @@
 
 namespace flashq {
 
-void tokenize_lines(const std::filesystem::path& dir, bool decode, std::istream& in, std::ostream& out);
+enum class TokenizeMode { kEncodeText, kEncodeJsonStrings, kDecode };
+
+void tokenize_lines(const std::filesystem::path& dir, TokenizeMode mode, std::istream& in,
+                    std::ostream& out);
 
 }  // namespace flashq
