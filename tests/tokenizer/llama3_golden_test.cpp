@@ -127,6 +127,13 @@ TEST_F(Llama3Tokenizer, AddsBeginOfTextOnlyWithSpecialTokens) {
   EXPECT_EQ(tokenizer_->encode_with_special_tokens(""), std::vector<int32_t>{kBeginOfText});
 }
 
+// ignore_merges: a pre-token that is itself in the vocabulary is one token. " المدينة" is, yet
+// its merges alone would stop at three pieces (54579, 80920, 101788), as Hugging Face does with
+// ignore_merges set to false.
+TEST_F(Llama3Tokenizer, TakesAPreTokenInTheVocabularyWholeWithoutMerging) {
+  EXPECT_EQ(tokenizer_->encode(" المدينة."), (std::vector<int32_t>{121936, 13}));
+}
+
 // Llama 3 splits digits into runs of at most three (its split pattern's \p{N}{1,3}).
 TEST_F(Llama3Tokenizer, SplitsDigitRunsIntoGroupsOfThree) {
   std::vector<int32_t> ids = tokenizer_->encode("1234567");
