@@ -1,10 +1,14 @@
 #include "tools/flashq_model/tiny_tokenizer.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "shared/error.h"
 #include "shared/json_file.h"
 #include "tests/tokenizer/scratch_dir.h"
+#include "worker/tokenizer/bpe_tokenizer.h"
 #include "worker/tokenizer/incremental_decoder.h"
 #include "worker/tokenizer/tokenizer.h"
 
@@ -88,6 +92,38 @@ TEST(TinyTokenizer, RefusesAVocabularyBelow300) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
   }
+}
+
+// A TemplateProcessing post-processor's special tokens go before and after the text, and only
+// when special tokens are asked for; a ByteLevel step beside it adds nothing.
+TEST(TinyTokenizer, AddsTheTemplatesSpecialTokensAroundTheText) {
+  test::ScratchDir dir;
+  TinyTokenizerIds ids = write_tiny_tokenizer(dir.path(), 320);
+  std::filesystem::path file = dir.path() / "tokenizer.json";
+  nlohmann::json spec = nlohmann::json::parse(read_text_file(file));
+  auto special = [](const char* name, int32_t id) {
+    return nlohmann::json{{"id", name}, {"ids", {id}}, {"tokens", {name}}};
+  };
+  spec["post_processor"] = {
+      {"type", "Sequence"},
+      {"processors",
+       {{{"type", "ByteLevel"}},
+        {{"type", "TemplateProcessing"},
+         {"single",
+          {{{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}},
+           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+           {{"SpecialToken", {{"id", "<|im_end|>"}, {"type_id", 0}}}}}},
+         {"special_tokens",
+          {{"<|im_start|>", special("<|im_start|>", ids.im_start)},
+           {"<|im_end|>", special("<|im_end|>", ids.im_end)}}}}}}};
+  write_text_file(file, spec.dump());
+  auto tokenizer = ByteLevelBpeTokenizer::load(file);
+  std::vector<int32_t> plain = tokenizer->encode("hello queue");
+  std::vector<int32_t> expected{ids.im_start};
+  expected.insert(expected.end(), plain.begin(), plain.end());
+  expected.push_back(ids.im_end);
+  EXPECT_EQ(tokenizer->encode_with_special_tokens("hello queue"), expected);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), ids.im_start), 0);
 }
 
 }  // namespace
