@@ -13,6 +13,7 @@
 #include "broker/broker.h"
 #include "broker/metrics.h"
 #include "shared/protocol/stream.h"
+#include "tests/broker/wire_peer.h"
 
 namespace flashq {
 namespace {
@@ -85,27 +86,12 @@ class BrokerMetricsRun : public ::testing::Test {
     return socket;
   }
   template <typename Message>
-  static void send(zmq::socket_t& socket, const Message& message) {
-    std::vector<std::string> frames = protocol::to_frames(protocol::to_wire(message));
-    std::vector<zmq::const_buffer> buffers;
-    for (const std::string& f : frames) buffers.push_back(zmq::buffer(f));
-    zmq::send_multipart(socket, buffers);
-  }
+  static void send(zmq::socket_t& socket, const Message& message) { testing::send_message(socket, message); }
   template <typename Message>
   static Message expect(zmq::socket_t& socket) {
-    const auto until = std::chrono::steady_clock::now() + 3s;
-    while (std::chrono::steady_clock::now() < until) {
-      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, 20ms);
-      if (!(item.revents & ZMQ_POLLIN)) continue;
-      std::vector<zmq::message_t> parts;
-      (void)zmq::recv_multipart(socket, std::back_inserter(parts));
-      std::vector<std::string_view> frames;
-      for (auto& p : parts) frames.push_back(p.to_string_view());
-      protocol::WireMessage message = protocol::from_frames(frames);
-      if (message.type != MessageType::kHeartbeat) return protocol::from_wire<Message>(message);
-    }
-    throw std::runtime_error("no message arrived");
+    std::optional<protocol::WireMessage> message = testing::receive_message(socket, 3s);
+    if (!message) throw std::runtime_error("no message arrived");
+    return protocol::from_wire<Message>(*message);
   }
 
   zmq::context_t context_;

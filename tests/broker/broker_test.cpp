@@ -9,6 +9,7 @@
 
 #include "broker/broker.h"
 #include "shared/protocol/stream.h"
+#include "tests/broker/wire_peer.h"
 
 namespace flashq {
 namespace {
@@ -45,9 +46,7 @@ class BrokerFixture : public ::testing::Test {
   }
 
   template <typename Message>
-  static void send(zmq::socket_t& socket, const Message& message) {
-    send_frames(socket, protocol::to_frames(protocol::to_wire(message)));
-  }
+  static void send(zmq::socket_t& socket, const Message& message) { testing::send_message(socket, message); }
   static void send_frames(zmq::socket_t& socket, const std::vector<std::string>& frames) {
     std::vector<zmq::const_buffer> buffers;
     for (const std::string& f : frames) buffers.push_back(zmq::buffer(f));
@@ -55,19 +54,7 @@ class BrokerFixture : public ::testing::Test {
   }
   // The next message that is not a heartbeat, within `timeout`.
   static std::optional<protocol::WireMessage> receive(zmq::socket_t& socket, std::chrono::milliseconds timeout = 3000ms) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, 20ms);
-      if (!(item.revents & ZMQ_POLLIN)) continue;
-      std::vector<zmq::message_t> parts;
-      (void)zmq::recv_multipart(socket, std::back_inserter(parts));
-      std::vector<std::string_view> frames;
-      for (auto& p : parts) frames.push_back(p.to_string_view());
-      protocol::WireMessage message = protocol::from_frames(frames);
-      if (message.type != MessageType::kHeartbeat) return message;
-    }
-    return std::nullopt;
+    return testing::receive_message(socket, timeout);
   }
   template <typename Message>
   static Message expect(zmq::socket_t& socket) {

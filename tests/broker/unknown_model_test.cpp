@@ -10,6 +10,7 @@
 #include <zmq_addon.hpp>
 
 #include "broker/broker.h"
+#include "tests/broker/wire_peer.h"
 
 namespace flashq {
 namespace {
@@ -50,30 +51,14 @@ class UnknownModelTest : public ::testing::Test {
     return socket;
   }
   template <typename Message>
-  static void send(zmq::socket_t& socket, const Message& message) {
-    std::vector<zmq::const_buffer> buffers;
-    const std::vector<std::string> frames = protocol::to_frames(protocol::to_wire(message));
-    for (const std::string& f : frames) buffers.push_back(zmq::buffer(f));
-    zmq::send_multipart(socket, buffers);
-  }
+  static void send(zmq::socket_t& socket, const Message& message) { testing::send_message(socket, message); }
   // The next message that is not a heartbeat within `timeout`; meanwhile the given workers beat,
   // so that they stay alive.
   static std::optional<protocol::WireMessage> receive(zmq::socket_t& socket, std::chrono::milliseconds timeout,
                                                       std::vector<zmq::socket_t*> beating = {}) {
-    const auto until = Clock::now() + timeout;
-    while (Clock::now() < until) {
+    return testing::receive_message(socket, timeout, [&beating] {
       for (zmq::socket_t* w : beating) send(*w, protocol::WorkerHeartbeat{});
-      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, 20ms);
-      if (!(item.revents & ZMQ_POLLIN)) continue;
-      std::vector<zmq::message_t> parts;
-      (void)zmq::recv_multipart(socket, std::back_inserter(parts));
-      std::vector<std::string_view> frames;
-      for (auto& p : parts) frames.push_back(p.to_string_view());
-      protocol::WireMessage message = protocol::from_frames(frames);
-      if (message.type != MessageType::kHeartbeat) return message;
-    }
-    return std::nullopt;
+    });
   }
   // Waits `duration` while the given workers beat.
   static void wait_beating(std::chrono::milliseconds duration, std::vector<zmq::socket_t*> beating) {
