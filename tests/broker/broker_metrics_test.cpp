@@ -79,12 +79,7 @@ class BrokerMetricsRun : public ::testing::Test {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  zmq::socket_t connect(const std::string& endpoint) {
-    zmq::socket_t socket(context_, zmq::socket_type::dealer);
-    socket.set(zmq::sockopt::linger, 0);
-    socket.connect(endpoint);
-    return socket;
-  }
+  zmq::socket_t connect(const std::string& endpoint) { return testing::connect_dealer(context_, endpoint); }
   template <typename Message>
   static void send(zmq::socket_t& socket, const Message& message) { testing::send_message(socket, message); }
   template <typename Message>

@@ -37,12 +37,7 @@ class UnknownModelTest : public ::testing::Test {
     if (thread_.joinable()) thread_.join();
   }
 
-  zmq::socket_t connect(const std::string& endpoint) {
-    zmq::socket_t socket(context_, zmq::socket_type::dealer);
-    socket.set(zmq::sockopt::linger, 0);
-    socket.connect(endpoint);
-    return socket;
-  }
+  zmq::socket_t connect(const std::string& endpoint) { return testing::connect_dealer(context_, endpoint); }
   zmq::socket_t producer() { return connect(broker_->frontend_endpoint()); }
   zmq::socket_t worker(const std::string& name, const std::string& model, int64_t block_size = 0) {
     zmq::socket_t socket = connect(broker_->backend_endpoint());

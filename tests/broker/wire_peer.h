@@ -16,6 +16,15 @@
 
 namespace flashq::testing {
 
+// A DEALER to one of the broker's ROUTER sockets, as a producer or a worker connects; it drops
+// unsent messages at close.
+inline zmq::socket_t connect_dealer(zmq::context_t& context, const std::string& endpoint) {
+  zmq::socket_t socket(context, zmq::socket_type::dealer);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.connect(endpoint);
+  return socket;
+}
+
 template <typename Message>
 void send_message(zmq::socket_t& socket, const Message& message) {
   const std::vector<std::string> frames = protocol::to_frames(protocol::to_wire(message));

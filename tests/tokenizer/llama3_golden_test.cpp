@@ -4,24 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <sstream>
 
 #include "tests/tokenizer/qwen3_golden.h"
 #include "worker/tokenizer/bpe_tokenizer.h"
-#include "worker/tokenizer/incremental_decoder.h"
 
 namespace flashq {
 namespace {
 
-using test::quoted;
-
-std::string join(const std::vector<int32_t>& ids) {
-  std::ostringstream out;
-  for (size_t i = 0; i < ids.size(); ++i) out << (i ? "," : "") << ids[i];
-  return out.str();
-}
-
-constexpr int kMaxReportedMismatches = 10;
 constexpr int32_t kBeginOfText = 128000;
 
 class Llama3Tokenizer : public ::testing::Test {
@@ -57,47 +46,23 @@ TEST_F(Llama3Tokenizer, GoldenSetHoldsAtLeast2000EncodedStrings) {
 }
 
 TEST_F(Llama3Tokenizer, EncodesGoldenStringsLikeHuggingFace) {
-  int mismatches = 0;
-  for (const test::GoldenEncode& c : golden_->encodes) {
-    std::vector<int32_t> ids = c.add_special_tokens ? tokenizer_->encode_with_special_tokens(c.input)
-                                                    : tokenizer_->encode(c.input);
-    if (ids == c.ids) continue;
-    if (++mismatches <= kMaxReportedMismatches) {
-      ADD_FAILURE() << "golden line " << c.line << ": encode(" << quoted(c.input)
-                    << ", add_special_tokens=" << c.add_special_tokens << ")\n"
-                    << "  got      [" << join(ids) << "]\n  expected [" << join(c.ids) << "]";
-    }
-  }
+  const int mismatches = test::count_encode_mismatches(*golden_, [](const test::GoldenEncode& c) {
+    return c.add_special_tokens ? tokenizer_->encode_with_special_tokens(c.input) : tokenizer_->encode(c.input);
+  });
   EXPECT_EQ(mismatches, 0) << "of " << golden_->encodes.size() << " golden strings";
 }
 
 TEST_F(Llama3Tokenizer, DecodesGoldenIdsLikeHuggingFace) {
-  int mismatches = 0;
-  for (const test::GoldenDecode& c : golden_->decodes) {
-    std::string text = tokenizer_->decode(c.ids, c.skip_special_tokens);
-    if (text == c.text) continue;
-    if (++mismatches <= kMaxReportedMismatches) {
-      ADD_FAILURE() << "golden line " << c.line << ": decode([" << join(c.ids)
-                    << "], skip_special_tokens=" << c.skip_special_tokens << ")\n"
-                    << "  got      " << quoted(text) << "\n  expected " << quoted(c.text);
-    }
-  }
-  EXPECT_EQ(mismatches, 0) << "of " << golden_->decodes.size() << " golden decodes";
+  EXPECT_EQ(test::count_decode_mismatches(*tokenizer_, *golden_), 0)
+      << "of " << golden_->decodes.size() << " golden decodes";
 }
 
-// Feeding ids one at a time, the stream plus flush() is exactly decode(all ids).
+// Feeding ids one at a time, every emitted prefix is final and the stream plus flush() is
+// exactly decode(all ids).
 TEST_F(Llama3Tokenizer, StreamsGoldenEncodingsOneTokenAtATimeAsDecodeDoes) {
   int mismatches = 0;
   for (const test::GoldenEncode& c : golden_->encodes) {
-    std::string whole = tokenizer_->decode(c.ids);
-    IncrementalDecoder decoder(*tokenizer_);
-    std::string streamed;
-    for (int32_t id : c.ids) streamed += decoder.push(std::span<const int32_t>(&id, 1));
-    streamed += decoder.flush();
-    if (streamed != whole && ++mismatches <= kMaxReportedMismatches) {
-      ADD_FAILURE() << "golden line " << c.line << ": stream " << quoted(streamed)
-                    << " differs from decode " << quoted(whole);
-    }
+    test::expect_streams_like_decode(*tokenizer_, c.ids, false, c.line, mismatches);
   }
   EXPECT_EQ(mismatches, 0);
 }

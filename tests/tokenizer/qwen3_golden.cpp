@@ -2,9 +2,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "worker/tokenizer/incremental_decoder.h"
 
 namespace flashq::test {
 namespace {
@@ -45,6 +49,14 @@ GoldenSet read_golden_set(const std::string& file_name) {
   return set;
 }
 
+constexpr int kMaxReportedMismatches = 10;
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ids.size(); ++i) out << (i ? "," : "") << ids[i];
+  return out.str();
+}
+
 }  // namespace
 
 std::filesystem::path source_dir() {
@@ -66,6 +78,56 @@ GoldenSet read_llama3_1_golden_set() { return read_golden_set("llama3_1_tokenize
 
 std::string quoted(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int count_encode_mismatches(const GoldenSet& set, const std::function<std::vector<int32_t>(const GoldenEncode&)>& encode) {
+  int mismatches = 0;
+  for (const GoldenEncode& c : set.encodes) {
+    std::vector<int32_t> ids = encode(c);
+    if (ids == c.ids) continue;
+    if (++mismatches <= kMaxReportedMismatches) {
+      ADD_FAILURE() << "golden line " << c.line << ": encode(" << quoted(c.input)
+                    << (c.add_special_tokens ? ", add_special_tokens=1" : "") << ")\n"
+                    << "  got      [" << join(ids) << "]\n  expected [" << join(c.ids) << "]";
+    }
+  }
+  return mismatches;
+}
+
+int count_decode_mismatches(const Tokenizer& tokenizer, const GoldenSet& set) {
+  int mismatches = 0;
+  for (const GoldenDecode& c : set.decodes) {
+    std::string text = tokenizer.decode(c.ids, c.skip_special_tokens);
+    if (text == c.text) continue;
+    if (++mismatches <= kMaxReportedMismatches) {
+      ADD_FAILURE() << "golden line " << c.line << ": decode([" << join(c.ids)
+                    << "], skip_special_tokens=" << c.skip_special_tokens << ")\n"
+                    << "  got      " << quoted(text) << "\n  expected " << quoted(c.text);
+    }
+  }
+  return mismatches;
+}
+
+void expect_streams_like_decode(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
+                                bool skip_special_tokens, size_t line, int& mismatches) {
+  std::string whole = tokenizer.decode(ids, skip_special_tokens);
+  IncrementalDecoder decoder(tokenizer, skip_special_tokens);
+  std::string streamed;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    streamed += decoder.push(std::span<const int32_t>(&ids[i], 1));
+    if (!whole.starts_with(streamed)) {
+      if (++mismatches <= kMaxReportedMismatches) {
+        ADD_FAILURE() << "golden line " << line << ": after " << i + 1 << " ids the stream is "
+                      << quoted(streamed) << ", not a prefix of " << quoted(whole);
+      }
+      return;
+    }
+  }
+  streamed += decoder.flush();
+  if (streamed != whole && ++mismatches <= kMaxReportedMismatches) {
+    ADD_FAILURE() << "golden line " << line << ": stream " << quoted(streamed)
+                  << " differs from decode " << quoted(whole);
+  }
 }
 
 }  // namespace flashq::test

@@ -5,8 +5,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "worker/tokenizer/tokenizer.h"
 
 namespace flashq::test {
 
@@ -38,5 +41,15 @@ GoldenSet read_llama3_1_golden_set();
 
 // `text` as a JSON string, for failure messages that show every character.
 std::string quoted(const std::string& text);
+
+// The checks every golden set gets. Each reports the first few cases that differ (a test failure
+// naming the golden line, what came out and what was expected) and returns how many differ.
+// `encode` produces a case's ids (with the post-processor's special tokens when the case asks).
+int count_encode_mismatches(const GoldenSet& set, const std::function<std::vector<int32_t>(const GoldenEncode&)>& encode);
+int count_decode_mismatches(const Tokenizer& tokenizer, const GoldenSet& set);
+// Feeding ids one at a time, every emitted prefix is final (a prefix of the whole decode) and the
+// stream plus flush() is exactly decode(all ids); a difference counts once per case.
+void expect_streams_like_decode(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
+                                bool skip_special_tokens, size_t line, int& mismatches);
 
 }  // namespace flashq::test

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <sstream>
 
 #include "shared/error.h"
 #include "tests/tokenizer/qwen3_golden.h"
@@ -13,15 +12,9 @@
 namespace flashq {
 namespace {
 
+using test::expect_streams_like_decode;
 using test::quoted;
 
-std::string join(const std::vector<int32_t>& ids) {
-  std::ostringstream out;
-  for (size_t i = 0; i < ids.size(); ++i) out << (i ? "," : "") << ids[i];
-  return out.str();
-}
-
-constexpr int kMaxReportedMismatches = 10;
 
 class Qwen3Tokenizer : public ::testing::Test {
  protected:
@@ -54,54 +47,14 @@ TEST_F(Qwen3Tokenizer, GoldenSetHoldsAtLeast2000EncodedStrings) {
 }
 
 TEST_F(Qwen3Tokenizer, EncodesGoldenStringsLikeHuggingFace) {
-  int mismatches = 0;
-  for (const test::GoldenEncode& c : golden_->encodes) {
-    std::vector<int32_t> ids = tokenizer_->encode(c.input);
-    if (ids == c.ids) continue;
-    if (++mismatches <= kMaxReportedMismatches) {
-      ADD_FAILURE() << "golden line " << c.line << ": encode(" << quoted(c.input) << ")\n"
-                    << "  got      [" << join(ids) << "]\n  expected [" << join(c.ids) << "]";
-    }
-  }
+  const int mismatches =
+      test::count_encode_mismatches(*golden_, [](const test::GoldenEncode& c) { return tokenizer_->encode(c.input); });
   EXPECT_EQ(mismatches, 0) << "of " << golden_->encodes.size() << " golden strings";
 }
 
 TEST_F(Qwen3Tokenizer, DecodesGoldenIdsLikeHuggingFace) {
-  int mismatches = 0;
-  for (const test::GoldenDecode& c : golden_->decodes) {
-    std::string text = tokenizer_->decode(c.ids, c.skip_special_tokens);
-    if (text == c.text) continue;
-    if (++mismatches <= kMaxReportedMismatches) {
-      ADD_FAILURE() << "golden line " << c.line << ": decode([" << join(c.ids)
-                    << "], skip_special_tokens=" << c.skip_special_tokens << ")\n"
-                    << "  got      " << quoted(text) << "\n  expected " << quoted(c.text);
-    }
-  }
-  EXPECT_EQ(mismatches, 0) << "of " << golden_->decodes.size() << " golden decodes";
-}
-
-// Feeding ids one at a time, every emitted prefix is final (a prefix of the whole decode) and the
-// stream plus flush() is exactly decode(all ids).
-void expect_streams_like_decode(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
-                                bool skip_special_tokens, size_t line, int& mismatches) {
-  std::string whole = tokenizer.decode(ids, skip_special_tokens);
-  IncrementalDecoder decoder(tokenizer, skip_special_tokens);
-  std::string streamed;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    streamed += decoder.push(std::span<const int32_t>(&ids[i], 1));
-    if (!whole.starts_with(streamed)) {
-      if (++mismatches <= kMaxReportedMismatches) {
-        ADD_FAILURE() << "golden line " << line << ": after " << i + 1 << " ids the stream is "
-                      << quoted(streamed) << ", not a prefix of " << quoted(whole);
-      }
-      return;
-    }
-  }
-  streamed += decoder.flush();
-  if (streamed != whole && ++mismatches <= kMaxReportedMismatches) {
-    ADD_FAILURE() << "golden line " << line << ": stream " << quoted(streamed)
-                  << " differs from decode " << quoted(whole);
-  }
+  EXPECT_EQ(test::count_decode_mismatches(*tokenizer_, *golden_), 0)
+      << "of " << golden_->decodes.size() << " golden decodes";
 }
 
 TEST_F(Qwen3Tokenizer, StreamsGoldenEncodingsOneTokenAtATimeAsDecodeDoes) {
