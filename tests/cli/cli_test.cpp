@@ -140,6 +140,31 @@ TEST_F(Cli, BenchPromptsFileRuns) {
   EXPECT_GE(step.at("p90").get<double>(), step.at("median").get<double>());
 }
 
+// flashq-bench tokenizer: the ids of the file it encoded (as `flashq-model tokenize` counts them)
+// and a throughput; a file it cannot read is exit 2 naming it.
+TEST_F(Cli, BenchTokenizerEncodesTheFile) {
+  const std::string code = "def queue(jobs):\n    return [job for job in jobs if job.ready]\n";
+  const std::filesystem::path text = scratch_.path() / "code.py";
+  std::ofstream(text) << code;
+  const std::filesystem::path line = scratch_.path() / "code.jsonl";
+  std::ofstream(line) << nlohmann::json(code).dump() << "\n";
+  CommandResult tokenize = run_command(bin_path("flashq-model") + " tokenize --jsonl --model " +
+                                       model_->path().string() + " < " + line.string());
+  ASSERT_EQ(tokenize.exit_code, 0) << tokenize.output;
+  CommandResult r = run_command(bin_path("flashq-bench") + " tokenizer --no-hf --min-seconds 0.01 --tokenizer " +
+                                model_->path().string() + " --file " + text.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json out = nlohmann::json::parse(r.output.substr(r.output.rfind('{')));
+  EXPECT_GT(out.at("flashq_ids_per_s").get<double>(), 0.0);
+  EXPECT_FALSE(out.contains("hf_ids_per_s"));
+  EXPECT_EQ(out.at("ids").get<size_t>(), nlohmann::json::parse(tokenize.output.substr(tokenize.output.rfind('['))).size());
+
+  CommandResult missing = run_command(bin_path("flashq-bench") + " tokenizer --no-hf --tokenizer " +
+                                      model_->path().string() + " --file " + (scratch_.path() / "absent.txt").string());
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("absent.txt"), std::string::npos) << missing.output;
+}
+
 TEST_F(Cli, TokenizeWorksOnADirectoryWithOnlyTokenizerFiles) {
   std::filesystem::path dir = scratch_.path() / "tokenizer-only";
   std::filesystem::create_directories(dir);

@@ -3,6 +3,7 @@
 #include "tools/flashq_bench/broker_bench.h"
 #include "tools/flashq_bench/engine_bench.h"
 #include "tools/flashq_bench/kernel_bench.h"
+#include "tools/flashq_bench/tokenizer_bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"flashq-bench: benchmarks"};
@@ -10,9 +11,11 @@ int main(int argc, char** argv) {
   auto engine = flashq::add_engine_bench(app);
   auto kernels = flashq::add_kernel_bench(app);
   auto broker = flashq::add_broker_bench(app);
+  auto tokenizer = flashq::add_tokenizer_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
     broker();
+    tokenizer();
   });
 }

@@ -26,9 +26,8 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   explicit ByteLevelBpeTokenizer(TokenizerJson spec);
 
   std::vector<int32_t> encode(std::string_view text) const override;
-  // encode with the post-processor's special tokens around the ids, as Hugging Face's
-  // encode(text, add_special_tokens=true) does (Llama 3 puts <|begin_of_text|> first).
-  std::vector<int32_t> encode_with_special_tokens(std::string_view text) const;
+  // The post-processor's special tokens around encode's ids.
+  std::vector<int32_t> encode_with_special_tokens(std::string_view text) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(token_bytes_.size()); }
   std::optional<int32_t> token_to_id(std::string_view token) const override;

@@ -1,5 +1,5 @@
 // Text <-> token ids. Two implementations sit behind this interface: Hugging Face
-// tokenizer.json byte-level BPE (Qwen2/Qwen3) and SentencePiece .model files. load_tokenizer
+// tokenizer.json byte-level BPE (Qwen2/Qwen3, Llama 3) and SentencePiece .model files. load_tokenizer
 // picks one by what the model directory holds.
 #pragma once
 
@@ -21,6 +21,11 @@ class Tokenizer {
   // Text to ids. Added/special tokens written in the text are recognised (as Hugging Face does);
   // nothing is added (no BOS/EOS). Invalid UTF-8 in `text` is replaced by U+FFFD first.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // encode with the special tokens Hugging Face's encode(text, add_special_tokens=true) puts
+  // around the text: tokenizer.json's post-processor (Llama 3 puts <|begin_of_text|> first, Qwen
+  // adds nothing). For prompts given as text; a chat template writes its own. A tokenizer with
+  // no post-processor adds nothing.
+  virtual std::vector<int32_t> encode_with_special_tokens(std::string_view text) const { return encode(text); }
   // Ids to text. Byte sequences that are not valid UTF-8 become U+FFFD, as Hugging Face's
   // decode does. Ids outside the vocabulary are a kInvalidArgument error.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const = 0;
