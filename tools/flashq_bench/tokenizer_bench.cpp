@@ -28,6 +28,7 @@ struct TokenizerBenchOptions {
 // words; later calls, timed for seconds_per_encode, find most words there (both libraries cache).
 struct Throughput {
   size_t ids = 0;
+  uint32_t checksum = 0;  // sum of id * (position + 1) mod 2^32, as the Node script computes it
   double first_encode_s = 0;
   double seconds_per_encode = 0;
   double ids_per_second() const { return static_cast<double>(ids) / seconds_per_encode; }
@@ -37,8 +38,10 @@ Throughput measure_flashq(const Tokenizer& tokenizer, const std::string& text, d
   using Clock = std::chrono::steady_clock;
   Throughput result;
   auto start = Clock::now();
-  result.ids = tokenizer.encode(text).size();
+  const std::vector<int32_t> ids = tokenizer.encode(text);
   result.first_encode_s = std::chrono::duration<double>(Clock::now() - start).count();
+  result.ids = ids.size();
+  for (size_t i = 0; i < ids.size(); ++i) result.checksum += static_cast<uint32_t>(ids[i]) * static_cast<uint32_t>(i + 1);
   int64_t calls = 0;
   start = Clock::now();
   double elapsed = 0;
@@ -63,7 +66,7 @@ Throughput measure_hugging_face(const TokenizerBenchOptions& options) {
   const int status = ::pclose(pipe);
   if (status != 0) throw Error(ErrorCode::kIo, "Hugging Face tokenizers run failed: " + command);
   const nlohmann::json line = nlohmann::json::parse(output);
-  return {line.at("ids").get<size_t>(), line.at("first_encode_s").get<double>(),
+  return {line.at("ids").get<size_t>(), line.at("checksum").get<uint32_t>(), line.at("first_encode_s").get<double>(),
           line.at("seconds_per_encode").get<double>()};
 }
 
@@ -81,9 +84,11 @@ void run_tokenizer_bench(const TokenizerBenchOptions& options) {
                            {"flashq_mb_per_s", static_cast<double>(text.size()) / ours.seconds_per_encode / 1e6}};
   if (options.hf) {
     const Throughput theirs = measure_hugging_face(options);
-    if (theirs.ids != ours.ids) {
+    if (theirs.ids != ours.ids || theirs.checksum != ours.checksum) {
       throw Error(ErrorCode::kBadTokenizer, "the two tokenizers disagree on the file: " + std::to_string(ours.ids) +
-                                            " ids against Hugging Face's " + std::to_string(theirs.ids));
+                                                " ids (checksum " + std::to_string(ours.checksum) +
+                                                ") against Hugging Face's " + std::to_string(theirs.ids) +
+                                                " (checksum " + std::to_string(theirs.checksum) + ")");
     }
     report["hf_ids_per_s"] = theirs.ids_per_second();
     report["hf_first_encode_ids_per_s"] = static_cast<double>(theirs.ids) / theirs.first_encode_s;
