@@ -4,6 +4,7 @@
 // flashq generate with and without the drafter giving the same tokens, and a RoPE scaling kind
 // not implemented refused with exit code 2 naming it.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "shared/json_file.h"
