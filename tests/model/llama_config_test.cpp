@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
+#include "worker/model/drafter_config.h"
 #include "worker/model/model_config.h"
 #include "worker/model/model_registry.h"
 
@@ -175,6 +176,42 @@ TEST(LlamaConfig, FamilyDecidesTheLayerOptions) {
   const ModelConfig c = parse_model_config(qwen, "config.json");
   EXPECT_TRUE(c.qk_norm);
   EXPECT_FALSE(c.mlp_bias);
+}
+
+// A drafter for a Llama target (docs/dflash.md §3): its model_type's config class fills what it
+// leaves out, its layers are z-lab's Qwen3 ones (q/k norm, no MLP biases), and its RoPE is what
+// its own config names.
+TEST(LlamaConfig, DrafterForALlamaTargetHasQwen3LayersWithItsOwnRope) {
+  const ModelConfig target = parse_model_config(llama3_1_8b_config(), "target/config.json");
+  nlohmann::json json = llama3_1_8b_config();
+  json["architectures"] = {"DFlashDraftModel"};
+  json["num_hidden_layers"] = 5;
+  json["num_target_layers"] = 32;
+  json["block_size"] = 10;
+  json["mlp_bias"] = true;  // not read: Qwen3's MLP has none
+  json["dflash_config"] = {{"mask_token_id", 128002}, {"target_layer_ids", {1, 8, 15, 22, 29}}};
+  json["num_attention_heads"] = 64;  // head_dim absent: LlamaConfig's hidden / heads
+  DrafterConfig drafter = parse_drafter_config(json, "drafter/config.json", target);
+  EXPECT_TRUE(drafter.layers.qk_norm);
+  EXPECT_FALSE(drafter.layers.mlp_bias);
+  EXPECT_EQ(drafter.layers.head_dim, 64);
+  EXPECT_EQ(drafter.layers.rope_scaling, RopeScaling::kLlama3);
+  EXPECT_EQ(drafter.layers.rope_theta, 500000.0);
+  EXPECT_EQ(drafter.block_size, 10);
+  EXPECT_EQ(drafter.mask_token_id, 128002);
+  EXPECT_EQ(drafter.target_layer_ids, (std::vector<int64_t>{1, 8, 15, 22, 29}));
+
+  json["model_type"] = "qwen3_dflash";  // no family here: Qwen3Config's head_dim 128
+  EXPECT_EQ(parse_drafter_config(json, "drafter/config.json", target).layers.head_dim, 128);
+  json["model_type"] = "llama";
+  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  try {
+    parse_drafter_config(json, "drafter/config.json", target);
+    ADD_FAILURE() << "a yarn-scaled drafter was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("yarn"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
