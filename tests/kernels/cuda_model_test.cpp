@@ -1,6 +1,7 @@
 // Whole-model runs on the CUDA backend against the CPU backend, on random tiny checkpoints
 // (flashq-model make-tiny): the same logits within tolerance, the same greedy tokens in f32, and
-// speculative decoding on the GPU reproducing target-only decoding on the CPU token for token.
+// speculative decoding on the GPU reproducing target-only decoding on the CPU token for token;
+// for Qwen3 targets and for Llama targets (biases, llama3 RoPE scaling) with their drafters.
 // Without a CUDA device every test skips (GTEST_SKIP) saying so.
 #include <algorithm>
 #include <memory>
@@ -90,6 +91,37 @@ TEST_F(CudaModel, PrefillAndDecodeLogitsMatchCpu) {
   }
 }
 
+// A Llama target with attention and MLP biases and llama3 RoPE scaling whose low frequencies turn
+// within these positions.
+TinyModelSpec llama_spec(DType dtype, uint64_t seed) {
+  TinyModelSpec spec = tiny_spec(dtype, seed);
+  spec.family = "llama";
+  spec.rope_theta = 500000.0;
+  spec.attention_bias = true, spec.mlp_bias = true;
+  spec.rope_scaling_factor = 8.0, spec.original_max_position = 64;
+  return spec;
+}
+
+TEST_F(CudaModel, LlamaPrefillAndDecodeLogitsMatchCpu) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    TwoBackends b(llama_spec(dtype, 13));
+    const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2;
+    std::vector<int32_t> prompt = some_tokens(150, 450, 1);
+    KvCache cpu_cache = b.cpu_model->make_cache(256), gpu_cache = b.gpu_model->make_cache(256);
+    EXPECT_LT(max_normalized_error(all_logits(*b.gpu_model, prompt, gpu_cache),
+                                   all_logits(*b.cpu_model, prompt, cpu_cache)),
+              tolerance)
+        << dtype_name(dtype) << " prefill";
+    for (int32_t token : some_tokens(6, 450, 2)) {
+      std::vector<int32_t> step = {token};
+      EXPECT_LT(max_normalized_error(all_logits(*b.gpu_model, step, gpu_cache),
+                                     all_logits(*b.cpu_model, step, cpu_cache)),
+                tolerance)
+          << dtype_name(dtype) << " decode at " << cpu_cache.length();
+    }
+  }
+}
+
 TEST_F(CudaModel, GreedyTokensEqualCpuInFloat32) {
   TwoBackends b(tiny_spec(DType::kF32, 5));
   for (uint32_t seed : {1u, 2u, 3u}) {
@@ -124,6 +156,18 @@ TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
   DFlashProposer proposer(*drafter);
   const std::vector<SequenceRequest> requests = dflash_requests(4, 70);
   auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 4);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
+  }
+}
+
+TEST_F(CudaModel, LlamaSpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
+  TinyModelSpec spec = llama_spec(DType::kF32, 17);
+  TwoBackends b(spec);
+  std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(16, spec.seed);
+  DFlashProposer proposer(*drafter);
+  const std::vector<SequenceRequest> requests = dflash_requests(3, 130);
+  auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 3);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
   }

@@ -5,6 +5,7 @@
 
 #include "shared/json_file.h"
 #include "worker/model/config_reader.h"
+#include "worker/model/model_registry.h"
 
 namespace flashq {
 
@@ -33,11 +34,19 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
   ConfigReader dflash_reader(dflash, label + " dflash_config");
 
   DrafterConfig config;
-  // The layer stack is Qwen3-shaped, whatever the target's family; model_type names the drafter
-  // family, not the layer type.
+  // The layer stack is z-lab's DFlashDraftModel's whatever the target's family: Qwen3 layers (the
+  // q/k norm, no MLP biases) with the attention_bias, rope_theta and rope_scaling its own config
+  // names (docs/dflash.md §3). model_type names the config class whose defaults fill the keys it
+  // leaves out (LlamaConfig's head_dim is hidden / heads, Qwen3Config's 128), never the layer
+  // type; a model_type of no family here is read as Qwen3Config, the class z-lab's code declares.
   nlohmann::json layer_json = json;
-  layer_json["model_type"] = "qwen3";
+  const nlohmann::json& model_type = json.contains("model_type") ? json["model_type"] : nlohmann::json();
+  if (!model_type.is_string() || find_model_family(model_type.get<std::string>(), "") == nullptr) {
+    layer_json["model_type"] = "qwen3";
+  }
   config.layers = parse_model_config(layer_json, label);
+  config.layers.qk_norm = true;
+  config.layers.mlp_bias = false;
   config.block_size = dflash_reader.has("block_size") ? dflash_reader.positive_int("block_size")
                                                       : reader.positive_int("block_size", 16);
   if (!dflash_reader.has("mask_token_id")) dflash_reader.fail("mask_token_id", "is missing");
