@@ -3,8 +3,12 @@
 
 Read it next to docs/dflash.md: §3 (the drafter directory) first because everything else needs it, then
 §2.1 context features, §2.2 KV injection, §2.3 one draft step, §2.4 the greedy loop. The target is
-qwen3_reference.py; this file reuses its building blocks (linear, rms_norm, apply_rope, attention,
-MLP) so that the drafter differs from a target layer only where docs/dflash.md says it does.
+a Qwen3 (qwen3_reference.py) or Llama (llama_reference.py) checkpoint, chosen by its model_type
+(target_reference.py). The drafter's layers are Qwen3 layers whatever the target's family (the
+published DFlashDraftModel is built from Qwen3 layers: q_norm/k_norm, no biases), with the RoPE its
+own config.json states (plain, linear or llama3, rope_reference.py); this file reuses
+qwen3_reference.py's building blocks (linear, rms_norm, apply_rope, attention, MLP) so that the
+drafter differs from a target layer only where docs/dflash.md says it does.
 
 Numerics as in qwen3_reference.py: weights float32 as stored, every activation float64.
 
@@ -39,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qwen3_reference as qwen3  # noqa: E402
+import target_reference as targets  # noqa: E402
 from qwen3_reference import COMPUTE, linear, rms_norm, apply_rope, swiglu_mlp  # noqa: E402
 from safetensors_numpy import load_safetensors  # noqa: E402
 
@@ -49,7 +54,7 @@ from safetensors_numpy import load_safetensors  # noqa: E402
 
 @dataclass(frozen=True)
 class DFlashConfig:
-    layers: qwen3.Qwen3Config     # the drafter's own Qwen3 keys: its heads, head_dim, rope_theta, eps
+    layers: qwen3.Qwen3Config     # the drafter's own Qwen3 keys: heads, head_dim, RoPE, eps
     block_size: int               # the block size it was trained with
     mask_token_id: int
     target_layer_ids: tuple       # 0-based target layers tapped, in concatenation order
@@ -175,7 +180,7 @@ def inject_context(layer, c, positions, config):
     k = linear(c, layer["self_attn.k_proj"]).reshape(T, config.num_key_value_heads, config.head_dim)
     v = linear(c, layer["self_attn.v_proj"]).reshape(T, config.num_key_value_heads, config.head_dim)
     k = rms_norm(k, layer["self_attn.k_norm"], config.rms_norm_eps)
-    k = apply_rope(k, positions, config.rope_theta)
+    k = apply_rope(k, positions, config.rope_theta, config.rope_scaling)
     return k, v
 
 
@@ -274,7 +279,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
     cache = DraftContextCache(drafter)
 
     # Prefill: target over the prompt, first token from the last row, every prompt position injected.
-    logits, hidden_states = qwen3.forward(target, prompt)
+    logits, hidden_states = targets.forward(target, prompt)
     generated = [int(np.argmax(logits[-1]))]
     inject_committed(cache, drafter, hidden_states, np.arange(len(prompt)))
 
@@ -289,7 +294,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
         draft_logits.append(logits_rows)
 
         # Verify: y_j = the target's choice at row start + j (the token for position start + j + 1).
-        logits, hidden_states = qwen3.forward(target, in_target + [x] + draft)
+        logits, hidden_states = targets.forward(target, in_target + [x] + draft)
         y = [int(np.argmax(logits[start + j])) for j in range(block_size)]
         a = accept_longest_prefix(draft, y)
         bonus = y[a]
@@ -311,7 +316,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="NumPy reference of greedy DFlash speculative decoding")
-    parser.add_argument("--target", required=True, help="target checkpoint directory (Qwen3)")
+    parser.add_argument("--target", required=True, help="target checkpoint directory (Qwen3 or Llama)")
     parser.add_argument("--drafter", required=True, help="DFlash drafter directory")
     parser.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
     parser.add_argument("--steps", required=True, type=int, help="number of draft-and-verify steps")
@@ -319,7 +324,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="output prefix")
     args = parser.parse_args(argv)
 
-    target = qwen3.load_model(args.target)
+    target = targets.load_target(args.target)
     drafter = load_drafter(args.drafter, num_target_layers=target.config.num_hidden_layers)
     block_size = drafter.config.block_size if args.block_size is None else args.block_size
     prompt = qwen3._int_list(args.tokens)

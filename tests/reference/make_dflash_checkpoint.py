@@ -5,7 +5,7 @@ z-lab layout of docs/dflash.md §3, for the self-checks of dflash_reference.py.
     /usr/bin/python3 tests/reference/make_dflash_checkpoint.py --target DIR --out DIR \
         [--layers 2] [--block-size 16] [--seed 0] [--dtype BF16]
 
-config.json: the drafter's Qwen3 keys, architectures ["DFlashDraftModel"], block_size (top level,
+config.json: the drafter's Qwen3 keys (its layers are Qwen3 layers whatever the target's family), architectures ["DFlashDraftModel"], block_size (top level,
 or inside dflash_config), num_target_layers, dflash_config {mask_token_id, target_layer_ids}.
 MASK is the target's last embedding row (vocab_size - 1), beyond any tokenizer id the checks use.
 model.safetensors: fc.weight [hidden, K * hidden], hidden_norm.weight, norm.weight and
@@ -28,11 +28,13 @@ from dflash_reference import default_target_layer_ids  # noqa: E402
 
 def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=None, num_heads=None,
                    num_kv_heads=None, head_dim=None, intermediate_size=None, rope_theta=None,
-                   write_target_layer_ids=True, block_size_in_dflash_config=False):
-    """Shapes default to the target's; the checks override some so that a reader taking them from
-    the target instead of the drafter fails."""
+                   write_target_layer_ids=True, block_size_in_dflash_config=False, rope_scaling=None):
+    """Shapes default to the target's (Qwen3 or Llama); the checks override some so that a reader
+    taking them from the target instead of the drafter fails. rope_scaling: a rope_scaling dict
+    for the drafter's own RoPE (none by default)."""
     t = target_config
     target_theta = t.get("rope_theta", (t.get("rope_parameters") or {}).get("rope_theta"))
+    target_head_dim = t.get("head_dim") or t["hidden_size"] // t["num_attention_heads"]
     L = t["num_hidden_layers"]
     ids = target_layer_ids if target_layer_ids is not None else default_target_layer_ids(L, num_layers)
     config = {
@@ -42,7 +44,7 @@ def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=
         "num_hidden_layers": num_layers,
         "num_attention_heads": num_heads or t["num_attention_heads"],
         "num_key_value_heads": num_kv_heads or t["num_key_value_heads"],
-        "head_dim": head_dim or t["head_dim"],
+        "head_dim": head_dim or target_head_dim,
         "rope_theta": rope_theta or target_theta,
         "rms_norm_eps": t["rms_norm_eps"],
         "vocab_size": t["vocab_size"],
@@ -50,6 +52,8 @@ def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=
         "num_target_layers": L,
         "dflash_config": {"mask_token_id": t["vocab_size"] - 1},
     }
+    if rope_scaling is not None:
+        config["rope_scaling"] = rope_scaling
     if write_target_layer_ids:
         config["dflash_config"]["target_layer_ids"] = list(ids)
     if block_size_in_dflash_config:
