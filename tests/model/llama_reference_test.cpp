@@ -2,7 +2,8 @@
 // (tests/reference/llama_reference.py) on random tiny checkpoints of several shapes: logits of
 // every position, the DFlash taps and the greedy continuation. The shapes cover GQA/MHA/MQA,
 // attention and MLP biases, tied and untied embeddings, bf16 and f32, and Llama 3 RoPE scaling
-// with an original context small enough that the scaling changes the logits at these lengths.
+// with an original context small enough that the scaling changes the logits at these lengths;
+// linear scaling and the older "type" spelling from an edited config.json, and "dynamic" refused.
 #include <cstring>
 #include <fstream>
 
@@ -81,21 +82,18 @@ void expect_config_states(const TinyModelSpec& spec, const std::filesystem::path
   }
 }
 
-TEST_P(LlamaReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
-  const TinyModelSpec& spec = GetParam().spec;
-  LoadedTinyModel tiny(spec);
-  expect_config_states(spec, tiny.dir.path());
-  TargetModel& model = *tiny.model;
-  const int64_t layers = spec.layers, hidden = spec.hidden;
-  std::vector<int32_t> tokens = some_tokens(21, static_cast<int32_t>(spec.vocab), static_cast<uint32_t>(spec.seed));
+// Logits of every position, the taps of the last and first layer, and 8 greedy tokens of the
+// model loaded from `dir`, against llama_reference.py on the same directory.
+void expect_matches_numpy(const std::string& name, const std::filesystem::path& dir, TargetModel& model,
+                          int64_t layers, int64_t hidden, int64_t vocab, uint32_t seed) {
+  std::vector<int32_t> tokens = some_tokens(21, static_cast<int32_t>(vocab), seed);
   const std::vector<int64_t> taps = {layers - 1, 0};  // list order, not layer order
   const int greedy_steps = 8;
 
-  const std::string prefix = (tiny.dir / "reference").string();
-  CommandResult ref = run_command("/usr/bin/python3 tests/reference/llama_reference.py --model " +
-                                  tiny.dir.path().string() + " --tokens " + join(tokens) + " --greedy " +
-                                  std::to_string(greedy_steps) + " --taps " + std::to_string(layers - 1) + ",0" +
-                                  " --out " + prefix);
+  const std::string prefix = (dir / "reference").string();
+  CommandResult ref = run_command("/usr/bin/python3 tests/reference/llama_reference.py --model " + dir.string() +
+                                  " --tokens " + join(tokens) + " --greedy " + std::to_string(greedy_steps) +
+                                  " --taps " + std::to_string(layers - 1) + ",0 --out " + prefix);
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
   std::vector<float> want_logits = read_f32(prefix + ".logits.f32");
   std::vector<float> want_taps = read_f32(prefix + ".taps.f32");
@@ -107,16 +105,24 @@ TEST_P(LlamaReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
   std::vector<float> logits = to_host(model.backend(), out.logits);
   std::vector<float> got_taps = to_host(model.backend(), out.taps);
   ASSERT_EQ(got_taps.size(), tokens.size() * 2 * static_cast<size_t>(hidden));
-  EXPECT_LT(max_normalized_error(logits, want_logits), 1e-4) << GetParam().name << ": logits";
-  EXPECT_LT(max_normalized_error(got_taps, want_taps), 1e-4) << GetParam().name << ": taps";
+  EXPECT_LT(max_normalized_error(logits, want_logits), 1e-4) << name << ": logits";
+  EXPECT_LT(max_normalized_error(got_taps, want_taps), 1e-4) << name << ": taps";
 
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(tiny.dir.path());
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
   GenerationRequest request;
   request.prompt_tokens = tokens;
   request.max_tokens = greedy_steps;
   request.ignore_eos = true;
   GenerationResult result = generate(model, *tokenizer, request);
-  EXPECT_EQ(result.tokens, meta.at("greedy").get<std::vector<int32_t>>()) << GetParam().name << ": greedy";
+  EXPECT_EQ(result.tokens, meta.at("greedy").get<std::vector<int32_t>>()) << name << ": greedy";
+}
+
+TEST_P(LlamaReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
+  const TinyModelSpec& spec = GetParam().spec;
+  LoadedTinyModel tiny(spec);
+  expect_config_states(spec, tiny.dir.path());
+  expect_matches_numpy(GetParam().name, tiny.dir.path(), *tiny.model, spec.layers, spec.hidden, spec.vocab,
+                       static_cast<uint32_t>(spec.seed));
 }
 
 // Llama 3 scaling with original context 16 and theta 1e4, head_dim 16: pair wavelengths are
@@ -140,6 +146,52 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"MhaBf16UntiedOddSizesBothBiasesLlama3",
                       llama_spec({2, 40, 5, 5, 8, 72, 333}, {true, true}, kShortContext, false, DType::kBF16, 1e4, 35)}),
     [](const ::testing::TestParamInfo<ReferenceCase>& param_info) { return param_info.param.name; });
+
+
+// Checkpoints whose RoPE kind make-tiny does not write: a tiny Llama directory whose config.json
+// is then given the rope_scaling a published checkpoint could hold, read by both sides.
+class LlamaRopeFromConfig : public ::testing::Test {
+ protected:
+  LlamaRopeFromConfig() {
+    spec_ = llama_spec({2, 64, 4, 2, 16, 128, 400}, {true, false}, {}, false, DType::kF32, 1e4, 36);
+    write_tiny_model(spec_, dir_.path());
+  }
+  void set_rope_scaling(const nlohmann::json& rope_scaling) {
+    nlohmann::json config = nlohmann::json::parse(read_text_file(dir_.path() / "config.json"));
+    config.erase("rope_parameters");
+    config["rope_scaling"] = rope_scaling;
+    write_text_file(dir_.path() / "config.json", config.dump(1));
+  }
+
+  TinyModelSpec spec_;
+  TempDir dir_;
+  std::unique_ptr<Backend> backend_ = make_cpu_backend();
+};
+
+TEST_F(LlamaRopeFromConfig, LinearScalingMatchesNumpy) {
+  set_rope_scaling({{"rope_type", "linear"}, {"factor", 4.0}});
+  std::unique_ptr<TargetModel> model = load_target_model(dir_.path(), *backend_);
+  expect_matches_numpy("linear", dir_.path(), *model, spec_.layers, spec_.hidden, spec_.vocab, 36);
+}
+
+TEST_F(LlamaRopeFromConfig, OlderLlama3SpellingMatchesNumpy) {
+  // "type" instead of "rope_type", as configs written by older transformers have it.
+  set_rope_scaling({{"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                    {"original_max_position_embeddings", 16}});
+  std::unique_ptr<TargetModel> model = load_target_model(dir_.path(), *backend_);
+  expect_matches_numpy("llama3 (type)", dir_.path(), *model, spec_.layers, spec_.hidden, spec_.vocab, 37);
+}
+
+TEST_F(LlamaRopeFromConfig, DynamicScalingIsRefusedByName) {
+  set_rope_scaling({{"rope_type", "dynamic"}, {"factor", 2.0}});
+  try {
+    load_target_model(dir_.path(), *backend_);
+    FAIL() << "a dynamic rope_scaling was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dynamic"), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace flashq::testing
