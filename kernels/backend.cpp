@@ -11,9 +11,9 @@ namespace {
 // Norms x[M, heads, head_dim] with `norm` when given, then rotates it, in place.
 void norm_and_rotate(Backend& backend, Tensor& x, const Tensor* norm, const QkNormRope& norm_rope) {
   if (norm != nullptr) {
-    backend.head_norm_rope(x, *norm, norm_rope.eps, *norm_rope.positions, norm_rope.rope.theta);
+    backend.head_norm_rope(x, *norm, norm_rope.eps, *norm_rope.positions, norm_rope.rope);
   } else {
-    backend.rope(x, *norm_rope.positions, norm_rope.rope.theta);
+    backend.rope(x, *norm_rope.positions, norm_rope.rope);
   }
 }
 
@@ -26,11 +26,23 @@ void require_norm_rope(const QkNormRope& norm_rope, bool with_q, const char* op)
   if (with_q && (norm_rope.q_norm == nullptr) != (norm_rope.k_norm == nullptr)) {
     throw Error(ErrorCode::kInternal, std::string(op) + ": a q/k norm needs both norms");
   }
-  if (!(norm_rope.rope.theta > 0.0f)) {
+  require_rope(norm_rope.rope, op);
+}
+
+void require_rope(const RopeOptions& rope, const char* op) {
+  if (!(rope.theta > 0.0f)) {
     throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE needs a positive theta");
   }
-  if (norm_rope.rope.scaling != RopeScaling::kNone) {
-    throw Error(ErrorCode::kUnsupported, std::string(op) + ": RoPE scaling is not implemented");
+  if (rope.scaling == RopeScaling::kNone) return;
+  if (!(rope.factor >= 1.0f)) {
+    throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE scaling needs a factor of at least 1");
+  }
+  if (rope.scaling == RopeScaling::kLlama3 &&
+      !(rope.original_max_position > 0.0f && rope.low_freq_factor > 0.0f &&
+        rope.low_freq_factor < rope.high_freq_factor)) {
+    throw Error(ErrorCode::kInternal, std::string(op) +
+                                          ": llama3 RoPE needs a positive original context and "
+                                          "0 < low_freq_factor < high_freq_factor");
   }
 }
 

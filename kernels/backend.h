@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 
+#include "kernels/rope_frequency.h"  // RopeOptions, RopeScaling
 #include "kernels/tensor.h"
 
 namespace flashq {
@@ -27,16 +28,6 @@ struct CacheChunk {
   Tensor* keys = nullptr;
   Tensor* values = nullptr;
   int64_t first_row = 0, rows = 0;
-};
-
-// RoPE's frequency scaling. Only `none` is implemented; Llama-3's and YaRN's scaling of long
-// contexts go here, and model configs asking for them are refused until then.
-enum class RopeScaling { kNone };
-
-// Rotate-half RoPE's parameters.
-struct RopeOptions {
-  float theta = 0.0f;  // base of the inverse frequencies; positive
-  RopeScaling scaling = RopeScaling::kNone;
 };
 
 // What Backend::store_and_attend and store_kv apply to q and k before they are stored and
@@ -53,9 +44,13 @@ struct QkNormRope {
 };
 
 // Throws unless `norm_rope` can be applied: positions given, norms both or neither (`with_q`;
-// without q only k_norm is read), a positive theta and a scaling that is implemented. `op`
-// names the caller.
+// without q only k_norm is read), a positive theta and usable scaling parameters
+// (require_rope). `op` names the caller.
 void require_norm_rope(const QkNormRope& norm_rope, bool with_q, const char* op);
+
+// Throws unless `rope` has a positive theta and, when scaled, a factor >= 1 (and for llama3 a
+// positive original context and low_freq_factor < high_freq_factor). `op` names the caller.
+void require_rope(const RopeOptions& rope, const char* op);
 
 // Throws unless `chunks` cover rows [0, rows) in order, each with a cache; `op` names the caller.
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op);
@@ -114,11 +109,21 @@ class Backend {
   virtual void add_rmsnorm(Tensor& h, const Tensor& delta, const Tensor& w, float eps, Tensor& y) = 0;
   // h += delta
   virtual void add(Tensor& h, const Tensor& delta) = 0;
-  // Rotate-half RoPE in place on x[M, heads, head_dim]; row m uses positions[m].
-  virtual void rope(Tensor& x, const Tensor& positions, float theta) = 0;
+  // Rotate-half RoPE in place on x[M, heads, head_dim]; row m uses positions[m], pair i the
+  // inverse frequency rope_inverse_frequency(rope, i, head_dim) (kernels/rope_frequency.h).
+  virtual void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) = 0;
   // Qwen3's q/k norm and RoPE in one: rmsnorm of each head of x[M, heads, head_dim] with w (of
   // head_dim), then rope, in place; the same result as the two calls.
-  virtual void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) = 0;
+  virtual void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions,
+                              const RopeOptions& rope) = 0;
+  // The same two without scaling, for callers that have only a theta.
+  void rope(Tensor& x, const Tensor& positions, float theta) { rope(x, positions, RopeOptions{.theta = theta}); }
+  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) {
+    head_norm_rope(x, w, eps, positions, RopeOptions{.theta = theta});
+  }
+  // y[m, n] += bias[n] for y[M, N] (float32) and bias[N] in a weight's dtype: the bias of a
+  // linear layer that has one (Llama's attention_bias and mlp_bias), after its matmul.
+  virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
   // Grouped-query attention. q[M, Hq, D]; k, v[T, Hkv, D]; query row m attends keys
   // [0, key_counts[m]), which expresses causal, non-causal and context-only masks alike.
   virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,

@@ -28,6 +28,7 @@ inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     "rmsnorm",
     "add_rmsnorm",
     "add",
+    "add_bias",
     "rope",
     "head_norm_rope",
     "swiglu",

@@ -105,6 +105,14 @@ void OpChecks::add(const Tensor& h, const Tensor& delta) const {
   require(h.numel() == delta.numel(), "add shapes");
 }
 
+void OpChecks::add_bias(const Tensor& y, const Tensor& bias) const {
+  f32(y, "add_bias y");
+  weight(bias, "add_bias bias");
+  require(y.rank() == 2 && bias.rank() == 1 && bias.dim(0) == y.dim(1), [&] {
+    return "add_bias: shapes " + shape_to_string(y.shape()) + " and " + shape_to_string(bias.shape());
+  });
+}
+
 void OpChecks::rope(const Tensor& x, const Tensor& positions) const {
   f32(x, "rope x");
   on_device(positions, "rope positions");

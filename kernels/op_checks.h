@@ -50,6 +50,8 @@ class OpChecks {
   void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y) const;
   void add_rmsnorm(const Tensor& h, const Tensor& delta, const Tensor& w, const Tensor& y) const;
   void add(const Tensor& h, const Tensor& delta) const;
+  // y [M, N] float32, bias [N] f32, f16 or bf16.
+  void add_bias(const Tensor& y, const Tensor& bias) const;
   void rope(const Tensor& x, const Tensor& positions) const;
   void head_norm_rope(const Tensor& x, const Tensor& w, const Tensor& positions) const;
   // q [M, Hq, D] and out of its shape, float32; an int32 key count per row.

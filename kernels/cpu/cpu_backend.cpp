@@ -12,6 +12,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/argmax.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/bias.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/head_norm_rope.h"
@@ -123,19 +124,27 @@ class CpuBackend final : public Backend {
     run([h, delta] { cpu::add(h.data<float>(), delta.data<float>(), h.numel()); });
   }
 
-  void rope(Tensor& x, const Tensor& positions, float theta) override {
+  void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) override {
     kChecks.rope(x, positions);
-    run([x, positions, theta] {
-      cpu::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2));
+    require_rope(rope, "rope");
+    run([x, positions, rope] {
+      cpu::rope(x.data<float>(), positions.data<int32_t>(), rope, x.dim(0), x.dim(1), x.dim(2));
     });
   }
 
-  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
+  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions,
+                      const RopeOptions& rope) override {
     kChecks.head_norm_rope(x, w, positions);
-    run([x, w, eps, positions, theta] {
-      cpu::head_norm_rope(x.data<float>(), weight_vector(w), eps, positions.data<int32_t>(), theta, x.dim(0),
+    require_rope(rope, "head_norm_rope");
+    run([x, w, eps, positions, rope] {
+      cpu::head_norm_rope(x.data<float>(), weight_vector(w), eps, positions.data<int32_t>(), rope, x.dim(0),
                           x.dim(1), x.dim(2));
     });
+  }
+
+  void add_bias(Tensor& y, const Tensor& bias) override {
+    kChecks.add_bias(y, bias);
+    run([y, bias] { cpu::add_bias(y.data<float>(), weight_vector(bias), y.rows(), y.cols()); });
   }
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,

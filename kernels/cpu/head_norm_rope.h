@@ -6,10 +6,12 @@
 #include <cstdint>
 
 #include "kernels/cpu/weight_view.h"
+#include "kernels/rope_frequency.h"
 
 namespace flashq::cpu {
 
-void head_norm_rope(float* x, WeightVector w, float eps, const int32_t* positions, float theta, int64_t rows,
+void head_norm_rope(float* x, WeightVector w, float eps, const int32_t* positions, const RopeOptions& rope,
+                    int64_t rows,
                     int64_t heads, int64_t head_dim);
 
 }  // namespace flashq::cpu

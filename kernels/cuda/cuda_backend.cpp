@@ -26,6 +26,7 @@
 
 #include "kernels/cuda/argmax.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/bias.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/cuda/elementwise.h"
@@ -275,15 +276,23 @@ class CudaBackend final : public Backend {
     cuda::add(h.data<float>(), delta.data<float>(), h.numel(), stream());
   }
 
-  void rope(Tensor& x, const Tensor& positions, float theta) override {
+  void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) override {
     kChecks.rope(x, positions);
-    cuda::rope(x.data<float>(), positions.data<int32_t>(), theta, x.dim(0), x.dim(1), x.dim(2), stream());
+    require_rope(rope, "rope");
+    cuda::rope(x.data<float>(), positions.data<int32_t>(), rope, x.dim(0), x.dim(1), x.dim(2), stream());
   }
 
-  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
+  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions,
+                      const RopeOptions& rope) override {
     kChecks.head_norm_rope(x, w, positions);
-    cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), theta, x.dim(0),
+    require_rope(rope, "head_norm_rope");
+    cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), rope, x.dim(0),
                          x.dim(1), x.dim(2), stream());
+  }
+
+  void add_bias(Tensor& y, const Tensor& bias) override {
+    kChecks.add_bias(y, bias);
+    cuda::add_bias(y.data<float>(), bias.raw(), bias.dtype(), y.rows(), y.cols(), stream());
   }
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out) override {
@@ -483,7 +492,7 @@ class CudaBackend final : public Backend {
                                 k_norm != nullptr ? k_norm->dtype() : DType::kF32,
                                 norm_rope->eps,
                                 norm_rope->positions->data<int32_t>() + first,
-                                norm_rope->rope.theta};
+                                norm_rope->rope};
     float* q_rows = with_q ? q->data<float>() + first * q->dim(1) * q->dim(2) : nullptr;
     cuda::norm_rope_store_kv_rows(q_rows, with_q ? q->dim(1) : 0, k_rows, v_rows, k.dim(1), k.dim(2), norm, kv_stores_,
                                   at, rows, context_->report(), stream());

@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/dtype.h"
+#include "kernels/rope_frequency.h"
 
 namespace flashq::cuda {
 
@@ -15,7 +16,7 @@ namespace flashq::cuda {
 // head_dim floats of shared memory and `scratch` kWarpSize floats; the block's threads all call
 // this. `out` may be `head`.
 __device__ inline void norm_rope_head(const float* head, float* out, float* also_out, const void* w, DType w_dtype,
-                                      float eps, int32_t position, float theta, int64_t head_dim, float* normed,
+                                      float eps, int32_t position, const RopeOptions& rope, int64_t head_dim, float* normed,
                                       float* scratch) {
   if (w != nullptr) {  // the same for every thread of the block, so block_sum is reached by all or none
     float sum_squares = 0.0f;
@@ -29,8 +30,7 @@ __device__ inline void norm_rope_head(const float* head, float* out, float* also
   __syncthreads();
   const int64_t half = head_dim / 2;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-    const double inv_freq =
-        pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    const double inv_freq = rope_inverse_frequency(rope, i, head_dim);
     const float angle = static_cast<float>(position * static_cast<double>(static_cast<float>(inv_freq)));
     float sin_a, cos_a;
     sincosf(angle, &sin_a, &cos_a);

@@ -10,10 +10,11 @@
 #include <cstdint>
 
 #include "kernels/dtype.h"
+#include "kernels/rope_frequency.h"
 
 namespace flashq::cuda {
 
-void head_norm_rope(float* x, const void* w, DType w_dtype, float eps, const int32_t* positions, float theta,
+void head_norm_rope(float* x, const void* w, DType w_dtype, float eps, const int32_t* positions, const RopeOptions& rope,
                     int64_t rows, int64_t heads, int64_t head_dim, cudaStream_t stream);
 
 }  // namespace flashq::cuda

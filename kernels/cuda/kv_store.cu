@@ -58,7 +58,7 @@ __global__ void norm_rope_store_kv(float* q, float* k, const float* __restrict__
   const int32_t position = norm.positions[row];
   if (slot < q_heads) {
     float* head = q + (row * q_heads + slot) * head_dim;
-    norm_rope_head(head, head, nullptr, norm.q_w, norm.q_dtype, norm.eps, position, norm.theta, head_dim, normed,
+    norm_rope_head(head, head, nullptr, norm.q_w, norm.q_dtype, norm.eps, position, norm.rope, head_dim, normed,
                    scratch);
     return;
   }
@@ -74,7 +74,7 @@ __global__ void norm_rope_store_kv(float* q, float* k, const float* __restrict__
   if (is_key) {
     float* head = k + from;
     norm_rope_head(head, head, inside ? store.k + to : nullptr, norm.k_w, norm.k_dtype, norm.eps, position,
-                   norm.theta, head_dim, normed, scratch);
+                   norm.rope, head_dim, normed, scratch);
   } else if (inside) {
     copy_row(v + from, store.v + to, head_dim);
   }

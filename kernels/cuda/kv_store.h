@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/device_error.h"
 #include "kernels/dtype.h"
+#include "kernels/rope_frequency.h"
 
 namespace flashq::cuda {
 
@@ -38,7 +39,7 @@ struct QkNormRope {
   DType k_dtype;
   float eps;
   const int32_t* positions;
-  float theta;
+  RopeOptions rope;
 };
 
 // store_kv_rows after head_norm_rope of q (q_heads per row) and k, in one launch: q's heads are

@@ -35,10 +35,14 @@ class CountingBackend final : public Backend {
     inner_->add_rmsnorm(h, delta, w, eps, y);
   }
   void add(Tensor& h, const Tensor& delta) override { inner_->add(h, delta); }
-  void rope(Tensor& x, const Tensor& positions, float theta) override { inner_->rope(x, positions, theta); }
-  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions, float theta) override {
-    inner_->head_norm_rope(x, w, eps, positions, theta);
+  void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) override {
+    inner_->rope(x, positions, rope);
   }
+  void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions,
+                      const RopeOptions& rope) override {
+    inner_->head_norm_rope(x, w, eps, positions, rope);
+  }
+  void add_bias(Tensor& y, const Tensor& bias) override { inner_->add_bias(y, bias); }
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out) override {
     inner_->attention(q, k, v, key_counts, out);
   }

@@ -151,8 +151,9 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void rmsnorm(const Tensor&, const Tensor&, float, Tensor&) override {}
     void add_rmsnorm(Tensor&, const Tensor&, const Tensor&, float, Tensor&) override {}
     void add(Tensor&, const Tensor&) override {}
-    void rope(Tensor&, const Tensor&, float) override {}
-    void head_norm_rope(Tensor&, const Tensor&, float, const Tensor&, float) override {}
+    void rope(Tensor&, const Tensor&, const RopeOptions&) override {}
+    void head_norm_rope(Tensor&, const Tensor&, float, const Tensor&, const RopeOptions&) override {}
+    void add_bias(Tensor&, const Tensor&) override {}
     void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) override {}
     void swiglu(const Tensor&, const Tensor&, Tensor&) override {}
     void embedding(const Tensor&, const Tensor&, Tensor&) override {}

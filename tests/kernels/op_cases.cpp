@@ -8,7 +8,7 @@ namespace flashq {
 const std::vector<OpCase>& op_table() {
   static const std::vector<OpCase> table = [] {
     std::vector<OpCase> cases;
-    for (auto* group : {&memory_op_cases, &dense_op_cases, &token_op_cases, &attention_op_cases}) {
+    for (auto* group : {&memory_op_cases, &dense_op_cases, &token_op_cases, &attention_op_cases, &llama_op_cases}) {
       for (OpCase& c : group()) cases.push_back(std::move(c));
     }
     return cases;

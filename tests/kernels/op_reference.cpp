@@ -65,6 +65,59 @@ std::vector<float> rope(const std::vector<float>& x, const std::vector<int32_t>&
   return y;
 }
 
+std::vector<float> rope_with_frequencies(const std::vector<float>& x, const std::vector<int32_t>& positions,
+                                         int64_t heads, int64_t head_dim, const std::vector<double>& inv_freq) {
+  std::vector<float> y = x;
+  const int64_t half = head_dim / 2;
+  for (size_t row = 0; row < positions.size(); ++row) {
+    for (int64_t i = 0; i < half; ++i) {
+      const auto angle = static_cast<float>(positions[row] * static_cast<double>(static_cast<float>(inv_freq[i])));
+      const double c = std::cos(static_cast<double>(angle)), s = std::sin(static_cast<double>(angle));
+      for (int64_t h = 0; h < heads; ++h) {
+        const size_t at = (row * heads + h) * head_dim + i;
+        const double a = x[at], b = x[at + half];
+        y[at] = static_cast<float>(a * c - b * s);
+        y[at + half] = static_cast<float>(b * c + a * s);
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<double> inverse_frequencies(float theta, int64_t head_dim) {
+  std::vector<double> f;
+  for (int64_t i = 0; i < head_dim / 2; ++i) f.push_back(std::pow(static_cast<double>(theta), -2.0 * i / head_dim));
+  return f;
+}
+
+std::vector<double> linear_inverse_frequencies(float theta, int64_t head_dim, double factor) {
+  std::vector<double> f = inverse_frequencies(theta, head_dim);
+  for (double& x : f) x /= factor;
+  return f;
+}
+
+std::vector<double> llama3_inverse_frequencies(float theta, int64_t head_dim, double factor, double low, double high,
+                                               double original) {
+  std::vector<double> f = inverse_frequencies(theta, head_dim);
+  const double pi = std::acos(-1.0);
+  for (double& x : f) {
+    const double wavelength = 2.0 * pi / x;
+    if (wavelength > original / low) {
+      x = x / factor;
+    } else if (wavelength >= original / high) {
+      const double smooth = (original / wavelength - low) / (high - low);
+      x = (1.0 - smooth) * x / factor + smooth * x;
+    }
+  }
+  return f;
+}
+
+std::vector<float> add_bias(const std::vector<float>& y, const std::vector<float>& bias, int64_t cols) {
+  std::vector<float> out = y;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = y[i] + bias[i % static_cast<size_t>(cols)];
+  return out;
+}
+
 std::vector<float> head_norm_rope(const std::vector<float>& x, const std::vector<float>& w,
                                   const std::vector<int32_t>& positions, int64_t heads, int64_t head_dim, float eps,
                                   float theta) {

@@ -31,6 +31,24 @@ std::vector<float> swiglu(const std::vector<float>& gate, const std::vector<floa
 std::vector<float> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
                         int64_t head_dim, float theta);
 
+// RoPE as rope() forms it, with the inverse frequency of pair i given (rounded to float as rope()
+// rounds theta^(-2i / head_dim)).
+std::vector<float> rope_with_frequencies(const std::vector<float>& x, const std::vector<int32_t>& positions,
+                                         int64_t heads, int64_t head_dim, const std::vector<double>& inv_freq);
+
+// Unscaled inverse frequencies theta^(-2i / head_dim), scaled as Hugging Face's modeling_rope_utils
+// scales them: `linear` divides each by factor; `llama3` (_compute_llama3_parameters) divides
+// those whose wavelength 2 pi / f is above original / low by factor, keeps those below
+// original / high, and blends between with smooth = (original / wavelength - low) / (high - low):
+// (1 - smooth) f / factor + smooth f.
+std::vector<double> inverse_frequencies(float theta, int64_t head_dim);
+std::vector<double> linear_inverse_frequencies(float theta, int64_t head_dim, double factor);
+std::vector<double> llama3_inverse_frequencies(float theta, int64_t head_dim, double factor, double low, double high,
+                                               double original);
+
+// y[m, n] + bias[n] for rows of `cols`.
+std::vector<float> add_bias(const std::vector<float>& y, const std::vector<float>& bias, int64_t cols);
+
 // rmsnorm of each head with w (of head_dim), then rope.
 std::vector<float> head_norm_rope(const std::vector<float>& x, const std::vector<float>& w,
                                   const std::vector<int32_t>& positions, int64_t heads, int64_t head_dim, float eps,

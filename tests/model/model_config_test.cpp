@@ -64,8 +64,8 @@ TEST(ModelConfig, RefusesUnimplementedFeaturesNamingTheKey) {
     nlohmann::json value;
   };
   for (const Case& c : {Case{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}},
-                        Case{"use_sliding_window", true}, Case{"attention_bias", true},
-                        Case{"hidden_act", "gelu"}, Case{"model_type", "llama"},
+                        Case{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}},
+                        Case{"use_sliding_window", true}, Case{"hidden_act", "gelu"}, Case{"model_type", "mistral"},
                         Case{"layer_types", {"sliding_attention", "full_attention"}}}) {
     auto json = qwen3_0_6b_config();
     json[c.key] = c.value;
@@ -81,12 +81,12 @@ TEST(ModelConfig, RefusesUnimplementedFeaturesNamingTheKey) {
 // as the first family.
 TEST(ModelConfig, FindsTheFamilyAndRefusesAnUnknownOneNamingTheImplemented) {
   auto json = qwen3_0_6b_config();
-  json["model_type"] = "llama";
+  json["model_type"] = "mistral";
   std::string message;
   EXPECT_EQ(code_of(json, &message), ErrorCode::kUnsupported);
-  EXPECT_NE(message.find("llama"), std::string::npos) << message;
+  EXPECT_NE(message.find("mistral"), std::string::npos) << message;
   EXPECT_NE(message.find(supported_model_types()), std::string::npos) << message;
-  EXPECT_EQ(supported_model_types(), "qwen3");
+  EXPECT_EQ(supported_model_types(), "qwen3, llama");
 
   EXPECT_EQ(parse_model_config(qwen3_0_6b_config(), "config.json").model_type, "qwen3");
   json = qwen3_0_6b_config();

@@ -26,10 +26,12 @@ int main(int argc, char** argv) {
 
   flashq::TinyModelSpec spec;
   std::string out_dir, preset, dtype = "bf16";
-  CLI::App* make_tiny = app.add_subcommand("make-tiny", "write a random Qwen3-architecture model directory");
+  CLI::App* make_tiny = app.add_subcommand("make-tiny", "write a random Qwen3 or Llama model directory, or a drafter");
   make_tiny->add_option("--out", out_dir, "directory to write")->required();
   make_tiny->add_option("--seed", spec.seed, "random seed")->capture_default_str();
-  make_tiny->add_option("--preset", preset, "real shapes with random weights: qwen3-0.6b, qwen3-4b, qwen3-8b");
+  make_tiny->add_option("--preset", preset,
+                        "real shapes with random weights: qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b");
+  make_tiny->add_option("--family", spec.family, "qwen3 or llama")->capture_default_str();
   make_tiny->add_option("--layers", spec.layers)->capture_default_str();
   make_tiny->add_option("--hidden", spec.hidden)->capture_default_str();
   make_tiny->add_option("--heads", spec.heads)->capture_default_str();
@@ -39,6 +41,15 @@ int main(int argc, char** argv) {
   make_tiny->add_option("--vocab", spec.vocab)->capture_default_str();
   make_tiny->add_option("--max-position", spec.max_position)->capture_default_str();
   make_tiny->add_flag("--tie", spec.tie_embeddings, "tie the LM head to the embedding");
+  make_tiny->add_option("--rope-theta", spec.rope_theta)->capture_default_str();
+  make_tiny->add_flag("--attention-bias", spec.attention_bias, "llama: q, k, v and o projections with biases");
+  make_tiny->add_flag("--mlp-bias", spec.mlp_bias, "llama: gate, up and down projections with biases");
+  make_tiny->add_option("--rope-scaling-factor", spec.rope_scaling_factor,
+                        "llama: RoPE scaling of rope_type llama3 with this factor (0: none)")
+      ->capture_default_str();
+  make_tiny->add_option("--low-freq-factor", spec.low_freq_factor)->capture_default_str();
+  make_tiny->add_option("--high-freq-factor", spec.high_freq_factor)->capture_default_str();
+  make_tiny->add_option("--original-max-position", spec.original_max_position)->capture_default_str();
   make_tiny->add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str();
   std::string drafter_for;
   int64_t block_size = 16;

@@ -9,6 +9,7 @@
 #include "shared/json_file.h"
 #include "tools/flashq_model/random_weights.h"
 #include "tools/flashq_model/tiny_tokenizer.h"
+#include "worker/model/drafter_config.h"
 #include "worker/model/model_config.h"
 #include "worker/model/safetensors.h"
 
@@ -23,6 +24,15 @@ void validate(const TinyModelSpec& s) {
   if (s.heads % s.kv_heads != 0) fail("--kv-heads must divide --heads");
   if (s.head_dim % 2 != 0) fail("--head-dim must be even");
   if (s.vocab < 301) fail("--vocab must be at least 301 (300 tokenizer ids and one padding row)");
+  if (s.family != "qwen3" && s.family != "llama") fail("--family must be qwen3 or llama, got '" + s.family + "'");
+  if (s.family == "qwen3" && (s.attention_bias || s.mlp_bias || s.rope_scaling_factor > 0.0)) {
+    fail("biases and RoPE scaling are Llama options (--family llama)");
+  }
+  if (s.rope_scaling_factor > 0.0 &&
+      (s.rope_scaling_factor < 1.0 || !(s.low_freq_factor > 0.0 && s.low_freq_factor < s.high_freq_factor) ||
+       s.original_max_position <= 0)) {
+    fail("llama3 RoPE scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and a positive original context");
+  }
 }
 
 std::string dtype_torch_name(DType dtype) {
@@ -33,13 +43,74 @@ std::string dtype_torch_name(DType dtype) {
   }
 }
 
-nlohmann::json model_config_json(const TinyModelSpec& s, const TinyTokenizerIds& ids) {
+// The special tokens config.json and generation_config.json name: Qwen3's <|endoftext|> and
+// <|im_end|>; Llama 3's <|begin_of_text|>, <|end_of_text|> and <|eot_id|> (as the Instruct
+// checkpoints list them).
+struct SpecialIds {
+  int32_t bos;
+  nlohmann::json eos;             // config.json's eos_token_id
+  nlohmann::json generation_eos;  // generation_config.json's
+};
+
+// Writes the family's tokenizer into `out`.
+SpecialIds write_tokenizer(const TinyModelSpec& s, const std::filesystem::path& out) {
+  const auto max_vocab = static_cast<int32_t>(std::min<int64_t>(s.vocab - 1, 4096));
+  if (s.family == "llama") {
+    const TinyLlama3TokenizerIds ids = write_tiny_llama3_tokenizer(out, max_vocab);
+    const nlohmann::json eos = {ids.end_of_text, ids.eot_id};
+    return {ids.begin_of_text, eos, eos};
+  }
+  const TinyTokenizerIds ids = write_tiny_tokenizer(out, max_vocab);
+  return {ids.endoftext, ids.im_end, {ids.im_end, ids.endoftext}};
+}
+
+// As Hugging Face writes LlamaConfig (transformers 4.4x): Llama 3.2 1B's config.json has these keys.
+nlohmann::json llama_config_json(const TinyModelSpec& s, const SpecialIds& ids) {
+  nlohmann::json rope_scaling = nullptr;
+  if (s.rope_scaling_factor > 0.0) {
+    rope_scaling = {{"factor", s.rope_scaling_factor},
+                    {"high_freq_factor", s.high_freq_factor},
+                    {"low_freq_factor", s.low_freq_factor},
+                    {"original_max_position_embeddings", s.original_max_position},
+                    {"rope_type", "llama3"}};
+  }
+  return {
+      {"architectures", {"LlamaForCausalLM"}},
+      {"attention_bias", s.attention_bias},
+      {"attention_dropout", 0.0},
+      {"bos_token_id", ids.bos},
+      {"eos_token_id", ids.eos},
+      {"head_dim", s.head_dim},
+      {"hidden_act", "silu"},
+      {"hidden_size", s.hidden},
+      {"initializer_range", 0.02},
+      {"intermediate_size", s.inter},
+      {"max_position_embeddings", s.max_position},
+      {"mlp_bias", s.mlp_bias},
+      {"model_type", "llama"},
+      {"num_attention_heads", s.heads},
+      {"num_hidden_layers", s.layers},
+      {"num_key_value_heads", s.kv_heads},
+      {"pretraining_tp", 1},
+      {"rms_norm_eps", 1e-5},
+      {"rope_scaling", rope_scaling},
+      {"rope_theta", s.rope_theta},
+      {"tie_word_embeddings", s.tie_embeddings},
+      {"torch_dtype", dtype_torch_name(s.dtype)},
+      {"transformers_version", "4.45.0"},
+      {"use_cache", true},
+      {"vocab_size", s.vocab},
+  };
+}
+
+nlohmann::json model_config_json(const TinyModelSpec& s, const SpecialIds& ids) {
+  if (s.family == "llama") return llama_config_json(s, ids);
   return {
       {"architectures", {"Qwen3ForCausalLM"}},
       {"attention_bias", false},
       {"attention_dropout", 0.0},
-      {"bos_token_id", ids.endoftext},
-      {"eos_token_id", ids.im_end},
+      {"bos_token_id", ids.bos},
+      {"eos_token_id", ids.eos},
       {"head_dim", s.head_dim},
       {"hidden_act", "silu"},
       {"hidden_size", s.hidden},
@@ -79,19 +150,37 @@ struct RandomTensors {
   void norm(const std::string& name, int64_t size) {
     writer.add(name, dtype, {size}, random.fill(dtype, size, 1.0f, 0.25f));
   }
-  void add_layer(const std::string& p, int64_t hidden, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                 int64_t inter) {
+  // Biases of the size of a typical activation, so a missing or misplaced one shows.
+  void bias(const std::string& name, int64_t size) {
+    writer.add(name, dtype, {size}, random.fill(dtype, size, 0.0f, 0.5f));
+  }
+  void add_layer(const std::string& p, const ModelConfig& c) {
+    const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+    const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim;
     norm(p + "input_layernorm.weight", hidden);
-    matrix(p + "self_attn.q_proj.weight", heads * head_dim, hidden);
-    matrix(p + "self_attn.k_proj.weight", kv_heads * head_dim, hidden);
-    matrix(p + "self_attn.v_proj.weight", kv_heads * head_dim, hidden);
-    matrix(p + "self_attn.o_proj.weight", hidden, heads * head_dim);
-    norm(p + "self_attn.q_norm.weight", head_dim);
-    norm(p + "self_attn.k_norm.weight", head_dim);
+    matrix(p + "self_attn.q_proj.weight", q_width, hidden);
+    matrix(p + "self_attn.k_proj.weight", kv_width, hidden);
+    matrix(p + "self_attn.v_proj.weight", kv_width, hidden);
+    matrix(p + "self_attn.o_proj.weight", hidden, q_width);
+    if (c.attention_bias) {
+      bias(p + "self_attn.q_proj.bias", q_width);
+      bias(p + "self_attn.k_proj.bias", kv_width);
+      bias(p + "self_attn.v_proj.bias", kv_width);
+      bias(p + "self_attn.o_proj.bias", hidden);
+    }
+    if (c.qk_norm) {
+      norm(p + "self_attn.q_norm.weight", c.head_dim);
+      norm(p + "self_attn.k_norm.weight", c.head_dim);
+    }
     norm(p + "post_attention_layernorm.weight", hidden);
     matrix(p + "mlp.gate_proj.weight", inter, hidden);
     matrix(p + "mlp.up_proj.weight", inter, hidden);
     matrix(p + "mlp.down_proj.weight", hidden, inter);
+    if (c.mlp_bias) {
+      bias(p + "mlp.gate_proj.bias", inter);
+      bias(p + "mlp.up_proj.bias", inter);
+      bias(p + "mlp.down_proj.bias", hidden);
+    }
   }
 };
 
@@ -109,8 +198,23 @@ TinyModelSpec preset_spec(const std::string& name) {
     s.hidden = 2560, s.inter = 9728, s.layers = 36, s.heads = 32, s.kv_heads = 8, s.tie_embeddings = true;
   } else if (name == "qwen3-8b") {
     s.hidden = 4096, s.inter = 12288, s.layers = 36, s.heads = 32, s.kv_heads = 8, s.tie_embeddings = false;
+  } else if (name == "llama3.2-1b" || name == "llama3.1-8b") {
+    // meta-llama's published config.json files (docs/models.md).
+    s.family = "llama";
+    s.vocab = 128256;
+    s.max_position = 131072;
+    s.rope_theta = 500000.0;
+    s.low_freq_factor = 1.0, s.high_freq_factor = 4.0, s.original_max_position = 8192;
+    if (name == "llama3.2-1b") {
+      s.hidden = 2048, s.inter = 8192, s.layers = 16, s.heads = 32, s.kv_heads = 8, s.head_dim = 64;
+      s.tie_embeddings = true, s.rope_scaling_factor = 32.0;
+    } else {
+      s.hidden = 4096, s.inter = 14336, s.layers = 32, s.heads = 32, s.kv_heads = 8, s.head_dim = 128;
+      s.tie_embeddings = false, s.rope_scaling_factor = 8.0;
+    }
   } else {
-    throw Error(ErrorCode::kInvalidArgument, "unknown preset '" + name + "' (qwen3-0.6b, qwen3-4b, qwen3-8b)");
+    throw Error(ErrorCode::kInvalidArgument,
+                "unknown preset '" + name + "' (qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b)");
   }
   return s;
 }
@@ -118,27 +222,27 @@ TinyModelSpec preset_spec(const std::string& name) {
 void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out) {
   validate(s);
   std::filesystem::create_directories(out);
-  const TinyTokenizerIds ids = write_tiny_tokenizer(out, static_cast<int32_t>(std::min<int64_t>(s.vocab - 1, 4096)));
+  const SpecialIds ids = write_tokenizer(s, out);
   // The last embedding row stays beyond the tokenizer, as Qwen pads its vocabulary: a drafter
   // made for this model uses it as MASK.
+
+  const nlohmann::json config = model_config_json(s, ids);
+  // The layers' options as the loader reads them back (q/k norm, biases).
+  const ModelConfig layout = parse_model_config(config, (out / "config.json").string());
 
   RandomWeights random(s.seed);
   SafetensorsWriter writer;
   RandomTensors tensors{writer, random, s.dtype};
   writer.add("model.embed_tokens.weight", s.dtype, {s.vocab, s.hidden},
              random.fill(s.dtype, s.vocab * s.hidden, 0.0f, 1.0f));
-  for (int64_t i = 0; i < s.layers; ++i) {
-    tensors.add_layer("model.layers." + std::to_string(i) + ".", s.hidden, s.heads, s.kv_heads, s.head_dim, s.inter);
-  }
+  for (int64_t i = 0; i < s.layers; ++i) tensors.add_layer("model.layers." + std::to_string(i) + ".", layout);
   tensors.norm("model.norm.weight", s.hidden);
   if (!s.tie_embeddings) tensors.matrix("lm_head.weight", s.vocab, s.hidden);
   writer.set_metadata("format", "pt");
   writer.write(out / "model.safetensors");
 
-  write_text_file(out / "config.json", model_config_json(s, ids).dump(2) + "\n");
-  nlohmann::json generation = {{"bos_token_id", ids.endoftext},
-                               {"eos_token_id", {ids.im_end, ids.endoftext}},
-                               {"do_sample", false}};
+  write_text_file(out / "config.json", config.dump(2) + "\n");
+  nlohmann::json generation = {{"bos_token_id", ids.bos}, {"eos_token_id", ids.generation_eos}, {"do_sample", false}};
   write_text_file(out / "generation_config.json", generation.dump(2) + "\n");
 }
 
@@ -175,20 +279,19 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
   tensors.matrix("fc.weight", hidden, static_cast<int64_t>(taps.size()) * hidden);
   tensors.norm("hidden_norm.weight", hidden);
   tensors.norm("norm.weight", hidden);
-  for (int64_t i = 0; i < spec.layers; ++i) {
-    tensors.add_layer("layers." + std::to_string(i) + ".", hidden, target.num_heads, target.num_kv_heads,
-                      target.head_dim, target.intermediate_size);
-  }
-  writer.set_metadata("format", "pt");
-  writer.write(out / "model.safetensors");
-
   config["architectures"] = {"DFlashDraftModel"};
   config["num_hidden_layers"] = spec.layers;
   config["num_target_layers"] = target.num_layers;
   config["max_window_layers"] = spec.layers;
   config["block_size"] = spec.block_size;
   config["tie_word_embeddings"] = false;
+  config["head_dim"] = target.head_dim;  // a drafter's layers read an absent head_dim as Qwen3Config does
+  config.erase("mlp_bias");              // z-lab's drafter layers have Qwen3's MLP, without biases
   config["dflash_config"] = {{"mask_token_id", target.vocab_size - 1}, {"target_layer_ids", taps}};
+  const DrafterConfig layout = parse_drafter_config(config, (out / "config.json").string(), target);
+  for (int64_t i = 0; i < spec.layers; ++i) tensors.add_layer("layers." + std::to_string(i) + ".", layout.layers);
+  writer.set_metadata("format", "pt");
+  writer.write(out / "model.safetensors");
   write_text_file(out / "config.json", config.dump(2) + "\n");
 }
 

@@ -1,6 +1,7 @@
-// `flashq-model make-tiny`: writes a complete random Qwen3-architecture model directory
-// (config.json, generation_config.json, model.safetensors, a small self-consistent tokenizer)
-// for tests, or real shapes with random weights (presets) for benchmarks.
+// `flashq-model make-tiny`: writes a complete random model directory of a family this build runs
+// (Qwen3 or Llama: config.json as Hugging Face writes it, generation_config.json,
+// model.safetensors, a small self-consistent tokenizer) for tests, or real shapes with random
+// weights (presets) for benchmarks; and random DFlash drafters for such targets.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 namespace flashq {
 
 struct TinyModelSpec {
+  std::string family = "qwen3";  // "qwen3" or "llama"
   int64_t layers = 2;
   int64_t hidden = 64;
   int64_t heads = 4;
@@ -23,11 +25,21 @@ struct TinyModelSpec {
   int64_t max_position = 4096;
   double rope_theta = 1e6;
   bool tie_embeddings = false;
+  // Llama only (LlamaConfig's keys): biases of the q/k/v/o and of the gate/up/down projections.
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  // Llama only: 0 writes rope_scaling null; above 0, rope_type llama3 with this factor and the
+  // three fields that follow.
+  double rope_scaling_factor = 0.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position = 8192;
   DType dtype = DType::kBF16;
   uint64_t seed = 0;
 };
 
-// Real shapes: "qwen3-0.6b", "qwen3-4b", "qwen3-8b" (docs/dflash.md §1). kInvalidArgument otherwise.
+// Real shapes: "qwen3-0.6b", "qwen3-4b", "qwen3-8b" (docs/dflash.md §1), "llama3.2-1b",
+// "llama3.1-8b" (docs/models.md). kInvalidArgument otherwise.
 TinyModelSpec preset_spec(const std::string& name);
 
 // Writes the directory (created if needed). kInvalidArgument for impossible shapes.
@@ -41,8 +53,9 @@ struct TinyDrafterSpec {
 };
 
 // `flashq-model make-tiny --drafter-for TARGET`: a random DFlash drafter in the z-lab layout
-// (docs/dflash.md §3) for the target in `target_dir`: same hidden size, heads and vocabulary; MASK is
-// the target's last embedding row, beyond its tokenizer.
+// (docs/dflash.md §3) for the target in `target_dir`, of any family: same hidden size, heads and
+// vocabulary, Qwen3 layers (q/k norm) with the target's RoPE (theta and scaling) and attention
+// biases; MASK is the target's last embedding row, beyond its tokenizer.
 void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path& target_dir,
                         const std::filesystem::path& out);
 

@@ -1,5 +1,5 @@
-// Writes the tiny Qwen2-style tokenizer: a deterministic BPE trainer over an embedded text, then
-// tokenizer.json and tokenizer_config.json in the layout of Qwen's own files.
+// Writes the tiny tokenizers: a deterministic BPE trainer over an embedded text, then
+// tokenizer.json and tokenizer_config.json in the layout of Qwen's own files, or of Llama 3's.
 #include "tools/flashq_model/tiny_tokenizer.h"
 
 #include <map>
@@ -29,6 +29,20 @@ constexpr const char* kSpecialTokens[] = {"<|endoftext|>", "<|im_start|>", "<|im
 constexpr const char* kQwenSplitPattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+// Llama 3's (meta-llama's tokenizer.json): numbers split into runs of up to three digits.
+constexpr const char* kLlama3SplitPattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+constexpr const char* kLlama3SpecialTokens[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                                                "<|end_header_id|>", "<|eot_id|>"};
+
+// The shape of Llama 3's template without its tool and date handling.
+constexpr const char* kLlama3ChatTemplate =
+    "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message.role + "
+    "'<|end_header_id|>\\n\\n' + message.content + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt "
+    "%}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
 
 constexpr const char* kChatTemplate =
     "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
@@ -126,31 +140,51 @@ ordered_json added_token_json(int32_t id, const char* content) {
           {"rstrip", false},    {"normalized", false}, {"special", true}};
 }
 
-}  // namespace
+// The byte tokens and the merges learned on the training text, up to `regular_limit` ids.
+struct LearnedBpe {
+  ordered_json vocab = ordered_json::object();
+  ordered_json merges = ordered_json::array();
+  int32_t next_id = 256;
+};
 
-TinyTokenizerIds write_tiny_tokenizer(const std::filesystem::path& dir, int32_t max_vocab) {
+LearnedBpe learn_bpe(int32_t max_vocab, int32_t special_count) {
   if (max_vocab < kMinVocab) {
     throw Error(ErrorCode::kInvalidArgument, "tiny tokenizer: max_vocab " +
                                                  std::to_string(max_vocab) + " is below " +
                                                  std::to_string(kMinVocab));
   }
-  ordered_json vocab = ordered_json::object();
+  LearnedBpe bpe;
   for (int byte = 0; byte < 256; ++byte) {
-    vocab[std::string(byte_level_char(static_cast<uint8_t>(byte)))] = byte;
+    bpe.vocab[std::string(byte_level_char(static_cast<uint8_t>(byte)))] = byte;
   }
-  int32_t next_id = 256;
-  const int32_t regular_limit = max_vocab - static_cast<int32_t>(std::size(kSpecialTokens));
-  ordered_json merges = ordered_json::array();
+  const int32_t regular_limit = max_vocab - special_count;
   auto words = count_words(kTrainingText);
-  while (next_id < regular_limit) {
+  while (bpe.next_id < regular_limit) {
     auto pair = most_frequent_pair(words);
     if (!pair) break;
     for (auto& [word, count] : words) apply_merge(*pair, word);
-    merges.push_back(ordered_json::array({pair->first, pair->second}));
+    bpe.merges.push_back(ordered_json::array({pair->first, pair->second}));
     std::string merged = pair->first + pair->second;
-    if (!vocab.contains(merged)) vocab[merged] = next_id++;
+    if (!bpe.vocab.contains(merged)) bpe.vocab[merged] = bpe.next_id++;
   }
+  return bpe;
+}
 
+void write_files(const std::filesystem::path& dir, const ordered_json& tokenizer, const ordered_json& config) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::kIo, dir.string() + ": cannot create directory: " + ec.message());
+  write_text_file(dir / "tokenizer.json", tokenizer.dump(2) + "\n");
+  write_text_file(dir / "tokenizer_config.json", config.dump(2) + "\n");
+}
+
+}  // namespace
+
+TinyTokenizerIds write_tiny_tokenizer(const std::filesystem::path& dir, int32_t max_vocab) {
+  LearnedBpe bpe = learn_bpe(max_vocab, static_cast<int32_t>(std::size(kSpecialTokens)));
+  const int32_t next_id = bpe.next_id;
+  ordered_json& vocab = bpe.vocab;
+  ordered_json& merges = bpe.merges;
   TinyTokenizerIds ids{next_id, next_id + 1, next_id + 2};
   ordered_json added_tokens = ordered_json::array();
   ordered_json added_tokens_decoder = ordered_json::object();
@@ -192,11 +226,65 @@ TinyTokenizerIds write_tiny_tokenizer(const std::filesystem::path& dir, int32_t 
       {"split_special_tokens", false}, {"tokenizer_class", "Qwen2Tokenizer"},
       {"unk_token", nullptr}};
 
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(ErrorCode::kIo, dir.string() + ": cannot create directory: " + ec.message());
-  write_text_file(dir / "tokenizer.json", tokenizer.dump(2) + "\n");
-  write_text_file(dir / "tokenizer_config.json", config.dump(2) + "\n");
+  write_files(dir, tokenizer, config);
+  return ids;
+}
+
+TinyLlama3TokenizerIds write_tiny_llama3_tokenizer(const std::filesystem::path& dir, int32_t max_vocab) {
+  LearnedBpe bpe = learn_bpe(max_vocab, static_cast<int32_t>(std::size(kLlama3SpecialTokens)));
+  const int32_t first = bpe.next_id;
+  const TinyLlama3TokenizerIds ids{first, first + 1, first + 2, first + 3, first + 4};
+  ordered_json added_tokens = ordered_json::array();
+  ordered_json added_tokens_decoder = ordered_json::object();
+  for (int32_t i = 0; i < static_cast<int32_t>(std::size(kLlama3SpecialTokens)); ++i) {
+    ordered_json token = added_token_json(first + i, kLlama3SpecialTokens[i]);
+    added_tokens.push_back(token);
+    token.erase("id");
+    added_tokens_decoder[std::to_string(first + i)] = token;
+  }
+  const char* bos = kLlama3SpecialTokens[0];
+  const ordered_json sequence_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  const ordered_json sequence_b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+  const ordered_json bos_piece = {{"SpecialToken", {{"id", bos}, {"type_id", 0}}}};
+  const ordered_json bos_piece_b = {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}};
+  ordered_json post_processor = {
+      {"type", "Sequence"},
+      {"processors",
+       {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}},
+        {{"type", "TemplateProcessing"},
+         {"single", {bos_piece, sequence_a}},
+         {"pair", {bos_piece, sequence_a, bos_piece_b, sequence_b}},
+         {"special_tokens", {{bos, {{"id", bos}, {"ids", {ids.begin_of_text}}, {"tokens", {bos}}}}}}}}}};
+  ordered_json tokenizer = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added_tokens},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"},
+           {"pattern", {{"Regex", kLlama3SplitPattern}}},
+           {"behavior", "Isolated"},
+           {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
+      {"post_processor", post_processor},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"model",
+       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
+        {"byte_fallback", false}, {"ignore_merges", true}, {"vocab", bpe.vocab}, {"merges", bpe.merges}}}};
+  ordered_json config = {
+      {"added_tokens_decoder", added_tokens_decoder},
+      {"bos_token", bos},
+      {"chat_template", kLlama3ChatTemplate},
+      {"clean_up_tokenization_spaces", true},
+      {"eos_token", "<|eot_id|>"},
+      {"model_input_names", {"input_ids", "attention_mask"}},
+      {"model_max_length", 131072},
+      {"tokenizer_class", "PreTrainedTokenizerFast"}};
+  write_files(dir, tokenizer, config);
   return ids;
 }
 

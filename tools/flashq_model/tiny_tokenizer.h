@@ -1,6 +1,8 @@
-// A small Qwen2-style tokenizer for random test models: the same tokenizer.json shape as Qwen's
-// (NFC, the Qwen split regex, byte-level BPE, ChatML special tokens), with merges learned on a
-// short embedded English and code text so that every id is reachable and text round-trips.
+// Small tokenizers for random test models, with merges learned on a short embedded English and
+// code text so that every id is reachable and text round-trips: a Qwen2-style one (the
+// tokenizer.json shape of Qwen's: NFC, the Qwen split regex, byte-level BPE, ChatML special
+// tokens) and a Llama 3-style one (Llama 3's split regex, ignore_merges, the post-processor that
+// puts <|begin_of_text|> first, Llama 3's special tokens and the shape of its chat template).
 #pragma once
 
 #include <cstdint>
@@ -18,5 +20,17 @@ struct TinyTokenizerIds {
 // (256 byte tokens, learned merges, then the three special tokens at the highest ids) holds at most
 // `max_vocab` ids; max_vocab < 300 is kInvalidArgument. The output depends only on max_vocab.
 TinyTokenizerIds write_tiny_tokenizer(const std::filesystem::path& dir, int32_t max_vocab);
+
+struct TinyLlama3TokenizerIds {
+  int32_t begin_of_text;
+  int32_t end_of_text;
+  int32_t start_header_id;
+  int32_t end_header_id;
+  int32_t eot_id;
+};
+
+// The Llama 3-style tokenizer, as write_tiny_tokenizer writes the Qwen one: the five special
+// tokens take the highest ids, at most `max_vocab` in all.
+TinyLlama3TokenizerIds write_tiny_llama3_tokenizer(const std::filesystem::path& dir, int32_t max_vocab);
 
 }  // namespace flashq

@@ -24,7 +24,7 @@ DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, c
   hidden_norm_ = load_weight(weights, "hidden_norm.weight", {c.hidden_size}, backend_);
   final_norm_ = load_weight(weights, "norm.weight", {c.hidden_size}, backend_);
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    layers_.push_back(load_qwen3_layer(weights, "layers." + std::to_string(i) + ".", c, backend_));
+    layers_.push_back(load_decoder_layer(weights, "layers." + std::to_string(i) + ".", c, backend_));
   }
 }
 
@@ -76,6 +76,11 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
     products.push_back({&layers_[l].v_proj, &outputs.back()});
   }
   backend_.matmul_many(context, products);
+  for (int64_t l = 0; l < layers; ++l) {
+    if (!layers_[l].k_bias.defined()) continue;
+    backend_.add_bias(outputs[2 * l], layers_[l].k_bias);
+    backend_.add_bias(outputs[2 * l + 1], layers_[l].v_bias);
+  }
   // Then per layer, k's norm and RoPE and every sequence's rows into its context: one call.
   for (int64_t l = 0; l < layers; ++l) {
     cache_chunks_.clear();
@@ -85,10 +90,8 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
       cache_chunks_.push_back({&chunk.context->keys(l), &chunk.context->values(l), first, n});
       first += n;
     }
-    const QkNormRope k_norm_rope{.k_norm = &layers_[l].k_norm,
-                                 .positions = &position_tensor,
-                                 .eps = c.rms_norm_eps,
-                                 .rope = {.theta = static_cast<float>(c.rope_theta), .scaling = c.rope_scaling}};
+    // The layer's k_norm, when it has one, and its RoPE; store_kv reads no q_norm.
+    const QkNormRope k_norm_rope = qk_norm_rope(layers_[l], c, position_tensor);
     backend_.store_kv(all_k.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}),
                       all_v.slice_rows(l, 1).reshape({rows, c.num_kv_heads, c.head_dim}), cache_chunks_, store_tensor,
                       &k_norm_rope);
@@ -144,7 +147,7 @@ Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const T
   backend_.embedding(embed_tokens_, id_tensor, h);
 
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const Qwen3Layer& layer = layers_[l];
+    const DecoderLayer& layer = layers_[l];
     backend_.rmsnorm(h, layer.input_norm, c.rms_norm_eps, normed);
     project_qkv(backend_, layer, c, normed, q, k, v);
     cache_chunks_.clear();
@@ -157,7 +160,7 @@ Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const T
     }
     const QkNormRope norm_rope = qk_norm_rope(layer, c, position_tensor);
     backend_.store_and_attend(q, k, v, cache_chunks_, store_tensor, count_tensor, attended, &norm_rope);
-    backend_.matmul(attended.reshape({rows, c.num_heads * c.head_dim}), layer.o_proj, delta);
+    project_attention_out(backend_, layer, attended, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, c.rms_norm_eps, normed);
     run_swiglu_mlp(backend_, workspace_, layer, c.intermediate_size, normed, delta);
     backend_.add(h, delta);

@@ -1,4 +1,5 @@
-// The DFlash drafter (docs/dflash.md §2): a small Qwen3-style layer stack that fills a whole block of
+// The DFlash drafter (docs/dflash.md §2): a small Qwen3-style layer stack (decoder_layer.h, with
+// the options its own config names) that fills a whole block of
 // future positions in one non-causal forward pass, conditioned on the target's hidden states
 // through KV injection. It has no embedding or LM head of its own: it borrows the target's,
 // which may be of any family (TargetModel).
@@ -20,7 +21,7 @@
 #include "worker/model/drafter_config.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/pass_recorder.h"
-#include "worker/model/qwen3_layer.h"
+#include "worker/model/decoder_layer.h"
 #include "worker/model/target_model.h"
 #include "worker/model/workspace.h"
 
@@ -55,7 +56,8 @@ class DFlashDrafter {
   // Columns of the taps inject() takes: target_layer_ids.size() * target hidden size.
   int64_t tap_columns() const { return fc_.dim(1); }
 
-  // c(t) = hidden_norm(fc * taps(t)); per layer K = rope(k_norm(k_proj c)), V = v_proj c, appended.
+  // c(t) = hidden_norm(fc * taps(t)); per layer K = rope(k_norm(k_proj c + k_bias)),
+  // V = v_proj c + v_bias, appended.
   void inject(std::span<const ContextChunk> chunks);
 
   // One non-causal pass over every block. Returns the logits of rows 1..B-1 of each block, in
@@ -87,7 +89,7 @@ class DFlashDrafter {
   const Tensor embed_tokens_;  // the target's
   const Tensor lm_head_;       // the target's
   Tensor fc_, hidden_norm_, final_norm_;
-  std::vector<Qwen3Layer> layers_;
+  std::vector<DecoderLayer> layers_;
   PassRecorder<DraftKey, Tensor> recorder_;
 };
 

@@ -33,8 +33,9 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
   ConfigReader dflash_reader(dflash, label + " dflash_config");
 
   DrafterConfig config;
-  // The layer stack is Qwen3-shaped, whatever the target's family; model_type names the drafter
-  // family, not the layer type.
+  // The layer stack is z-lab's DFlashDraftModel's whatever the target's family: Qwen3 layers (the
+  // q/k norm, no MLP biases) with the attention_bias, rope_theta and rope_scaling its own config
+  // names (docs/dflash.md §3). model_type may name the target's family, never the layer type.
   nlohmann::json layer_json = json;
   layer_json["model_type"] = "qwen3";
   config.layers = parse_model_config(layer_json, label);

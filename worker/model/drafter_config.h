@@ -1,5 +1,6 @@
 // The hyper-parameters of a z-lab DFlash drafter directory (docs/dflash.md §3): a Qwen3-style layer
-// stack plus the block size, the MASK token and the target layers whose hidden states it reads.
+// stack (with the attention biases and RoPE scaling its config names) plus the block size, the
+// MASK token and the target layers whose hidden states it reads.
 #pragma once
 
 #include <cstdint>

@@ -28,15 +28,45 @@ void collect_eos_ids(const ConfigReader& reader, std::vector<int32_t>& ids) {
   }
 }
 
-double read_rope_theta(const ConfigReader& reader, const std::string& label, double fallback) {
-  if (reader.has("rope_parameters")) {
-    const nlohmann::json& params = reader.raw("rope_parameters");
-    ConfigReader rope(params, label + " rope_parameters");
-    std::string type = rope.string("rope_type", "default");
-    reader.refuse_if(type != "default", "rope_parameters.rope_type", "'" + type + "'");
-    return rope.positive_number("rope_theta");
+// The scaling of one rope_scaling / rope_parameters object, as transformers' rope_type names it
+// (older configs say `type`): default, linear and llama3 with the keys their functions in
+// modeling_rope_utils.py require; any other kind is refused naming it.
+void read_rope_scaling(const ConfigReader& rope, const std::string& key, ModelConfig& config) {
+  const std::string kind = rope.has("rope_type") ? rope.string("rope_type", "") : rope.string("type", "default");
+  if (kind == "default") return;
+  rope.refuse_if(kind != "linear" && kind != "llama3", "rope_type",
+                 "'" + kind + "' (" + key + "; implemented: default, linear, llama3)");
+  config.rope_factor = rope.positive_number("factor");
+  if (config.rope_factor < 1.0) rope.fail("factor", "must be at least 1");
+  if (kind == "linear") {
+    config.rope_scaling = RopeScaling::kLinear;
+    return;
   }
-  return reader.positive_number("rope_theta", fallback);
+  config.rope_scaling = RopeScaling::kLlama3;
+  config.rope_low_freq_factor = rope.positive_number("low_freq_factor");
+  config.rope_high_freq_factor = rope.positive_number("high_freq_factor");
+  config.rope_original_max_position = rope.positive_int("original_max_position_embeddings");
+  if (config.rope_high_freq_factor <= config.rope_low_freq_factor) {
+    rope.fail("high_freq_factor", "must be above low_freq_factor");
+  }
+}
+
+// rope_theta and the scaling: transformers 5 writes both into rope_parameters, earlier versions
+// rope_theta at the top and rope_scaling (null when unscaled) beside it.
+void read_rope(const ConfigReader& reader, const std::string& label, double theta_fallback, ModelConfig& config) {
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    if (reader.has(key) && !reader.raw(key).is_object()) reader.fail(key, "must be an object");
+  }
+  if (reader.has("rope_parameters")) {
+    ConfigReader rope(reader.raw("rope_parameters"), label + " rope_parameters");
+    config.rope_theta = rope.positive_number("rope_theta");
+    read_rope_scaling(rope, "rope_parameters", config);
+    return;
+  }
+  config.rope_theta = reader.positive_number("rope_theta", theta_fallback);
+  if (reader.has("rope_scaling")) {
+    read_rope_scaling(ConfigReader(reader.raw("rope_scaling"), label + " rope_scaling"), "rope_scaling", config);
+  }
 }
 
 // The family config.json names: by model_type, or by architecture when it names no model_type.
@@ -51,10 +81,7 @@ const ModelFamily& read_family(const ConfigReader& reader, const std::string& ar
 // Keys no family here implements yet. When one does, its refusal becomes that family's option
 // (a ModelConfig field the family reads, and an option of the backend op that applies it).
 void refuse_unimplemented(const ConfigReader& reader) {
-  // RopeScaling: only none so far.
-  reader.refuse_if(reader.has("rope_scaling"), "rope_scaling", "(RoPE scaling; only none is implemented)");
   reader.refuse_if(reader.boolean("use_sliding_window", false), "use_sliding_window", "true (sliding-window attention)");
-  reader.refuse_if(reader.boolean("attention_bias", false), "attention_bias", "true");
   std::string act = reader.string("hidden_act", "silu");
   reader.refuse_if(act != "silu", "hidden_act", "'" + act + "'");
   if (reader.has("layer_types")) {
@@ -99,7 +126,10 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
     reader.fail("rms_norm_eps", "must fit a float (1.2e-38 to 3.4e38), got " + reader.raw("rms_norm_eps").dump());
   }
   config.rms_norm_eps = static_cast<float>(eps);
-  config.rope_theta = read_rope_theta(reader, label, defaults.rope_theta);
+  read_rope(reader, label, defaults.rope_theta, config);
+  config.qk_norm = family.qk_norm;
+  config.attention_bias = reader.boolean("attention_bias", false);
+  config.mlp_bias = family.reads_mlp_bias && reader.boolean("mlp_bias", false);
   config.tie_word_embeddings = reader.boolean("tie_word_embeddings", false);
   collect_eos_ids(reader, config.eos_token_ids);
 
@@ -109,6 +139,15 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
   if (config.head_dim % 2 != 0) reader.fail("head_dim", "must be even for rotary embeddings");
   if (config.vocab_size > INT32_MAX) reader.fail("vocab_size", "is too large");
   return config;
+}
+
+RopeOptions rope_options(const ModelConfig& c) {
+  return {.theta = static_cast<float>(c.rope_theta),
+          .scaling = c.rope_scaling,
+          .factor = static_cast<float>(c.rope_factor),
+          .low_freq_factor = static_cast<float>(c.rope_low_freq_factor),
+          .high_freq_factor = static_cast<float>(c.rope_high_freq_factor),
+          .original_max_position = static_cast<float>(c.rope_original_max_position)};
 }
 
 ModelConfig load_model_config(const std::filesystem::path& dir) {

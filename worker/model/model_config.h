@@ -2,7 +2,8 @@
 // from generation_config.json) exactly as Hugging Face writes them. config.json's model_type
 // names the family (model_registry.h): one this build does not have is refused naming those it
 // has, and keys a config leaves out take that family's defaults. Anything that changes the
-// computation and that no family here implements is refused with a message naming the key.
+// computation and that no family here implements is refused with a message naming the key
+// (docs/models.md lists the keys read and those refused).
 #pragma once
 
 #include <cstdint>
@@ -29,10 +30,21 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   float rms_norm_eps = 1e-6f;
   double rope_theta = 1e6;
-  RopeScaling rope_scaling = RopeScaling::kNone;  // only none is implemented; others are refused
+  // rope_scaling (or rope_parameters): none, linear or llama3; other kinds are refused.
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  double rope_factor = 1.0;             // linear, llama3
+  double rope_low_freq_factor = 1.0;    // llama3
+  double rope_high_freq_factor = 4.0;   // llama3
+  int64_t rope_original_max_position = 8192;  // llama3: original_max_position_embeddings
+  bool qk_norm = false;         // the family's per-head q/k RMSNorm (Qwen3)
+  bool attention_bias = false;  // q, k, v and o projections have biases
+  bool mlp_bias = false;        // gate, up and down projections have biases (Llama's mlp_bias)
   bool tie_word_embeddings = false;
   std::vector<int32_t> eos_token_ids;  // config.json and generation_config.json, deduplicated
 };
+
+// The RoPE the config asks for, as the backend ops take it.
+RopeOptions rope_options(const ModelConfig& config);
 
 // The values of keys a family's config.json may leave out: its Hugging Face config class's
 // defaults. 0 for num_kv_heads and head_dim: derived (num_attention_heads; hidden / heads).

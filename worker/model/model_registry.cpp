@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/error.h"
+#include "worker/model/llama.h"
 #include "worker/model/qwen3.h"
 
 namespace flashq {
@@ -10,6 +11,7 @@ namespace flashq {
 std::span<const ModelFamily> model_families() {
   static const ModelFamily families[] = {
       qwen3_family(),
+      llama_family(),
   };
   return families;
 }

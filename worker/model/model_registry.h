@@ -1,7 +1,7 @@
 // The target-model families this build implements, and the one place that turns a model
 // directory into a TargetModel of the family its config.json names. Adding a family is its
-// file pair (hyper-parameter defaults, weights, forward pass; see qwen3.h) and one line in
-// model_registry.cpp.
+// file pair (its ModelFamily: defaults, layer options, loader; see qwen3.h and llama.h) and one
+// line in model_registry.cpp; the dense decoder (dense_decoder.h) runs every family here.
 #pragma once
 
 #include <filesystem>
@@ -21,6 +21,8 @@ struct ModelFamily {
   std::string model_type;                  // config.json's model_type, e.g. qwen3
   std::vector<std::string> architectures;  // config.json's architectures[0], e.g. Qwen3ForCausalLM
   ModelConfigDefaults config_defaults;     // for the keys its config.json may leave out
+  bool qk_norm = false;                    // its layers norm each q and k head (Qwen3)
+  bool reads_mlp_bias = false;             // config.json's mlp_bias applies (LlamaConfig has it, Qwen3Config not)
   // The model, its weights read from `weights` onto `backend` (kBadCheckpoint naming a tensor
   // that is missing or of the wrong shape).
   std::unique_ptr<TargetModel> (*load)(ModelConfig config, const WeightStore& weights, Backend& backend);
@@ -33,7 +35,7 @@ std::span<const ModelFamily> model_families();
 // family (a config.json that names neither). Null when `model_type` names none of them.
 const ModelFamily* find_model_family(const std::string& model_type, const std::string& architecture);
 
-// The model_types implemented, for messages: "qwen3" (comma-separated when there are more).
+// The model_types implemented, for messages: "qwen3, llama".
 std::string supported_model_types();
 
 // Loads dir/config.json (and generation_config.json) and the safetensors weights as the family

@@ -1,16 +1,10 @@
 #include "worker/model/qwen3.h"
 
-#include <algorithm>
-#include <string>
+#include <memory>
 
-#include "shared/error.h"
+#include "worker/model/dense_decoder.h"
 
 namespace flashq {
-namespace {
-
-std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
-
-}  // namespace
 
 ModelFamily qwen3_family() {
   return {.model_type = "qwen3",
@@ -21,165 +15,11 @@ ModelFamily qwen3_family() {
                               .max_position_embeddings = 32768,
                               .rms_norm_eps = 1e-6,
                               .rope_theta = 10000.0},
+          .qk_norm = true,
+          .reads_mlp_bias = false,
           .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
-            return std::make_unique<Qwen3Model>(std::move(config), weights, backend);
+            return std::make_unique<DenseDecoderModel>(std::move(config), weights, backend);
           }};
-}
-
-std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::filesystem::path& dir, Backend& backend) {
-  ModelConfig config = load_model_config(dir);
-  if (config.model_type != qwen3_family().model_type) {
-    throw Error(ErrorCode::kInvalidArgument, dir.string() + " holds a " + config.model_type + " model, not qwen3");
-  }
-  WeightStore weights = WeightStore::open(dir);
-  return std::make_unique<Qwen3Model>(std::move(config), weights, backend);
-}
-
-Qwen3Model::Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& backend)
-    : config_(std::move(config)), backend_(backend), workspace_(backend), recorder_(backend) {
-  const int64_t hidden = config_.hidden_size;
-  embed_tokens_ = load_weight(weights, "model.embed_tokens.weight", {config_.vocab_size, hidden}, backend_);
-  final_norm_ = load_weight(weights, "model.norm.weight", {hidden}, backend_);
-  if (weights.contains("lm_head.weight")) {
-    lm_head_ = load_weight(weights, "lm_head.weight", {config_.vocab_size, hidden}, backend_);
-  } else if (config_.tie_word_embeddings) {
-    lm_head_ = embed_tokens_;
-  } else {
-    throw Error(ErrorCode::kBadCheckpoint, "tensor 'lm_head.weight' not found in " + weights.dir().string() +
-                                               " and tie_word_embeddings is false");
-  }
-  for (int64_t i = 0; i < config_.num_layers; ++i) {
-    layers_.push_back(load_qwen3_layer(weights, layer_prefix(i), config_, backend_));
-  }
-}
-
-KvCache Qwen3Model::make_cache(int64_t max_length) const {
-  return KvCache(backend_, config_.num_layers, config_.num_kv_heads, config_.head_dim,
-                 std::min(max_length, config_.max_position_embeddings));
-}
-
-ForwardOutput Qwen3Model::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
-  std::vector<int32_t> ids, positions, key_counts;
-  for (const SequenceChunk& chunk : chunks) {
-    check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
-    for (size_t i = 0; i < chunk.tokens.size(); ++i) {
-      ids.push_back(chunk.tokens[i]);
-      positions.push_back(static_cast<int32_t>(chunk.cache->length() + static_cast<int64_t>(i)));
-      // Causal: a row sees its chunk's cache and the chunk's rows up to itself.
-      key_counts.push_back(positions.back() + 1);
-    }
-  }
-  for (int64_t layer : options.tap_layers) {
-    if (layer < 0 || layer >= config_.num_layers) {
-      throw Error(ErrorCode::kInvalidArgument, "tap layer " + std::to_string(layer) + " is outside the model's " +
-                                                   std::to_string(config_.num_layers) + " layers");
-    }
-  }
-  for (const SequenceChunk& chunk : chunks) {
-    chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
-  }
-  // The row of each chunk's logits, when they are not simply every row (chunks of one token).
-  const bool one_row_each =
-      std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.tokens.size() == 1; });
-  const bool pick_last_rows = options.logits == LogitRows::kLastOfEachChunk && !one_row_each;
-  std::vector<int32_t> last;
-  if (pick_last_rows) {
-    int64_t end = 0;
-    for (const SequenceChunk& chunk : chunks) {
-      end += static_cast<int64_t>(chunk.tokens.size());
-      last.push_back(static_cast<int32_t>(end - 1));
-    }
-  }
-  // One copy per pass, not per layer: the same for every layer.
-  const std::vector<Tensor> uploaded = workspace_.upload_int32s("pass_ints", {ids, positions, key_counts, last});
-  const Tensor& id_tensor = uploaded[0];
-  const Tensor& position_tensor = uploaded[1];
-  const Tensor& key_count_tensor = uploaded[2];
-  const Tensor last_rows = pick_last_rows ? uploaded[3] : Tensor();
-  auto run = [&] { return run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor, last_rows); };
-  const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
-  for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
-  return out;
-}
-
-Qwen3Model::PassKey Qwen3Model::pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const {
-  PassKey key{.logits = options.logits, .tap_layers = options.tap_layers, .workspace = workspace_.generation()};
-  for (const SequenceChunk& chunk : chunks) {
-    key.chunk_rows.push_back(static_cast<int64_t>(chunk.tokens.size()));
-    // A cache's layers are allocated together: its first layer's keys stand for all of them.
-    key.caches.push_back(chunk.cache->keys(0).raw());
-  }
-  return key;
-}
-
-ForwardOutput Qwen3Model::run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                                   const Tensor& id_tensor, const Tensor& position_tensor,
-                                   const Tensor& key_count_tensor, const Tensor& last_rows) {
-  const int64_t hidden = config_.hidden_size, rows = id_tensor.numel();
-  Tensor h = workspace_.get("residual", DType::kF32, {rows, hidden});
-  Tensor normed = workspace_.get("normed", DType::kF32, {rows, hidden});
-  Tensor delta = workspace_.get("delta", DType::kF32, {rows, hidden});
-  backend_.embedding(embed_tokens_, id_tensor, h);
-
-  ForwardOutput out;
-  const int64_t tap_count = static_cast<int64_t>(options.tap_layers.size());
-  if (tap_count > 0) out.taps = workspace_.get("taps", DType::kF32, {rows, tap_count * hidden});
-
-  backend_.rmsnorm(h, layers_[0].input_norm, config_.rms_norm_eps, normed);
-  for (int64_t l = 0; l < config_.num_layers; ++l) {
-    const Qwen3Layer& layer = layers_[l];
-    run_attention(layer, l, chunks, normed, position_tensor, key_count_tensor, delta);
-    backend_.add_rmsnorm(h, delta, layer.post_attention_norm, config_.rms_norm_eps, normed);
-    run_swiglu_mlp(backend_, workspace_, layer, config_.intermediate_size, normed, delta);
-    // The residual add is fused with the next layer's input norm; the last layer adds plainly.
-    if (l + 1 < config_.num_layers) {
-      backend_.add_rmsnorm(h, delta, layers_[l + 1].input_norm, config_.rms_norm_eps, normed);
-    } else {
-      backend_.add(h, delta);
-    }
-    for (int64_t t = 0; t < tap_count; ++t) {
-      if (options.tap_layers[t] == l) backend_.copy_columns(h, out.taps, t * hidden);
-    }
-  }
-  if (options.logits != LogitRows::kNone) out.logits = compute_logits(h, last_rows);
-  return out;
-}
-
-void Qwen3Model::run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
-                               const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
-                               Tensor& attention_out) {
-  const int64_t rows = normed.dim(0), head_dim = config_.head_dim;
-  const int64_t q_heads = config_.num_heads, kv_heads = config_.num_kv_heads;
-  Tensor q = workspace_.get("q", DType::kF32, {rows, q_heads, head_dim});
-  Tensor k = workspace_.get("k", DType::kF32, {rows, kv_heads, head_dim});
-  Tensor v = workspace_.get("v", DType::kF32, {rows, kv_heads, head_dim});
-  Tensor attended = workspace_.get("attended", DType::kF32, {rows, q_heads, head_dim});
-  project_qkv(backend_, layer, config_, normed, q, k, v);
-
-  cache_chunks_.clear();
-  int64_t first = 0;
-  for (const SequenceChunk& chunk : chunks) {
-    const int64_t n = static_cast<int64_t>(chunk.tokens.size());
-    cache_chunks_.push_back({&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n});
-    first += n;
-  }
-  // A row's position is the cache row its key and value go to.
-  const QkNormRope norm_rope = qk_norm_rope(layer, config_, positions);
-  backend_.store_and_attend(q, k, v, cache_chunks_, positions, key_counts, attended, &norm_rope);
-  backend_.matmul(attended.reshape({rows, q_heads * head_dim}), layer.o_proj, attention_out);
-}
-
-Tensor Qwen3Model::compute_logits(const Tensor& hidden, const Tensor& last_rows) {
-  Tensor selected = hidden;
-  if (last_rows.defined()) {
-    selected = workspace_.get("last_hidden", DType::kF32, {last_rows.numel(), config_.hidden_size});
-    backend_.gather_rows(hidden, last_rows, selected);
-  }
-  Tensor normed = workspace_.get("final_normed", DType::kF32, selected.shape());
-  backend_.rmsnorm(selected, final_norm_, config_.rms_norm_eps, normed);
-  Tensor logits = workspace_.get("logits", DType::kF32, {selected.dim(0), config_.vocab_size});
-  backend_.matmul(normed, lm_head_, logits);
-  return logits;
 }
 
 }  // namespace flashq

@@ -1,80 +1,12 @@
-// The Qwen3 dense target model (docs/dflash.md §1) on any backend, the first TargetModel family.
-// One forward pass runs a batch of sequence chunks together: every chunk's tokens are appended
-// on top of its own KV cache, the projections run once over all rows, attention runs per
-// chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.
-// The residual stream after any list of layers can be captured (the DFlash taps, docs/dflash.md
-// §2.1). Its layers have the per-head q/k norm; its chat template is ChatML.
+// The Qwen3 dense family (docs/dflash.md §1): model_type qwen3, Qwen3ForCausalLM, with Hugging
+// Face's Qwen3Config defaults. Its layers norm each q and k head; it has no MLP biases. The
+// dense decoder (dense_decoder.h) runs it.
 #pragma once
 
-#include <cstdint>
-#include <filesystem>
-#include <memory>
-#include <span>
-#include <vector>
-
-#include "kernels/backend.h"
-#include "worker/model/forward_pass.h"
-#include "worker/model/kv_cache.h"
-#include "worker/model/model_config.h"
 #include "worker/model/model_registry.h"
-#include "worker/model/pass_recorder.h"
-#include "worker/model/qwen3_layer.h"
-#include "worker/model/safetensors.h"
-#include "worker/model/target_model.h"
-#include "worker/model/workspace.h"
 
 namespace flashq {
 
-// model_type qwen3, Qwen3ForCausalLM, with Hugging Face's Qwen3Config defaults.
 ModelFamily qwen3_family();
-
-class Qwen3Model final : public TargetModel {
- public:
-  // Loads dir/config.json, generation_config.json and the safetensors weights.
-  static std::unique_ptr<Qwen3Model> load(const std::filesystem::path& dir, Backend& backend);
-  Qwen3Model(ModelConfig config, const WeightStore& weights, Backend& backend);
-
-  const ModelConfig& config() const override { return config_; }
-  Backend& backend() const override { return backend_; }
-  KvCache make_cache(int64_t max_length) const override;
-  ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) override;
-  void set_capture_passes(bool on) override { recorder_.set_enabled(on); }
-  int64_t replayed_passes() const override { return recorder_.replayed(); }
-  const Tensor& embedding_table() const override { return embed_tokens_; }
-  const Tensor& lm_head() const override { return lm_head_; }
-  const ChatTemplate& chat_template() const override { return chatml_template(); }
-
- private:
-  // What a recorded pass depends on besides the contents of its input tensors.
-  struct PassKey {
-    std::vector<int64_t> chunk_rows;
-    std::vector<const void*> caches;
-    LogitRows logits = LogitRows::kNone;
-    std::vector<int64_t> tap_layers;
-    uint64_t workspace = 0;  // Workspace::generation(): no buffer moved since
-    bool operator==(const PassKey&) const = default;
-  };
-
-  PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
-  // Every op of a pass, on tensors the host filled before. `last_rows`: the rows whose logits are
-  // wanted, when not every row's.
-  ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                         const Tensor& id_tensor, const Tensor& position_tensor, const Tensor& key_count_tensor,
-                         const Tensor& last_rows);
-  // key_counts: per row of the pass, the keys its attention sees (causal over its chunk's cache).
-  void run_attention(const Qwen3Layer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
-                     const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
-                     Tensor& attention_out);
-  // Logits of `hidden`'s rows, or of those `last_rows` names when defined.
-  Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
-
-  ModelConfig config_;
-  Backend& backend_;
-  Workspace workspace_;
-  std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
-  Tensor embed_tokens_, final_norm_, lm_head_;
-  std::vector<Qwen3Layer> layers_;
-  PassRecorder<PassKey, ForwardOutput> recorder_;
-};
 
 }  // namespace flashq

@@ -1,0 +1,111 @@
+#include "worker/model/decoder_layer.h"
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+// The bias tensor `name` when the config names it, else undefined; refuses a checkpoint whose
+// tensors and config disagree.
+Tensor load_bias(const WeightStore& weights, const std::string& name, int64_t size, bool named, Backend& backend) {
+  if (named) return load_weight(weights, name, {size}, backend);
+  if (weights.contains(name)) {
+    throw Error(ErrorCode::kBadCheckpoint, "tensor '" + name + "' in " + weights.dir().string() +
+                                               " is a bias that config.json does not name (attention_bias, "
+                                               "mlp_bias)");
+  }
+  return Tensor();
+}
+
+}  // namespace
+
+Tensor load_weight(const WeightStore& weights, const std::string& name, const Shape& shape, Backend& backend) {
+  Tensor host = weights.get(name, shape);
+  if (host.dtype() == DType::kI32) {
+    throw Error(ErrorCode::kBadCheckpoint,
+                "tensor '" + name + "' in " + weights.dir().string() + " is I32; weights must be F32, F16 or BF16");
+  }
+  return backend.upload_weight(host);
+}
+
+DecoderLayer load_decoder_layer(const WeightStore& weights, const std::string& p, const ModelConfig& c,
+                                Backend& backend) {
+  const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+  const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim;
+  auto w = [&](const std::string& name, const Shape& shape) { return load_weight(weights, p + name, shape, backend); };
+  auto bias = [&](const std::string& name, int64_t size, bool named) {
+    return load_bias(weights, p + name, size, named, backend);
+  };
+  DecoderLayer layer{
+      .input_norm = w("input_layernorm.weight", {hidden}),
+      .q_proj = w("self_attn.q_proj.weight", {q_width, hidden}),
+      .k_proj = w("self_attn.k_proj.weight", {kv_width, hidden}),
+      .v_proj = w("self_attn.v_proj.weight", {kv_width, hidden}),
+      .o_proj = w("self_attn.o_proj.weight", {hidden, q_width}),
+      .q_bias = bias("self_attn.q_proj.bias", q_width, c.attention_bias),
+      .k_bias = bias("self_attn.k_proj.bias", kv_width, c.attention_bias),
+      .v_bias = bias("self_attn.v_proj.bias", kv_width, c.attention_bias),
+      .o_bias = bias("self_attn.o_proj.bias", hidden, c.attention_bias),
+      .post_attention_norm = w("post_attention_layernorm.weight", {hidden}),
+      .gate_proj = w("mlp.gate_proj.weight", {inter, hidden}),
+      .up_proj = w("mlp.up_proj.weight", {inter, hidden}),
+      .down_proj = w("mlp.down_proj.weight", {hidden, inter}),
+      .gate_bias = bias("mlp.gate_proj.bias", inter, c.mlp_bias),
+      .up_bias = bias("mlp.up_proj.bias", inter, c.mlp_bias),
+      .down_bias = bias("mlp.down_proj.bias", hidden, c.mlp_bias),
+  };
+  if (c.qk_norm) {
+    layer.q_norm = w("self_attn.q_norm.weight", {c.head_dim});
+    layer.k_norm = w("self_attn.k_norm.weight", {c.head_dim});
+  }
+  return layer;
+}
+
+void project_qkv(Backend& backend, const DecoderLayer& layer, const ModelConfig& c, const Tensor& normed, Tensor& q,
+                 Tensor& k, Tensor& v) {
+  const int64_t rows = normed.dim(0), head_dim = c.head_dim;
+  Tensor q_flat = q.reshape({rows, c.num_heads * head_dim});
+  Tensor k_flat = k.reshape({rows, c.num_kv_heads * head_dim});
+  Tensor v_flat = v.reshape({rows, c.num_kv_heads * head_dim});
+  const WeightProduct products[] = {{&layer.q_proj, &q_flat}, {&layer.k_proj, &k_flat}, {&layer.v_proj, &v_flat}};
+  backend.matmul_many(normed, products);
+  if (layer.q_bias.defined()) {
+    backend.add_bias(q_flat, layer.q_bias);
+    backend.add_bias(k_flat, layer.k_bias);
+    backend.add_bias(v_flat, layer.v_bias);
+  }
+}
+
+QkNormRope qk_norm_rope(const DecoderLayer& layer, const ModelConfig& c, const Tensor& positions) {
+  return {.q_norm = layer.q_norm.defined() ? &layer.q_norm : nullptr,
+          .k_norm = layer.k_norm.defined() ? &layer.k_norm : nullptr,
+          .positions = &positions,
+          .eps = c.rms_norm_eps,
+          .rope = rope_options(c)};
+}
+
+void project_attention_out(Backend& backend, const DecoderLayer& layer, const Tensor& attended, Tensor& out) {
+  backend.matmul(attended.reshape({attended.dim(0), attended.dim(1) * attended.dim(2)}), layer.o_proj, out);
+  if (layer.o_bias.defined()) backend.add_bias(out, layer.o_bias);
+}
+
+void run_swiglu_mlp(Backend& backend, Workspace& workspace, const DecoderLayer& layer, int64_t inter,
+                    const Tensor& normed, Tensor& out) {
+  const int64_t rows = normed.dim(0);
+  Tensor gate = workspace.get("mlp_gate", DType::kF32, {rows, inter});
+  Tensor up = workspace.get("mlp_up", DType::kF32, {rows, inter});
+  if (layer.gate_bias.defined()) {
+    // The biases go in before the gate, so the fused product-and-gate cannot be used.
+    backend.matmul(normed, layer.gate_proj, gate);
+    backend.add_bias(gate, layer.gate_bias);
+    backend.matmul(normed, layer.up_proj, up);
+    backend.add_bias(up, layer.up_bias);
+    backend.swiglu(gate, up, gate);
+  } else {
+    backend.matmul_swiglu(normed, layer.gate_proj, layer.up_proj, gate, up);
+  }
+  backend.matmul(gate, layer.down_proj, out);
+  if (layer.down_bias.defined()) backend.add_bias(out, layer.down_bias);
+}
+
+}  // namespace flashq

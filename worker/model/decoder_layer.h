@@ -1,0 +1,51 @@
+// One pre-norm decoder layer of the dense families (Qwen3, Llama): its weights and the parts of
+// its computation that do not depend on what attention sees. The families differ only in
+// options the config decides (ModelConfig): Qwen3's per-head q/k norm, Llama's optional
+// attention and MLP biases, and RoPE's scaling. Shared by the target (causal over its KV cache)
+// and the DFlash drafter (non-causal over the draft block and the injected context).
+#pragma once
+
+#include <string>
+
+#include "kernels/backend.h"
+#include "worker/model/model_config.h"
+#include "worker/model/safetensors.h"
+#include "worker/model/workspace.h"
+
+namespace flashq {
+
+// Optional tensors are undefined when the layer has none (Tensor::defined()).
+struct DecoderLayer {
+  Tensor input_norm, q_proj, k_proj, v_proj, o_proj;
+  Tensor q_norm, k_norm;                  // config.qk_norm
+  Tensor q_bias, k_bias, v_bias, o_bias;  // config.attention_bias
+  Tensor post_attention_norm, gate_proj, up_proj, down_proj;
+  Tensor gate_bias, up_bias, down_bias;  // config.mlp_bias
+};
+
+// A weight of `shape` for `backend`; kBadCheckpoint when it is not f32, f16 or bf16.
+Tensor load_weight(const WeightStore& weights, const std::string& name, const Shape& shape, Backend& backend);
+
+// Tensors `prefix`input_layernorm.weight, `prefix`self_attn.q_proj.weight, ..., with the norms
+// and biases the config names. kBadCheckpoint for a bias tensor the config does not name (it
+// would be silently dropped otherwise); kNotFound, as for any tensor, for a named one missing.
+DecoderLayer load_decoder_layer(const WeightStore& weights, const std::string& prefix, const ModelConfig& config,
+                                Backend& backend);
+
+// q[M, Hq, D], k[M, Hkv, D], v[M, Hkv, D]: the projections of `normed` rows (with their biases).
+// The q/k norm and RoPE come next, in Backend::store_and_attend (qk_norm_rope).
+void project_qkv(Backend& backend, const DecoderLayer& layer, const ModelConfig& config, const Tensor& normed,
+                 Tensor& q, Tensor& k, Tensor& v);
+
+// The layer's q_norm and k_norm (null when it has none) and RoPE at `positions`, for
+// Backend::store_and_attend (V is never normalised). Holds pointers to `layer` and `positions`.
+QkNormRope qk_norm_rope(const DecoderLayer& layer, const ModelConfig& config, const Tensor& positions);
+
+// out = o_proj(attended) (+ o_bias); attended [M, Hq, D].
+void project_attention_out(Backend& backend, const DecoderLayer& layer, const Tensor& attended, Tensor& out);
+
+// out = down(silu(gate(normed)) * up(normed)), each product with its bias when it has one.
+void run_swiglu_mlp(Backend& backend, Workspace& workspace, const DecoderLayer& layer, int64_t intermediate_size,
+                    const Tensor& normed, Tensor& out);
+
+}  // namespace flashq

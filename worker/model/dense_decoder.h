@@ -1,0 +1,76 @@
+// The dense decoder-only target model on any backend: the TargetModel of every family here
+// (Qwen3, Llama 3; docs/models.md), whose layers (decoder_layer.h) differ only in options their
+// config decides: the q/k norm, biases, RoPE scaling, tied embeddings.
+// One forward pass runs a batch of sequence chunks together: every chunk's tokens are appended
+// on top of its own KV cache, the projections run once over all rows, attention runs per
+// chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.
+// The residual stream after any list of layers can be captured (the DFlash taps, docs/dflash.md
+// §2.1). Its chat template is ChatML.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "worker/model/forward_pass.h"
+#include "worker/model/kv_cache.h"
+#include "worker/model/model_config.h"
+#include "worker/model/decoder_layer.h"
+#include "worker/model/pass_recorder.h"
+#include "worker/model/safetensors.h"
+#include "worker/model/target_model.h"
+#include "worker/model/workspace.h"
+
+namespace flashq {
+
+class DenseDecoderModel final : public TargetModel {
+ public:
+  // The weights `config` names, read from `weights` onto `backend` (kBadCheckpoint naming a
+  // tensor that is missing or of the wrong shape).
+  DenseDecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend);
+
+  const ModelConfig& config() const override { return config_; }
+  Backend& backend() const override { return backend_; }
+  KvCache make_cache(int64_t max_length) const override;
+  ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) override;
+  void set_capture_passes(bool on) override { recorder_.set_enabled(on); }
+  int64_t replayed_passes() const override { return recorder_.replayed(); }
+  const Tensor& embedding_table() const override { return embed_tokens_; }
+  const Tensor& lm_head() const override { return lm_head_; }
+  const ChatTemplate& chat_template() const override { return chatml_template(); }
+
+ private:
+  // What a recorded pass depends on besides the contents of its input tensors.
+  struct PassKey {
+    std::vector<int64_t> chunk_rows;
+    std::vector<const void*> caches;
+    LogitRows logits = LogitRows::kNone;
+    std::vector<int64_t> tap_layers;
+    uint64_t workspace = 0;  // Workspace::generation(): no buffer moved since
+    bool operator==(const PassKey&) const = default;
+  };
+
+  PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
+  // Every op of a pass, on tensors the host filled before. `last_rows`: the rows whose logits are
+  // wanted, when not every row's.
+  ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
+                         const Tensor& id_tensor, const Tensor& position_tensor, const Tensor& key_count_tensor,
+                         const Tensor& last_rows);
+  // key_counts: per row of the pass, the keys its attention sees (causal over its chunk's cache).
+  void run_attention(const DecoderLayer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
+                     const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
+                     Tensor& attention_out);
+  // Logits of `hidden`'s rows, or of those `last_rows` names when defined.
+  Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
+
+  ModelConfig config_;
+  Backend& backend_;
+  Workspace workspace_;
+  std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
+  Tensor embed_tokens_, final_norm_, lm_head_;
+  std::vector<DecoderLayer> layers_;
+  PassRecorder<PassKey, ForwardOutput> recorder_;
+};
+
+}  // namespace flashq
