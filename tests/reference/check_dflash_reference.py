@@ -78,6 +78,10 @@ def slow_draft_logits(target_weights, target_config, drafter_weights, drafter_co
             out[i + half] = v[i] * s + v[i + half] * c
         return out
 
+    def affine(name, v_in):  # W v (+ b when the drafter has attention biases)
+        y = D[name + ".weight"] @ v_in
+        return y + D[name + ".bias"] if name + ".bias" in D else y
+
     context = [rmsnorm_vector(D["fc.weight"] @ np.concatenate([taps[t, i] for i in layer_ids]), D["hidden_norm.weight"])
                for t in range(start)]
     rows = [embedding[x].copy()] + [embedding[mask].copy() for _ in range(block_size - 1)]
@@ -87,13 +91,13 @@ def slow_draft_logits(target_weights, target_config, drafter_weights, drafter_co
         kv_inputs = context + normed  # sequence positions 0..start+B-1
         keys, values = [], []
         for position, v_in in enumerate(kv_inputs):
-            k_all, v_all = D[p + "self_attn.k_proj.weight"] @ v_in, D[p + "self_attn.v_proj.weight"] @ v_in
+            k_all, v_all = affine(p + "self_attn.k_proj", v_in), affine(p + "self_attn.v_proj", v_in)
             keys.append([rotate_pairs(rmsnorm_vector(k_all[j * hd:(j + 1) * hd], D[p + "self_attn.k_norm.weight"]), position)
                          for j in range(nkv)])
             values.append([v_all[j * hd:(j + 1) * hd] for j in range(nkv)])
         new_rows = []
         for i, n in enumerate(normed):
-            q_all = D[p + "self_attn.q_proj.weight"] @ n
+            q_all = affine(p + "self_attn.q_proj", n)
             heads_out = []
             for h in range(nh):
                 kv_head = (h * nkv) // nh
@@ -102,7 +106,7 @@ def slow_draft_logits(target_weights, target_config, drafter_weights, drafter_co
                 top = max(scores)
                 e = [math.exp(s - top) for s in scores]
                 heads_out.append(sum((e[j] / sum(e)) * values[j][kv_head] for j in range(len(keys))))
-            r = rows[i] + D[p + "self_attn.o_proj.weight"] @ np.concatenate(heads_out)
+            r = rows[i] + affine(p + "self_attn.o_proj", np.concatenate(heads_out))
             m = rmsnorm_vector(r, D[p + "post_attention_layernorm.weight"])
             gate = D[p + "mlp.gate_proj.weight"] @ m
             r = r + D[p + "mlp.down_proj.weight"] @ (gate / (1.0 + np.exp(-gate)) * (D[p + "mlp.up_proj.weight"] @ m))
@@ -175,7 +179,7 @@ def check_loading(tmp, target_dir, drafter_dir, drafter_config):
 
     refused("a DFlash2DraftModel", {"architectures": ["DFlash2DraftModel"]}, needle="DFlashDraftModel")
     refused("a missing mask_token_id", {"dflash_config": {"target_layer_ids": [1, 3]}}, needle="mask_token_id")
-    refused("an attention bias", {"attention_bias": True}, needle="attention_bias")
+    refused("attention_bias without bias tensors", {"attention_bias": True}, needle="attention_bias")
     refused("sliding-window layers", {"use_sliding_window": True}, needle="use_sliding_window")
     refused("a target layer beyond num_target_layers",
             {"dflash_config": dict(drafter_config["dflash_config"], target_layer_ids=[1, 6])}, needle="target_layer_ids")

@@ -6,8 +6,8 @@ check_dflash_reference.py checks Qwen3 pairs.
     /usr/bin/python3 tests/reference/check_llama_dflash_reference.py     # exits non-zero on any failure
 
 The drafter's layers are Qwen3 layers whatever the target's family (q_norm/k_norm, no biases), and
-its RoPE is what its own config.json says: one drafter here carries llama3 RoPE scaling of its own,
-the other plain RoPE, so a drafter reading the target's RoPE settings shows as a large difference.
+its RoPE is what its own config.json says: one drafter here carries llama3 RoPE scaling and q/k/v/o
+biases of its own, the other plain RoPE and no biases, so a drafter reading the target's RoPE settings shows as a large difference.
 The draft logits are compared with the z-lab-style implementation of check_dflash_reference.py,
 fed by the token-by-token Llama target of check_llama_reference.py.
 """
@@ -27,6 +27,7 @@ import target_reference as targets  # noqa: E402
 from check_dflash_reference import (check, failures, max_rel_diff, slow_draft_logits, cache_for,  # noqa: E402
                                     check_lossless, check_partial_acceptance, check_cli)
 from check_llama_reference import make_llama, slow_llama_forward, pair_frequency  # noqa: E402
+from check_reference import write_checkpoint  # noqa: E402
 from make_dflash_checkpoint import make_drafter  # noqa: E402
 
 FLOAT64_TOL = 1e-9
@@ -61,11 +62,12 @@ def main():
         target_config, target_stored = make_llama(
             target_dir, rng, "BF16", num_heads=4, num_kv_heads=2, tied=False, attention_bias=True, mlp_bias=True,
             scaling=TARGET_LLAMA3, num_layers=6)
-        # Drafter A: its own heads, head_dim, theta and llama3 scaling; taps out of order.
+        # Drafter A: its own heads, head_dim, theta and llama3 scaling, q/k/v/o biases; taps out of order.
         drafter_a_dir = os.path.join(tmp, "drafter_a")
         drafter_a_config, drafter_a_stored = make_drafter(
             target_dir, drafter_a_dir, seed=21, dtype="BF16", num_layers=2, block_size=16, target_layer_ids=[4, 1],
-            num_heads=2, num_kv_heads=1, head_dim=8, intermediate_size=40, rope_theta=30.0, rope_scaling=DRAFTER_LLAMA3)
+            num_heads=2, num_kv_heads=1, head_dim=8, intermediate_size=40, rope_theta=30.0, rope_scaling=DRAFTER_LLAMA3,
+            attention_bias=True)
         # Drafter B: default taps, plain RoPE of the target's theta (no scaling although the target has it).
         drafter_b_dir = os.path.join(tmp, "drafter_b")
         drafter_b_config, drafter_b_stored = make_drafter(
@@ -80,6 +82,9 @@ def main():
               "load: each drafter's RoPE (theta, scaling) comes from its own config, not the target's")
         check(all("self_attn.q_norm" in layer and "self_attn.k_norm" in layer for layer in drafter_a.layers),
               "load: the drafter's layers are Qwen3 layers (q_norm, k_norm) under a Llama target")
+        check(all(f"self_attn.{m}_proj.bias" in layer for layer in drafter_a.layers for m in "qkvo")
+              and not any(k.endswith(".bias") for layer in drafter_b.layers for k in layer),
+              "load: drafter A's attention_bias brings its q/k/v/o biases, drafter B has none")
 
         committed = [int(t) for t in rng.integers(0, 100, size=11)]
         for B in (2, 8, 16):
@@ -93,12 +98,24 @@ def main():
         # The drafter's own RoPE scaling is used: without it the same weights draft other logits.
         plain_dir = os.path.join(tmp, "drafter_a_plain_rope")
         make_drafter(target_dir, plain_dir, seed=21, dtype="BF16", num_layers=2, block_size=16, target_layer_ids=[4, 1],
-                     num_heads=2, num_kv_heads=1, head_dim=8, intermediate_size=40, rope_theta=30.0)
+                     num_heads=2, num_kv_heads=1, head_dim=8, intermediate_size=40, rope_theta=30.0, attention_bias=True)
         drafter_plain = dflash.load_drafter(plain_dir)
         _, plain_logits = dflash.draft_block(target, drafter_plain, cache_for(target, drafter_plain, committed),
                                              len(committed), 42, 16)
         check(max_rel_diff(plain_logits, logits_a) > 1e-3,
               "drafter RoPE: the same drafter without its llama3 scaling drafts other logits")
+
+        # The drafter's biases are used, the k/v ones on the context rows too: zeroing only the k and
+        # v biases of its first layer changes the draft logits.
+        without = dict(drafter_a_stored)
+        for m in "kv":
+            without[f"layers.0.self_attn.{m}_proj.bias"] = np.zeros_like(without[f"layers.0.self_attn.{m}_proj.bias"])
+        without_dir = os.path.join(tmp, "drafter_a_without_kv_bias")
+        write_checkpoint(without_dir, drafter_a_config, without, "F32")
+        drafter_without = dflash.load_drafter(without_dir)
+        _, without_logits = dflash.draft_block(target, drafter_without, cache_for(target, drafter_without, committed),
+                                               len(committed), 42, 16)
+        check(max_rel_diff(without_logits, logits_a) > 1e-3, "drafter biases: zeroing layer 0's k/v biases changes the drafts")
 
         prompts = [[int(t) for t in rng.integers(0, 100, size=n)] for n in (1, 5, 9)]
         check_lossless("llama lossless A", target, drafter_a, prompts, (2, 4, 8, 16), 5)

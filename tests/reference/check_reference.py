@@ -402,7 +402,7 @@ def check_config_reading(tmp, config, weights):
         refused = False
     except ValueError as e:
         refused = "attention_bias" in str(e)
-    check(refused, "config: attention_bias = true is refused, naming the key")
+    check(refused, "config: attention_bias = true without bias tensors is refused, naming the key")
 
     no_head_dim = {k: v for k, v in config.items() if k != "head_dim"}
     d = os.path.join(tmp, "no_head_dim")

@@ -5,8 +5,8 @@ Read it next to docs/dflash.md: §3 (the drafter directory) first because everyt
 §2.1 context features, §2.2 KV injection, §2.3 one draft step, §2.4 the greedy loop. The target is
 a Qwen3 (qwen3_reference.py) or Llama (llama_reference.py) checkpoint, chosen by its model_type
 (target_reference.py). The drafter's layers are Qwen3 layers whatever the target's family (the
-published DFlashDraftModel is built from Qwen3 layers: q_norm/k_norm, no biases), with the RoPE its
-own config.json states (plain, linear or llama3, rope_reference.py); this file reuses
+published DFlashDraftModel is built from Qwen3 layers: q_norm/k_norm, an MLP without biases, q/k/v/o
+biases when its attention_bias says so), with the RoPE its own config.json states (plain, linear or llama3, rope_reference.py); this file reuses
 qwen3_reference.py's building blocks (linear, rms_norm, apply_rope, attention, MLP) so that the
 drafter differs from a target layer only where docs/dflash.md says it does.
 
@@ -78,7 +78,7 @@ def read_dflash_config(drafter_dir, num_target_layers=None):
     architectures = raw.get("architectures") or []
     if "DFlashDraftModel" not in architectures:
         raise ValueError(f"config: architectures {architectures} does not contain DFlashDraftModel")
-    layers = qwen3.read_qwen3_config(drafter_dir)  # also refuses attention_bias, sliding windows
+    layers = qwen3.read_qwen3_config(drafter_dir)  # also refuses sliding windows
     dflash = raw.get("dflash_config") or {}
     if "mask_token_id" not in dflash:
         raise ValueError("config: missing dflash_config.mask_token_id")
@@ -111,7 +111,7 @@ class DFlashDrafter:
     config: DFlashConfig
     fc: np.ndarray            # [hidden, K * target_hidden]
     hidden_norm: np.ndarray   # [hidden]
-    layers: list              # per layer {short name: ndarray}, the short names of qwen3.LAYER_TENSORS
+    layers: list              # per layer {short name: ndarray}: qwen3.LAYER_TENSORS (+ q/k/v/o biases)
     norm: np.ndarray          # [hidden], the drafter's final norm (the target's is never used)
 
 
@@ -124,11 +124,7 @@ def load_drafter(drafter_dir, num_target_layers=None):
     # The drafter's hidden size is the target's (its input rows are target embedding rows), so
     # fc takes K * hidden_size.
     K = len(config.target_layer_ids)
-    layer_shapes = qwen3._expected_layer_shapes(c)
-    layers = [
-        {short: qwen3._take(tensors, f"layers.{i}.{short}.weight", layer_shapes[short]) for short in qwen3.LAYER_TENSORS}
-        for i in range(c.num_hidden_layers)
-    ]
+    layers = [qwen3.take_layer(tensors, f"layers.{i}.", c) for i in range(c.num_hidden_layers)]
     return DFlashDrafter(
         config=config,
         fc=qwen3._take(tensors, "fc.weight", (c.hidden_size, K * c.hidden_size)),
@@ -174,11 +170,12 @@ def context_features(drafter, target_hidden_states, rows):
 # ---------------------------------------------------------------------------------------------
 
 def inject_context(layer, c, positions, config):
-    """Kc = rope_at_t(k_norm(k_proj c)), Vc = v_proj c, with this layer's own weights.
-    c is not passed through input_layernorm, and never enters the residual stream."""
+    """Kc = rope_at_t(k_norm(k_proj c)), Vc = v_proj c, with this layer's own weights (and its
+    k/v biases when attention_bias: z-lab's drafter applies k_proj/v_proj, biases included, to the
+    context rows). c is not passed through input_layernorm, and never enters the residual stream."""
     T = c.shape[0]
-    k = linear(c, layer["self_attn.k_proj"]).reshape(T, config.num_key_value_heads, config.head_dim)
-    v = linear(c, layer["self_attn.v_proj"]).reshape(T, config.num_key_value_heads, config.head_dim)
+    k = qwen3.project(layer, "self_attn.k_proj", c).reshape(T, config.num_key_value_heads, config.head_dim)
+    v = qwen3.project(layer, "self_attn.v_proj", c).reshape(T, config.num_key_value_heads, config.head_dim)
     k = rms_norm(k, layer["self_attn.k_norm"], config.rms_norm_eps)
     k = apply_rope(k, positions, config.rope_theta, config.rope_scaling)
     return k, v
@@ -230,7 +227,7 @@ def drafter_layer(layer, h, positions, context_kv, config):
     values = np.concatenate([context_v, v])
     every_key = np.ones((h.shape[0], keys.shape[0]), dtype=bool)  # bidirectional inside the block
     attn = qwen3.grouped_query_attention(q, keys, values, every_key, config)
-    h = h + linear(attn, layer["self_attn.o_proj"])
+    h = h + qwen3.project(layer, "self_attn.o_proj", attn)
     m = rms_norm(h, layer["post_attention_layernorm"], config.rms_norm_eps)
     return h + swiglu_mlp(layer, m)
 

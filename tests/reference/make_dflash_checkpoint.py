@@ -9,7 +9,7 @@ config.json: the drafter's Qwen3 keys (its layers are Qwen3 layers whatever the 
 or inside dflash_config), num_target_layers, dflash_config {mask_token_id, target_layer_ids}.
 MASK is the target's last embedding row (vocab_size - 1), beyond any tokenizer id the checks use.
 model.safetensors: fc.weight [hidden, K * hidden], hidden_norm.weight, norm.weight and
-layers.{i}.* with Qwen3 layer names, no "model." prefix.
+layers.{i}.* with Qwen3 layer names (q/k/v/o biases when attention_bias), no "model." prefix.
 """
 
 import argparse
@@ -28,10 +28,11 @@ from dflash_reference import default_target_layer_ids  # noqa: E402
 
 def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=None, num_heads=None,
                    num_kv_heads=None, head_dim=None, intermediate_size=None, rope_theta=None,
-                   write_target_layer_ids=True, block_size_in_dflash_config=False, rope_scaling=None):
+                   write_target_layer_ids=True, block_size_in_dflash_config=False, rope_scaling=None,
+                   attention_bias=False):
     """Shapes default to the target's (Qwen3 or Llama); the checks override some so that a reader
     taking them from the target instead of the drafter fails. rope_scaling: a rope_scaling dict
-    for the drafter's own RoPE (none by default)."""
+    for the drafter's own RoPE (none by default); attention_bias: q/k/v/o biases in its layers."""
     t = target_config
     target_theta = t.get("rope_theta", (t.get("rope_parameters") or {}).get("rope_theta"))
     target_head_dim = t.get("head_dim") or t["hidden_size"] // t["num_attention_heads"]
@@ -48,7 +49,7 @@ def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=
         "rope_theta": rope_theta or target_theta,
         "rms_norm_eps": t["rms_norm_eps"],
         "vocab_size": t["vocab_size"],
-        "hidden_act": "silu", "attention_bias": False, "tie_word_embeddings": False,
+        "hidden_act": "silu", "attention_bias": attention_bias, "tie_word_embeddings": False,
         "num_target_layers": L,
         "dflash_config": {"mask_token_id": t["vocab_size"] - 1},
     }
@@ -92,6 +93,9 @@ def random_drafter_weights(config, rng, zero_layers=False):
         w[p + "mlp.gate_proj.weight"] = matrix(I, H)
         w[p + "mlp.up_proj.weight"] = matrix(I, H)
         w[p + "mlp.down_proj.weight"] = matrix(H, I)
+        if config["attention_bias"]:
+            for proj, n in (("q_proj", nh * hd), ("k_proj", nkv * hd), ("v_proj", nkv * hd), ("o_proj", H)):
+                w[p + f"self_attn.{proj}.bias"] = 0.5 * rng.standard_normal(n)
         if zero_layers:
             for name in list(w):
                 if name.startswith(p):

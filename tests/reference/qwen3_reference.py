@@ -62,6 +62,7 @@ class Qwen3Config:
     vocab_size: int
     tie_word_embeddings: bool
     rope_scaling: rope.RopeScaling = None  # None: plain RoPE
+    attention_bias: bool = False           # q/k/v/o biases (HF Qwen3Attention's bias=attention_bias)
 
 
 # Keys without which the shapes are unknowable; HF has defaults for them (those of some other
@@ -76,8 +77,6 @@ def read_qwen3_config(model_dir):
         if key not in raw:
             raise ValueError(f"config: missing {key}")
     # Features the section-1 forward does not have are refused, naming the key, rather than ignored.
-    if raw.get("attention_bias", False):
-        raise ValueError("config: attention_bias = true is not implemented")
     if raw.get("use_sliding_window", False):
         raise ValueError("config: use_sliding_window = true is not implemented")
     if any(t != "full_attention" for t in raw.get("layer_types") or []):
@@ -104,6 +103,7 @@ def read_qwen3_config(model_dir):
         vocab_size=int(raw["vocab_size"]),
         tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
         rope_scaling=rope_scaling,
+        attention_bias=bool(raw.get("attention_bias", False)),
     )
     if num_heads % num_kv_heads != 0:
         raise ValueError(f"config: num_attention_heads {num_heads} not a multiple of num_key_value_heads {num_kv_heads}")
@@ -149,6 +149,23 @@ def _expected_layer_shapes(c):
     }
 
 
+ATTENTION_PROJECTIONS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
+
+
+def take_layer(tensors, prefix, config):
+    """One layer's tensors {short name: array} under `prefix` ("model.layers.3." or "layers.3."),
+    with "<projection>.bias" for q/k/v/o when the config has attention_bias."""
+    shapes = _expected_layer_shapes(config)
+    layer = {short: _take(tensors, f"{prefix}{short}.weight", shapes[short]) for short in LAYER_TENSORS}
+    if config.attention_bias:
+        for proj in ATTENTION_PROJECTIONS:
+            name = f"{prefix}{proj}.bias"
+            if name not in tensors:
+                raise ValueError(f"checkpoint: attention_bias is true but {name} is missing")
+            layer[proj + ".bias"] = _take(tensors, name, shapes[proj][:1])
+    return layer
+
+
 def _take(tensors, name, shape):
     if name not in tensors:
         raise KeyError(f"checkpoint: missing tensor {name}")
@@ -163,11 +180,7 @@ def load_model(model_dir):
     tensors = load_safetensors(model_dir)
     c = config
     vocab_shape = (c.vocab_size, c.hidden_size)
-    layer_shapes = _expected_layer_shapes(c)
-    layers = [
-        {short: _take(tensors, f"model.layers.{i}.{short}.weight", layer_shapes[short]) for short in LAYER_TENSORS}
-        for i in range(c.num_hidden_layers)
-    ]
+    layers = [take_layer(tensors, f"model.layers.{i}.", c) for i in range(c.num_hidden_layers)]
     embed = _take(tensors, "model.embed_tokens.weight", vocab_shape)
     # docs/dflash.md: lm_head.weight when the file has it; otherwise the embedding, if the config ties them.
     if "lm_head.weight" in tensors:
@@ -188,6 +201,11 @@ def linear(x, weight, bias=None):
     """y = x W^T (+ b) with W stored [out, in] (each output row is W times the input row)."""
     y = x @ weight.astype(COMPUTE).T
     return y if bias is None else y + bias.astype(COMPUTE)
+
+
+def project(layer, name, x):
+    """The named projection of a layer dict, with its bias ("<name>.bias") when it has one."""
+    return linear(x, layer[name], layer.get(name + ".bias"))
 
 
 def rms_norm(x, weight, eps):
@@ -211,13 +229,14 @@ def apply_rope(x, positions, theta, scaling=None):
 
 
 def project_qkv(layer, n, positions, config):
-    """Queries, keys, values of the normalised rows n [T, hidden]: q_norm/k_norm per head (one
-    weight shared by all heads), then RoPE; v is never normalised. Shapes [T, heads, head_dim]."""
+    """Queries, keys, values of the normalised rows n [T, hidden] (projections plus their biases
+    when attention_bias): q_norm/k_norm per head (one weight shared by all heads), then RoPE; v is
+    never normalised. Shapes [T, heads, head_dim]."""
     c = config
     T = n.shape[0]
-    q = linear(n, layer["self_attn.q_proj"]).reshape(T, c.num_attention_heads, c.head_dim)
-    k = linear(n, layer["self_attn.k_proj"]).reshape(T, c.num_key_value_heads, c.head_dim)
-    v = linear(n, layer["self_attn.v_proj"]).reshape(T, c.num_key_value_heads, c.head_dim)
+    q = project(layer, "self_attn.q_proj", n).reshape(T, c.num_attention_heads, c.head_dim)
+    k = project(layer, "self_attn.k_proj", n).reshape(T, c.num_key_value_heads, c.head_dim)
+    v = project(layer, "self_attn.v_proj", n).reshape(T, c.num_key_value_heads, c.head_dim)
     q = rms_norm(q, layer["self_attn.q_norm"], c.rms_norm_eps)
     k = rms_norm(k, layer["self_attn.k_norm"], c.rms_norm_eps)
     q = apply_rope(q, positions, c.rope_theta, c.rope_scaling)
@@ -263,7 +282,7 @@ def decoder_layer(layer, h, positions, config):
     n = rms_norm(h, layer["input_layernorm"], config.rms_norm_eps)
     q, k, v = project_qkv(layer, n, positions, config)
     attn = grouped_query_attention(q, k, v, causal_mask(h.shape[0]), config)
-    h = h + linear(attn, layer["self_attn.o_proj"])
+    h = h + project(layer, "self_attn.o_proj", attn)
     m = rms_norm(h, layer["post_attention_layernorm"], config.rms_norm_eps)
     return h + swiglu_mlp(layer, m)
 
