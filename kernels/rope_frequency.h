@@ -45,7 +45,7 @@ FLASHQ_HOST_DEVICE inline double rope_inverse_frequency(const RopeOptions& rope,
       const double low = rope.low_freq_factor, high = rope.high_freq_factor;
       const double wavelength = 2.0 * 3.14159265358979323846 / inv_freq;
       if (wavelength > original / low) return inv_freq / factor;  // low frequency: scaled
-      if (wavelength < original / high) return inv_freq;         // high frequency: kept
+      if (wavelength < original / high) return inv_freq;          // high frequency: kept
       const double smooth = (original / wavelength - low) / (high - low);
       return (1.0 - smooth) * inv_freq / factor + smooth * inv_freq;
     }

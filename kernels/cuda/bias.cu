@@ -1,7 +1,6 @@
-#include "kernels/cuda/bias.h"
-
 #include <algorithm>
 
+#include "kernels/cuda/bias.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"

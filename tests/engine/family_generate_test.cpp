@@ -1,9 +1,9 @@
 // A Llama target (with and without attention and MLP biases, llama3 RoPE scaling on) served by
 // the engine unchanged: greedy generation is the argmax of the model's own logits step by step;
-// its Llama 3-style tiny tokenizer has Llama 3's special tokens and round-trips text; and a DFlash drafter made for it loads
-// with the layer options its config names (Qwen3 layers, the target's RoPE and attention biases)
-// and drafts through the engine without changing the output. The logits themselves, and
-// lossless decoding over many prompts, are checked against the NumPy reference elsewhere.
+// its Llama 3-style tiny tokenizer has Llama 3's special tokens and round-trips text; and a DFlash drafter made for it
+// loads with the layer options its config names (Qwen3 layers, the target's RoPE and attention biases) and drafts
+// through the engine without changing the output. The logits themselves, and lossless decoding over many prompts, are
+// checked against the NumPy reference elsewhere.
 #include <gtest/gtest.h>
 
 #include "tests/engine/dflash_test_pair.h"

@@ -28,15 +28,23 @@ struct Scaling {
 std::vector<Scaling> scalings() {
   return {
       {"llama3 x8 (Llama 3.1)",
-       {.theta = 500000.0f, .scaling = RopeScaling::kLlama3, .factor = 8.0f, .low_freq_factor = 1.0f,
-        .high_freq_factor = 4.0f, .original_max_position = 8192.0f},
+       {.theta = 500000.0f,
+        .scaling = RopeScaling::kLlama3,
+        .factor = 8.0f,
+        .low_freq_factor = 1.0f,
+        .high_freq_factor = 4.0f,
+        .original_max_position = 8192.0f},
        [](const RopeOptions& r, int64_t d) {
          return reference::llama3_inverse_frequencies(r.theta, d, r.factor, r.low_freq_factor, r.high_freq_factor,
                                                       r.original_max_position);
        }},
       {"llama3 x32 (Llama 3.2)",
-       {.theta = 500000.0f, .scaling = RopeScaling::kLlama3, .factor = 32.0f, .low_freq_factor = 1.0f,
-        .high_freq_factor = 4.0f, .original_max_position = 8192.0f},
+       {.theta = 500000.0f,
+        .scaling = RopeScaling::kLlama3,
+        .factor = 32.0f,
+        .low_freq_factor = 1.0f,
+        .high_freq_factor = 4.0f,
+        .original_max_position = 8192.0f},
        [](const RopeOptions& r, int64_t d) {
          return reference::llama3_inverse_frequencies(r.theta, d, r.factor, r.low_freq_factor, r.high_freq_factor,
                                                       r.original_max_position);
@@ -72,7 +80,9 @@ OpCase add_bias_case(DType dtype, int64_t rows, int64_t cols) {
             return PreparedRun{[&dev, y, bias]() mutable { dev.backend().add_bias(y, bias); },
                                [&dev, y] { return Outputs{dev.read(y)}; }};
           },
-          [=] { return std::vector<Expected>{{"y", reference::add_bias(d->y, d->bias, cols)}}; }};
+          [=] {
+            return std::vector<Expected>{{"y", reference::add_bias(d->y, d->bias, cols)}};
+          }};
 }
 
 // ---- rope and head_norm_rope, scaled ----
@@ -88,19 +98,20 @@ OpCase scaled_rope_case(const Scaling& scaling, int64_t rows, int64_t heads, int
   d->positions = scattered_positions(rows, rng);
   const RopeOptions rope = scaling.rope;
   const auto frequencies = scaling.frequencies;
-  return {"rope", scaling.name + " rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) +
-                      " head_dim=" + std::to_string(head_dim),
-          [=](OpDevice& dev) {
-            Tensor x = dev.upload(d->x, {rows, heads, head_dim}), positions = dev.ints(d->positions);
-            return PreparedRun{[&dev, x, positions, rope]() mutable { dev.backend().rope(x, positions, rope); },
-                               [&dev, x] { return Outputs{dev.read(x)}; }};
-          },
-          [=] {
-            return std::vector<Expected>{{"x",
-                                          reference::rope_with_frequencies(d->x, d->positions, heads, head_dim,
-                                                                           frequencies(rope, head_dim)),
-                                          1e-4}};
-          }};
+  return {
+      "rope",
+      scaling.name + " rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) +
+          " head_dim=" + std::to_string(head_dim),
+      [=](OpDevice& dev) {
+        Tensor x = dev.upload(d->x, {rows, heads, head_dim}), positions = dev.ints(d->positions);
+        return PreparedRun{[&dev, x, positions, rope]() mutable { dev.backend().rope(x, positions, rope); },
+                           [&dev, x] { return Outputs{dev.read(x)}; }};
+      },
+      [=] {
+        return std::vector<Expected>{
+            {"x", reference::rope_with_frequencies(d->x, d->positions, heads, head_dim, frequencies(rope, head_dim)),
+             1e-4}};
+      }};
 }
 
 OpCase scaled_head_norm_rope_case(const Scaling& scaling, int64_t rows, int64_t heads, int64_t head_dim) {
@@ -116,21 +127,21 @@ OpCase scaled_head_norm_rope_case(const Scaling& scaling, int64_t rows, int64_t 
   d->positions = scattered_positions(rows, rng);
   const RopeOptions rope = scaling.rope;
   const auto frequencies = scaling.frequencies;
-  return {"head_norm_rope", scaling.name + " bf16 rows=" + std::to_string(rows) + " heads=" + std::to_string(heads),
-          [=](OpDevice& dev) {
-            Tensor x = dev.upload(d->x, {rows, heads, head_dim}), w = dev.weight(d->w, DType::kBF16, {head_dim});
-            Tensor positions = dev.ints(d->positions);
-            return PreparedRun{
-                [&dev, x, w, positions, rope]() mutable { dev.backend().head_norm_rope(x, w, kEps, positions, rope); },
-                [&dev, x] { return Outputs{dev.read(x)}; }};
-          },
-          [=] {
-            const std::vector<float> normed = reference::rmsnorm(d->x, d->w, head_dim, kEps);
-            return std::vector<Expected>{
-                {"x",
-                 reference::rope_with_frequencies(normed, d->positions, heads, head_dim, frequencies(rope, head_dim)),
-                 1e-5}};
-          }};
+  return {
+      "head_norm_rope", scaling.name + " bf16 rows=" + std::to_string(rows) + " heads=" + std::to_string(heads),
+      [=](OpDevice& dev) {
+        Tensor x = dev.upload(d->x, {rows, heads, head_dim}), w = dev.weight(d->w, DType::kBF16, {head_dim});
+        Tensor positions = dev.ints(d->positions);
+        return PreparedRun{
+            [&dev, x, w, positions, rope]() mutable { dev.backend().head_norm_rope(x, w, kEps, positions, rope); },
+            [&dev, x] { return Outputs{dev.read(x)}; }};
+      },
+      [=] {
+        const std::vector<float> normed = reference::rmsnorm(d->x, d->w, head_dim, kEps);
+        return std::vector<Expected>{
+            {"x", reference::rope_with_frequencies(normed, d->positions, heads, head_dim, frequencies(rope, head_dim)),
+             1e-5}};
+      }};
 }
 
 // ---- store_and_attend and store_kv with scaled RoPE alone ----
@@ -205,48 +216,46 @@ OpCase scaled_store_and_attend_case(const Scaling& scaling) {
   const LazyInputs<ScaledSequences> s(scaled_sequences);
   const RopeOptions rope = scaling.rope;
   const auto frequencies = scaling.frequencies;
-  return {"store_and_attend", "3 sequences, RoPE " + scaling.name,
-          [=](OpDevice& dev) {
-            const Shape q_shape = {s->rows, s->q_heads, s->head_dim}, kv_shape = {s->rows, s->kv_heads, s->head_dim};
-            Tensor q = dev.upload(s->q, q_shape), k = dev.upload(s->k, kv_shape), v = dev.upload(s->v, kv_shape);
-            Tensor store_at = dev.ints(s->store_at), counts = dev.ints(s->key_counts), out = dev.poisoned(q_shape);
-            auto positions = std::make_shared<Tensor>(dev.ints(s->positions));
-            auto caches = upload_scaled_caches(dev, *s);
-            return PreparedRun{[&dev, q, k, v, caches, store_at, counts, out, positions, rope]() mutable {
-                                 const QkNormRope norm_rope{.positions = positions.get(), .rope = rope};
-                                 dev.backend().store_and_attend(q, k, v, caches->chunks, store_at, counts, out,
-                                                                &norm_rope);
-                               },
-                               [&dev, out, caches] {
-                                 Outputs got{dev.read(out)};
-                                 for (const Tensor& cache : caches->tensors) got.push_back(dev.read(cache));
-                                 return got;
-                               }};
-          },
-          [=] {
-            const std::vector<double> f = frequencies(rope, s->head_dim);
-            const std::vector<float> q = reference::rope_with_frequencies(s->q, s->positions, s->q_heads, s->head_dim, f);
-            const std::vector<float> k =
-                reference::rope_with_frequencies(s->k, s->positions, s->kv_heads, s->head_dim, f);
-            const std::vector<std::vector<float>> caches = reference_scaled_caches(*s, k);
-            std::vector<float> out(q.size());
-            const int64_t q_row = s->q_heads * s->head_dim;
-            for (size_t c = 0; c < s->first_row.size(); ++c) {
-              const int64_t first = s->first_row[c], n = s->row_count[c];
-              const std::vector<float> chunk_out = reference::attention(
-                  std::vector<float>(q.begin() + first * q_row, q.begin() + (first + n) * q_row), caches[2 * c],
-                  caches[2 * c + 1],
-                  std::vector<int32_t>(s->key_counts.begin() + first, s->key_counts.begin() + first + n), s->q_heads,
-                  s->kv_heads, s->head_dim);
-              std::copy(chunk_out.begin(), chunk_out.end(), out.begin() + first * q_row);
-            }
-            std::vector<Expected> expected = {{"out", out, 1e-4}};
-            for (size_t i = 0; i < caches.size(); ++i) {
-              expected.push_back({"cache " + std::to_string(i / 2) + (i % 2 ? " values" : " keys"), caches[i],
-                                  i % 2 ? 0.0 : 1e-4});
-            }
-            return expected;
-          }};
+  return {
+      "store_and_attend", "3 sequences, RoPE " + scaling.name,
+      [=](OpDevice& dev) {
+        const Shape q_shape = {s->rows, s->q_heads, s->head_dim}, kv_shape = {s->rows, s->kv_heads, s->head_dim};
+        Tensor q = dev.upload(s->q, q_shape), k = dev.upload(s->k, kv_shape), v = dev.upload(s->v, kv_shape);
+        Tensor store_at = dev.ints(s->store_at), counts = dev.ints(s->key_counts), out = dev.poisoned(q_shape);
+        auto positions = std::make_shared<Tensor>(dev.ints(s->positions));
+        auto caches = upload_scaled_caches(dev, *s);
+        return PreparedRun{[&dev, q, k, v, caches, store_at, counts, out, positions, rope]() mutable {
+                             const QkNormRope norm_rope{.positions = positions.get(), .rope = rope};
+                             dev.backend().store_and_attend(q, k, v, caches->chunks, store_at, counts, out, &norm_rope);
+                           },
+                           [&dev, out, caches] {
+                             Outputs got{dev.read(out)};
+                             for (const Tensor& cache : caches->tensors) got.push_back(dev.read(cache));
+                             return got;
+                           }};
+      },
+      [=] {
+        const std::vector<double> f = frequencies(rope, s->head_dim);
+        const std::vector<float> q = reference::rope_with_frequencies(s->q, s->positions, s->q_heads, s->head_dim, f);
+        const std::vector<float> k = reference::rope_with_frequencies(s->k, s->positions, s->kv_heads, s->head_dim, f);
+        const std::vector<std::vector<float>> caches = reference_scaled_caches(*s, k);
+        std::vector<float> out(q.size());
+        const int64_t q_row = s->q_heads * s->head_dim;
+        for (size_t c = 0; c < s->first_row.size(); ++c) {
+          const int64_t first = s->first_row[c], n = s->row_count[c];
+          const std::vector<float> chunk_out = reference::attention(
+              std::vector<float>(q.begin() + first * q_row, q.begin() + (first + n) * q_row), caches[2 * c],
+              caches[2 * c + 1], std::vector<int32_t>(s->key_counts.begin() + first, s->key_counts.begin() + first + n),
+              s->q_heads, s->kv_heads, s->head_dim);
+          std::copy(chunk_out.begin(), chunk_out.end(), out.begin() + first * q_row);
+        }
+        std::vector<Expected> expected = {{"out", out, 1e-4}};
+        for (size_t i = 0; i < caches.size(); ++i) {
+          expected.push_back(
+              {"cache " + std::to_string(i / 2) + (i % 2 ? " values" : " keys"), caches[i], i % 2 ? 0.0 : 1e-4});
+        }
+        return expected;
+      }};
 }
 
 OpCase scaled_store_kv_case(const Scaling& scaling) {
@@ -275,8 +284,8 @@ OpCase scaled_store_kv_case(const Scaling& scaling) {
             std::vector<Expected> expected;
             const std::vector<std::vector<float>> caches = reference_scaled_caches(*s, k);
             for (size_t i = 0; i < caches.size(); ++i) {
-              expected.push_back({"cache " + std::to_string(i / 2) + (i % 2 ? " values" : " keys"), caches[i],
-                                  i % 2 ? 0.0 : 1e-4});
+              expected.push_back(
+                  {"cache " + std::to_string(i / 2) + (i % 2 ? " values" : " keys"), caches[i], i % 2 ? 0.0 : 1e-4});
             }
             return expected;
           }};

@@ -14,8 +14,12 @@ namespace flashq {
 namespace {
 
 RopeOptions llama3(float factor) {
-  return {.theta = 500000.0f, .scaling = RopeScaling::kLlama3, .factor = factor, .low_freq_factor = 1.0f,
-          .high_freq_factor = 4.0f, .original_max_position = 8192.0f};
+  return {.theta = 500000.0f,
+          .scaling = RopeScaling::kLlama3,
+          .factor = factor,
+          .low_freq_factor = 1.0f,
+          .high_freq_factor = 4.0f,
+          .original_max_position = 8192.0f};
 }
 
 double wavelength(double inv_freq) { return 2.0 * std::numbers::pi / inv_freq; }

@@ -127,6 +127,9 @@ TEST(LlamaConfig, RefusesIncompleteOrInconsistentLlama3ScalingNamingTheKey) {
   json["rope_scaling"]["factor"] = 0.5;
   EXPECT_EQ(code_of(json), ErrorCode::kBadConfig);
   json = llama3_1_8b_config();
+  json["rope_scaling"]["factor"] = 1e39;  // beyond a float, as the kernels hold it
+  EXPECT_EQ(code_of(json), ErrorCode::kBadConfig);
+  json = llama3_1_8b_config();
   json["rope_scaling"] = "llama3";
   EXPECT_EQ(code_of(json), ErrorCode::kBadConfig);
 }

@@ -141,5 +141,51 @@ TEST(LlamaModel, RefusesBiasTensorsTheConfigDoesNotNameAndNamedOnesMissing) {
   EXPECT_NE(message.find("mlp.gate_proj.bias"), std::string::npos) << message;
 }
 
+// The presets' shapes are meta-llama's published config.json files (docs/models.md).
+TEST(LlamaModel, PresetsHaveThePublishedShapes) {
+  const TinyModelSpec small = preset_spec("llama3.2-1b");
+  EXPECT_EQ(small.family, "llama");
+  EXPECT_EQ(small.layers, 16);
+  EXPECT_EQ(small.hidden, 2048);
+  EXPECT_EQ(small.heads, 32);
+  EXPECT_EQ(small.kv_heads, 8);
+  EXPECT_EQ(small.head_dim, 64);
+  EXPECT_EQ(small.inter, 8192);
+  EXPECT_EQ(small.vocab, 128256);
+  EXPECT_EQ(small.max_position, 131072);
+  EXPECT_TRUE(small.tie_embeddings);
+  EXPECT_EQ(small.rope_theta, 500000.0);
+  EXPECT_EQ(small.rope_scaling_factor, 32.0);
+  EXPECT_EQ(small.low_freq_factor, 1.0);
+  EXPECT_EQ(small.high_freq_factor, 4.0);
+  EXPECT_EQ(small.original_max_position, 8192);
+
+  const TinyModelSpec large = preset_spec("llama3.1-8b");
+  EXPECT_EQ(large.family, "llama");
+  EXPECT_EQ(large.layers, 32);
+  EXPECT_EQ(large.hidden, 4096);
+  EXPECT_EQ(large.heads, 32);
+  EXPECT_EQ(large.kv_heads, 8);
+  EXPECT_EQ(large.head_dim, 128);
+  EXPECT_EQ(large.inter, 14336);
+  EXPECT_EQ(large.vocab, 128256);
+  EXPECT_FALSE(large.tie_embeddings);
+  EXPECT_EQ(large.rope_scaling_factor, 8.0);
+  EXPECT_EQ(large.original_max_position, 8192);
+}
+
+TEST(LlamaModel, MakeTinyRefusesLlamaOptionsForQwen3AndUnknownFamilies) {
+  TempDir dir;
+  TinyModelSpec spec = llama_spec(false, false, 0.0);
+  spec.family = "mistral";
+  EXPECT_THROW(write_tiny_model(spec, dir.path()), Error);
+  spec.family = "qwen3";
+  spec.attention_bias = true;
+  EXPECT_THROW(write_tiny_model(spec, dir.path()), Error);
+  spec = llama_spec(false, false, 8.0);
+  spec.high_freq_factor = 0.5;  // below low_freq_factor
+  EXPECT_THROW(write_tiny_model(spec, dir.path()), Error);
+}
+
 }  // namespace
 }  // namespace flashq::testing

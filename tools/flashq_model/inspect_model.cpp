@@ -1,17 +1,44 @@
 #include "tools/flashq_model/inspect_model.h"
 
 #include <ostream>
+#include <string>
 
 #include "worker/model/model_config.h"
 #include "worker/model/safetensors.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq {
+namespace {
+
+// The layer options the family and config.json chose, e.g. "llama3 RoPE scaling x8 (low 1, high
+// 4, original 8192), attention biases".
+std::string layer_options(const ModelConfig& c) {
+  std::string options;
+  auto add = [&options](const std::string& option) { options += (options.empty() ? "" : ", ") + option; };
+  if (c.qk_norm) add("q/k norm");
+  if (c.attention_bias) add("attention biases");
+  if (c.mlp_bias) add("MLP biases");
+  auto number = [](double x) {
+    std::string s = std::to_string(x);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  if (c.rope_scaling == RopeScaling::kLinear) add("linear RoPE scaling x" + number(c.rope_factor));
+  if (c.rope_scaling == RopeScaling::kLlama3) {
+    add("llama3 RoPE scaling x" + number(c.rope_factor) + " (low " + number(c.rope_low_freq_factor) + ", high " +
+        number(c.rope_high_freq_factor) + ", original " + std::to_string(c.rope_original_max_position) + ")");
+  }
+  return options.empty() ? "none" : options;
+}
+
+}  // namespace
 
 void inspect_model(const std::filesystem::path& dir, std::ostream& out) {
   ModelConfig c = load_model_config(dir);
   out << "model " << dir.string() << "\n"
-      << "  architecture " << c.architecture << "\n"
+      << "  architecture " << c.architecture << " (family " << c.model_type << ")\n"
+      << "  layer options " << layer_options(c) << "\n"
       << "  layers " << c.num_layers << ", hidden " << c.hidden_size << ", intermediate " << c.intermediate_size
       << "\n"
       << "  heads " << c.num_heads << " (kv " << c.num_kv_heads << "), head_dim " << c.head_dim << "\n"

@@ -22,8 +22,8 @@ DenseDecoderModel::DenseDecoderModel(ModelConfig config, const WeightStore& weig
   } else if (config_.tie_word_embeddings) {
     lm_head_ = embed_tokens_;
   } else {
-    throw Error(ErrorCode::kBadCheckpoint, "tensor 'lm_head.weight' not found in " + weights.dir().string() +
-                                               " and tie_word_embeddings is false");
+    throw Error(ErrorCode::kBadCheckpoint,
+                "tensor 'lm_head.weight' not found in " + weights.dir().string() + " and tie_word_embeddings is false");
   }
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     layers_.push_back(load_decoder_layer(weights, layer_prefix(i), config_, backend_));
@@ -79,7 +79,8 @@ ForwardOutput DenseDecoderModel::forward(std::span<const SequenceChunk> chunks, 
   return out;
 }
 
-DenseDecoderModel::PassKey DenseDecoderModel::pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const {
+DenseDecoderModel::PassKey DenseDecoderModel::pass_key(std::span<const SequenceChunk> chunks,
+                                                       const ForwardOptions& options) const {
   PassKey key{.logits = options.logits, .tap_layers = options.tap_layers, .workspace = workspace_.generation()};
   for (const SequenceChunk& chunk : chunks) {
     key.chunk_rows.push_back(static_cast<int64_t>(chunk.tokens.size()));
@@ -90,8 +91,8 @@ DenseDecoderModel::PassKey DenseDecoderModel::pass_key(std::span<const SequenceC
 }
 
 ForwardOutput DenseDecoderModel::run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                                   const Tensor& id_tensor, const Tensor& position_tensor,
-                                   const Tensor& key_count_tensor, const Tensor& last_rows) {
+                                          const Tensor& id_tensor, const Tensor& position_tensor,
+                                          const Tensor& key_count_tensor, const Tensor& last_rows) {
   const int64_t hidden = config_.hidden_size, rows = id_tensor.numel();
   Tensor h = workspace_.get("residual", DType::kF32, {rows, hidden});
   Tensor normed = workspace_.get("normed", DType::kF32, {rows, hidden});
@@ -122,9 +123,9 @@ ForwardOutput DenseDecoderModel::run_pass(std::span<const SequenceChunk> chunks,
   return out;
 }
 
-void DenseDecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
-                               const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
-                               Tensor& attention_out) {
+void DenseDecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
+                                      std::span<const SequenceChunk> chunks, const Tensor& normed,
+                                      const Tensor& positions, const Tensor& key_counts, Tensor& attention_out) {
   const int64_t rows = normed.dim(0), head_dim = config_.head_dim;
   const int64_t q_heads = config_.num_heads, kv_heads = config_.num_kv_heads;
   Tensor q = workspace_.get("q", DType::kF32, {rows, q_heads, head_dim});

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "worker/model/decoder_layer.h"
 #include "worker/model/forward_pass.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
-#include "worker/model/decoder_layer.h"
 #include "worker/model/pass_recorder.h"
 #include "worker/model/safetensors.h"
 #include "worker/model/target_model.h"
@@ -54,13 +54,11 @@ class DenseDecoderModel final : public TargetModel {
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
   // Every op of a pass, on tensors the host filled before. `last_rows`: the rows whose logits are
   // wanted, when not every row's.
-  ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                         const Tensor& id_tensor, const Tensor& position_tensor, const Tensor& key_count_tensor,
-                         const Tensor& last_rows);
+  ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options, const Tensor& id_tensor,
+                         const Tensor& position_tensor, const Tensor& key_count_tensor, const Tensor& last_rows);
   // key_counts: per row of the pass, the keys its attention sees (causal over its chunk's cache).
   void run_attention(const DecoderLayer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
-                     const Tensor& normed, const Tensor& positions, const Tensor& key_counts,
-                     Tensor& attention_out);
+                     const Tensor& normed, const Tensor& positions, const Tensor& key_counts, Tensor& attention_out);
   // Logits of `hidden`'s rows, or of those `last_rows` names when defined.
   Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
 

@@ -36,15 +36,21 @@ void read_rope_scaling(const ConfigReader& rope, const std::string& key, ModelCo
   if (kind == "default") return;
   rope.refuse_if(kind != "linear" && kind != "llama3", "rope_type",
                  "'" + kind + "' (" + key + "; implemented: default, linear, llama3)");
-  config.rope_factor = rope.positive_number("factor");
+  // The kernels hold these as floats (RopeOptions): a value a float cannot hold is refused.
+  auto float_number = [&rope](const char* name) {
+    const double x = rope.positive_number(name);
+    if (x > std::numeric_limits<float>::max()) rope.fail(name, "must fit a float, got " + rope.raw(name).dump());
+    return x;
+  };
+  config.rope_factor = float_number("factor");
   if (config.rope_factor < 1.0) rope.fail("factor", "must be at least 1");
   if (kind == "linear") {
     config.rope_scaling = RopeScaling::kLinear;
     return;
   }
   config.rope_scaling = RopeScaling::kLlama3;
-  config.rope_low_freq_factor = rope.positive_number("low_freq_factor");
-  config.rope_high_freq_factor = rope.positive_number("high_freq_factor");
+  config.rope_low_freq_factor = float_number("low_freq_factor");
+  config.rope_high_freq_factor = float_number("high_freq_factor");
   config.rope_original_max_position = rope.positive_int("original_max_position_embeddings");
   if (config.rope_high_freq_factor <= config.rope_low_freq_factor) {
     rope.fail("high_freq_factor", "must be above low_freq_factor");
