@@ -4,10 +4,10 @@
 // attention and MLP biases, tied and untied embeddings, bf16 and f32, and Llama 3 RoPE scaling
 // with an original context small enough that the scaling changes the logits at these lengths;
 // linear scaling and the older "type" spelling from an edited config.json, and "dynamic" refused.
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <fstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "shared/json_file.h"
@@ -71,7 +71,8 @@ void expect_config_states(const TinyModelSpec& spec, const std::filesystem::path
   EXPECT_EQ(config.value("model_type", ""), "llama");
   EXPECT_EQ(config.value("attention_bias", false), spec.attention_bias);
   EXPECT_EQ(config.value("mlp_bias", false), spec.mlp_bias);
-  const nlohmann::json rope = config.contains("rope_parameters") ? config["rope_parameters"] : config.value("rope_scaling", nlohmann::json());
+  const nlohmann::json rope =
+      config.contains("rope_parameters") ? config["rope_parameters"] : config.value("rope_scaling", nlohmann::json());
   if (spec.rope_scaling_factor > 0) {
     ASSERT_TRUE(rope.is_object()) << config.dump();
     EXPECT_EQ(rope.value("rope_type", rope.value("type", "")), "llama3");
@@ -84,8 +85,8 @@ void expect_config_states(const TinyModelSpec& spec, const std::filesystem::path
 
 // Logits of every position, the taps of the last and first layer, and 8 greedy tokens of the
 // model loaded from `dir`, against llama_reference.py on the same directory.
-void expect_matches_numpy(const std::string& name, const std::filesystem::path& dir, TargetModel& model,
-                          int64_t layers, int64_t hidden, int64_t vocab, uint32_t seed) {
+void expect_matches_numpy(const std::string& name, const std::filesystem::path& dir, TargetModel& model, int64_t layers,
+                          int64_t hidden, int64_t vocab, uint32_t seed) {
   std::vector<int32_t> tokens = some_tokens(21, static_cast<int32_t>(vocab), seed);
   const std::vector<int64_t> taps = {layers - 1, 0};  // list order, not layer order
   const int greedy_steps = 8;
@@ -137,16 +138,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ReferenceCase{"GqaBf16UntiedLlama3", llama_spec({2, 64, 4, 2, 16, 128, 512}, {false, false}, kLlama32Like,
                                                         false, DType::kBF16, 5e5, 31)},
-        ReferenceCase{"MhaF32TiedBothBiasesPlainRope", llama_spec({3, 48, 4, 4, 12, 100, 400}, {true, true}, {}, true,
-                                                                  DType::kF32, 1e4, 32)},
+        ReferenceCase{"MhaF32TiedBothBiasesPlainRope",
+                      llama_spec({3, 48, 4, 4, 12, 100, 400}, {true, true}, {}, true, DType::kF32, 1e4, 32)},
         ReferenceCase{"OneKvHeadBf16AttentionBiasLlama3", llama_spec({2, 64, 8, 1, 16, 96, 333}, {true, false},
                                                                      kShortContext, false, DType::kBF16, 1e4, 33)},
-        ReferenceCase{"GqaF32TiedMlpBiasLlama3", llama_spec({4, 32, 4, 2, 8, 64, 320}, {false, true}, kShortContext,
-                                                            true, DType::kF32, 1e4, 34)},
-        ReferenceCase{"MhaBf16UntiedOddSizesBothBiasesLlama3",
-                      llama_spec({2, 40, 5, 5, 8, 72, 333}, {true, true}, kShortContext, false, DType::kBF16, 1e4, 35)}),
+        ReferenceCase{"GqaF32TiedMlpBiasLlama3",
+                      llama_spec({4, 32, 4, 2, 8, 64, 320}, {false, true}, kShortContext, true, DType::kF32, 1e4, 34)},
+        ReferenceCase{
+            "MhaBf16UntiedOddSizesBothBiasesLlama3",
+            llama_spec({2, 40, 5, 5, 8, 72, 333}, {true, true}, kShortContext, false, DType::kBF16, 1e4, 35)}),
     [](const ::testing::TestParamInfo<ReferenceCase>& param_info) { return param_info.param.name; });
-
 
 // Checkpoints whose RoPE kind make-tiny does not write: a tiny Llama directory whose config.json
 // is then given the rope_scaling a published checkpoint could hold, read by both sides.
@@ -176,7 +177,10 @@ TEST_F(LlamaRopeFromConfig, LinearScalingMatchesNumpy) {
 
 TEST_F(LlamaRopeFromConfig, OlderLlama3SpellingMatchesNumpy) {
   // "type" instead of "rope_type", as configs written by older transformers have it.
-  set_rope_scaling({{"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+  set_rope_scaling({{"type", "llama3"},
+                    {"factor", 8.0},
+                    {"low_freq_factor", 1.0},
+                    {"high_freq_factor", 4.0},
                     {"original_max_position_embeddings", 16}});
   std::unique_ptr<TargetModel> model = load_target_model(dir_.path(), *backend_);
   expect_matches_numpy("llama3 (type)", dir_.path(), *model, spec_.layers, spec_.hidden, spec_.vocab, 37);
