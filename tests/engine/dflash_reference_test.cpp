@@ -1,6 +1,7 @@
 // The DFlash drafter and the greedy speculative loop against the independent NumPy reference
 // (tests/reference/dflash_reference.py): every step's start, draft tokens, acceptance and bonus
-// identical, and the drafter's logits within 1e-4 (relative to their scale).
+// identical, and the drafter's logits within 1e-4 (relative to their scale), on Qwen3 and on Llama
+// targets (biases, Llama 3 RoPE scaling).
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 
 #include "shared/json_file.h"
 #include "tests/engine/dflash_test_pair.h"
+#include "tests/engine/llama_targets.h"
 #include "tests/support/run_command.h"
 
 namespace flashq::testing {
@@ -96,7 +98,10 @@ INSTANTIATE_TEST_SUITE_P(
     RandomPairs, DFlashReference,
     ::testing::Values(ReferenceCase{"OneLayerBlock8", f32_target(51), 1, 8},
                       ReferenceCase{"TwoLayersBlock16", f32_target(52, 4, 48, 4, 4, 12), 2, 16},
-                      ReferenceCase{"OneKvHeadBlock4", f32_target(53, 2, 32, 8, 1, 8), 1, 4}),
+                      ReferenceCase{"OneKvHeadBlock4", f32_target(53, 2, 32, 8, 1, 8), 1, 4},
+                      ReferenceCase{"LlamaBiasesLlama3RopeBlock8", llama_f32_target(54), 1, 8},
+                      ReferenceCase{"LlamaOneKvHeadPlainRopeBlock16",
+                                    llama_f32_target(55, 2, 32, 8, 1, 8, {.biases = false, .llama3_rope = false}), 2, 16}),
     [](const ::testing::TestParamInfo<ReferenceCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

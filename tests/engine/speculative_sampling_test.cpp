@@ -140,7 +140,8 @@ TEST(SpeculativeSampling, WithoutADraftIsOneOrdinarySample) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// End to end: the engine's sampled output with speculation has the distribution of plain sampling.
+// End to end: the engine's sampled output with speculation has the distribution of plain sampling,
+// on a Qwen3 target and on a Llama one (attention and MLP biases, Llama 3 RoPE scaling).
 
 // Drafts what the target itself would choose greedily after the committed prefix, running a second
 // copy of the target (its own caches) for all sequences together: a good drafter, so at a low
@@ -212,7 +213,7 @@ class GreedySelfProposer final : public Proposer {
   int64_t block_size_;
 };
 
-class SpeculativeSamplingEndToEnd : public ::testing::Test {
+class SpeculativeSamplingEndToEnd : public ::testing::TestWithParam<std::string> {
  protected:
   static constexpr int64_t kBlock = 4;
   static constexpr int64_t kTokens = 1 + kBlock;  // the prefill's token, then one full block
@@ -221,15 +222,22 @@ class SpeculativeSamplingEndToEnd : public ::testing::Test {
   // so the draft is accepted about 40% of the time and the frequent tokens give a sharp test.
   static constexpr float kTemperature = 0.2f;
 
-  static TinyModelSpec spec() {
+  static TinyModelSpec spec(const std::string& family) {
     TinyModelSpec s;
     s.vocab = 301;  // the smallest make-tiny writes: 300 tokenizer ids and the padding row
     s.dtype = DType::kF32;
     s.seed = 23;
+    if (family == "llama") {
+      s.family = family;
+      s.attention_bias = s.mlp_bias = true;
+      s.rope_theta = 5e5;
+      s.rope_scaling_factor = 8;  // with a short original context, so that the scaling is used
+      s.original_max_position = 32;
+    }
     return s;
   }
   SpeculativeSamplingEndToEnd()
-      : tiny_(spec()),
+      : tiny_(spec(GetParam())),
         tokenizer_(load_tokenizer(tiny_.dir.path())),
         target_copy_(load_target_model(tiny_.dir.path(), *tiny_.backend)) {}
 
@@ -262,7 +270,7 @@ class SpeculativeSamplingEndToEnd : public ::testing::Test {
   std::unique_ptr<TargetModel> target_copy_;
 };
 
-TEST_F(SpeculativeSamplingEndToEnd, SampledTokensHaveThePlainDistribution) {
+TEST_P(SpeculativeSamplingEndToEnd, SampledTokensHaveThePlainDistribution) {
   GreedySelfProposer proposer(*target_copy_, kBlock);
   // Disjoint seeds: the two samples are independent, so only their distributions can agree.
   const std::vector<std::vector<int32_t>> plain = run_many(nullptr, 1);
@@ -289,6 +297,9 @@ TEST_F(SpeculativeSamplingEndToEnd, SampledTokensHaveThePlainDistribution) {
         << ", " << h.degrees_of_freedom << " degrees of freedom)";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, SpeculativeSamplingEndToEnd, ::testing::Values("qwen3", "llama"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 
 }  // namespace
 }  // namespace flashq::testing

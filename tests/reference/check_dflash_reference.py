@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import dflash_reference as dflash  # noqa: E402
 import qwen3_reference as qwen3  # noqa: E402
+import target_reference as targets  # noqa: E402
 from check_reference import tiny_config, random_weights, write_checkpoint, slow_forward  # noqa: E402
 from make_dflash_checkpoint import make_drafter  # noqa: E402
 from safetensors_numpy import load_safetensors  # noqa: E402
@@ -51,10 +52,12 @@ def max_rel_diff(a, b):
 # ---------------------------------------------------------------------------------------------
 
 def slow_draft_logits(target_weights, target_config, drafter_weights, drafter_config, layer_ids,
-                      committed, x, block_size):
-    """Drafter logits of rows 1..B-1 for a block at start = len(committed), from raw tensor dicts."""
+                      committed, x, block_size, target_forward=slow_forward, pair_frequency=None):
+    """Drafter logits of rows 1..B-1 for a block at start = len(committed), from raw tensor dicts.
+    target_forward: the target family's token-by-token forward; pair_frequency(i): the drafter's
+    RoPE speed of pair i when it is not plain theta^(-2i/head_dim)."""
     start = len(committed)
-    _, taps = slow_forward(target_weights, target_config, committed)  # taps[t, layer]: after layer
+    _, taps = target_forward(target_weights, target_config, committed)  # taps[t, layer]: after layer
     D = {k: v.astype(np.float64) for k, v in drafter_weights.items()}
     T = {k: v.astype(np.float64) for k, v in target_weights.items()}
     embedding = T["model.embed_tokens.weight"]
@@ -69,11 +72,15 @@ def slow_draft_logits(target_weights, target_config, drafter_weights, drafter_co
     def rotate_pairs(v, position):
         out = v.copy()
         for i in range(half):
-            angle = position / theta ** (2 * i / hd)
+            angle = position / theta ** (2 * i / hd) if pair_frequency is None else position * pair_frequency(i)
             c, s = math.cos(angle), math.sin(angle)
             out[i] = v[i] * c - v[i + half] * s
             out[i + half] = v[i] * s + v[i + half] * c
         return out
+
+    def affine(name, v_in):  # W v (+ b when the drafter has attention biases)
+        y = D[name + ".weight"] @ v_in
+        return y + D[name + ".bias"] if name + ".bias" in D else y
 
     context = [rmsnorm_vector(D["fc.weight"] @ np.concatenate([taps[t, i] for i in layer_ids]), D["hidden_norm.weight"])
                for t in range(start)]
@@ -84,13 +91,13 @@ def slow_draft_logits(target_weights, target_config, drafter_weights, drafter_co
         kv_inputs = context + normed  # sequence positions 0..start+B-1
         keys, values = [], []
         for position, v_in in enumerate(kv_inputs):
-            k_all, v_all = D[p + "self_attn.k_proj.weight"] @ v_in, D[p + "self_attn.v_proj.weight"] @ v_in
+            k_all, v_all = affine(p + "self_attn.k_proj", v_in), affine(p + "self_attn.v_proj", v_in)
             keys.append([rotate_pairs(rmsnorm_vector(k_all[j * hd:(j + 1) * hd], D[p + "self_attn.k_norm.weight"]), position)
                          for j in range(nkv)])
             values.append([v_all[j * hd:(j + 1) * hd] for j in range(nkv)])
         new_rows = []
         for i, n in enumerate(normed):
-            q_all = D[p + "self_attn.q_proj.weight"] @ n
+            q_all = affine(p + "self_attn.q_proj", n)
             heads_out = []
             for h in range(nh):
                 kv_head = (h * nkv) // nh
@@ -99,7 +106,7 @@ def slow_draft_logits(target_weights, target_config, drafter_weights, drafter_co
                 top = max(scores)
                 e = [math.exp(s - top) for s in scores]
                 heads_out.append(sum((e[j] / sum(e)) * values[j][kv_head] for j in range(len(keys))))
-            r = rows[i] + D[p + "self_attn.o_proj.weight"] @ np.concatenate(heads_out)
+            r = rows[i] + affine(p + "self_attn.o_proj", np.concatenate(heads_out))
             m = rmsnorm_vector(r, D[p + "post_attention_layernorm.weight"])
             gate = D[p + "mlp.gate_proj.weight"] @ m
             r = r + D[p + "mlp.down_proj.weight"] @ (gate / (1.0 + np.exp(-gate)) * (D[p + "mlp.up_proj.weight"] @ m))
@@ -121,7 +128,7 @@ def make_target(model_dir, rng, num_heads, num_kv_heads, tied, dtype, num_layers
 def cache_for(target, drafter, committed):
     """The draft context cache as the loop would hold it with `committed` in the target."""
     cache = dflash.DraftContextCache(drafter)
-    _, hidden_states = qwen3.forward(target, committed)
+    _, hidden_states = targets.forward(target, committed)
     dflash.inject_committed(cache, drafter, hidden_states, np.arange(len(committed)))
     return cache
 
@@ -172,7 +179,7 @@ def check_loading(tmp, target_dir, drafter_dir, drafter_config):
 
     refused("a DFlash2DraftModel", {"architectures": ["DFlash2DraftModel"]}, needle="DFlashDraftModel")
     refused("a missing mask_token_id", {"dflash_config": {"target_layer_ids": [1, 3]}}, needle="mask_token_id")
-    refused("an attention bias", {"attention_bias": True}, needle="attention_bias")
+    refused("attention_bias without bias tensors", {"attention_bias": True}, needle="attention_bias")
     refused("sliding-window layers", {"use_sliding_window": True}, needle="use_sliding_window")
     refused("a target layer beyond num_target_layers",
             {"dflash_config": dict(drafter_config["dflash_config"], target_layer_ids=[1, 6])}, needle="target_layer_ids")
@@ -259,7 +266,7 @@ def check_lossless(name, target, drafter, prompts, block_sizes, num_steps):
         for B in block_sizes:
             result = dflash.speculative_generate(target, drafter, prompt, B, num_steps)
             generated, steps = result["generated"], result["steps"]
-            greedy = qwen3.greedy_continuation(target, prompt, len(generated))
+            greedy = targets.greedy_continuation(target, prompt, len(generated))
             label = f"{name}: prompt of {len(prompt)}, B={B}"
             taus = [s["accepted"] + 1 for s in steps]
             check(generated == greedy, f"{label}: {len(generated)} speculative tokens equal plain greedy decoding (tau {taus})")
@@ -331,7 +338,7 @@ def check_partial_acceptance(target, drafter, prompt):
     and spoils row k of step s (no row: all accepted), so step s must accept exactly k."""
     B = 6
     planned = [0, 3, B - 1, 1, 4, 2, B - 1, 0]
-    full = prompt + qwen3.greedy_continuation(target, prompt, 1 + len(planned) * B)
+    full = prompt + targets.greedy_continuation(target, prompt, 1 + len(planned) * B)
     seen = []
 
     def oracle_draft_block(target_, drafter_, cache, start, last_token, block_size):

@@ -127,6 +127,9 @@ def random_weights(config, rng, with_lm_head):
         w[p + "mlp.gate_proj.weight"] = matrix(I, H)
         w[p + "mlp.up_proj.weight"] = matrix(I, H)
         w[p + "mlp.down_proj.weight"] = matrix(H, I)
+        if config.get("attention_bias"):
+            for proj, n in (("q_proj", nh * hd), ("k_proj", nkv * hd), ("v_proj", nkv * hd), ("o_proj", H)):
+                w[p + f"self_attn.{proj}.bias"] = 0.5 * rng.standard_normal(n)
     w["model.norm.weight"] = norm_weight(H)
     if with_lm_head:
         w["lm_head.weight"] = matrix(V, H)
@@ -189,9 +192,9 @@ def slow_forward(weights, config, tokens):
         for layer in range(L):
             p = f"model.layers.{layer}."
             n = rmsnorm_vector(x, W[p + "input_layernorm.weight"])
-            q_all = W[p + "self_attn.q_proj.weight"] @ n
-            k_all = W[p + "self_attn.k_proj.weight"] @ n
-            v_all = W[p + "self_attn.v_proj.weight"] @ n
+            q_all = W[p + "self_attn.q_proj.weight"] @ n + W.get(p + "self_attn.q_proj.bias", 0.0)
+            k_all = W[p + "self_attn.k_proj.weight"] @ n + W.get(p + "self_attn.k_proj.bias", 0.0)
+            v_all = W[p + "self_attn.v_proj.weight"] @ n + W.get(p + "self_attn.v_proj.bias", 0.0)
             keys[layer].append([rotate_pairs(rmsnorm_vector(k_all[j * hd:(j + 1) * hd], W[p + "self_attn.k_norm.weight"]), position)
                                 for j in range(nkv)])
             values[layer].append([v_all[j * hd:(j + 1) * hd] for j in range(nkv)])
@@ -204,7 +207,7 @@ def slow_forward(weights, config, tokens):
                 e = [math.exp(s - top) for s in scores]
                 total = sum(e)
                 heads_out.append(sum((e[t] / total) * values[layer][t][kv_head] for t in range(position + 1)))
-            x = x + W[p + "self_attn.o_proj.weight"] @ np.concatenate(heads_out)
+            x = x + W[p + "self_attn.o_proj.weight"] @ np.concatenate(heads_out) + W.get(p + "self_attn.o_proj.bias", 0.0)
             m = rmsnorm_vector(x, W[p + "post_attention_layernorm.weight"])
             gate = W[p + "mlp.gate_proj.weight"] @ m
             up = W[p + "mlp.up_proj.weight"] @ m
@@ -239,9 +242,9 @@ def torch_forward(torch, weights, config, tokens):
     for i in range(config["num_hidden_layers"]):
         p = f"model.layers.{i}."
         n = rms(x, W[p + "input_layernorm.weight"])
-        q = (n @ W[p + "self_attn.q_proj.weight"].T).view(T, nh, hd).transpose(0, 1)
-        k = (n @ W[p + "self_attn.k_proj.weight"].T).view(T, nkv, hd).transpose(0, 1)
-        v = (n @ W[p + "self_attn.v_proj.weight"].T).view(T, nkv, hd).transpose(0, 1)
+        q = F.linear(n, W[p + "self_attn.q_proj.weight"], W.get(p + "self_attn.q_proj.bias")).view(T, nh, hd).transpose(0, 1)
+        k = F.linear(n, W[p + "self_attn.k_proj.weight"], W.get(p + "self_attn.k_proj.bias")).view(T, nkv, hd).transpose(0, 1)
+        v = F.linear(n, W[p + "self_attn.v_proj.weight"], W.get(p + "self_attn.v_proj.bias")).view(T, nkv, hd).transpose(0, 1)
         q = rms(q, W[p + "self_attn.q_norm.weight"])
         k = rms(k, W[p + "self_attn.k_norm.weight"])
         q = q * cos + rotate_half(q) * sin
@@ -249,7 +252,7 @@ def torch_forward(torch, weights, config, tokens):
         k = k.repeat_interleave(nh // nkv, dim=0)
         v = v.repeat_interleave(nh // nkv, dim=0)
         att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + att.transpose(0, 1).reshape(T, nh * hd) @ W[p + "self_attn.o_proj.weight"].T
+        x = x + F.linear(att.transpose(0, 1).reshape(T, nh * hd), W[p + "self_attn.o_proj.weight"], W.get(p + "self_attn.o_proj.bias"))
         m = rms(x, W[p + "post_attention_layernorm.weight"])
         x = x + (F.silu(m @ W[p + "mlp.gate_proj.weight"].T) * (m @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
     return (rms(x, W["model.norm.weight"]) @ lm_head.T).numpy()
@@ -402,7 +405,7 @@ def check_config_reading(tmp, config, weights):
         refused = False
     except ValueError as e:
         refused = "attention_bias" in str(e)
-    check(refused, "config: attention_bias = true is refused, naming the key")
+    check(refused, "config: attention_bias = true without bias tensors is refused, naming the key")
 
     no_head_dim = {k: v for k, v in config.items() if k != "head_dim"}
     d = os.path.join(tmp, "no_head_dim")
@@ -431,10 +434,11 @@ def main():
             ("bf16 GQA 4q/2kv tied", 4, 2, True, "BF16", 1, "rope_theta"),
             ("f32 MHA 4q/4kv untied sharded", 4, 4, False, "F32", 2, "rope_parameters"),
             ("f16 MQA 4q/1kv untied", 4, 1, False, "F16", 1, "rope_theta"),
+            ("bf16 GQA 4q/2kv untied q/k/v/o biases", 4, 2, False, "BF16", 1, "rope_theta"),
         ]
         results = {}
         for name, nh, nkv, tied, dtype, shards, rope_style in variants:
-            config = tiny_config(nh, nkv, tied, rope_style)
+            config = dict(tiny_config(nh, nkv, tied, rope_style), attention_bias="biases" in name)
             weights = random_weights(config, rng, with_lm_head=not tied)
             model_dir = os.path.join(tmp, name.replace(" ", "_").replace("/", "-"))
             stored = write_checkpoint(model_dir, config, weights, dtype, shards)

@@ -3,8 +3,12 @@
 
 Read it next to docs/dflash.md: §3 (the drafter directory) first because everything else needs it, then
 §2.1 context features, §2.2 KV injection, §2.3 one draft step, §2.4 the greedy loop. The target is
-qwen3_reference.py; this file reuses its building blocks (linear, rms_norm, apply_rope, attention,
-MLP) so that the drafter differs from a target layer only where docs/dflash.md says it does.
+a Qwen3 (qwen3_reference.py) or Llama (llama_reference.py) checkpoint, chosen by its model_type
+(target_reference.py). The drafter's layers are Qwen3 layers whatever the target's family (the
+published DFlashDraftModel is built from Qwen3 layers: q_norm/k_norm, an MLP without biases, q/k/v/o
+biases when its attention_bias says so), with the RoPE its own config.json states (plain, linear or llama3, rope_reference.py); this file reuses
+qwen3_reference.py's building blocks (linear, rms_norm, apply_rope, attention, MLP) so that the
+drafter differs from a target layer only where docs/dflash.md says it does.
 
 Numerics as in qwen3_reference.py: weights float32 as stored, every activation float64.
 
@@ -39,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qwen3_reference as qwen3  # noqa: E402
+import target_reference as targets  # noqa: E402
 from qwen3_reference import COMPUTE, linear, rms_norm, apply_rope, swiglu_mlp  # noqa: E402
 from safetensors_numpy import load_safetensors  # noqa: E402
 
@@ -49,7 +54,7 @@ from safetensors_numpy import load_safetensors  # noqa: E402
 
 @dataclass(frozen=True)
 class DFlashConfig:
-    layers: qwen3.Qwen3Config     # the drafter's own Qwen3 keys: its heads, head_dim, rope_theta, eps
+    layers: qwen3.Qwen3Config     # the drafter's own Qwen3 keys: heads, head_dim, RoPE, eps
     block_size: int               # the block size it was trained with
     mask_token_id: int
     target_layer_ids: tuple       # 0-based target layers tapped, in concatenation order
@@ -73,7 +78,7 @@ def read_dflash_config(drafter_dir, num_target_layers=None):
     architectures = raw.get("architectures") or []
     if "DFlashDraftModel" not in architectures:
         raise ValueError(f"config: architectures {architectures} does not contain DFlashDraftModel")
-    layers = qwen3.read_qwen3_config(drafter_dir)  # also refuses attention_bias, sliding windows
+    layers = qwen3.read_qwen3_config(drafter_dir)  # also refuses sliding windows
     dflash = raw.get("dflash_config") or {}
     if "mask_token_id" not in dflash:
         raise ValueError("config: missing dflash_config.mask_token_id")
@@ -106,7 +111,7 @@ class DFlashDrafter:
     config: DFlashConfig
     fc: np.ndarray            # [hidden, K * target_hidden]
     hidden_norm: np.ndarray   # [hidden]
-    layers: list              # per layer {short name: ndarray}, the short names of qwen3.LAYER_TENSORS
+    layers: list              # per layer {short name: ndarray}: qwen3.LAYER_TENSORS (+ q/k/v/o biases)
     norm: np.ndarray          # [hidden], the drafter's final norm (the target's is never used)
 
 
@@ -119,11 +124,7 @@ def load_drafter(drafter_dir, num_target_layers=None):
     # The drafter's hidden size is the target's (its input rows are target embedding rows), so
     # fc takes K * hidden_size.
     K = len(config.target_layer_ids)
-    layer_shapes = qwen3._expected_layer_shapes(c)
-    layers = [
-        {short: qwen3._take(tensors, f"layers.{i}.{short}.weight", layer_shapes[short]) for short in qwen3.LAYER_TENSORS}
-        for i in range(c.num_hidden_layers)
-    ]
+    layers = [qwen3.take_layer(tensors, f"layers.{i}.", c) for i in range(c.num_hidden_layers)]
     return DFlashDrafter(
         config=config,
         fc=qwen3._take(tensors, "fc.weight", (c.hidden_size, K * c.hidden_size)),
@@ -169,13 +170,14 @@ def context_features(drafter, target_hidden_states, rows):
 # ---------------------------------------------------------------------------------------------
 
 def inject_context(layer, c, positions, config):
-    """Kc = rope_at_t(k_norm(k_proj c)), Vc = v_proj c, with this layer's own weights.
-    c is not passed through input_layernorm, and never enters the residual stream."""
+    """Kc = rope_at_t(k_norm(k_proj c)), Vc = v_proj c, with this layer's own weights (and its
+    k/v biases when attention_bias: z-lab's drafter applies k_proj/v_proj, biases included, to the
+    context rows). c is not passed through input_layernorm, and never enters the residual stream."""
     T = c.shape[0]
-    k = linear(c, layer["self_attn.k_proj"]).reshape(T, config.num_key_value_heads, config.head_dim)
-    v = linear(c, layer["self_attn.v_proj"]).reshape(T, config.num_key_value_heads, config.head_dim)
+    k = qwen3.project(layer, "self_attn.k_proj", c).reshape(T, config.num_key_value_heads, config.head_dim)
+    v = qwen3.project(layer, "self_attn.v_proj", c).reshape(T, config.num_key_value_heads, config.head_dim)
     k = rms_norm(k, layer["self_attn.k_norm"], config.rms_norm_eps)
-    k = apply_rope(k, positions, config.rope_theta)
+    k = apply_rope(k, positions, config.rope_theta, config.rope_scaling)
     return k, v
 
 
@@ -225,7 +227,7 @@ def drafter_layer(layer, h, positions, context_kv, config):
     values = np.concatenate([context_v, v])
     every_key = np.ones((h.shape[0], keys.shape[0]), dtype=bool)  # bidirectional inside the block
     attn = qwen3.grouped_query_attention(q, keys, values, every_key, config)
-    h = h + linear(attn, layer["self_attn.o_proj"])
+    h = h + qwen3.project(layer, "self_attn.o_proj", attn)
     m = rms_norm(h, layer["post_attention_layernorm"], config.rms_norm_eps)
     return h + swiglu_mlp(layer, m)
 
@@ -274,7 +276,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
     cache = DraftContextCache(drafter)
 
     # Prefill: target over the prompt, first token from the last row, every prompt position injected.
-    logits, hidden_states = qwen3.forward(target, prompt)
+    logits, hidden_states = targets.forward(target, prompt)
     generated = [int(np.argmax(logits[-1]))]
     inject_committed(cache, drafter, hidden_states, np.arange(len(prompt)))
 
@@ -289,7 +291,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
         draft_logits.append(logits_rows)
 
         # Verify: y_j = the target's choice at row start + j (the token for position start + j + 1).
-        logits, hidden_states = qwen3.forward(target, in_target + [x] + draft)
+        logits, hidden_states = targets.forward(target, in_target + [x] + draft)
         y = [int(np.argmax(logits[start + j])) for j in range(block_size)]
         a = accept_longest_prefix(draft, y)
         bonus = y[a]
@@ -311,7 +313,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="NumPy reference of greedy DFlash speculative decoding")
-    parser.add_argument("--target", required=True, help="target checkpoint directory (Qwen3)")
+    parser.add_argument("--target", required=True, help="target checkpoint directory (Qwen3 or Llama)")
     parser.add_argument("--drafter", required=True, help="DFlash drafter directory")
     parser.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
     parser.add_argument("--steps", required=True, type=int, help="number of draft-and-verify steps")
@@ -319,7 +321,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="output prefix")
     args = parser.parse_args(argv)
 
-    target = qwen3.load_model(args.target)
+    target = targets.load_target(args.target)
     drafter = load_drafter(args.drafter, num_target_layers=target.config.num_hidden_layers)
     block_size = drafter.config.block_size if args.block_size is None else args.block_size
     prompt = qwen3._int_list(args.tokens)

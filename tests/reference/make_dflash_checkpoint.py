@@ -5,11 +5,11 @@ z-lab layout of docs/dflash.md §3, for the self-checks of dflash_reference.py.
     /usr/bin/python3 tests/reference/make_dflash_checkpoint.py --target DIR --out DIR \
         [--layers 2] [--block-size 16] [--seed 0] [--dtype BF16]
 
-config.json: the drafter's Qwen3 keys, architectures ["DFlashDraftModel"], block_size (top level,
+config.json: the drafter's Qwen3 keys (its layers are Qwen3 layers whatever the target's family), architectures ["DFlashDraftModel"], block_size (top level,
 or inside dflash_config), num_target_layers, dflash_config {mask_token_id, target_layer_ids}.
 MASK is the target's last embedding row (vocab_size - 1), beyond any tokenizer id the checks use.
 model.safetensors: fc.weight [hidden, K * hidden], hidden_norm.weight, norm.weight and
-layers.{i}.* with Qwen3 layer names, no "model." prefix.
+layers.{i}.* with Qwen3 layer names (q/k/v/o biases when attention_bias), no "model." prefix.
 """
 
 import argparse
@@ -28,11 +28,14 @@ from dflash_reference import default_target_layer_ids  # noqa: E402
 
 def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=None, num_heads=None,
                    num_kv_heads=None, head_dim=None, intermediate_size=None, rope_theta=None,
-                   write_target_layer_ids=True, block_size_in_dflash_config=False):
-    """Shapes default to the target's; the checks override some so that a reader taking them from
-    the target instead of the drafter fails."""
+                   write_target_layer_ids=True, block_size_in_dflash_config=False, rope_scaling=None,
+                   attention_bias=False):
+    """Shapes default to the target's (Qwen3 or Llama); the checks override some so that a reader
+    taking them from the target instead of the drafter fails. rope_scaling: a rope_scaling dict
+    for the drafter's own RoPE (none by default); attention_bias: q/k/v/o biases in its layers."""
     t = target_config
     target_theta = t.get("rope_theta", (t.get("rope_parameters") or {}).get("rope_theta"))
+    target_head_dim = t.get("head_dim") or t["hidden_size"] // t["num_attention_heads"]
     L = t["num_hidden_layers"]
     ids = target_layer_ids if target_layer_ids is not None else default_target_layer_ids(L, num_layers)
     config = {
@@ -42,14 +45,16 @@ def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=
         "num_hidden_layers": num_layers,
         "num_attention_heads": num_heads or t["num_attention_heads"],
         "num_key_value_heads": num_kv_heads or t["num_key_value_heads"],
-        "head_dim": head_dim or t["head_dim"],
+        "head_dim": head_dim or target_head_dim,
         "rope_theta": rope_theta or target_theta,
         "rms_norm_eps": t["rms_norm_eps"],
         "vocab_size": t["vocab_size"],
-        "hidden_act": "silu", "attention_bias": False, "tie_word_embeddings": False,
+        "hidden_act": "silu", "attention_bias": attention_bias, "tie_word_embeddings": False,
         "num_target_layers": L,
         "dflash_config": {"mask_token_id": t["vocab_size"] - 1},
     }
+    if rope_scaling is not None:
+        config["rope_scaling"] = rope_scaling
     if write_target_layer_ids:
         config["dflash_config"]["target_layer_ids"] = list(ids)
     if block_size_in_dflash_config:
@@ -88,6 +93,9 @@ def random_drafter_weights(config, rng, zero_layers=False):
         w[p + "mlp.gate_proj.weight"] = matrix(I, H)
         w[p + "mlp.up_proj.weight"] = matrix(I, H)
         w[p + "mlp.down_proj.weight"] = matrix(H, I)
+        if config["attention_bias"]:
+            for proj, n in (("q_proj", nh * hd), ("k_proj", nkv * hd), ("v_proj", nkv * hd), ("o_proj", H)):
+                w[p + f"self_attn.{proj}.bias"] = 0.5 * rng.standard_normal(n)
         if zero_layers:
             for name in list(w):
                 if name.startswith(p):

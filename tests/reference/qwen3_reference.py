@@ -22,6 +22,8 @@ writes
                      each token, the residual stream after each listed layer (0-based, after both
                      residual adds, not normalised), concatenated in list order.
 
+RoPE: plain, or scaled ("linear", "llama3") when config.json says so, as rope_reference.py reads it.
+
 Import: load_model(dir) -> Qwen3Model; forward(model, tokens) -> (logits, hidden_states) where
 hidden_states[0] is the embedding output and hidden_states[i + 1] the residual stream after layer i.
 Note one difference from Hugging Face: HF's hidden_states[-1] is the *normalised* output of the
@@ -38,6 +40,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_numpy import load_safetensors  # noqa: E402
+import rope_reference as rope  # noqa: E402
 
 COMPUTE = np.float64
 
@@ -58,24 +61,13 @@ class Qwen3Config:
     rope_theta: float
     vocab_size: int
     tie_word_embeddings: bool
+    rope_scaling: rope.RopeScaling = None  # None: plain RoPE
+    attention_bias: bool = False           # q/k/v/o biases (HF Qwen3Attention's bias=attention_bias)
 
 
 # Keys without which the shapes are unknowable; HF has defaults for them (those of some other
 # model), but a reference that silently invents a model size would hide a broken config.
 _REQUIRED_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-
-
-def _rope_theta(raw):
-    # transformers >= 5 writes rope_parameters {"rope_type", "rope_theta"}; older files write
-    # rope_theta at top level and an optional rope_scaling. Only plain ("default") RoPE is exact here.
-    params = raw.get("rope_parameters")
-    if params is None:
-        params = raw.get("rope_scaling") or {}
-    rope_type = params.get("rope_type", params.get("type", "default"))
-    if rope_type != "default":
-        raise ValueError(f"config: rope type {rope_type!r} is not implemented (only 'default')")
-    theta = params.get("rope_theta", raw.get("rope_theta", 10000.0))  # HF's default
-    return float(theta)
 
 
 def read_qwen3_config(model_dir):
@@ -85,8 +77,6 @@ def read_qwen3_config(model_dir):
         if key not in raw:
             raise ValueError(f"config: missing {key}")
     # Features the section-1 forward does not have are refused, naming the key, rather than ignored.
-    if raw.get("attention_bias", False):
-        raise ValueError("config: attention_bias = true is not implemented")
     if raw.get("use_sliding_window", False):
         raise ValueError("config: use_sliding_window = true is not implemented")
     if any(t != "full_attention" for t in raw.get("layer_types") or []):
@@ -94,6 +84,8 @@ def read_qwen3_config(model_dir):
     if raw.get("hidden_act", "silu") != "silu":
         raise ValueError(f"config: hidden_act {raw['hidden_act']!r} is not implemented (only silu)")
 
+    # RoPE settings: plain, linear or llama3 (rope_reference.py); 10000 is HF's default theta.
+    rope_theta, rope_scaling = rope.read_rope(raw, default_theta=10000.0)
     num_heads = int(raw["num_attention_heads"])
     # HF: a missing num_key_value_heads takes the class default (32), an explicit null means MHA.
     num_kv_heads = raw.get("num_key_value_heads", 32)
@@ -107,9 +99,11 @@ def read_qwen3_config(model_dir):
         # Read, never derived from hidden_size / heads (Qwen3 models differ); 128 is HF's default.
         head_dim=int(raw.get("head_dim", 128)),
         rms_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
-        rope_theta=_rope_theta(raw),
+        rope_theta=rope_theta,
         vocab_size=int(raw["vocab_size"]),
         tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        rope_scaling=rope_scaling,
+        attention_bias=bool(raw.get("attention_bias", False)),
     )
     if num_heads % num_kv_heads != 0:
         raise ValueError(f"config: num_attention_heads {num_heads} not a multiple of num_key_value_heads {num_kv_heads}")
@@ -155,6 +149,23 @@ def _expected_layer_shapes(c):
     }
 
 
+ATTENTION_PROJECTIONS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
+
+
+def take_layer(tensors, prefix, config):
+    """One layer's tensors {short name: array} under `prefix` ("model.layers.3." or "layers.3."),
+    with "<projection>.bias" for q/k/v/o when the config has attention_bias."""
+    shapes = _expected_layer_shapes(config)
+    layer = {short: _take(tensors, f"{prefix}{short}.weight", shapes[short]) for short in LAYER_TENSORS}
+    if config.attention_bias:
+        for proj in ATTENTION_PROJECTIONS:
+            name = f"{prefix}{proj}.bias"
+            if name not in tensors:
+                raise ValueError(f"checkpoint: attention_bias is true but {name} is missing")
+            layer[proj + ".bias"] = _take(tensors, name, shapes[proj][:1])
+    return layer
+
+
 def _take(tensors, name, shape):
     if name not in tensors:
         raise KeyError(f"checkpoint: missing tensor {name}")
@@ -169,11 +180,7 @@ def load_model(model_dir):
     tensors = load_safetensors(model_dir)
     c = config
     vocab_shape = (c.vocab_size, c.hidden_size)
-    layer_shapes = _expected_layer_shapes(c)
-    layers = [
-        {short: _take(tensors, f"model.layers.{i}.{short}.weight", layer_shapes[short]) for short in LAYER_TENSORS}
-        for i in range(c.num_hidden_layers)
-    ]
+    layers = [take_layer(tensors, f"model.layers.{i}.", c) for i in range(c.num_hidden_layers)]
     embed = _take(tensors, "model.embed_tokens.weight", vocab_shape)
     # docs/dflash.md: lm_head.weight when the file has it; otherwise the embedding, if the config ties them.
     if "lm_head.weight" in tensors:
@@ -190,9 +197,15 @@ def load_model(model_dir):
 # The forward pass, docs/dflash.md section 1, step by step
 # ---------------------------------------------------------------------------------------------
 
-def linear(x, weight):
-    """y = x W^T with W stored [out, in] (each output row is W times the input row)."""
-    return x @ weight.astype(COMPUTE).T
+def linear(x, weight, bias=None):
+    """y = x W^T (+ b) with W stored [out, in] (each output row is W times the input row)."""
+    y = x @ weight.astype(COMPUTE).T
+    return y if bias is None else y + bias.astype(COMPUTE)
+
+
+def project(layer, name, x):
+    """The named projection of a layer dict, with its bias ("<name>.bias") when it has one."""
+    return linear(x, layer[name], layer.get(name + ".bias"))
 
 
 def rms_norm(x, weight, eps):
@@ -201,18 +214,14 @@ def rms_norm(x, weight, eps):
     return x / np.sqrt(mean_square + eps) * weight.astype(COMPUTE)
 
 
-def rope_inverse_frequencies(head_dim, theta):
-    """inv_freq[i] = theta^(-2i/head_dim), i = 0 .. head_dim/2 - 1."""
-    i = np.arange(head_dim // 2, dtype=COMPUTE)
-    return theta ** (-2.0 * i / head_dim)
-
-
-def apply_rope(x, positions, theta):
+def apply_rope(x, positions, theta, scaling=None):
     """Rotate-half RoPE on x [T, heads, head_dim]: element i and element i + head_dim/2 form the
-    pair rotated by angle positions[t] * inv_freq[i]."""
+    pair rotated by angle positions[t] * inv_freq[i] (inv_freq of rope_reference.py: plain, or
+    scaled when `scaling` is given)."""
     head_dim = x.shape[-1]
     half = head_dim // 2
-    angle = np.asarray(positions, dtype=COMPUTE)[:, None] * rope_inverse_frequencies(head_dim, theta)[None, :]
+    inv_freq = rope.inverse_frequencies(head_dim, theta, scaling)
+    angle = np.asarray(positions, dtype=COMPUTE)[:, None] * inv_freq[None, :]
     cos = np.cos(angle)[:, None, :]  # [T, 1, half]: the same rotation for every head
     sin = np.sin(angle)[:, None, :]
     first, second = x[..., :half], x[..., half:]
@@ -220,17 +229,18 @@ def apply_rope(x, positions, theta):
 
 
 def project_qkv(layer, n, positions, config):
-    """Queries, keys, values of the normalised rows n [T, hidden]: q_norm/k_norm per head (one
-    weight shared by all heads), then RoPE; v is never normalised. Shapes [T, heads, head_dim]."""
+    """Queries, keys, values of the normalised rows n [T, hidden] (projections plus their biases
+    when attention_bias): q_norm/k_norm per head (one weight shared by all heads), then RoPE; v is
+    never normalised. Shapes [T, heads, head_dim]."""
     c = config
     T = n.shape[0]
-    q = linear(n, layer["self_attn.q_proj"]).reshape(T, c.num_attention_heads, c.head_dim)
-    k = linear(n, layer["self_attn.k_proj"]).reshape(T, c.num_key_value_heads, c.head_dim)
-    v = linear(n, layer["self_attn.v_proj"]).reshape(T, c.num_key_value_heads, c.head_dim)
+    q = project(layer, "self_attn.q_proj", n).reshape(T, c.num_attention_heads, c.head_dim)
+    k = project(layer, "self_attn.k_proj", n).reshape(T, c.num_key_value_heads, c.head_dim)
+    v = project(layer, "self_attn.v_proj", n).reshape(T, c.num_key_value_heads, c.head_dim)
     q = rms_norm(q, layer["self_attn.q_norm"], c.rms_norm_eps)
     k = rms_norm(k, layer["self_attn.k_norm"], c.rms_norm_eps)
-    q = apply_rope(q, positions, c.rope_theta)
-    k = apply_rope(k, positions, c.rope_theta)
+    q = apply_rope(q, positions, c.rope_theta, c.rope_scaling)
+    k = apply_rope(k, positions, c.rope_theta, c.rope_scaling)
     return q, k, v
 
 
@@ -272,7 +282,7 @@ def decoder_layer(layer, h, positions, config):
     n = rms_norm(h, layer["input_layernorm"], config.rms_norm_eps)
     q, k, v = project_qkv(layer, n, positions, config)
     attn = grouped_query_attention(q, k, v, causal_mask(h.shape[0]), config)
-    h = h + linear(attn, layer["self_attn.o_proj"])
+    h = h + project(layer, "self_attn.o_proj", attn)
     m = rms_norm(h, layer["post_attention_layernorm"], config.rms_norm_eps)
     return h + swiglu_mlp(layer, m)
 
@@ -302,13 +312,15 @@ def forward(model, tokens):
     return logits, hidden_states
 
 
-def greedy_continuation(model, tokens, num_new):
+def greedy_continuation(model, tokens, num_new, forward_fn=None):
     """The num_new greedy next tokens. Each step re-runs the full forward over everything so far:
-    no cache to get wrong. Ties go to the lowest id (np.argmax, like torch.argmax)."""
+    no cache to get wrong. Ties go to the lowest id (np.argmax, like torch.argmax).
+    forward_fn: the family's forward (this file's by default)."""
+    forward_fn = forward_fn or forward
     sequence = list(tokens)
     new = []
     for _ in range(num_new):
-        logits, _ = forward(model, sequence)
+        logits, _ = forward_fn(model, sequence)
         next_id = int(np.argmax(logits[-1]))
         new.append(next_id)
         sequence.append(next_id)
@@ -328,8 +340,9 @@ def _int_list(text):
     return [int(x) for x in text.split(",") if x.strip() != ""]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="NumPy reference forward of a Qwen3 checkpoint")
+def run_cli(argv, family, load_model_fn, forward_fn):
+    """The command line of module docstring, shared by the families (llama_reference.py too)."""
+    parser = argparse.ArgumentParser(description=f"NumPy reference forward of a {family} checkpoint")
     parser.add_argument("--model", required=True, help="checkpoint directory (config.json + safetensors)")
     parser.add_argument("--tokens", required=True, help="comma-separated token ids")
     parser.add_argument("--greedy", type=int, default=None, help="also produce N greedy next tokens")
@@ -337,7 +350,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="output prefix")
     args = parser.parse_args(argv)
 
-    model = load_model(args.model)
+    model = load_model_fn(args.model)
     c = model.config
     tokens = _int_list(args.tokens)
     taps = _int_list(args.taps) if args.taps is not None else None
@@ -350,7 +363,7 @@ def main(argv=None):
     if args.greedy is not None and args.greedy < 0:
         parser.error("--greedy: must be >= 0")
 
-    logits, hidden_states = forward(model, tokens)
+    logits, hidden_states = forward_fn(model, tokens)
     logits.astype("<f4").tofile(args.out + ".logits.f32")
 
     info = {
@@ -358,7 +371,7 @@ def main(argv=None):
         "rows": len(tokens),
         "hidden_size": c.hidden_size,
         "tokens": tokens,
-        "greedy": greedy_continuation(model, tokens, args.greedy) if args.greedy is not None else None,
+        "greedy": greedy_continuation(model, tokens, args.greedy, forward_fn) if args.greedy is not None else None,
         "taps": None,
     }
     if taps is not None:
@@ -368,6 +381,10 @@ def main(argv=None):
     with open(args.out + ".json", "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1)
     return 0
+
+
+def main(argv=None):
+    return run_cli(argv, "Qwen3", load_model, forward)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""The reference target of any supported family, chosen by config.json's model_type: "qwen3"
+(qwen3_reference.py) or "llama" (llama_reference.py). Used where the family does not matter, such
+as the DFlash loop of dflash_reference.py.
+
+Command line: the same as qwen3_reference.py's, for a checkpoint of either family:
+  /usr/bin/python3 tests/reference/target_reference.py --model DIR --tokens 1,2,3 \
+      [--greedy N] [--taps 0,2] --out PREFIX
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama_reference  # noqa: E402
+import qwen3_reference  # noqa: E402
+
+FAMILIES = {"qwen3": qwen3_reference, "llama": llama_reference}
+
+
+def family_of(model_dir):
+    """The reference module of the checkpoint's model_type; other types are refused by name."""
+    with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
+        model_type = json.load(f).get("model_type")
+    if model_type not in FAMILIES:
+        raise ValueError(f"config: model_type {model_type!r} has no reference (known: {', '.join(FAMILIES)})")
+    return FAMILIES[model_type]
+
+
+def load_target(model_dir):
+    return family_of(model_dir).load_model(model_dir)
+
+
+def _module(model):
+    return llama_reference if isinstance(model, llama_reference.LlamaModel) else qwen3_reference
+
+
+def forward(model, tokens):
+    return _module(model).forward(model, tokens)
+
+
+def greedy_continuation(model, tokens, num_new):
+    return qwen3_reference.greedy_continuation(model, tokens, num_new, forward)
+
+
+def main(argv=None):
+    return qwen3_reference.run_cli(argv, "Qwen3 or Llama", load_target, forward)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
