@@ -8,7 +8,9 @@ int64_t estimate_prompt_tokens(const protocol::Job& job) {
   if (const auto* text = std::get_if<std::string>(&job.prompt)) return static_cast<int64_t>(text->size()) / 4 + 1;
   if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) return static_cast<int64_t>(ids->size());
   int64_t bytes = 0;
-  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) bytes += static_cast<int64_t>(m.content.size());
+  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) {
+    if (m.content) bytes += static_cast<int64_t>(m.content->size());
+  }
   return bytes / 4 + 1;
 }
 
