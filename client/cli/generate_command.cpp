@@ -29,7 +29,10 @@ void run_generate(GenerateOptions& options) {
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   Tokenizer& tokenizer = *serving.tokenizer;
   options.request.spec = parse_spec_mode(options.spec);
-  std::string text = options.chat ? serving.model->chat_template().render({{"user", options.prompt}}) : options.prompt;
+  std::string text =
+      options.chat
+          ? serving.model->chat_template().render({.messages = plain_chat_messages({{"user", options.prompt}})})
+          : options.prompt;
   options.request.generation.prompt_tokens = tokenizer.encode(text);
 
   EngineOptions engine_options{.max_slots = 1};

@@ -80,5 +80,83 @@ TEST_F(JobRequestTest, ChatMessagesAreFormattedWithChatml) {
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// A chat job with every kind of message, tools and options, as the wire carries it.
+protocol::Job tool_chat_job() {
+  protocol::Job job;
+  job.id = "chat";
+  protocol::ChatMessage call{.role = "assistant", .content = std::nullopt};
+  call.tool_calls = {{"call_1", "get_weather", R"("{\"city\": \"Paris\", \"units\": \"C\"}")"},
+                     {"", "echo", R"("not json")"},
+                     {"call_3", "sum", R"({"b":[1,2],"a":1})"}};
+  call.reasoning_content = "Need the weather.";
+  protocol::ChatMessage result{.role = "tool", .content = "18"};
+  result.tool_call_id = "call_1";
+  result.name = "get_weather";
+  job.prompt = std::vector<protocol::ChatMessage>{{"system", "Be brief."}, {"user", "Weather in Paris?"}, call, result};
+  job.tools = R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
+  job.chat_template_kwargs = R"({"enable_thinking":false,"date_string":"26 Jul 2024"})";
+  job.add_generation_prompt = false;
+  return job;
+}
+
+TEST_F(JobRequestTest, ChatRequestCarriesMessagesToolsOptionsAndTheGenerationPrompt) {
+  const ChatRequest request = make_chat_request(tool_chat_job());
+  ASSERT_EQ(request.messages.size(), 4u);
+  EXPECT_EQ(request.messages[0], ChatJson({{"role", "system"}, {"content", "Be brief."}}));
+  const ChatJson& call = request.messages[2];
+  EXPECT_TRUE(call["content"].is_null());
+  EXPECT_EQ(call["reasoning_content"], "Need the weather.");
+  // JSON text of an object becomes the object, in its own key order; other text stays text.
+  EXPECT_EQ(
+      call["tool_calls"][0].dump(),
+      R"({"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris","units":"C"}}})");
+  EXPECT_EQ(call["tool_calls"][1].dump(), R"({"type":"function","function":{"name":"echo","arguments":"not json"}})");
+  EXPECT_EQ(call["tool_calls"][2]["function"]["arguments"].dump(), R"({"b":[1,2],"a":1})");
+  EXPECT_EQ(request.messages[3],
+            ChatJson({{"role", "tool"}, {"content", "18"}, {"tool_call_id", "call_1"}, {"name", "get_weather"}}));
+  EXPECT_EQ(request.tools.dump(),
+            R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
+  EXPECT_EQ(request.options.dump(), R"({"enable_thinking":false,"date_string":"26 Jul 2024"})");
+  EXPECT_FALSE(request.add_generation_prompt);
+}
+
+TEST_F(JobRequestTest, ChatRequestWithoutToolsOrOptionsHasNull) {
+  protocol::Job job;
+  job.prompt = std::vector<protocol::ChatMessage>{{"user", "hi"}};
+  const ChatRequest request = make_chat_request(job);
+  EXPECT_TRUE(request.tools.is_null());
+  EXPECT_TRUE(request.options.is_null());
+  EXPECT_TRUE(request.add_generation_prompt);
+}
+
+TEST_F(JobRequestTest, DeeplyNestedArgumentTextStaysText) {
+  protocol::Job job;
+  protocol::ChatMessage call{.role = "assistant", .content = std::nullopt};
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  call.tool_calls = {{"c", "f", nlohmann::json(deep).dump()}};
+  job.prompt = std::vector<protocol::ChatMessage>{{"user", "hi"}, call};
+  EXPECT_EQ(make_chat_request(job).messages[1]["tool_calls"][0]["function"]["arguments"], deep);
+}
+
+TEST_F(JobRequestTest, ToolsForADefaultTemplateAreRefusedClearly) {
+  protocol::Assign a = assign_with(std::vector<protocol::ChatMessage>{{"user", "weather?"}}, 4);
+  a.job.tools = R"([{"type":"function","function":{"name":"get_weather"}}])";
+  try {
+    make_job_request(a, *tokenizer_, {"m", false, &chatml_template()});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no chat template that takes tools"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(JobRequestTest, AddGenerationPromptFalseEndsAfterTheLastMessage) {
+  protocol::Assign a = assign_with(std::vector<protocol::ChatMessage>{{"user", "hi"}, {"assistant", "Hel"}}, 4);
+  a.job.add_generation_prompt = false;
+  JobRequest r = make_job_request(a, *tokenizer_, {"m", false, &chatml_template()});
+  EXPECT_EQ(tokenizer_->decode(r.sequence.generation.prompt_tokens),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nHel<|im_end|>\n");
+}
+
 }  // namespace
 }  // namespace flashq::testing
