@@ -6,6 +6,9 @@
 //
 //   node tests/golden/make_template_golden.js   (from the repository root, after scripts/setup)
 //
+// It also renders the small templates of tests/golden/templates/constructs.json, one per Jinja
+// construct, into constructs.golden.jsonl (source "inline", the template in "template_text").
+//
 // One JSON object per line:
 //   {"template":..., "source":..., "conversation":..., "now_unix":..., "context":{...}, "text":...}
 //   {..., "error":...}     when the template raises (raise_exception) or fails on that input
@@ -112,6 +115,26 @@ for (const t of templates) {
     lines.push(JSON.stringify(line));
   }
   const outputPath = path.join(outputDir, `${t.name}.golden.jsonl`);
+  fs.writeFileSync(outputPath, lines.join('\n') + '\n');
+  console.log(`${outputPath}: ${lines.length} renderings, ${errors} errors`);
+}
+
+// One small template per construct, each with its own context.
+{
+  const constructs = JSON.parse(fs.readFileSync(path.join(outputDir, 'constructs.json'), 'utf8'));
+  const lines = [];
+  let errors = 0;
+  for (const c of constructs.cases) {
+    const line = { template: 'constructs', source: 'inline', conversation: c.id, template_text: c.template, now_unix: nowUnix, context: c.context };
+    try {
+      line.text = new Template(c.template).render(JSON.parse(JSON.stringify(c.context)));
+    } catch (e) {
+      line.error = e.message;
+      ++errors;
+    }
+    lines.push(JSON.stringify(line));
+  }
+  const outputPath = path.join(outputDir, 'constructs.golden.jsonl');
   fs.writeFileSync(outputPath, lines.join('\n') + '\n');
   console.log(`${outputPath}: ${lines.length} renderings, ${errors} errors`);
 }

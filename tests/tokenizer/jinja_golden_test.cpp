@@ -100,6 +100,44 @@ TEST_P(JinjaGolden, RendersLikeHuggingFaceJinja) {
   EXPECT_GE(rendered, 8u) << "renderings that produced text";
 }
 
+// One small template per construct (tests/golden/templates/constructs.json): number printing,
+// operators, slicing, loop.*, macros, namespace, every filter, test and method, whitespace
+// control, and the errors the reference engine raises.
+TEST(JinjaGoldenConstructs, RenderLikeHuggingFaceJinja) {
+  const std::vector<GoldenRendering> golden = read_golden("constructs");
+  ASSERT_GE(golden.size(), 40u) << "tests/golden/templates/constructs.golden.jsonl";
+  for (const GoldenRendering& g : golden) {
+    const std::string id = g.json.at("conversation").get<std::string>();
+    SCOPED_TRACE("golden line " + std::to_string(g.line) + " (" + id + ")");
+    jinja::RenderOptions options;
+    options.now = std::chrono::system_clock::time_point(std::chrono::seconds(g.json.at("now_unix").get<int64_t>()));
+    const jinja::Template tmpl = jinja::Template::parse(g.json.at("template_text").get<std::string>());
+    const nlohmann::ordered_json& context = g.json.at("context");
+    if (!g.json.contains("error")) {
+      std::string actual;
+      ASSERT_NO_THROW(actual = tmpl.render(context, options));
+      const std::string expected = g.json.at("text").get<std::string>();
+      EXPECT_EQ(actual, expected) << first_difference(expected, actual);
+      continue;
+    }
+    // The reference engine's own messages, except where it crashed inside JavaScript
+    // ("Cannot read properties of undefined"): then any render error will do.
+    const std::string expected = g.json.at("error").get<std::string>();
+    const bool javascript_crash = expected.rfind("Cannot read properties", 0) == 0;
+    try {
+      const std::string text = tmpl.render(context, options);
+      ADD_FAILURE() << "rendered instead of failing with \"" << expected << "\":\n" << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      const std::string what = e.what();
+      if (!javascript_crash) {
+        EXPECT_TRUE(what.size() >= expected.size() && what.compare(what.size() - expected.size(), expected.size(), expected) == 0)
+            << "expected the message to end with \"" << expected << "\", got \"" << what << "\"";
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(RealTemplates, JinjaGolden,
                          ::testing::Values("qwen3", "llama3_1", "llama3_2", "gemma3", "gpt_oss", "llama3_1_instruct"));
 
