@@ -6,6 +6,7 @@
 
 #include "shared/error.h"
 #include "tests/support/tiny_tokenizer_suite.h"
+#include "worker/tokenizer/jinja_chat_template.h"
 
 namespace flashq::testing {
 namespace {
@@ -148,6 +149,24 @@ TEST_F(JobRequestTest, ToolsForADefaultTemplateAreRefusedClearly) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("no chat template that takes tools"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(JobRequestTest, ACheckpointTemplateRendersToolsCallsAndOptions) {
+  const JinjaChatTemplate chat_template(
+      "{%- for t in tools %}[tool {{ t.function.name }}]{% endfor %}"
+      "{%- for m in messages %}[{{ m.role }}"
+      "{%- if m.tool_calls %}{% for c in m.tool_calls %} {{ c.function.name }} {{ c.function.arguments | tojson }}"
+      "{% endfor %}{% endif %}"
+      "{%- if m.tool_call_id %} for {{ m.tool_call_id }}{% endif %}:{{ m.content }}]{% endfor %}"
+      "{%- if add_generation_prompt %}[gen]{% endif %}|thinking={{ enable_thinking }}|{{ date_string }}",
+      ChatJson::object(), "test template");
+  protocol::Assign a;
+  a.job = tool_chat_job();
+  JobRequest r = make_job_request(a, *tokenizer_, {"m", false, &chat_template});
+  EXPECT_EQ(tokenizer_->decode(r.sequence.generation.prompt_tokens),
+            "[tool get_weather][system:Be brief.][user:Weather in Paris?]"
+            "[assistant get_weather {\"city\": \"Paris\", \"units\": \"C\"} echo \"not json\" sum {\"b\": [1, 2], \"a\": 1}:]"
+            "[tool for call_1:18]|thinking=false|26 Jul 2024");
 }
 
 TEST_F(JobRequestTest, AddGenerationPromptFalseEndsAfterTheLastMessage) {

@@ -30,8 +30,11 @@ constexpr const char* kQwenSplitPattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+// ChatML for plain messages; another role is refused (raise_exception) rather than written.
 constexpr const char* kChatTemplate =
-    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+    "{%- for message in messages %}{%- if message.role not in ['system', 'user', 'assistant'] %}"
+    "{{- raise_exception('chat message role \"' + message.role + '\" is not system, user or assistant') }}"
+    "{%- endif %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
     "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- "
     "'<|im_start|>assistant\\n' }}{%- endif %}";
 
