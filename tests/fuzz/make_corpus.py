@@ -206,6 +206,17 @@ def safetensors_seeds():
         write("safetensors_header_fuzzer", name, image(header, data))
 
 
+def chat_template_seeds():
+    """The committed real templates (gpt-oss, Qwen3-Coder, Llama 3.1 Instruct) and one small
+    template per construct from the golden constructs set."""
+    templates = ROOT / "tests" / "golden" / "templates"
+    for path in sorted(templates.glob("*.jinja")):
+        write("chat_template_fuzzer", path.stem, path.read_text(encoding="utf-8"))
+    constructs = json.loads((templates / "constructs.json").read_text(encoding="utf-8"))
+    for case in constructs["cases"]:
+        write("chat_template_fuzzer", "construct_" + case["id"], case["template"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny-tokenizer", help="tokenizer.json written by flashq-model make-tiny")
@@ -215,6 +226,7 @@ def main():
     config_seeds()
     tokenizer_seeds(args.tiny_tokenizer)
     safetensors_seeds()
+    chat_template_seeds()
 
 
 if __name__ == "__main__":

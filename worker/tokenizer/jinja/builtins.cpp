@@ -183,7 +183,7 @@ Value range(std::vector<Value>& args) {
   }
   const double step = args.size() > 2 ? args[2].number : 1;
   if (step == 0) fail("range() step must not be zero");
-  if ((stop - start) / step > 1e7) fail("range() is too long");
+  if ((stop - start) / step > 100000) fail_unsupported("range() longer than 100000 is not supported");
   Array out;
   for (double i = start; step > 0 ? i < stop : i > stop; i += step) {
     out.push_back(i == std::floor(i) ? Value::from_int(i) : Value::from_float(i));

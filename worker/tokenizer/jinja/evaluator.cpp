@@ -37,8 +37,13 @@ std::vector<size_t> slice_indices(size_t size, const Value& start_v, const Value
   return out;
 }
 
+// Deeper than any real template, so that runaway recursion fails instead of exhausting the stack.
+constexpr int kMaxMacroDepth = 100;
+
 class Evaluator {
  public:
+  explicit Evaluator(const RenderOptions& options) : options_(options) {}
+
   std::string block(const std::vector<NodePtr>& statements, Scope& scope) {
     std::string out;
     for (const NodePtr& statement : statements) {
@@ -51,6 +56,7 @@ class Evaluator {
       if (!v.is(Kind::kNone) && !v.is(Kind::kUndefined)) {
         try {
           out += to_output(v);
+          check_size(out);
         } catch (const RenderError& e) {
           throw Error(e.code, "chat template line " + std::to_string(statement->line) + ": " + e.message);
         }
@@ -151,6 +157,9 @@ class Evaluator {
     bool iterated = false;
     const size_t n = items.size();
     for (size_t i = 0; i < n; ++i) {
+      if (++iterations_ > options_.max_loop_iterations) {
+        fail("loops ran more than " + std::to_string(options_.max_loop_iterations) + " iterations");
+      }
       Object loop;
       loop.set("index", Value::from_int(static_cast<double>(i + 1)));
       loop.set("index0", Value::from_int(static_cast<double>(i)));
@@ -202,6 +211,12 @@ class Evaluator {
   Value define_macro(const Node& node, Scope& scope) {
     const Node* macro = &node;
     scope.set(node.text, Value::from_function([this, macro](std::vector<Value>& args, Scope& caller) {
+      if (macro_depth_ >= kMaxMacroDepth) fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth) + " levels");
+      ++macro_depth_;
+      struct Leave {
+        int& depth;
+        ~Leave() { --depth; }
+      } leave{macro_depth_};
       Scope local(&caller);
       Object keywords;
       if (!args.empty() && args.back().is(Kind::kKwargs)) {
@@ -319,6 +334,16 @@ class Evaluator {
     fail("Unknown operator \"" + node.text + "\" for " + type_name(v));
   }
 
+  void check_size(const std::string& s) const {
+    if (s.size() > options_.max_string_bytes) fail("a string grew beyond " + std::to_string(options_.max_string_bytes) + " bytes");
+  }
+
+  Value concatenate(const Value& left, const Value& right) const {
+    std::string joined = to_plain_string(left) + to_plain_string(right);
+    check_size(joined);
+    return Value::from_string(std::move(joined));
+  }
+
   Value binary(const Node& node, Scope& scope) {
     const std::string& op = node.text;
     Value left = eval(*node.a, scope);
@@ -332,7 +357,7 @@ class Evaluator {
       fail("Cannot perform operation " + op + " on undefined values");
     }
     if (left.is(Kind::kNone) || right.is(Kind::kNone)) fail("Cannot perform operation on null values");
-    if (op == "~") return Value::from_string(to_plain_string(left) + to_plain_string(right));
+    if (op == "~") return concatenate(left, right);
     const auto numeric_like = [](const Value& v) { return v.is_number() || v.is(Kind::kBool); };
     if (op == "**" && numeric_like(left) && numeric_like(right)) {
       const double a = left.is(Kind::kBool) ? left.boolean : left.number;
@@ -369,9 +394,7 @@ class Evaluator {
       for (const Value& item : *right.array) member = member || strict_equals(item, left);
       return Value::from_bool(op == "in" ? member : !member);
     }
-    if ((left.is(Kind::kString) || right.is(Kind::kString)) && op == "+") {
-      return Value::from_string(to_plain_string(left) + to_plain_string(right));
-    }
+    if ((left.is(Kind::kString) || right.is(Kind::kString)) && op == "+") return concatenate(left, right);
     if (left.is(Kind::kString) && right.is(Kind::kString) && (op == "in" || op == "not in")) {
       const bool found = right.string.find(left.string) != std::string::npos;
       return Value::from_bool(op == "in" ? found : !found);
@@ -382,12 +405,16 @@ class Evaluator {
     }
     fail("Unknown operator \"" + op + "\" between " + type_name(left) + " and " + type_name(right));
   }
+
+  const RenderOptions& options_;
+  int macro_depth_ = 0;
+  size_t iterations_ = 0;
 };
 
 }  // namespace
 
-std::string render_program(const Node& program, Scope& globals) {
-  Evaluator evaluator;
+std::string render_program(const Node& program, Scope& globals, const RenderOptions& options) {
+  Evaluator evaluator(options);
   try {
     return evaluator.block(program.body, globals);
   } catch (const LoopBreak&) {

@@ -7,12 +7,13 @@
 
 #include "worker/tokenizer/jinja/ast.h"
 #include "worker/tokenizer/jinja/scope.h"
+#include "worker/tokenizer/jinja/template.h"
 
 namespace flashq::jinja {
 
 // Renders `program` with `globals` as the outermost scope. Errors are flashq::Errors naming the
 // line: kInvalidArgument for what the template raised or got wrong, kUnsupported for a value the
 // engine will not print.
-std::string render_program(const Node& program, Scope& globals);
+std::string render_program(const Node& program, Scope& globals, const RenderOptions& options);
 
 }  // namespace flashq::jinja

@@ -250,6 +250,7 @@ Value called_filter(const std::string& name, const Value& operand, const FilterA
 
 Value plain_filter(const std::string& name, const Value& operand) {
   if (name == "safe") return operand;
+  if (name == "select" || name == "reject") return select_by_test(name, operand, FilterArguments{});
   if (name == "tojson") return Value::from_string(to_json(operand, JsonOptions{}));
   if (operand.is_array()) {
     const Array& items = *operand.array;

@@ -16,7 +16,7 @@ bool one_of(const std::string& name, std::initializer_list<const char*> names) {
 // Filters the engine renders written without arguments (`x|trim`) and with them (`x|join(", ")`);
 // the two sets differ because the reference engine dispatches the two forms separately.
 bool is_plain_filter(const std::string& name) {
-  return one_of(name, {"safe", "tojson", "list", "first", "last", "length", "reverse", "sort", "join", "string",
+  return one_of(name, {"safe", "tojson", "select", "reject", "list", "first", "last", "length", "reverse", "sort", "join", "string",
                        "unique", "upper", "lower", "title", "capitalize", "trim", "indent", "int", "float", "abs",
                        "items", "bool", "dictsort", "keys", "values"});
 }
@@ -41,6 +41,9 @@ bool is_unsupported_statement(const std::string& name) {
 bool is_unsupported_global(const std::string& name) {
   return one_of(name, {"dict", "lipsum", "cycler", "joiner"});
 }
+
+// Deeper nesting than any real template, refused so that recursion cannot exhaust the stack.
+constexpr int kMaxNesting = 100;
 
 class Parser {
  public:
@@ -114,7 +117,17 @@ class Parser {
     }
   }
 
+  // Counts one level of recursion for as long as it lives.
+  struct Depth {
+    explicit Depth(const Parser& p) : parser(p) {
+      if (++parser.depth_ > kMaxNesting) parser.unsupported(parser.line(), "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+    ~Depth() { --parser.depth_; }
+    const Parser& parser;
+  };
+
   NodePtr statement() {
+    const Depth depth(*this);
     const int start = line();
     ++pos_;  // {%
     if (!is(TokenType::kIdentifier)) syntax_error(start, "expected a statement name after '{%'");
@@ -250,7 +263,10 @@ class Parser {
     return tuple;
   }
 
-  NodePtr expression() { return if_expression(); }
+  NodePtr expression() {
+    const Depth depth(*this);
+    return if_expression();
+  }
 
   NodePtr if_expression() {
     const int start = line();
@@ -302,6 +318,7 @@ class Parser {
 
   NodePtr not_expression() {
     if (!is_word("not")) return comparison_expression();
+    const Depth depth(*this);
     auto node = std::make_unique<Node>(NodeKind::kUnary, line());
     node->text = "not";
     ++pos_;
@@ -408,6 +425,7 @@ class Parser {
 
   NodePtr unary_sign_expression() {
     if ((is(TokenType::kUnary) || is(TokenType::kAdditive)) && (tokens_[pos_].value == "-" || tokens_[pos_].value == "+")) {
+      const Depth depth(*this);
       auto node = std::make_unique<Node>(NodeKind::kUnary, line());
       node->text = tokens_[pos_++].value;
       node->a = unary_sign_expression();
@@ -582,6 +600,7 @@ class Parser {
 
   const std::vector<Token>& tokens_;
   size_t pos_ = 0;
+  mutable int depth_ = 0;
 };
 
 }  // namespace

@@ -30,7 +30,7 @@ std::string Template::render(const nlohmann::ordered_json& context, const Render
     }
     globals.set(name, value);
   }
-  return render_program(*program_, globals);
+  return render_program(*program_, globals, options);
 }
 
 }  // namespace flashq::jinja

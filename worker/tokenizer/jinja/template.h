@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,10 @@ struct Node;
 struct RenderOptions {
   // What strftime_now() formats (in UTC).
   std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+  // Bounds no real template comes near, so that a hostile one fails (kInvalidArgument) instead
+  // of exhausting the time or memory of the process rendering it.
+  size_t max_loop_iterations = 1000000;   // all loops of one render together
+  size_t max_string_bytes = size_t{64} << 20;  // any string built, the output included
 };
 
 class Template {

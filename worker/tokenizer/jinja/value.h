@@ -23,17 +23,7 @@ class Scope;
 
 using Array = std::vector<Value>;
 
-// Insertion-ordered string-keyed map; small enough in templates for a linear search.
-class Object {
- public:
-  const Value* find(std::string_view key) const;
-  void set(const std::string& key, Value value);
-  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
-  size_t size() const { return entries_.size(); }
-
- private:
-  std::vector<std::pair<std::string, Value>> entries_;
-};
+class Object;
 
 // A callable: receives the positional arguments, with a kKwargs object last when the call named
 // any, and the scope of the call (macros see their caller's variables, as in the reference engine).
@@ -73,6 +63,18 @@ struct Value {
 
  private:
   static Value with_kind(Kind k) { Value v; v.kind = k; return v; }
+};
+
+// Insertion-ordered string-keyed map; small enough in templates for a linear search.
+class Object {
+ public:
+  const Value* find(std::string_view key) const;
+  void set(const std::string& key, Value value);
+  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, Value>> entries_;
 };
 
 // An error the template causes while rendering; the evaluator adds the line. kUnsupported marks a
