@@ -109,17 +109,19 @@ TEST_F(Cli, GenerateChatRendersTheCheckpointsTemplateWithSystemToolsAndOptions) 
       "{%- for m in messages %}<|im_start|>{{ m.role }}:{{ m.content }}<|im_end|>{% endfor %}"
       "{%- for t in tools %}[{{ t.function.name }}]{% endfor %}"
       "{%- if add_generation_prompt %}<|im_start|>assistant{% endif %} thinking={{ enable_thinking }} {{ style }}");
-  write_text_file(scratch_.path() / "tools.json",
-                  R"([{"type": "function", "function": {"name": "get_weather"}}, {"type": "function", "function": {"name": "add"}}])");
+  write_text_file(
+      scratch_.path() / "tools.json",
+      R"([{"type": "function", "function": {"name": "get_weather"}}, {"type": "function", "function": {"name": "add"}}])");
   const std::string args = "--max-tokens 6 --ignore-eos --json";
-  CommandResult chat = generate(dir, "--chat --system 'Be brief.' --tools " + (scratch_.path() / "tools.json").string() +
-                                         " --template-option enable_thinking=false --template-option style=terse " + args);
+  CommandResult chat =
+      generate(dir, "--chat --system 'Be brief.' --tools " + (scratch_.path() / "tools.json").string() +
+                        " --template-option enable_thinking=false --template-option style=terse " + args);
   ASSERT_EQ(chat.exit_code, 0) << chat.output;
   const std::string rendered =
       "<|im_start|>system:Be brief.<|im_end|><|im_start|>user:hello queue<|im_end|>[get_weather][add]"
       "<|im_start|>assistant thinking=false terse";
-  CommandResult plain = run_command(bin_path("flashq") + " generate --model " + dir.string() + " --prompt '" +
-                                    rendered + "' " + args);
+  CommandResult plain =
+      run_command(bin_path("flashq") + " generate --model " + dir.string() + " --prompt '" + rendered + "' " + args);
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   const nlohmann::json chat_out = nlohmann::json::parse(chat.output);
   const nlohmann::json plain_out = nlohmann::json::parse(plain.output);

@@ -163,10 +163,11 @@ TEST_F(JobRequestTest, ACheckpointTemplateRendersToolsCallsAndOptions) {
   protocol::Assign a;
   a.job = tool_chat_job();
   JobRequest r = make_job_request(a, *tokenizer_, {"m", false, &chat_template});
-  EXPECT_EQ(tokenizer_->decode(r.sequence.generation.prompt_tokens),
-            "[tool get_weather][system:Be brief.][user:Weather in Paris?]"
-            "[assistant get_weather {\"city\": \"Paris\", \"units\": \"C\"} echo \"not json\" sum {\"b\": [1, 2], \"a\": 1}:]"
-            "[tool for call_1:18]|thinking=false|26 Jul 2024");
+  EXPECT_EQ(
+      tokenizer_->decode(r.sequence.generation.prompt_tokens),
+      "[tool get_weather][system:Be brief.][user:Weather in Paris?]"
+      "[assistant get_weather {\"city\": \"Paris\", \"units\": \"C\"} echo \"not json\" sum {\"b\": [1, 2], \"a\": 1}:]"
+      "[tool for call_1:18]|thinking=false|26 Jul 2024");
 }
 
 TEST_F(JobRequestTest, AddGenerationPromptFalseEndsAfterTheLastMessage) {
