@@ -93,7 +93,9 @@ json message_json(const protocol::ChatMessage& m) {
       json c = json::object();
       if (!call.id.empty()) c["id"] = call.id;
       c["type"] = "function";
-      c["function"] = {{"name", call.name}, {"arguments", json::parse(call.arguments_json)}};
+      json arguments = json::parse(call.arguments_json, nullptr, /*allow_exceptions=*/false);
+      if (arguments.is_discarded()) throw Error(ErrorCode::kProtocol, "job tool call arguments: not valid JSON text");
+      c["function"] = {{"name", call.name}, {"arguments", std::move(arguments)}};
       calls.push_back(std::move(c));
     }
     out["tool_calls"] = std::move(calls);

@@ -73,6 +73,23 @@ std::size_t chat_text_bytes(const ChatMessage& m) {
   return bytes;
 }
 
+// The value as JSON text, at most `max_bytes` both as it came and as the msgpack this side
+// sends again (invalid UTF-8 has become U+FFFD, floats float64), so that a decoded job encodes
+// to one that decodes.
+std::string read_bounded_json(const msgpack::object& value, const FieldPath& at, std::size_t max_bytes) {
+  const std::size_t sent = read_raw(value).size();
+  if (sent > max_bytes) {
+    at.fail(std::to_string(sent) + " bytes of msgpack, over the limit of " + std::to_string(max_bytes));
+  }
+  std::string text = read_json_text(value, at);
+  const std::size_t again = pack_json_text(text, at.path).size();
+  if (again > max_bytes) {
+    at.fail(std::to_string(again) + " bytes of msgpack once its strings are UTF-8, over the limit of " +
+            std::to_string(max_bytes));
+  }
+  return text;
+}
+
 void check_tool(const FieldReader& tool) {
   const std::string type = tool.string("type", {1, kMaxCodeBytes});
   if (type == "function") tool.map("function").string("name", {1, kMaxNameBytes});
@@ -83,11 +100,7 @@ std::string read_tools(const FieldReader& job) {
   const FieldPath at = job.field_path("tools");
   const auto elements = read_array(value, at, kMaxTools);
   for (std::size_t i = 0; i < elements.size(); ++i) check_tool(FieldReader(elements[i], at.element(i)));
-  const std::size_t bytes = read_raw(value).size();
-  if (bytes > kMaxToolsBytes) {
-    at.fail(std::to_string(bytes) + " bytes of msgpack, over the limit of " + std::to_string(kMaxToolsBytes));
-  }
-  return read_json_text(value, at);
+  return read_bounded_json(value, at, kMaxToolsBytes);
 }
 
 std::string read_template_options(const FieldReader& job) {
@@ -107,11 +120,7 @@ std::string read_template_options(const FieldReader& job) {
       at.fail("may not set \"" + std::string(name) + "\" (a field of the job itself)");
     }
   }
-  const std::size_t bytes = read_raw(value).size();
-  if (bytes > kMaxTemplateOptionsBytes) {
-    at.fail(std::to_string(bytes) + " bytes of msgpack, over the limit of " + std::to_string(kMaxTemplateOptionsBytes));
-  }
-  return read_json_text(value, at);
+  return read_bounded_json(value, at, kMaxTemplateOptionsBytes);
 }
 
 }  // namespace

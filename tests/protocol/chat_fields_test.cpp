@@ -176,6 +176,20 @@ TEST(ChatOptions, ToolsAreAnArrayOfTypedDefinitionsWithinLimits) {
   EXPECT_NO_THROW(decode_job(chat_job({{"tools", {{{"type", "code_interpreter"}}}}})));
 }
 
+// The limit holds for what this side would send again: invalid UTF-8 becomes U+FFFD (3 bytes)
+// in JSON text, so a job that decodes always encodes to a job that decodes.
+TEST(ChatOptions, ToolsLimitHoldsOnceStringsAreUtf8) {
+  json tool = kWeatherTool;
+  tool["function"]["description"] = std::string(kMaxToolsBytes / 2, '\xff');
+  std::vector<std::uint8_t> bytes = json::to_msgpack(json{{"job", chat_job({{"tools", {tool}}})}});
+  expect_protocol_error([&] { decode_body<Submit>(std::string(bytes.begin(), bytes.end())); },
+                        {"job.tools", "once its strings are UTF-8"});
+  tool["function"]["description"] = std::string(1000, '\xff');
+  bytes = json::to_msgpack(json{{"job", chat_job({{"tools", {tool}}})}});
+  const Job job = decode_body<Submit>(std::string(bytes.begin(), bytes.end())).job;
+  EXPECT_EQ(decode_body<Submit>(encode_body(Submit{job})).job, job);
+}
+
 TEST(ChatOptions, TemplateOptionsAreAMapOfNamedJsonValues) {
   expect_submit_error(chat_job({{"chat_template_kwargs", {1, 2}}}), "chat_template_kwargs", "must be a map");
   expect_submit_error(chat_job({{"chat_template_kwargs", {{"", 1}}}}), "chat_template_kwargs[0]", "0 bytes");
