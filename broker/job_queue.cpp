@@ -7,8 +7,13 @@ namespace flashq {
 int64_t estimate_prompt_tokens(const protocol::Job& job) {
   if (const auto* text = std::get_if<std::string>(&job.prompt)) return static_cast<int64_t>(text->size()) / 4 + 1;
   if (const auto* ids = std::get_if<protocol::TokenIds>(&job.prompt)) return static_cast<int64_t>(ids->size());
-  int64_t bytes = 0;
-  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) bytes += static_cast<int64_t>(m.content.size());
+  // A chat's prompt holds its text and the tool definitions the template writes into it.
+  int64_t bytes = job.tools ? static_cast<int64_t>(job.tools->size()) : 0;
+  for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) {
+    if (m.content) bytes += static_cast<int64_t>(m.content->size());
+    if (m.reasoning_content) bytes += static_cast<int64_t>(m.reasoning_content->size());
+    for (const protocol::ToolCall& call : m.tool_calls) bytes += static_cast<int64_t>(call.arguments_json.size());
+  }
   return bytes / 4 + 1;
 }
 

@@ -12,7 +12,8 @@
 namespace flashq {
 namespace {
 
-using nlohmann::json;
+// Ordered: key order of tool definitions and messages is kept, as templates render it.
+using json = nlohmann::ordered_json;
 
 [[noreturn]] void refuse(const std::string& field, const std::string& why) {
   throw Error(ErrorCode::kProtocol, "redis job field " + field + ": " + why);
@@ -82,6 +83,29 @@ std::string metadata_json(const std::string& packed) {
   }
 }
 
+// A message as the JSON map of the wire: only the keys it has.
+json message_json(const protocol::ChatMessage& m) {
+  json out = {{"role", m.role}};
+  if (m.content) out["content"] = *m.content;
+  if (!m.tool_calls.empty()) {
+    json calls = json::array();
+    for (const protocol::ToolCall& call : m.tool_calls) {
+      json c = json::object();
+      if (!call.id.empty()) c["id"] = call.id;
+      c["type"] = "function";
+      json arguments = json::parse(call.arguments_json, nullptr, /*allow_exceptions=*/false);
+      if (arguments.is_discarded()) throw Error(ErrorCode::kProtocol, "job tool call arguments: not valid JSON text");
+      c["function"] = {{"name", call.name}, {"arguments", std::move(arguments)}};
+      calls.push_back(std::move(c));
+    }
+    out["tool_calls"] = std::move(calls);
+  }
+  if (m.tool_call_id) out["tool_call_id"] = *m.tool_call_id;
+  if (m.name) out["name"] = *m.name;
+  if (m.reasoning_content) out["reasoning_content"] = *m.reasoning_content;
+  return out;
+}
+
 std::string number_text(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.17g", value);
@@ -104,7 +128,7 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
   } else {
     json messages = json::array();
     for (const auto& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) {
-      messages.push_back({{"role", m.role}, {"content", m.content}});
+      messages.push_back(message_json(m));
     }
     add("messages", json_text(messages));
   }
@@ -123,6 +147,12 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
   if (job.metadata) add("metadata", metadata_json(*job.metadata));
   add("stream", job.stream ? "true" : "false");
   add("block_size", std::to_string(job.block_size));
+  // Chat jobs only, as on the wire: tools and template options are JSON text already.
+  if (std::holds_alternative<std::vector<protocol::ChatMessage>>(job.prompt)) {
+    if (job.tools) add("tools", *job.tools);
+    if (job.chat_template_kwargs) add("chat_template_kwargs", *job.chat_template_kwargs);
+    add("add_generation_prompt", job.add_generation_prompt ? "true" : "false");
+  }
   return out;
 }
 
@@ -138,10 +168,11 @@ protocol::Job job_from_fields(const RedisFields& fields) {
       map[name] = parse_integer<uint64_t>(name, text);
     } else if (name == "temperature" || name == "top_p") {
       map[name] = parse_double(name, text);
-    } else if (name == "stream") {
+    } else if (name == "stream" || name == "add_generation_prompt") {
       if (text != "true" && text != "false" && text != "1" && text != "0") refuse(name, "must be true or false");
       map[name] = text == "true" || text == "1";
-    } else if (name == "prompt_tokens" || name == "stop_token_ids" || name == "messages" || name == "metadata") {
+    } else if (name == "prompt_tokens" || name == "stop_token_ids" || name == "messages" || name == "metadata" ||
+               name == "tools" || name == "chat_template_kwargs") {
       map[name] = parse_json(name, text);
     } else if (name == "stop") {
       if (nested_too_deep(text)) refuse(name, "nested deeper than " + std::to_string(protocol::kMaxDepth) + " levels");

@@ -1,7 +1,7 @@
 // A job as the flat fields of an entry in the intake stream `flashq:jobs` (docs/redis.md): the
 // job's own field names, every value a string. Numbers are decimal; `prompt_tokens`,
-// `stop_token_ids`, `messages` and `metadata` are JSON; `stop` is a JSON array of strings or one
-// plain string; `stream` is true/false. So a producer with nothing but redis-cli can write:
+// `stop_token_ids`, `messages`, `tools`, `chat_template_kwargs` and `metadata` are JSON; `stop` is
+// a JSON array of strings or one plain string; `stream` and `add_generation_prompt` are true/false. So a producer with nothing but redis-cli can write:
 //   XADD flashq:jobs * id j1 prompt "def add(a, b):" max_tokens 64
 #pragma once
 

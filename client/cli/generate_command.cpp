@@ -4,9 +4,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "shared/error.h"
+#include "shared/json_file.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/serving_model.h"
 
@@ -21,16 +23,53 @@ struct GenerateOptions {
   std::string spec = "auto";
   std::string trace_path;
   bool chat = false;
+  std::string system;                         // --chat: a system message before the prompt
+  std::string tools_path;                     // --chat: a JSON file with an array of tool definitions
+  std::vector<std::string> template_options;  // --chat: key=value, the value JSON or plain text
   bool json = false;
   SequenceRequest request;
 };
 
+// The chat the template renders: an optional system message, the prompt as the user's turn, the
+// tools of --tools and the variables of --template-option.
+ChatRequest chat_request(const GenerateOptions& options) {
+  std::vector<ChatMessage> messages;
+  if (!options.system.empty()) messages.push_back({"system", options.system});
+  messages.push_back({"user", options.prompt});
+  ChatRequest request{.messages = plain_chat_messages(messages)};
+  if (!options.tools_path.empty()) {
+    request.tools = ChatJson::parse(read_text_file(options.tools_path), nullptr, /*allow_exceptions=*/false);
+    if (!request.tools.is_array()) {
+      throw Error(ErrorCode::kInvalidArgument, "--tools " + options.tools_path + ": must hold a JSON array of tools");
+    }
+  }
+  for (const std::string& option : options.template_options) {
+    const size_t equals = option.find('=');
+    if (equals == 0 || equals == std::string::npos) {
+      throw Error(ErrorCode::kInvalidArgument, "--template-option " + option + ": must be key=value");
+    }
+    const std::string text = option.substr(equals + 1);
+    // true, false, numbers, quoted strings, arrays and objects as JSON; other text as itself.
+    ChatJson value = ChatJson::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (request.options.is_null()) request.options = ChatJson::object();
+    request.options[option.substr(0, equals)] = value.is_discarded() ? ChatJson(text) : value;
+  }
+  return request;
+}
+
 void run_generate(GenerateOptions& options) {
+  if (!options.chat && (!options.system.empty() || !options.tools_path.empty() || !options.template_options.empty())) {
+    throw Error(ErrorCode::kInvalidArgument, "--system, --tools and --template-option need --chat");
+  }
+  // Before the model loads: a bad --tools file should not cost a load first.
+  std::optional<ChatRequest> chat;
+  if (options.chat) chat = chat_request(options);
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   Tokenizer& tokenizer = *serving.tokenizer;
   options.request.spec = parse_spec_mode(options.spec);
-  std::string text = options.chat ? serving.model->chat_template().render({{"user", options.prompt}}) : options.prompt;
-  options.request.generation.prompt_tokens = tokenizer.encode(text);
+  // As the worker does (worker/process/job_request.cpp): the template writes its own special tokens.
+  options.request.generation.prompt_tokens = chat ? tokenizer.encode(serving.chat_template.chat_template->render(*chat))
+                                                  : tokenizer.encode_with_special_tokens(options.prompt);
 
   EngineOptions engine_options{.max_slots = 1};
   if (!options.json) {
@@ -96,7 +135,14 @@ std::function<void()> add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", g.sampling.seed)->capture_default_str();
   cmd->add_option("--stop", g.stop, "stop string (repeatable)");
   cmd->add_flag("--ignore-eos", g.ignore_eos, "generate max-tokens tokens");
-  cmd->add_flag("--chat", options->chat, "wrap the prompt as a user turn (the model's chat template)");
+  cmd->add_flag("--chat", options->chat,
+                "wrap the prompt as a user turn with the checkpoint's chat template (or its family's default)");
+  cmd->add_option("--system", options->system, "--chat: a system message before the prompt");
+  cmd->add_option("--tools", options->tools_path,
+                  "--chat: JSON file with an array of tool definitions (OpenAI's form)");
+  cmd->add_option("--template-option", options->template_options,
+                  "--chat: key=value, a variable of the chat template, e.g. enable_thinking=false (value as JSON, "
+                  "else text; repeatable)");
   cmd->add_flag("--json", options->json, "print one JSON object with text, tokens and stats");
   cmd->add_option("--device", options->device, "cpu, cuda or auto")->capture_default_str();
   return [cmd, options] {

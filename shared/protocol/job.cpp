@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "shared/protocol/chat_fields.h"
 #include "shared/protocol/field_reader.h"
 #include "shared/protocol/limits.h"
 #include "shared/protocol/map_writer.h"
@@ -14,40 +15,14 @@ namespace {
 constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
-std::string encode_chat_message(const ChatMessage& message) {
-  return MapWriter().string("role", message.role).string("content", message.content).finish();
-}
-
 void write_prompt(MapWriter& out, const Prompt& prompt) {
   if (const auto* text = std::get_if<std::string>(&prompt)) {
     out.string("prompt", *text);
   } else if (const auto* tokens = std::get_if<TokenIds>(&prompt)) {
     out.token_ids("prompt_tokens", *tokens);
   } else {
-    std::vector<std::string> maps;
-    for (const ChatMessage& message : std::get<std::vector<ChatMessage>>(prompt)) {
-      maps.push_back(encode_chat_message(message));
-    }
-    out.maps("messages", maps);
+    write_messages(out, std::get<std::vector<ChatMessage>>(prompt));
   }
-}
-
-std::vector<ChatMessage> read_messages(const FieldReader& job) {
-  const FieldPath at = job.field_path("messages");
-  const auto elements = read_array(job.require("messages"), at, kMaxChatMessages);
-  if (elements.empty()) at.fail("must hold at least one message");
-  std::vector<ChatMessage> messages;
-  std::size_t content_bytes = 0;
-  for (std::size_t i = 0; i < elements.size(); ++i) {
-    const FieldReader message(elements[i], at.element(i));
-    ChatMessage m{message.string("role", {1, kMaxCodeBytes}), message.string("content", {0, kMaxPromptBytes})};
-    content_bytes += m.content.size();
-    if (content_bytes > kMaxPromptBytes) {
-      at.fail("content of all messages over the limit of " + std::to_string(kMaxPromptBytes) + " bytes");
-    }
-    messages.push_back(std::move(m));
-  }
-  return messages;
 }
 
 Prompt read_prompt(const FieldReader& job) {
@@ -127,6 +102,7 @@ std::string encode_job(const Job& job) {
       .string("spec", spec_mode_name(job.spec))
       .boolean("stream", job.stream)
       .integer("block_size", job.block_size);
+  write_chat_options(out, job);
   if (job.model) out.string("model", *job.model);
   if (job.metadata) {
     check_msgpack_value(*job.metadata, "job field metadata");
@@ -159,6 +135,7 @@ Job read_job(const FieldReader& fields, JobIdRule id_rule) {
   if (const msgpack::object* metadata = fields.find("metadata")) job.metadata = read_raw(*metadata);
   job.stream = fields.boolean_or("stream", job.stream);
   job.block_size = fields.integer_or("block_size", 0, kMaxBlockSize, job.block_size);
+  read_chat_options(fields, job);
   return job;
 }
 

@@ -14,9 +14,26 @@ class FieldReader;
 
 using TokenIds = std::vector<std::int32_t>;
 
+// A call of one of the job's tools by the assistant, as OpenAI writes it ({id, type: function,
+// function: {name, arguments}}).
+struct ToolCall {
+  std::string id;    // may be empty
+  std::string name;  // the function's name
+  // JSON text of the arguments as sent: a JSON string holding JSON text (OpenAI's form) or a JSON
+  // value (a map, as chat templates take it).
+  std::string arguments_json = "{}";
+  bool operator==(const ToolCall&) const = default;
+};
+
+// One message of a conversation, OpenAI-shaped (docs/protocol.md, "The job map").
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant", ...: the worker's chat template decides
-  std::string content;
+  std::string role;  // "system", "user", "assistant", "tool", ...: the worker's chat template decides
+  // Absent (nil on the wire) only in a message with tool_calls.
+  std::optional<std::string> content;
+  std::vector<ToolCall> tool_calls;
+  std::optional<std::string> tool_call_id;       // a tool result: the call it answers
+  std::optional<std::string> name;               // e.g. the tool that produced a result
+  std::optional<std::string> reasoning_content;  // an assistant turn's thinking
   bool operator==(const ChatMessage&) const = default;
 };
 
@@ -44,6 +61,12 @@ struct Job {
   std::optional<std::string> metadata;  // one msgpack value, opaque, passed through
   bool stream = false;                  // also send the stream events to the submitting producer
   std::int64_t block_size = 0;          // DFlash block size, 0 = the worker's choice
+  // Chat jobs only (prompt holds messages), handed to the worker's chat template: the tool
+  // definitions (JSON text of an array), the template's own variables (JSON text of a map, e.g.
+  // {"enable_thinking": false}), and whether the prompt ends by opening the assistant's turn.
+  std::optional<std::string> tools;
+  std::optional<std::string> chat_template_kwargs;
+  bool add_generation_prompt = true;
 
   bool operator==(const Job&) const = default;
 };

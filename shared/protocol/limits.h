@@ -24,9 +24,18 @@ inline constexpr std::size_t kMaxIdBytes = 128;          // job ids, worker ids,
 inline constexpr std::size_t kMaxNameBytes = 256;        // model names
 inline constexpr std::size_t kMaxCodeBytes = 128;        // error codes, rejection reasons, roles
 inline constexpr std::size_t kMaxMessageBytes = 64u << 10;     // human-readable error text
-inline constexpr std::size_t kMaxPromptBytes = 1u << 20;       // prompt text, or all chat content
+// Prompt text, or all the text of a chat (content, reasoning, tool call arguments).
+inline constexpr std::size_t kMaxPromptBytes = 1u << 20;
 inline constexpr std::size_t kMaxPromptTokens = 262'144;
 inline constexpr std::size_t kMaxChatMessages = 4096;
+// Chat jobs: tool calls of one message; a tool call's id, a tool_call_id and a message's name;
+// the tool definitions and the template options (each counted as its msgpack encoding).
+inline constexpr std::size_t kMaxToolCalls = 128;
+inline constexpr std::size_t kMaxToolCallIdBytes = 256;
+inline constexpr std::size_t kMaxTools = 512;
+inline constexpr std::size_t kMaxToolsBytes = 1u << 20;
+inline constexpr std::size_t kMaxTemplateOptions = 64;
+inline constexpr std::size_t kMaxTemplateOptionsBytes = 64u << 10;
 inline constexpr std::size_t kMaxStopStrings = 16;
 inline constexpr std::size_t kMaxStopStringBytes = 1024;
 inline constexpr std::size_t kMaxStopTokenIds = 1024;

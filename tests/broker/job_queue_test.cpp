@@ -54,5 +54,19 @@ TEST(JobQueue, RemovesAQueuedJobAndItsTokens) {
   EXPECT_TRUE(queue.empty());
 }
 
+// A chat's estimate counts everything its template writes: text, reasoning, tool call arguments
+// and tool definitions.
+TEST(JobQueue, ChatEstimateCountsToolsReasoningAndArguments) {
+  protocol::Job job;
+  job.prompt = std::vector<protocol::ChatMessage>{{"user", std::string(400, 'u')}};
+  EXPECT_EQ(estimate_prompt_tokens(job), 101);
+  protocol::ChatMessage call{.role = "assistant", .content = std::nullopt};
+  call.reasoning_content = std::string(400, 'r');
+  call.tool_calls = {{"c", "f", std::string(400, 'a')}};
+  job.prompt = std::vector<protocol::ChatMessage>{{"user", std::string(400, 'u')}, call};
+  job.tools = std::string(400, 't');
+  EXPECT_EQ(estimate_prompt_tokens(job), 401);
+}
+
 }  // namespace
 }  // namespace flashq

@@ -93,6 +93,61 @@ TEST_F(Cli, WrongShapeExitsTwoNamingTheTensor) {
   EXPECT_NE(r.output.find("mlp."), std::string::npos) << r.output;
 }
 
+// A copy of the tiny model whose tokenizer_config.json holds `chat_template`.
+std::filesystem::path with_chat_template(const std::filesystem::path& dir, const std::string& chat_template) {
+  nlohmann::json config = read_json_file(dir / "tokenizer_config.json");
+  config["chat_template"] = chat_template;
+  write_text_file(dir / "tokenizer_config.json", config.dump());
+  return dir;
+}
+
+// --chat renders with the checkpoint's template: the run equals a plain run of the text the
+// template must make (written out here), token for token.
+TEST_F(Cli, GenerateChatRendersTheCheckpointsTemplateWithSystemToolsAndOptions) {
+  const std::filesystem::path dir = with_chat_template(
+      copy_model(),
+      "{%- for m in messages %}<|im_start|>{{ m.role }}:{{ m.content }}<|im_end|>{% endfor %}"
+      "{%- for t in tools %}[{{ t.function.name }}]{% endfor %}"
+      "{%- if add_generation_prompt %}<|im_start|>assistant{% endif %} thinking={{ enable_thinking }} {{ style }}");
+  write_text_file(
+      scratch_.path() / "tools.json",
+      R"([{"type": "function", "function": {"name": "get_weather"}}, {"type": "function", "function": {"name": "add"}}])");
+  const std::string args = "--max-tokens 6 --ignore-eos --json";
+  CommandResult chat =
+      generate(dir, "--chat --system 'Be brief.' --tools " + (scratch_.path() / "tools.json").string() +
+                        " --template-option enable_thinking=false --template-option style=terse " + args);
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  const std::string rendered =
+      "<|im_start|>system:Be brief.<|im_end|><|im_start|>user:hello queue<|im_end|>[get_weather][add]"
+      "<|im_start|>assistant thinking=false terse";
+  CommandResult plain =
+      run_command(bin_path("flashq") + " generate --model " + dir.string() + " --prompt '" + rendered + "' " + args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const nlohmann::json chat_out = nlohmann::json::parse(chat.output);
+  const nlohmann::json plain_out = nlohmann::json::parse(plain.output);
+  EXPECT_EQ(chat_out["stats"]["prompt_tokens"], plain_out["stats"]["prompt_tokens"]);
+  EXPECT_EQ(chat_out["tokens"], plain_out["tokens"]);
+}
+
+TEST_F(Cli, GenerateChatBadInputExitsTwoNamingIt) {
+  const std::filesystem::path dir = copy_model();
+  write_text_file(scratch_.path() / "tools.json", R"({"type": "function"})");
+  CommandResult not_array = generate(dir, "--chat --tools " + (scratch_.path() / "tools.json").string());
+  EXPECT_EQ(not_array.exit_code, 2) << not_array.output;
+  EXPECT_NE(not_array.output.find("--tools"), std::string::npos) << not_array.output;
+  CommandResult no_value = generate(dir, "--chat --template-option enable_thinking");
+  EXPECT_EQ(no_value.exit_code, 2) << no_value.output;
+  EXPECT_NE(no_value.output.find("key=value"), std::string::npos) << no_value.output;
+  CommandResult no_chat = generate(dir, "--system 'Be brief.'");
+  EXPECT_EQ(no_chat.exit_code, 2) << no_chat.output;
+  EXPECT_NE(no_chat.output.find("--chat"), std::string::npos) << no_chat.output;
+
+  with_chat_template(dir, "{{ messages[0].content | wordwrap(10) }}");
+  CommandResult unsupported = generate(dir, "--chat");
+  EXPECT_EQ(unsupported.exit_code, 2) << unsupported.output;
+  EXPECT_NE(unsupported.output.find("wordwrap"), std::string::npos) << unsupported.output;
+}
+
 TEST_F(Cli, MissingModelDirAndBadFlagsExitTwo) {
   EXPECT_EQ(generate(scratch_.path() / "nothing").exit_code, 2);
   EXPECT_EQ(generate(model_->path(), "--temperature -1").exit_code, 2);

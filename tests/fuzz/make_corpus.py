@@ -73,6 +73,14 @@ def wire_seeds():
         "submit": (0x10, {"job": job}),
         "submit_tokens": (0x10, {"job": {"prompt_tokens": [1, 2, 3]}}),
         "submit_chat": (0x10, {"job": {"messages": [{"role": "user", "content": "hi"}], "stop": "x"}}),
+        "submit_chat_tools": (0x10, {"job": {
+            "messages": [{"role": "user", "content": "weather?"},
+                         {"role": "assistant", "content": None, "reasoning_content": "look it up",
+                          "tool_calls": [{"id": "c1", "type": "function",
+                                          "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+                         {"role": "tool", "content": "18 C", "tool_call_id": "c1", "name": "get_weather"}],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+            "chat_template_kwargs": {"enable_thinking": False}, "add_generation_prompt": True}}),
         "status": (0x11, {"id": "j1"}),
         "replay": (0x12, {"id": "j1", "from_seq": 3}),
         "accepted": (0x20, {"id": "j1"}),
@@ -108,6 +116,11 @@ def redis_seeds():
         ("metadata", '{"user":"u1","tags":[1,2.5,null,true]}'), ("stream", "false"), ("block_size", "16")))
     write("redis_job_fields_fuzzer", "chat", fields(
         ("messages", '[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]'), ("stop", "plain stop")))
+    write("redis_job_fields_fuzzer", "chat_tools", fields(
+        ("messages", '[{"role":"user","content":"hi"},{"role":"assistant","content":null,'
+                     '"tool_calls":[{"id":"c1","function":{"name":"f","arguments":{"x":1}}}]}]'),
+        ("tools", '[{"type":"function","function":{"name":"f"}}]'),
+        ("chat_template_kwargs", '{"enable_thinking":false}'), ("add_generation_prompt", "false")))
     write("redis_job_fields_fuzzer", "bad_number", fields(("prompt", "x"), ("max_tokens", "1e3"), ("temperature", "nan")))
     write("redis_job_fields_fuzzer", "bad_json", fields(("prompt_tokens", "[1,2,"), ("metadata", "{\"a\":")))
     # Nested past the limit: a million levels once overflowed the broker's stack (JSON to msgpack).
@@ -193,6 +206,17 @@ def safetensors_seeds():
         write("safetensors_header_fuzzer", name, image(header, data))
 
 
+def chat_template_seeds():
+    """The committed real templates (gpt-oss, Qwen3-Coder, Llama 3.1 Instruct) and one small
+    template per construct from the golden constructs set."""
+    templates = ROOT / "tests" / "golden" / "templates"
+    for path in sorted(templates.glob("*.jinja")):
+        write("chat_template_fuzzer", path.stem, path.read_text(encoding="utf-8"))
+    constructs = json.loads((templates / "constructs.json").read_text(encoding="utf-8"))
+    for case in constructs["cases"]:
+        write("chat_template_fuzzer", "construct_" + case["id"], case["template"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny-tokenizer", help="tokenizer.json written by flashq-model make-tiny")
@@ -202,6 +226,7 @@ def main():
     config_seeds()
     tokenizer_seeds(args.tiny_tokenizer)
     safetensors_seeds()
+    chat_template_seeds()
 
 
 if __name__ == "__main__":

@@ -87,6 +87,40 @@ TEST(RedisJobFields, WhatRedisCliProducersWrite) {
   EXPECT_TRUE(job.stream);
 }
 
+// Chat jobs keep their tool calls, tool results, tools and template options through Redis,
+// with the producer's key order (templates render tool definitions key by key).
+TEST(RedisJobFields, ChatJobsWithToolsRoundTrip) {
+  protocol::Job chat = full_job();
+  chat.metadata.reset();
+  protocol::ChatMessage call{.role = "assistant", .content = std::nullopt};
+  call.tool_calls = {{"call_1", "get_weather", R"({"city":"Paris"})"}, {"", "lookup", R"("{\"q\": 1}")"}};
+  call.reasoning_content = "thinking";
+  protocol::ChatMessage result{.role = "tool", .content = "18 C"};
+  result.tool_call_id = "call_1";
+  result.name = "get_weather";
+  chat.prompt = std::vector<protocol::ChatMessage>{{"user", "weather?"}, call, result};
+  chat.tools = R"([{"type":"function","function":{"name":"get_weather","description":"d","parameters":{}}}])";
+  chat.chat_template_kwargs = R"({"enable_thinking":false,"date_string":"1 Jan 2025"})";
+  chat.add_generation_prompt = false;
+  const std::vector<std::string> flat = job_to_fields(chat);
+  const RedisFields fields = as_map(flat);
+  EXPECT_EQ(fields.at("tools"), *chat.tools);
+  EXPECT_EQ(fields.at("chat_template_kwargs"), *chat.chat_template_kwargs);
+  EXPECT_EQ(fields.at("add_generation_prompt"), "false");
+  EXPECT_EQ(job_from_fields(fields), chat);
+}
+
+TEST(RedisJobFields, WhatRedisCliProducersWriteForChat) {
+  const protocol::Job job = job_from_fields(
+      {{"messages", R"([{"role":"user","content":"hi"}])"},
+       {"tools", R"([{"type":"function","function":{"name":"f"}}])"},
+       {"chat_template_kwargs", R"({"enable_thinking":true})"},
+       {"add_generation_prompt", "1"}});
+  EXPECT_EQ(job.tools, R"([{"type":"function","function":{"name":"f"}}])");
+  EXPECT_EQ(job.chat_template_kwargs, R"({"enable_thinking":true})");
+  EXPECT_TRUE(job.add_generation_prompt);
+}
+
 TEST(RedisJobFields, EveryBadFieldIsAProtocolErrorNamingIt) {
   const std::vector<std::pair<RedisFields, std::string>> cases = {
       {{{"max_tokens", "5"}}, "prompt"},
@@ -104,9 +138,18 @@ TEST(RedisJobFields, EveryBadFieldIsAProtocolErrorNamingIt) {
       {{{"prompt", "x"}, {"id", "has space"}}, "id"},
       {{{"prompt", "x"}, {"metadata", "{oops"}}, "metadata"},
       {{{"prompt", "x"}, {"prompt_tokens", "[1]"}}, "prompt"},
+      {{{"messages", R"([{"role":"user","content":"x"}])"}, {"tools", "[{"}}, "tools"},
+      {{{"messages", R"([{"role":"user","content":"x"}])"}, {"tools", "{}"}}, "tools"},
+      {{{"messages", R"([{"role":"user","content":"x"}])"}, {"chat_template_kwargs", "[]"}}, "chat_template_kwargs"},
+      {{{"messages", R"([{"role":"user","content":"x"}])"}, {"chat_template_kwargs", R"({"tools":1})"}},
+       "chat_template_kwargs"},
+      {{{"messages", R"([{"role":"user","content":"x"}])"}, {"add_generation_prompt", "yes"}}, "add_generation_prompt"},
+      {{{"prompt", "x"}, {"tools", "[]"}}, "tools"},
+      {{{"messages", R"([{"role":"assistant","tool_calls":[{"function":{"name":"f"}}]}])"}}, "arguments"},
       // Nested deeper than a message may be: refused before anything walks it recursively.
       {{{"prompt", "x"}, {"metadata", std::string(200000, '[') + std::string(200000, ']')}}, "metadata"},
       {{{"prompt", "x"}, {"stop", std::string(200000, '[') + std::string(200000, ']')}}, "stop"},
+      {{{"messages", R"([{"role":"user","content":"x"}])"}, {"tools", std::string(200000, '[')}}, "tools"},
   };
   for (const auto& [fields, name] : cases) {
     try {

@@ -6,6 +6,7 @@
 
 #include "shared/error.h"
 #include "tests/support/tiny_tokenizer_suite.h"
+#include "worker/tokenizer/jinja_chat_template.h"
 
 namespace flashq::testing {
 namespace {
@@ -78,6 +79,103 @@ TEST_F(JobRequestTest, ChatMessagesAreFormattedWithChatml) {
   JobRequest r = make_job_request(a, *tokenizer_, {"m", false, &chatml_template()});
   EXPECT_EQ(tokenizer_->decode(r.sequence.generation.prompt_tokens),
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// A chat job with every kind of message, tools and options, as the wire carries it.
+protocol::Job tool_chat_job() {
+  protocol::Job job;
+  job.id = "chat";
+  protocol::ChatMessage call{.role = "assistant", .content = std::nullopt};
+  call.tool_calls = {{"call_1", "get_weather", R"("{\"city\": \"Paris\", \"units\": \"C\"}")"},
+                     {"", "echo", R"("not json")"},
+                     {"call_3", "sum", R"({"b":[1,2],"a":1})"}};
+  call.reasoning_content = "Need the weather.";
+  protocol::ChatMessage result{.role = "tool", .content = "18"};
+  result.tool_call_id = "call_1";
+  result.name = "get_weather";
+  job.prompt = std::vector<protocol::ChatMessage>{{"system", "Be brief."}, {"user", "Weather in Paris?"}, call, result};
+  job.tools = R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
+  job.chat_template_kwargs = R"({"enable_thinking":false,"date_string":"26 Jul 2024"})";
+  job.add_generation_prompt = false;
+  return job;
+}
+
+TEST_F(JobRequestTest, ChatRequestCarriesMessagesToolsOptionsAndTheGenerationPrompt) {
+  const ChatRequest request = make_chat_request(tool_chat_job());
+  ASSERT_EQ(request.messages.size(), 4u);
+  EXPECT_EQ(request.messages[0], ChatJson({{"role", "system"}, {"content", "Be brief."}}));
+  const ChatJson& call = request.messages[2];
+  EXPECT_TRUE(call["content"].is_null());
+  EXPECT_EQ(call["reasoning_content"], "Need the weather.");
+  // JSON text of an object becomes the object, in its own key order; other text stays text.
+  EXPECT_EQ(
+      call["tool_calls"][0].dump(),
+      R"({"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris","units":"C"}}})");
+  EXPECT_EQ(call["tool_calls"][1].dump(), R"({"type":"function","function":{"name":"echo","arguments":"not json"}})");
+  EXPECT_EQ(call["tool_calls"][2]["function"]["arguments"].dump(), R"({"b":[1,2],"a":1})");
+  EXPECT_EQ(request.messages[3],
+            ChatJson({{"role", "tool"}, {"content", "18"}, {"tool_call_id", "call_1"}, {"name", "get_weather"}}));
+  EXPECT_EQ(request.tools.dump(),
+            R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
+  EXPECT_EQ(request.options.dump(), R"({"enable_thinking":false,"date_string":"26 Jul 2024"})");
+  EXPECT_FALSE(request.add_generation_prompt);
+}
+
+TEST_F(JobRequestTest, ChatRequestWithoutToolsOrOptionsHasNull) {
+  protocol::Job job;
+  job.prompt = std::vector<protocol::ChatMessage>{{"user", "hi"}};
+  const ChatRequest request = make_chat_request(job);
+  EXPECT_TRUE(request.tools.is_null());
+  EXPECT_TRUE(request.options.is_null());
+  EXPECT_TRUE(request.add_generation_prompt);
+}
+
+TEST_F(JobRequestTest, DeeplyNestedArgumentTextStaysText) {
+  protocol::Job job;
+  protocol::ChatMessage call{.role = "assistant", .content = std::nullopt};
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  call.tool_calls = {{"c", "f", nlohmann::json(deep).dump()}};
+  job.prompt = std::vector<protocol::ChatMessage>{{"user", "hi"}, call};
+  EXPECT_EQ(make_chat_request(job).messages[1]["tool_calls"][0]["function"]["arguments"], deep);
+}
+
+TEST_F(JobRequestTest, ToolsForADefaultTemplateAreRefusedClearly) {
+  protocol::Assign a = assign_with(std::vector<protocol::ChatMessage>{{"user", "weather?"}}, 4);
+  a.job.tools = R"([{"type":"function","function":{"name":"get_weather"}}])";
+  try {
+    make_job_request(a, *tokenizer_, {"m", false, &chatml_template()});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no chat template that takes tools"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(JobRequestTest, ACheckpointTemplateRendersToolsCallsAndOptions) {
+  const JinjaChatTemplate chat_template(
+      "{%- for t in tools %}[tool {{ t.function.name }}]{% endfor %}"
+      "{%- for m in messages %}[{{ m.role }}"
+      "{%- if m.tool_calls %}{% for c in m.tool_calls %} {{ c.function.name }} {{ c.function.arguments | tojson }}"
+      "{% endfor %}{% endif %}"
+      "{%- if m.tool_call_id %} for {{ m.tool_call_id }}{% endif %}:{{ m.content }}]{% endfor %}"
+      "{%- if add_generation_prompt %}[gen]{% endif %}|thinking={{ enable_thinking }}|{{ date_string }}",
+      ChatJson::object(), "test template");
+  protocol::Assign a;
+  a.job = tool_chat_job();
+  JobRequest r = make_job_request(a, *tokenizer_, {"m", false, &chat_template});
+  EXPECT_EQ(
+      tokenizer_->decode(r.sequence.generation.prompt_tokens),
+      "[tool get_weather][system:Be brief.][user:Weather in Paris?]"
+      "[assistant get_weather {\"city\": \"Paris\", \"units\": \"C\"} echo \"not json\" sum {\"b\": [1, 2], \"a\": 1}:]"
+      "[tool for call_1:18]|thinking=false|26 Jul 2024");
+}
+
+TEST_F(JobRequestTest, AddGenerationPromptFalseEndsAfterTheLastMessage) {
+  protocol::Assign a = assign_with(std::vector<protocol::ChatMessage>{{"user", "hi"}, {"assistant", "Hel"}}, 4);
+  a.job.add_generation_prompt = false;
+  JobRequest r = make_job_request(a, *tokenizer_, {"m", false, &chatml_template()});
+  EXPECT_EQ(tokenizer_->decode(r.sequence.generation.prompt_tokens),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nHel<|im_end|>\n");
 }
 
 }  // namespace

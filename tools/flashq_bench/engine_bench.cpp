@@ -87,7 +87,7 @@ std::vector<std::vector<int32_t>> read_prompts(const std::string& path, const To
       throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) +
                                                    ": not a prompt (a JSON string or {\"prompt\": string})");
     }
-    prompts.push_back(tokenizer.encode(text->get<std::string>()));
+    prompts.push_back(tokenizer.encode_with_special_tokens(text->get<std::string>()));
   }
   if (prompts.empty()) throw Error(ErrorCode::kInvalidArgument, path + ": no prompts");
   return prompts;

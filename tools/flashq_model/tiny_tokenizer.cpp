@@ -44,8 +44,11 @@ constexpr const char* kLlama3ChatTemplate =
     "'<|end_header_id|>\\n\\n' + message.content + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt "
     "%}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
 
+// ChatML for plain messages; another role is refused (raise_exception) rather than written.
 constexpr const char* kChatTemplate =
-    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+    "{%- for message in messages %}{%- if message.role not in ['system', 'user', 'assistant'] %}"
+    "{{- raise_exception('chat message role \"' + message.role + '\" is not system, user or assistant') }}"
+    "{%- endif %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
     "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- "
     "'<|im_start|>assistant\\n' }}{%- endif %}";
 

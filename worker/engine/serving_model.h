@@ -1,5 +1,6 @@
 // Everything a process loads to serve one model: the backend, the target (of the family its
-// config.json names, model_registry.h), its tokenizer and,
+// config.json names, model_registry.h), its tokenizer, its chat template (load_chat_template.h)
+// and,
 // when a drafter directory is given, the DFlash drafter and its proposer. One place that says
 // how a model directory (and a drafter directory) becomes something the engine can run.
 #pragma once
@@ -11,6 +12,7 @@
 #include "worker/engine/dflash_proposer.h"
 #include "worker/model/dflash_drafter.h"
 #include "worker/model/target_model.h"
+#include "worker/tokenizer/load_chat_template.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace flashq {
@@ -19,6 +21,7 @@ struct ServingModel {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<TargetModel> model;
   std::unique_ptr<Tokenizer> tokenizer;
+  LoadedChatTemplate chat_template;  // the checkpoint's own, or its family's default
   std::unique_ptr<DFlashDrafter> drafter;    // null without a drafter directory
   std::unique_ptr<DFlashProposer> proposer;  // null without a drafter directory
 

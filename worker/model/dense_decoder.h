@@ -38,7 +38,6 @@ class DenseDecoderModel final : public TargetModel {
   int64_t replayed_passes() const override { return recorder_.replayed(); }
   const Tensor& embedding_table() const override { return embed_tokens_; }
   const Tensor& lm_head() const override { return lm_head_; }
-  const ChatTemplate& chat_template() const override { return chatml_template(); }
 
  private:
   // What a recorded pass depends on besides the contents of its input tensors.

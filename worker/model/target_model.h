@@ -1,7 +1,8 @@
 // What the engine, the worker, the DFlash drafter and the benchmarks need of a target model,
 // whatever its family: its configuration, KV caches, one batched forward pass with taps, the
-// embedding table and LM head the drafter borrows, and how a chat becomes its prompt. A family
-// (worker/model/qwen3.h, ...) implements it; model_registry.h picks the family a checkpoint
+// embedding table and LM head the drafter borrows. (How a chat becomes its prompt belongs to the
+// checkpoint: worker/tokenizer/load_chat_template.h.) A family (worker/model/qwen3.h, ...)
+// implements it; model_registry.h picks the family a checkpoint
 // names. Attention biases, sliding windows and attention sinks, when a family has them, are that
 // family's weights and options of the backend's attention ops, never part of this interface.
 #pragma once
@@ -13,7 +14,6 @@
 #include "worker/model/forward_pass.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
-#include "worker/tokenizer/chat_template.h"
 
 namespace flashq {
 
@@ -44,9 +44,6 @@ class TargetModel {
   // [vocab, hidden] each; borrowed by the DFlash drafter, which has neither of its own.
   virtual const Tensor& embedding_table() const = 0;
   virtual const Tensor& lm_head() const = 0;
-
-  // How chat messages become this model's prompt text (its special tokens included).
-  virtual const ChatTemplate& chat_template() const = 0;
 };
 
 }  // namespace flashq

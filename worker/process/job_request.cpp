@@ -3,20 +3,73 @@
 #include <variant>
 
 #include "shared/error.h"
+#include "shared/protocol/limits.h"
 
 namespace flashq {
 namespace {
 
-std::vector<int32_t> prompt_tokens(const protocol::Prompt& prompt, const Tokenizer& tokenizer,
-                                   const ChatTemplate* chat_template) {
-  if (const auto* text = std::get_if<std::string>(&prompt)) return tokenizer.encode(*text);
-  if (const auto* tokens = std::get_if<protocol::TokenIds>(&prompt)) return *tokens;
-  std::vector<ChatMessage> chat;
-  for (const protocol::ChatMessage& m : std::get<std::vector<protocol::ChatMessage>>(prompt)) {
-    chat.push_back({m.role, m.content});
+// Whether JSON `text` nests arrays and objects deeper than a message may (protocol::kMaxDepth):
+// the values it would parse into are copied and rendered recursively.
+bool nested_too_deep(const std::string& text) {
+  size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > protocol::kMaxDepth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
   }
+  return false;
+}
+
+// OpenAI sends a tool call's arguments as JSON text in a string; chat templates take the
+// arguments as a mapping (e.g. `tool_call.arguments | tojson`), so text that holds a JSON object
+// becomes that object. Anything else reaches the template as it came.
+ChatJson template_arguments(const std::string& arguments_json) {
+  ChatJson value = ChatJson::parse(arguments_json);
+  if (!value.is_string() || nested_too_deep(value.get<std::string>())) return value;
+  ChatJson parsed = ChatJson::parse(value.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+  return parsed.is_object() ? parsed : value;
+}
+
+ChatJson message_json(const protocol::ChatMessage& m) {
+  ChatJson out = {{"role", m.role}, {"content", m.content ? ChatJson(*m.content) : ChatJson(nullptr)}};
+  if (!m.tool_calls.empty()) {
+    ChatJson calls = ChatJson::array();
+    for (const protocol::ToolCall& call : m.tool_calls) {
+      ChatJson c = ChatJson::object();
+      if (!call.id.empty()) c["id"] = call.id;
+      c["type"] = "function";
+      c["function"] = {{"name", call.name}, {"arguments", template_arguments(call.arguments_json)}};
+      calls.push_back(std::move(c));
+    }
+    out["tool_calls"] = std::move(calls);
+  }
+  if (m.tool_call_id) out["tool_call_id"] = *m.tool_call_id;
+  if (m.name) out["name"] = *m.name;
+  if (m.reasoning_content) out["reasoning_content"] = *m.reasoning_content;
+  return out;
+}
+
+std::vector<int32_t> prompt_tokens(const protocol::Job& job, const Tokenizer& tokenizer,
+                                   const ChatTemplate* chat_template) {
+  // Text gets the tokenizer's special tokens (Llama 3's <|begin_of_text|>), as Hugging Face's
+  // encode does by default; a rendered chat already holds those its template writes.
+  if (const auto* text = std::get_if<std::string>(&job.prompt)) return tokenizer.encode_with_special_tokens(*text);
+  if (const auto* tokens = std::get_if<protocol::TokenIds>(&job.prompt)) return *tokens;
   if (chat_template == nullptr) throw Error(ErrorCode::kInvalidArgument, "this model has no chat template");
-  return tokenizer.encode(chat_template->render(chat));
+  return tokenizer.encode(chat_template->render(make_chat_request(job)));
 }
 
 SpecMode engine_spec_mode(protocol::SpecMode mode) {
@@ -33,6 +86,18 @@ SpecMode engine_spec_mode(protocol::SpecMode mode) {
 
 }  // namespace
 
+ChatRequest make_chat_request(const protocol::Job& job) {
+  ChatRequest request;
+  for (const protocol::ChatMessage& m : std::get<std::vector<protocol::ChatMessage>>(job.prompt)) {
+    request.messages.push_back(message_json(m));
+  }
+  // The protocol checked that these are JSON text of an array and of an object.
+  if (job.tools) request.tools = ChatJson::parse(*job.tools);
+  if (job.chat_template_kwargs) request.options = ChatJson::parse(*job.chat_template_kwargs);
+  request.add_generation_prompt = job.add_generation_prompt;
+  return request;
+}
+
 JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tokenizer, const WorkerModel& model) {
   const protocol::Job& job = assign.job;
   if (job.model && *job.model != model.name) {
@@ -40,7 +105,7 @@ JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tok
   }
   JobRequest out;
   GenerationRequest& g = out.sequence.generation;
-  g.prompt_tokens = prompt_tokens(job.prompt, tokenizer, model.chat_template);
+  g.prompt_tokens = prompt_tokens(job, tokenizer, model.chat_template);
   out.job_prompt_tokens = static_cast<int64_t>(g.prompt_tokens.size());
   g.prompt_tokens.insert(g.prompt_tokens.end(), assign.resume_tokens.begin(), assign.resume_tokens.end());
 

@@ -1,5 +1,6 @@
 // From an ASSIGN to what the engine runs: the prompt (text through the tokenizer, token ids as
-// given, or chat messages through the model's chat template) followed by the resume tokens of a
+// given, or chat messages, tools and template options through the model's chat template)
+// followed by the resume tokens of a
 // continuation (with how much of their text was streamed), max_tokens less what earlier attempts
 // produced, sampling, stops and speculation.
 #pragma once
@@ -18,7 +19,7 @@ namespace flashq {
 struct WorkerModel {
   std::string name;  // a job naming another model is refused
   bool has_drafter = false;
-  const ChatTemplate* chat_template = nullptr;  // the model's (TargetModel::chat_template)
+  const ChatTemplate* chat_template = nullptr;  // the checkpoint's (load_chat_template.h)
 };
 
 struct JobRequest {
@@ -31,9 +32,15 @@ struct JobRequest {
 };
 
 // kInvalidArgument (with a message fit for the job's FINAL) for a job this worker cannot run:
-// another model, or a chat message with a role the template does not know. Everything the
+// another model, or a chat its template refuses (a role it does not know, tools for a template
+// that takes none, the template's raise_exception). Everything the
 // engine checks itself (context, vocabulary, sampling, spec without a drafter, block size) is
 // left to Engine::add.
+// A chat job (prompt holds messages) as its template takes it: messages as OpenAI-shaped objects
+// (a tool call's arguments given as JSON text of an object become that object), tools, options
+// and add_generation_prompt.
+ChatRequest make_chat_request(const protocol::Job& job);
+
 JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tokenizer, const WorkerModel& model);
 
 }  // namespace flashq

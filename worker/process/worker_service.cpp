@@ -79,7 +79,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
 
   WorkInbox inbox;
   MessageOutbox outbox;
-  const WorkerModel served{options.model_name, serving.drafter != nullptr, &serving.model->chat_template()};
+  const WorkerModel served{options.model_name, serving.drafter != nullptr, serving.chat_template.chat_template.get()};
   WorkerMetrics metrics;
   std::unique_ptr<HttpEndpoint> http;
   if (!options.metrics_http.empty()) {
