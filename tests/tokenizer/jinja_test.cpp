@@ -195,6 +195,22 @@ TEST(JinjaLimits, EndlessMacroRecursionIsAnErrorNotACrash) {
   EXPECT_NE(std::string(e.what()).find("nested deeper"), std::string::npos) << e.what();
 }
 
+TEST(JinjaLimits, ValueCyclesAndDeepValuesAreRefusedNotACrash) {
+  EXPECT_EQ(render_error("{% set ns = namespace(a=1) %}{% set ns.self = [ns] %}{{ ns }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{% set n = namespace(x=[]) %}{% for i in range(1000) %}{% set n.x = [n.x] %}{% endfor %}{{ n.x }}").code(),
+            ErrorCode::kInvalidArgument);
+  std::string deep_json(1000, '[');
+  deep_json += std::string(1000, ']');
+  const Error context = render_error("{{ x }}", nlohmann::ordered_json{{"x", nlohmann::ordered_json::parse(deep_json)}});
+  EXPECT_EQ(context.code(), ErrorCode::kInvalidArgument) << context.what();
+}
+
+TEST(JinjaLimits, HugeNumbersAreValuesNotUndefinedBehaviour) {
+  EXPECT_EQ(render("{{ [1, 2][10 ** 30] }}|{{ 'ab'[-(10 ** 30)] }}|{{ " + std::string(400, '9') + " }}"), "||Infinity");
+  EXPECT_EQ(render_error("{{ 'a'|indent(1000000000) }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{{ [1]|tojson(indent=-1) }}").code(), ErrorCode::kUnsupported);
+}
+
 TEST(JinjaLimits, RunawayStringsAndLoopsAreErrorsNotExhaustedMemoryOrTime) {
   jinja::RenderOptions options;
   options.max_string_bytes = 4096;
@@ -210,6 +226,7 @@ TEST(JinjaLimits, RunawayStringsAndLoopsAreErrorsNotExhaustedMemoryOrTime) {
   EXPECT_TRUE(fails("{% set s = namespace(t='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}"));
   EXPECT_TRUE(fails("{% for i in range(5000) %}x{% endfor %}"));
   EXPECT_TRUE(fails("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}"));
+  EXPECT_TRUE(fails("{% set n = namespace(s='x') %}{% for i in range(30) %}{% set n.s = n.s|replace('x', 'xx') %}{% endfor %}"));
   EXPECT_FALSE(fails("{% for i in range(900) %}{% endfor %}"));
   EXPECT_EQ(render_error("{{ range(1000000) }}").code(), ErrorCode::kUnsupported);
 }

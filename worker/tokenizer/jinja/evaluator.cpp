@@ -1,5 +1,6 @@
 #include "worker/tokenizer/jinja/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "worker/tokenizer/jinja/builtins.h"
@@ -39,6 +40,8 @@ std::vector<size_t> slice_indices(size_t size, const Value& start_v, const Value
 
 // Deeper than any real template, so that runaway recursion fails instead of exhausting the stack.
 constexpr int kMaxMacroDepth = 100;
+// Longer than any real template builds with `+`, so that doubling an array in a loop fails early.
+constexpr size_t kMaxArrayLength = 1000000;
 
 class Evaluator {
  public:
@@ -113,7 +116,7 @@ class Evaluator {
             args.positional.push_back(eval(*arg, scope));
           }
         }
-        return apply_filter(node.text, node.called, operand, args);
+        return checked(apply_filter(node.text, node.called, operand, args));
       }
       case NodeKind::kTest: {
         const bool result = apply_test(node.text, eval(*node.a, scope));
@@ -203,6 +206,10 @@ class Evaluator {
       Value object = eval(*target.a, scope);
       if (!object.is(Kind::kNamespace)) fail("cannot assign attribute on non-namespace object");
       if (target.b->kind != NodeKind::kIdentifier) fail("Cannot assign to member with non-identifier property");
+      // The one mutation there is: a namespace holding a namespace could hold itself, a cycle
+      // that printing would never leave; and it must not grow deeper than any value may.
+      if (contains_namespace(value)) fail_unsupported("storing a namespace in a namespace is not supported");
+      if (value.depth + 1 > kMaxValueDepth) fail("values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
       object.object->set(target.b->text, std::move(value));
     }
     return Value::none();
@@ -271,7 +278,8 @@ class Evaluator {
     }
     if (object.is_array() || object.is(Kind::kString)) {
       if (property.is(Kind::kInt)) {
-        const auto index = static_cast<long long>(property.number);
+        // Far outside any string or array, and kept inside long long's range.
+        const auto index = static_cast<long long>(std::clamp(property.number, -1e15, 1e15));
         if (object.is(Kind::kString)) {
           auto unit = utf16_unit_at(object.string, index);
           return unit ? Value::from_string(*unit) : Value();
@@ -322,7 +330,7 @@ class Evaluator {
     if (keywords.size() > 0) args.push_back(Value::from_object(std::move(keywords), Kind::kKwargs));
     Value callee = eval(*node.a, scope);
     if (!callee.is(Kind::kFunction)) fail("Cannot call something that is not a function: got " + type_name(callee));
-    return (*callee.function)(args, scope);
+    return checked((*callee.function)(args, scope));
   }
 
   Value unary(const Node& node, Scope& scope) {
@@ -336,6 +344,12 @@ class Evaluator {
 
   void check_size(const std::string& s) const {
     if (s.size() > options_.max_string_bytes) fail("a string grew beyond " + std::to_string(options_.max_string_bytes) + " bytes");
+  }
+
+  // A string a filter or call built (replace, indent, join, a macro's output) is bounded too.
+  Value checked(Value v) const {
+    if (v.is(Kind::kString)) check_size(v.string);
+    return v;
   }
 
   Value concatenate(const Value& left, const Value& right) const {
@@ -385,6 +399,9 @@ class Evaluator {
       if (op == "<=") return Value::from_bool(a <= b);
     } else if (left.is_array() && right.is_array()) {
       if (op == "+") {
+        if (left.array->size() + right.array->size() > kMaxArrayLength) {
+          fail("an array grew longer than " + std::to_string(kMaxArrayLength) + " items");
+        }
         Array joined = *left.array;
         joined.insert(joined.end(), right.array->begin(), right.array->end());
         return Value::from_array(std::move(joined));

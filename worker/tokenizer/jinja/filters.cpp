@@ -62,7 +62,8 @@ Value tojson(const Value& operand, const FilterArguments& args) {
   JsonOptions options;
   if (const Value* indent = args.keywords.find("indent")) {
     if (indent->is(Kind::kInt)) {
-      options.indent = static_cast<int>(std::max(0.0, indent->number));
+      if (indent->number < 0 || indent->number > 1000) fail_unsupported("tojson(indent=" + js_number(indent->number) + ") is not supported");
+      options.indent = static_cast<int>(indent->number);
     } else if (!indent->is(Kind::kNone)) {
       fail("If set, indent must be a number");
     }
@@ -223,9 +224,12 @@ Value called_filter(const std::string& name, const Value& operand, const FilterA
     if (name == "indent") {
       const Value* width = argument(args, 0, "width");
       if (width != nullptr && !width->is(Kind::kInt)) fail("width must be a number");
+      if (width != nullptr && (width->number < 0 || width->number > 1000)) {
+        fail_unsupported("indent(" + js_number(width->number) + ") is not supported");
+      }
       const Value* first = argument(args, 1, "first");
       const Value* blank = argument(args, 2, "blank");
-      const std::string indent(width ? static_cast<size_t>(std::max(0.0, width->number)) : 4, ' ');
+      const std::string indent(width ? static_cast<size_t>(width->number) : 4, ' ');
       return Value::from_string(indent_lines(operand.string, indent, first && truthy(*first), blank && truthy(*blank)));
     }
     if (name == "replace") {

@@ -1,6 +1,7 @@
 #include "worker/tokenizer/jinja/parser.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 
@@ -553,7 +554,7 @@ class Parser {
       case TokenType::kNumber: {
         const bool is_float = t.value.find('.') != std::string::npos;
         auto node = std::make_unique<Node>(is_float ? NodeKind::kFloat : NodeKind::kInteger, t.line);
-        node->number = std::stod(t.value);
+        node->number = std::strtod(t.value.c_str(), nullptr);  // JavaScript's Number(): overflow is Infinity
         return node;
       }
       case TokenType::kString: {

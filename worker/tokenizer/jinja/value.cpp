@@ -36,8 +36,20 @@ void Object::set(const std::string& key, Value value) {
   entries_.emplace_back(key, std::move(value));
 }
 
+namespace {
+
+int nested_depth(int child_depth) {
+  if (child_depth + 1 > kMaxValueDepth) fail("values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  return child_depth + 1;
+}
+
+}  // namespace
+
 Value Value::from_array(Array items, bool tuple) {
   Value v = with_kind(Kind::kArray);
+  int deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.depth);
+  v.depth = nested_depth(deepest);
   v.array = std::make_shared<Array>(std::move(items));
   v.is_tuple = tuple;
   return v;
@@ -45,6 +57,9 @@ Value Value::from_array(Array items, bool tuple) {
 
 Value Value::from_object(Object entries, Kind kind) {
   Value v = with_kind(kind);
+  int deepest = 0;
+  for (const auto& entry : entries.entries()) deepest = std::max(deepest, entry.second.depth);
+  v.depth = nested_depth(deepest);
   v.object = std::make_shared<Object>(std::move(entries));
   return v;
 }
@@ -55,7 +70,8 @@ Value Value::from_function(Function f) {
   return v;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& json) {
+Value Value::from_json(const nlohmann::ordered_json& json, int depth) {
+  if (depth > kMaxValueDepth) fail("the context is nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return from_bool(json.get<bool>());
@@ -68,7 +84,7 @@ Value Value::from_json(const nlohmann::ordered_json& json) {
     case nlohmann::ordered_json::value_t::string: return from_string(json.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       Array items;
-      for (const auto& item : json) items.push_back(from_json(item));
+      for (const auto& item : json) items.push_back(from_json(item, depth + 1));
       return from_array(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
@@ -78,9 +94,9 @@ Value Value::from_json(const nlohmann::ordered_json& json) {
       }
       std::sort(index_keys.begin(), index_keys.end());
       Object entries;
-      for (const auto& key : index_keys) entries.set(key.second, from_json(json.at(key.second)));
+      for (const auto& key : index_keys) entries.set(key.second, from_json(json.at(key.second), depth + 1));
       for (auto it = json.begin(); it != json.end(); ++it) {
-        if (!is_array_index(it.key())) entries.set(it.key(), from_json(it.value()));
+        if (!is_array_index(it.key())) entries.set(it.key(), from_json(it.value(), depth + 1));
       }
       return from_object(std::move(entries));
     }
@@ -106,6 +122,21 @@ std::string type_name(const Value& v) {
     case Kind::kFunction: return "FunctionValue";
   }
   return "?";
+}
+
+bool contains_namespace(const Value& v) {
+  if (v.is(Kind::kNamespace)) return true;
+  if (v.is_array()) {
+    for (const Value& item : *v.array) {
+      if (item.depth > 0 && contains_namespace(item)) return true;
+    }
+  }
+  if (v.is_mapping()) {
+    for (const auto& entry : v.object->entries()) {
+      if (entry.second.depth > 0 && contains_namespace(entry.second)) return true;
+    }
+  }
+  return false;
 }
 
 bool truthy(const Value& v) {

@@ -35,6 +35,7 @@ struct Value {
   Kind kind = Kind::kUndefined;
   bool boolean = false;
   bool is_tuple = false;  // an array written as a tuple literal
+  int depth = 0;          // containers nested inside this one (bounded by kMaxValueDepth)
   double number = 0;      // kInt holds an integral value
   std::string string;
   std::shared_ptr<Array> array;
@@ -51,7 +52,7 @@ struct Value {
   static Value from_function(Function f);
   // A JSON value as the reference engine sees it after JSON.parse: an integral number is an
   // integer; array-index keys ("0", "17") of an object come first, ascending.
-  static Value from_json(const nlohmann::ordered_json& json);
+  static Value from_json(const nlohmann::ordered_json& json, int depth = 0);
 
   bool is(Kind k) const { return kind == k; }
   bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat; }
@@ -77,6 +78,10 @@ class Object {
   std::vector<std::pair<std::string, Value>> entries_;
 };
 
+// Deeper than any real template or conversation, so that printing and freeing a value cannot
+// exhaust the stack.
+constexpr int kMaxValueDepth = 200;
+
 // An error the template causes while rendering; the evaluator adds the line. kUnsupported marks a
 // value the engine will not print rather than print differently from the reference.
 struct RenderError {
@@ -88,6 +93,9 @@ struct RenderError {
 
 // The reference engine's type names, as its error messages spell them (StringValue, ...).
 std::string type_name(const Value& v);
+
+// Whether `v` holds a namespace at any depth (a namespace stored in itself would be a cycle).
+bool contains_namespace(const Value& v);
 
 // Python-like truthiness as the reference engine defines it (a namespace is always true).
 bool truthy(const Value& v);
