@@ -66,6 +66,8 @@ TEST(JinjaRefusals, NamesUnsupportedFilters) {
   expect_refused("{{ s|trim() }}", "chat template line 1: filter 'trim' with arguments is not supported");
   expect_refused("{{ s|default }}", "chat template line 1: filter 'default' without arguments is not supported");
   expect_refused("{{ xs|map('upper') }}", "chat template line 1: filter 'map' without attribute= is not supported");
+  expect_refused("{{ xs|selectattr('a', 'sameas', none) }}", "chat template line 1: test 'sameas' is not supported");
+  expect_refused("{{ xs|reject('divisibleby', 3) }}", "chat template line 1: test 'divisibleby' is not supported");
 }
 
 TEST(JinjaRefusals, NamesUnsupportedTestsMethodsAndGlobals) {

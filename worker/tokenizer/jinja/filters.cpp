@@ -343,7 +343,6 @@ bool apply_test(const std::string& name, const Value& operand, const Value* argu
   if (name == "defined") return k != Kind::kUndefined;
   if (name == "undefined") return k == Kind::kUndefined;
   if ((name == "equalto" || name == "eq") && argument != nullptr) return strict_equals(operand, *argument);
-  if ((name == "ne") && argument != nullptr) return !strict_equals(operand, *argument);
   fail("Unknown test: " + name);
 }
 

@@ -6,41 +6,13 @@
 #include <string>
 
 #include "shared/error.h"
+#include "worker/tokenizer/jinja/subset.h"
 
 namespace flashq::jinja {
 namespace {
 
 bool one_of(const std::string& name, std::initializer_list<const char*> names) {
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return name == n; });
-}
-
-// Filters the engine renders written without arguments (`x|trim`) and with them (`x|join(", ")`);
-// the two sets differ because the reference engine dispatches the two forms separately.
-bool is_plain_filter(const std::string& name) {
-  return one_of(name, {"safe", "tojson", "select", "reject", "list", "first", "last", "length", "reverse", "sort", "join", "string",
-                       "unique", "upper", "lower", "title", "capitalize", "trim", "indent", "int", "float", "abs",
-                       "items", "bool", "dictsort", "keys", "values"});
-}
-bool is_called_filter(const std::string& name) {
-  return one_of(name, {"tojson", "join", "int", "float", "default", "sort", "selectattr", "rejectattr", "map",
-                       "indent", "replace", "items", "dictsort", "keys", "values", "select", "reject"});
-}
-bool is_supported_test(const std::string& name) {
-  return one_of(name, {"boolean", "callable", "odd", "even", "false", "true", "none", "string", "number", "integer",
-                       "iterable", "mapping", "sequence", "lower", "upper", "defined", "undefined"});
-}
-// Methods of strings and objects (`s.startswith(...)`, `d.items()`).
-bool is_supported_method(const std::string& name) {
-  return one_of(name, {"upper", "lower", "strip", "title", "capitalize", "rstrip", "lstrip", "startswith",
-                       "endswith", "split", "replace", "get", "items", "keys", "values", "dictsort"});
-}
-// Jinja statements and globals the engine does not implement, refused by name.
-bool is_unsupported_statement(const std::string& name) {
-  return one_of(name, {"include", "extends", "block", "with", "raw", "import", "from", "autoescape", "do", "call",
-                       "filter", "trans", "pluralize", "print"});
-}
-bool is_unsupported_global(const std::string& name) {
-  return one_of(name, {"dict", "lipsum", "cycler", "joiner"});
 }
 
 // Deeper nesting than any real template, refused so that recursion cannot exhaust the stack.
@@ -416,6 +388,13 @@ class Parser {
     if (!is_plain_filter(name) && !is_called_filter(name)) unsupported(filter.line, "filter '" + name + "'");
     if (filter.called && !is_called_filter(name)) unsupported(filter.line, "filter '" + name + "' with arguments");
     if (!filter.called && !is_plain_filter(name)) unsupported(filter.line, "filter '" + name + "' without arguments");
+    // The test a select-style filter applies, when written as a literal, must be one the engine has.
+    const size_t test_arg = name == "selectattr" || name == "rejectattr" ? 1 : 0;
+    if ((name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") &&
+        filter.items.size() > test_arg && filter.items[test_arg]->kind == NodeKind::kString &&
+        !is_supported_test(filter.items[test_arg]->text) && !is_comparison_test(filter.items[test_arg]->text)) {
+      unsupported(filter.line, "test '" + filter.items[test_arg]->text + "'");
+    }
     if (name == "map") {
       const bool has_attribute = std::any_of(filter.items.begin(), filter.items.end(), [](const NodePtr& arg) {
         return arg->kind == NodeKind::kKeyword && arg->text == "attribute";
