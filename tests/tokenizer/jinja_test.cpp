@@ -130,6 +130,13 @@ TEST(JinjaRender, RefusesToPrintWhatItWouldPrintDifferently) {
   EXPECT_EQ(std::string(weekday.what()), "chat template line 1: strftime_now directive %A is not supported");
 }
 
+TEST(JinjaRender, RefusesCaseMappingsThatAreNotCharacterForCharacter) {
+  EXPECT_EQ(render("{{ 'caf\u00e9 \u03c3'|upper }}"), "CAF\u00c9 \u03a3");
+  EXPECT_EQ(render_error("{{ 'stra\u00dfe'|upper }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{{ '\u0130stanbul'.lower() }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{{ '\u039f\u0394\u039f\u03a3'|lower }}").code(), ErrorCode::kUnsupported);
+}
+
 TEST(JinjaRender, StrftimeNowFormatsTheGivenInstantInUtc) {
   jinja::RenderOptions options;
   options.now = std::chrono::system_clock::time_point(std::chrono::seconds(1721999045));  // 2024-07-26 13:04:05 UTC

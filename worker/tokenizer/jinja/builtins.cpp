@@ -123,11 +123,11 @@ Value replace(const std::string& self, std::vector<Value>& args) {
 
 std::optional<Value> string_member(const std::string& s, const std::string& name) {
   if (name == "length") return Value::from_int(static_cast<double>(utf16_length(s)));
-  if (name == "upper") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_upper(self)); });
-  if (name == "lower") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_lower(self)); });
+  if (name == "upper") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(upper_case(self)); });
+  if (name == "lower") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(lower_case(self)); });
   if (name == "title") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_title(self)); });
   if (name == "capitalize") {
-    return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_capitalize(self)); });
+    return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(capitalized(self)); });
   }
   // The reference engine's strip family ignores a chars argument and strips whitespace.
   if (name == "strip") {

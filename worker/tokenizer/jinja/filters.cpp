@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "worker/tokenizer/jinja/builtins.h"
 #include "worker/tokenizer/jinja/js_text.h"
@@ -278,10 +279,10 @@ Value plain_filter(const std::string& name, const Value& operand) {
   if (operand.is(Kind::kString)) {
     const std::string& s = operand.string;
     if (name == "length") return Value::from_int(static_cast<double>(utf16_length(s)));
-    if (name == "upper") return Value::from_string(js_upper(s));
-    if (name == "lower") return Value::from_string(js_lower(s));
+    if (name == "upper") return Value::from_string(upper_case(s));
+    if (name == "lower") return Value::from_string(lower_case(s));
     if (name == "title") return Value::from_string(js_title(s));
-    if (name == "capitalize") return Value::from_string(js_capitalize(s));
+    if (name == "capitalize") return Value::from_string(capitalized(s));
     if (name == "trim") return Value::from_string(std::string(js_trim(s)));
     if (name == "indent") return Value::from_string(indent_lines(s, "    ", false, false));
     if (name == "join" || name == "string") return operand;
@@ -316,6 +317,24 @@ Value plain_filter(const std::string& name, const Value& operand) {
 
 }  // namespace
 
+std::string upper_case(const std::string& text) {
+  std::optional<std::string> out = js_upper_simple(text);
+  if (!out) fail_unsupported("upper-casing text with a character that becomes several is not supported");
+  return *out;
+}
+
+std::string lower_case(const std::string& text) {
+  std::optional<std::string> out = js_lower_simple(text);
+  if (!out) fail_unsupported("lower-casing text with 'İ' or 'Σ' is not supported");
+  return *out;
+}
+
+std::string capitalized(const std::string& text) {
+  std::optional<std::string> out = js_capitalize_simple(text);
+  if (!out) fail_unsupported("capitalizing text that starts with a character that becomes several is not supported");
+  return *out;
+}
+
 Value apply_filter(const std::string& name, bool called, const Value& operand, const FilterArguments& args) {
   return called ? called_filter(name, operand, args) : plain_filter(name, operand);
 }
@@ -338,8 +357,8 @@ bool apply_test(const std::string& name, const Value& operand, const Value* argu
   if (name == "iterable") return (k == Kind::kArray && !operand.is_tuple) || k == Kind::kString;
   if (name == "mapping") return operand.is_mapping();
   if (name == "sequence") return k == Kind::kArray || operand.is_mapping() || k == Kind::kString;
-  if (name == "lower") return k == Kind::kString && operand.string == js_lower(operand.string);
-  if (name == "upper") return k == Kind::kString && operand.string == js_upper(operand.string);
+  if (name == "lower") return k == Kind::kString && operand.string == lower_case(operand.string);
+  if (name == "upper") return k == Kind::kString && operand.string == upper_case(operand.string);
   if (name == "defined") return k != Kind::kUndefined;
   if (name == "undefined") return k == Kind::kUndefined;
   if ((name == "equalto" || name == "eq") && argument != nullptr) return strict_equals(operand, *argument);
@@ -360,7 +379,7 @@ int compare_values(const Value& a, const Value& b, bool case_sensitive) {
   }
   if (type_name(a) != type_name(b)) fail("Cannot compare different types: " + type_name(a) + " and " + type_name(b));
   if (!a.is(Kind::kString)) fail("Cannot compare type: " + type_name(a));
-  return case_sensitive ? compare_utf16(a.string, b.string) : compare_utf16(js_lower(a.string), js_lower(b.string));
+  return case_sensitive ? compare_utf16(a.string, b.string) : compare_utf16(lower_case(a.string), lower_case(b.string));
 }
 
 }  // namespace flashq::jinja

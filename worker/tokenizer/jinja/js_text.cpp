@@ -106,6 +106,17 @@ double parse_prefix(std::string_view s) {
   return std::strtod(text.c_str(), nullptr);
 }
 
+// Characters whose JavaScript case mapping is not one code point for one (SpecialCasing.txt:
+// "ß" upper-cases to "SS", "İ" lower-cases to "i" and a combining dot, a final "Σ" to "ς").
+bool has_full_upper_mapping(char32_t c) {
+  return c == 0xdf || c == 0x149 || c == 0x1f0 || c == 0x390 || c == 0x3b0 || c == 0x587 || (c >= 0x1e96 && c <= 0x1e9a) ||
+         (c >= 0x1f50 && c <= 0x1f56 && c % 2 == 0) || (c >= 0x1f80 && c <= 0x1faf) || (c >= 0x1fb2 && c <= 0x1fb7) ||
+         c == 0x1fbc || (c >= 0x1fc2 && c <= 0x1fc7) || c == 0x1fcc || (c >= 0x1fd2 && c <= 0x1fd7) ||
+         (c >= 0x1fe2 && c <= 0x1fe7) || (c >= 0x1ff2 && c <= 0x1ff7) || c == 0x1ffc || (c >= 0xfb00 && c <= 0xfb06) ||
+         (c >= 0xfb13 && c <= 0xfb17);
+}
+bool has_full_lower_mapping(char32_t c) { return c == 0x130 || c == 0x3a3; }
+
 }  // namespace
 
 void append_utf8(std::string& out, char32_t cp) {
@@ -186,19 +197,28 @@ int compare_utf16(std::string_view a, std::string_view b) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
-std::string js_upper(std::string_view text) {
-  return map_code_points(text, [](char32_t c) -> char32_t {
+std::optional<std::string> js_upper_simple(std::string_view text) {
+  bool simple = true;
+  std::string out = map_code_points(text, [&simple](char32_t c) -> char32_t {
     if (c < 0x80) return c >= 'a' && c <= 'z' ? c - 32 : c;
+    if (has_full_upper_mapping(c)) simple = false;
     return static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(c)));
   });
+  if (!simple) return std::nullopt;
+  return out;
 }
 
-std::string js_lower(std::string_view text) {
-  return map_code_points(text, [](char32_t c) -> char32_t {
+std::optional<std::string> js_lower_simple(std::string_view text) {
+  bool simple = true;
+  std::string out = map_code_points(text, [&simple](char32_t c) -> char32_t {
     if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+    if (has_full_lower_mapping(c)) simple = false;
     return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
   });
+  if (!simple) return std::nullopt;
+  return out;
 }
+
 
 std::string js_title(std::string_view text) {
   std::string out(text);
@@ -210,12 +230,14 @@ std::string js_title(std::string_view text) {
   return out;
 }
 
-std::string js_capitalize(std::string_view text) {
+std::optional<std::string> js_capitalize_simple(std::string_view text) {
   if (text.empty()) return std::string();
   size_t pos = 0;
   const char32_t first = next_code_point(text, pos);
   if (first >= 0x10000) return std::string(text);  // charAt(0) is half a surrogate pair
-  return js_upper(text.substr(0, pos)) + std::string(text.substr(pos));
+  std::optional<std::string> head = js_upper_simple(text.substr(0, pos));
+  if (!head) return std::nullopt;
+  return *head + std::string(text.substr(pos));
 }
 
 std::string js_number(double value) {
