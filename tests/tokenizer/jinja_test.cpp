@@ -48,7 +48,8 @@ TEST(JinjaRefusals, NamesUnsupportedStatementsAndTheirLine) {
   expect_refused("a\n{% include 'x.jinja' %}", "chat template line 2: statement 'include' is not supported");
   expect_refused("{% extends 'base' %}", "chat template line 1: statement 'extends' is not supported");
   expect_refused("{% block body %}{% endblock %}", "chat template line 1: statement 'block' is not supported");
-  expect_refused("\n\n{%- filter upper %}x{% endfilter %}", "chat template line 3: statement 'filter' is not supported");
+  expect_refused("\n\n{%- filter upper %}x{% endfilter %}",
+                 "chat template line 3: statement 'filter' is not supported");
   expect_refused("{% call m() %}x{% endcall %}", "chat template line 1: statement 'call' is not supported");
   expect_refused("{% with a = 1 %}{% endwith %}", "chat template line 1: statement 'with' is not supported");
   expect_refused("{% raw %}{{ x }}{% endraw %}", "chat template line 1: statement 'raw' is not supported");
@@ -80,7 +81,8 @@ TEST(JinjaRefusals, NamesUnsupportedTestsMethodsAndGlobals) {
   expect_refused("{{ loop.cycle('a', 'b') }}", "chat template line 1: method 'cycle' is not supported");
   expect_refused("{{ dict(a=1) }}", "chat template line 1: function 'dict' is not supported");
   expect_refused("{{ f(*args) }}", "chat template line 1: argument unpacking with * or ** is not supported");
-  expect_refused("{% macro m() %}{{ kwargs }}{% endmacro %}", "chat template line 1: 'kwargs' in a macro is not supported");
+  expect_refused("{% macro m() %}{{ kwargs }}{% endmacro %}",
+                 "chat template line 1: 'kwargs' in a macro is not supported");
 }
 
 TEST(JinjaSyntaxErrors, AreInvalidArgumentWithTheLine) {
@@ -115,10 +117,12 @@ TEST(JinjaRender, RaiseExceptionIsInvalidArgumentCarryingTheMessageAndLine) {
 TEST(JinjaRender, RuntimeErrorsNameTheirLine) {
   const Error call = render_error("{% if true %}\n  {{ undefined_function() }}\n{% endif %}");
   EXPECT_EQ(call.code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(std::string(call.what()), "chat template line 2: Cannot call something that is not a function: got UndefinedValue");
+  EXPECT_EQ(std::string(call.what()),
+            "chat template line 2: Cannot call something that is not a function: got UndefinedValue");
   const Error loop = render_error("{% for m in messages %}{{ m.content - 1 }}{% endfor %}",
                                   nlohmann::ordered_json::parse(R"({"messages": [{"content": "x"}]})"));
-  EXPECT_EQ(std::string(loop.what()), "chat template line 1: Unknown operator \"-\" between StringValue and IntegerValue");
+  EXPECT_EQ(std::string(loop.what()),
+            "chat template line 1: Unknown operator \"-\" between StringValue and IntegerValue");
 }
 
 TEST(JinjaRender, RefusesToPrintWhatItWouldPrintDifferently) {
@@ -167,7 +171,8 @@ TEST(JinjaRender, BreakOutsideALoopIsAnError) {
 // Llama 3.1 template uses with builtin_tools.
 TEST(JinjaRender, SelectAndRejectFilterByTest) {
   const nlohmann::ordered_json context = {{"tools", {"brave_search", "code_interpreter", "wolfram_alpha"}}};
-  EXPECT_EQ(render("{{ tools|reject('equalto', 'code_interpreter')|join(', ') }}", context), "brave_search, wolfram_alpha");
+  EXPECT_EQ(render("{{ tools|reject('equalto', 'code_interpreter')|join(', ') }}", context),
+            "brave_search, wolfram_alpha");
   EXPECT_EQ(render("{{ tools|select('equalto', 'code_interpreter')|join(', ') }}", context), "code_interpreter");
   EXPECT_EQ(render("{{ [0, 1, '', 'a', none]|select|list }}"), "[1, \"a\"]");
   EXPECT_EQ(render("{{ [1, 2, 3, 4]|reject('even')|list }}"), "[1, 3]");
@@ -180,14 +185,16 @@ TEST(JinjaRender, DropsGenerationTagsKeepingTheirWhitespaceControl) {
 }
 
 TEST(JinjaRender, TemplateIsReusableAndCopyable) {
-  const Template tmpl = Template::parse("{% set n = namespace(c=0) %}{% for m in ms %}{% set n.c = n.c + 1 %}{% endfor %}{{ n.c }}");
+  const Template tmpl =
+      Template::parse("{% set n = namespace(c=0) %}{% for m in ms %}{% set n.c = n.c + 1 %}{% endfor %}{{ n.c }}");
   const Template copy = tmpl;
   EXPECT_EQ(tmpl.render(nlohmann::ordered_json{{"ms", {1, 2, 3}}}), "3");
   EXPECT_EQ(copy.render(nlohmann::ordered_json{{"ms", {1}}}), "1");
 }
 
 std::string nested_parentheses(int depth) {
-  return "{{ " + std::string(static_cast<size_t>(depth), '(') + "1" + std::string(static_cast<size_t>(depth), ')') + " }}";
+  return "{{ " + std::string(static_cast<size_t>(depth), '(') + "1" + std::string(static_cast<size_t>(depth), ')') +
+         " }}";
 }
 
 TEST(JinjaLimits, DeepNestingIsRefusedNotACrash) {
@@ -205,12 +212,16 @@ TEST(JinjaLimits, EndlessMacroRecursionIsAnErrorNotACrash) {
 }
 
 TEST(JinjaLimits, ValueCyclesAndDeepValuesAreRefusedNotACrash) {
-  EXPECT_EQ(render_error("{% set ns = namespace(a=1) %}{% set ns.self = [ns] %}{{ ns }}").code(), ErrorCode::kUnsupported);
-  EXPECT_EQ(render_error("{% set n = namespace(x=[]) %}{% for i in range(1000) %}{% set n.x = [n.x] %}{% endfor %}{{ n.x }}").code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(render_error("{% set ns = namespace(a=1) %}{% set ns.self = [ns] %}{{ ns }}").code(),
+            ErrorCode::kUnsupported);
+  EXPECT_EQ(
+      render_error("{% set n = namespace(x=[]) %}{% for i in range(1000) %}{% set n.x = [n.x] %}{% endfor %}{{ n.x }}")
+          .code(),
+      ErrorCode::kInvalidArgument);
   std::string deep_json(1000, '[');
   deep_json += std::string(1000, ']');
-  const Error context = render_error("{{ x }}", nlohmann::ordered_json{{"x", nlohmann::ordered_json::parse(deep_json)}});
+  const Error context =
+      render_error("{{ x }}", nlohmann::ordered_json{{"x", nlohmann::ordered_json::parse(deep_json)}});
   EXPECT_EQ(context.code(), ErrorCode::kInvalidArgument) << context.what();
 }
 
@@ -232,10 +243,12 @@ TEST(JinjaLimits, RunawayStringsAndLoopsAreErrorsNotExhaustedMemoryOrTime) {
     }
     return false;
   };
-  EXPECT_TRUE(fails("{% set s = namespace(t='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}"));
+  EXPECT_TRUE(fails(
+      "{% set s = namespace(t='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}"));
   EXPECT_TRUE(fails("{% for i in range(5000) %}x{% endfor %}"));
   EXPECT_TRUE(fails("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}"));
-  EXPECT_TRUE(fails("{% set n = namespace(s='x') %}{% for i in range(30) %}{% set n.s = n.s|replace('x', 'xx') %}{% endfor %}"));
+  EXPECT_TRUE(fails(
+      "{% set n = namespace(s='x') %}{% for i in range(30) %}{% set n.s = n.s|replace('x', 'xx') %}{% endfor %}"));
   EXPECT_FALSE(fails("{% for i in range(900) %}{% endfor %}"));
   EXPECT_EQ(render_error("{{ range(1000000) }}").code(), ErrorCode::kUnsupported);
 }

@@ -71,20 +71,32 @@ class Evaluator {
  private:
   Value eval(const Node& node, Scope& scope) {
     switch (node.kind) {
-      case NodeKind::kProgram: return Value::from_string(block(node.body, scope));
-      case NodeKind::kText: return Value::from_string(node.text);
-      case NodeKind::kComment: return Value::none();
+      case NodeKind::kProgram:
+        return Value::from_string(block(node.body, scope));
+      case NodeKind::kText:
+        return Value::from_string(node.text);
+      case NodeKind::kComment:
+        return Value::none();
       case NodeKind::kIf:
         return Value::from_string(block(truthy(eval(*node.a, scope)) ? node.body : node.orelse, scope));
-      case NodeKind::kFor: return for_loop(node, scope);
-      case NodeKind::kSet: return set(node, scope);
-      case NodeKind::kMacro: return define_macro(node, scope);
-      case NodeKind::kBreak: throw LoopBreak{};
-      case NodeKind::kContinue: throw LoopContinue{};
-      case NodeKind::kInteger: return Value::from_int(node.number);
-      case NodeKind::kFloat: return Value::from_float(node.number);
-      case NodeKind::kString: return Value::from_string(node.text);
-      case NodeKind::kIdentifier: return scope.lookup(node.text);
+      case NodeKind::kFor:
+        return for_loop(node, scope);
+      case NodeKind::kSet:
+        return set(node, scope);
+      case NodeKind::kMacro:
+        return define_macro(node, scope);
+      case NodeKind::kBreak:
+        throw LoopBreak{};
+      case NodeKind::kContinue:
+        throw LoopContinue{};
+      case NodeKind::kInteger:
+        return Value::from_int(node.number);
+      case NodeKind::kFloat:
+        return Value::from_float(node.number);
+      case NodeKind::kString:
+        return Value::from_string(node.text);
+      case NodeKind::kIdentifier:
+        return scope.lookup(node.text);
       case NodeKind::kArray:
       case NodeKind::kTuple: {
         Array items;
@@ -100,10 +112,14 @@ class Evaluator {
         }
         return Value::from_object(std::move(entries));
       }
-      case NodeKind::kMember: return member(node, scope);
-      case NodeKind::kCall: return call(node, scope);
-      case NodeKind::kUnary: return unary(node, scope);
-      case NodeKind::kBinary: return binary(node, scope);
+      case NodeKind::kMember:
+        return member(node, scope);
+      case NodeKind::kCall:
+        return call(node, scope);
+      case NodeKind::kUnary:
+        return unary(node, scope);
+      case NodeKind::kBinary:
+        return binary(node, scope);
       case NodeKind::kFilter: {
         Value operand = eval(*node.a, scope);
         FilterArguments args;
@@ -122,10 +138,13 @@ class Evaluator {
         const bool result = apply_test(node.text, eval(*node.a, scope));
         return Value::from_bool(node.negated ? !result : result);
       }
-      case NodeKind::kSelect: return truthy(eval(*node.b, scope)) ? eval(*node.a, scope) : Value();
-      case NodeKind::kTernary: return truthy(eval(*node.a, scope)) ? eval(*node.b, scope) : eval(*node.c, scope);
+      case NodeKind::kSelect:
+        return truthy(eval(*node.b, scope)) ? eval(*node.a, scope) : Value();
+      case NodeKind::kTernary:
+        return truthy(eval(*node.a, scope)) ? eval(*node.b, scope) : eval(*node.c, scope);
       case NodeKind::kSlice:
-      case NodeKind::kKeyword: break;
+      case NodeKind::kKeyword:
+        break;
     }
     fail("unexpected expression");
   }
@@ -196,7 +215,8 @@ class Evaluator {
     } else if (target.kind == NodeKind::kTuple) {
       if (!value.is_array()) fail("Cannot unpack non-iterable type in set: " + type_name(value));
       if (value.array->size() != target.items.size()) {
-        fail(std::string("Too ") + (target.items.size() > value.array->size() ? "few" : "many") + " items to unpack in set");
+        fail(std::string("Too ") + (target.items.size() > value.array->size() ? "few" : "many") +
+             " items to unpack in set");
       }
       for (size_t i = 0; i < target.items.size(); ++i) {
         if (target.items[i]->kind != NodeKind::kIdentifier) fail("Cannot unpack to non-identifier in set");
@@ -209,7 +229,8 @@ class Evaluator {
       // The one mutation there is: a namespace holding a namespace could hold itself, a cycle
       // that printing would never leave; and it must not grow deeper than any value may.
       if (contains_namespace(value)) fail_unsupported("storing a namespace in a namespace is not supported");
-      if (value.depth + 1 > kMaxValueDepth) fail("values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+      if (value.depth + 1 > kMaxValueDepth)
+        fail("values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
       object.object->set(target.b->text, std::move(value));
     }
     return Value::none();
@@ -218,44 +239,46 @@ class Evaluator {
   Value define_macro(const Node& node, Scope& scope) {
     const Node* macro = &node;
     scope.set(node.text, Value::from_function([this, macro](std::vector<Value>& args, Scope& caller) {
-      if (macro_depth_ >= kMaxMacroDepth) fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth) + " levels");
-      ++macro_depth_;
-      struct Leave {
-        int& depth;
-        ~Leave() { --depth; }
-      } leave{macro_depth_};
-      Scope local(&caller);
-      Object keywords;
-      if (!args.empty() && args.back().is(Kind::kKwargs)) {
-        keywords = *args.back().object;
-        args.pop_back();
-      }
-      std::vector<const Node*> pending_defaults;
-      for (size_t i = 0; i < macro->params.size(); ++i) {
-        const Node& param = *macro->params[i];
-        std::optional<Value> value;
-        if (i < args.size()) {
-          value = args[i];
-        } else if (const Value* named = keywords.find(param.text)) {
-          value = *named;
-          Object rest;
-          for (const auto& [k, v] : keywords.entries()) {
-            if (k != param.text) rest.set(k, v);
-          }
-          keywords = std::move(rest);
-        }
-        if (!value && param.a) pending_defaults.push_back(&param);
-        local.set(param.text, value ? *value : Value());
-      }
-      if (keywords.size() > 0) {
-        fail("macro '" + macro->text + "' takes no keyword argument '" + keywords.entries()[0].first + "'");
-      }
-      if (args.size() > macro->params.size()) {
-        fail("macro '" + macro->text + "' takes not more than " + std::to_string(macro->params.size()) + " argument(s)");
-      }
-      for (const Node* param : pending_defaults) local.set(param->text, eval(*param->a, local));
-      return Value::from_string(block(macro->body, local));
-    }));
+                if (macro_depth_ >= kMaxMacroDepth)
+                  fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth) + " levels");
+                ++macro_depth_;
+                struct Leave {
+                  int& depth;
+                  ~Leave() { --depth; }
+                } leave{macro_depth_};
+                Scope local(&caller);
+                Object keywords;
+                if (!args.empty() && args.back().is(Kind::kKwargs)) {
+                  keywords = *args.back().object;
+                  args.pop_back();
+                }
+                std::vector<const Node*> pending_defaults;
+                for (size_t i = 0; i < macro->params.size(); ++i) {
+                  const Node& param = *macro->params[i];
+                  std::optional<Value> value;
+                  if (i < args.size()) {
+                    value = args[i];
+                  } else if (const Value* named = keywords.find(param.text)) {
+                    value = *named;
+                    Object rest;
+                    for (const auto& [k, v] : keywords.entries()) {
+                      if (k != param.text) rest.set(k, v);
+                    }
+                    keywords = std::move(rest);
+                  }
+                  if (!value && param.a) pending_defaults.push_back(&param);
+                  local.set(param.text, value ? *value : Value());
+                }
+                if (keywords.size() > 0) {
+                  fail("macro '" + macro->text + "' takes no keyword argument '" + keywords.entries()[0].first + "'");
+                }
+                if (args.size() > macro->params.size()) {
+                  fail("macro '" + macro->text + "' takes not more than " + std::to_string(macro->params.size()) +
+                       " argument(s)");
+                }
+                for (const Node* param : pending_defaults) local.set(param->text, eval(*param->a, local));
+                return Value::from_string(block(macro->body, local));
+              }));
     return Value::none();
   }
 
@@ -337,13 +360,15 @@ class Evaluator {
     Value v = eval(*node.a, scope);
     if (node.text == "not") return Value::from_bool(!truthy(v));
     const double sign = node.text == "-" ? -1 : 1;
-    if (v.is_number()) return v.is(Kind::kFloat) ? Value::from_float(sign * v.number) : Value::from_int(sign * v.number);
+    if (v.is_number())
+      return v.is(Kind::kFloat) ? Value::from_float(sign * v.number) : Value::from_int(sign * v.number);
     if (v.is(Kind::kBool)) return Value::from_int(sign * (v.boolean ? 1 : 0));
     fail("Unknown operator \"" + node.text + "\" for " + type_name(v));
   }
 
   void check_size(const std::string& s) const {
-    if (s.size() > options_.max_string_bytes) fail("a string grew beyond " + std::to_string(options_.max_string_bytes) + " bytes");
+    if (s.size() > options_.max_string_bytes)
+      fail("a string grew beyond " + std::to_string(options_.max_string_bytes) + " bytes");
   }
 
   // A string a filter or call built (replace, indent, join, a macro's output) is bounded too.

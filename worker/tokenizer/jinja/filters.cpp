@@ -50,7 +50,8 @@ std::string indent_lines(const std::string& text, const std::string& indent, boo
   size_t start = 0;
   for (size_t line = 0;; ++line) {
     const size_t end = text.find('\n', start);
-    const std::string_view piece = std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string_view piece =
+        std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
     if ((first || line != 0) && (blank || !piece.empty())) out += indent;
     out += piece;
     if (end == std::string::npos) return out;
@@ -63,7 +64,8 @@ Value tojson(const Value& operand, const FilterArguments& args) {
   JsonOptions options;
   if (const Value* indent = args.keywords.find("indent")) {
     if (indent->is(Kind::kInt)) {
-      if (indent->number < 0 || indent->number > 1000) fail_unsupported("tojson(indent=" + js_number(indent->number) + ") is not supported");
+      if (indent->number < 0 || indent->number > 1000)
+        fail_unsupported("tojson(indent=" + js_number(indent->number) + ") is not supported");
       options.indent = static_cast<int>(indent->number);
     } else if (!indent->is(Kind::kNone)) {
       fail("If set, indent must be a number");
@@ -97,7 +99,8 @@ Value unique(const Array& items) {
   Array out;
   for (const Value& item : items) {
     const bool seen = std::any_of(out.begin(), out.end(), [&](const Value& o) {
-      return strict_equals(o, item) || (o.is_number() && item.is_number() && std::isnan(o.number) && std::isnan(item.number));
+      return strict_equals(o, item) ||
+             (o.is_number() && item.is_number() && std::isnan(o.number) && std::isnan(item.number));
     });
     if (!seen) out.push_back(item);
   }
@@ -157,7 +160,8 @@ Value select_by_test(const std::string& name, const Value& operand, const Filter
   const Value* test_argument = args.positional.size() > 1 ? &args.positional[1] : nullptr;
   Array out;
   for (const Value& item : *operand.array) {
-    const bool result = args.positional.empty() ? truthy(item) : apply_test(args.positional[0].string, item, test_argument);
+    const bool result =
+        args.positional.empty() ? truthy(item) : apply_test(args.positional[0].string, item, test_argument);
     if (result == (name == "select")) out.push_back(item);
   }
   return Value::from_array(std::move(out));
@@ -290,7 +294,9 @@ Value plain_filter(const std::string& name, const Value& operand) {
     fail("Unknown StringValue filter: " + name);
   }
   if (operand.is_number()) {
-    if (name == "abs") return operand.is(Kind::kInt) ? Value::from_int(std::fabs(operand.number)) : Value::from_float(std::fabs(operand.number));
+    if (name == "abs")
+      return operand.is(Kind::kInt) ? Value::from_int(std::fabs(operand.number))
+                                    : Value::from_float(std::fabs(operand.number));
     if (name == "int") return Value::from_int(std::floor(operand.number));
     if (name == "float") return Value::from_float(operand.number);
     if (name == "string") return Value::from_string(to_output(operand));

@@ -33,7 +33,8 @@ class Parser {
     throw Error(ErrorCode::kInvalidArgument, "chat template line " + std::to_string(line) + ": " + message);
   }
   [[noreturn]] void unsupported(int line, const std::string& what) const {
-    throw Error(ErrorCode::kUnsupported, "chat template line " + std::to_string(line) + ": " + what + " is not supported");
+    throw Error(ErrorCode::kUnsupported,
+                "chat template line " + std::to_string(line) + ": " + what + " is not supported");
   }
 
   int line() const { return pos_ < tokens_.size() ? tokens_[pos_].line : (tokens_.empty() ? 1 : tokens_.back().line); }
@@ -72,28 +73,33 @@ class Parser {
   NodePtr any() {
     const Token& t = tokens_[pos_];
     switch (t.type) {
-      case TokenType::kComment: ++pos_; return std::make_unique<Node>(NodeKind::kComment, t.line);
+      case TokenType::kComment:
+        ++pos_;
+        return std::make_unique<Node>(NodeKind::kComment, t.line);
       case TokenType::kText: {
         auto node = std::make_unique<Node>(NodeKind::kText, t.line);
         node->text = t.value;
         ++pos_;
         return node;
       }
-      case TokenType::kOpenStatement: return statement();
+      case TokenType::kOpenStatement:
+        return statement();
       case TokenType::kOpenExpression: {
         ++pos_;
         NodePtr e = expression();
         expect(TokenType::kCloseExpression, "'}}'");
         return e;
       }
-      default: syntax_error(t.line, "unexpected '" + t.value + "'");
+      default:
+        syntax_error(t.line, "unexpected '" + t.value + "'");
     }
   }
 
   // Counts one level of recursion for as long as it lives.
   struct Depth {
     explicit Depth(const Parser& p) : parser(p) {
-      if (++parser.depth_ > kMaxNesting) parser.unsupported(parser.line(), "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+      if (++parser.depth_ > kMaxNesting)
+        parser.unsupported(parser.line(), "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
     }
     ~Depth() { --parser.depth_; }
     const Parser& parser;
@@ -404,7 +410,8 @@ class Parser {
   }
 
   NodePtr unary_sign_expression() {
-    if ((is(TokenType::kUnary) || is(TokenType::kAdditive)) && (tokens_[pos_].value == "-" || tokens_[pos_].value == "+")) {
+    if ((is(TokenType::kUnary) || is(TokenType::kAdditive)) &&
+        (tokens_[pos_].value == "-" || tokens_[pos_].value == "+")) {
       const Depth depth(*this);
       auto node = std::make_unique<Node>(NodeKind::kUnary, line());
       node->text = tokens_[pos_++].value;
@@ -574,7 +581,8 @@ class Parser {
         ++pos_;
         return node;
       }
-      default: syntax_error(t.line, "unexpected '" + t.value + "'");
+      default:
+        syntax_error(t.line, "unexpected '" + t.value + "'");
     }
   }
 

@@ -10,10 +10,9 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace flashq::jinja {
 

@@ -7,12 +7,11 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "shared/error.h"
 
@@ -43,10 +42,26 @@ struct Value {
   std::shared_ptr<const Function> function;
 
   static Value none() { return with_kind(Kind::kNone); }
-  static Value from_bool(bool b) { Value v = with_kind(Kind::kBool); v.boolean = b; return v; }
-  static Value from_int(double n) { Value v = with_kind(Kind::kInt); v.number = n; return v; }
-  static Value from_float(double n) { Value v = with_kind(Kind::kFloat); v.number = n; return v; }
-  static Value from_string(std::string s) { Value v = with_kind(Kind::kString); v.string = std::move(s); return v; }
+  static Value from_bool(bool b) {
+    Value v = with_kind(Kind::kBool);
+    v.boolean = b;
+    return v;
+  }
+  static Value from_int(double n) {
+    Value v = with_kind(Kind::kInt);
+    v.number = n;
+    return v;
+  }
+  static Value from_float(double n) {
+    Value v = with_kind(Kind::kFloat);
+    v.number = n;
+    return v;
+  }
+  static Value from_string(std::string s) {
+    Value v = with_kind(Kind::kString);
+    v.string = std::move(s);
+    return v;
+  }
   static Value from_array(Array items, bool tuple = false);
   static Value from_object(Object entries, Kind kind = Kind::kObject);
   static Value from_function(Function f);
@@ -63,7 +78,11 @@ struct Value {
   bool has_attributes() const { return is_mapping() || kind == Kind::kNamespace; }
 
  private:
-  static Value with_kind(Kind k) { Value v; v.kind = k; return v; }
+  static Value with_kind(Kind k) {
+    Value v;
+    v.kind = k;
+    return v;
+  }
 };
 
 // Insertion-ordered string-keyed map; small enough in templates for a linear search.
