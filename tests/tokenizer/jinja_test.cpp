@@ -44,6 +44,52 @@ void expect_refused(std::string_view source, const std::string& message) {
   EXPECT_EQ(std::string(e.what()), message) << source;
 }
 
+// A few constructs spelled out; the full set is checked against @huggingface/jinja in
+// jinja_golden_test (constructs.json), which these expectations agree with.
+TEST(JinjaConstructs, PrintsValuesAsTheReferenceEngineDoes) {
+  EXPECT_EQ(render("{{ 1 }}|{{ 1.0 }}|{{ 0.1 + 0.2 }}|{{ true }}|{{ none }}|{{ missing }}|{{ [1, 'a', none] }}"),
+            "1|1.0|0.30000000000000004|true|||[1, \"a\", null]");
+  EXPECT_EQ(render("{{ {'b': 1, 'a': [true]}|tojson(indent=2) }}"), "{\n  \"b\": 1,\n  \"a\": [\n    true\n  ]\n}");
+}
+
+TEST(JinjaConstructs, LoopsExposeLoopVariablesAndElse) {
+  EXPECT_EQ(
+      render(
+          "{% for x in ['a', 'b'] %}{{ loop.index }}{{ loop.first }}{{ loop.last }}({{ loop.previtem }}){% endfor %}"),
+      "1truefalse()2falsetrue(a)");
+  EXPECT_EQ(render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': 2}.items() if v > 1 %}{{ k }}={{ v }}{% endfor %}"), "b=2");
+}
+
+TEST(JinjaConstructs, NamespacesCarryStateOutOfLoops) {
+  EXPECT_EQ(
+      render("{% set ns = namespace(n=0) %}{% for i in [1, 2, 3] %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"),
+      "6");
+  EXPECT_EQ(render("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}"), "1");
+}
+
+TEST(JinjaConstructs, MacrosTakeDefaultsAndKeywords) {
+  EXPECT_EQ(render("{% macro m(a, b='B') %}{{ a }}{{ b }}{% endmacro %}{{ m(1) }}|{{ m(1, 2) }}|{{ m(b=3, a=4) }}"),
+            "1B|12|43");
+}
+
+TEST(JinjaConstructs, SlicesStringsAndListsLikePython) {
+  EXPECT_EQ(render("{{ [1, 2, 3, 4][::-1] }}|{{ [1, 2, 3, 4][1:-1] }}|{{ 'hello'[1:3] }}|{{ 'abc'[-1] }}"),
+            "[4, 3, 2, 1]|[2, 3]|el|c");
+}
+
+TEST(JinjaConstructs, WhitespaceControlAndBlockTrimming) {
+  EXPECT_EQ(render("a  {%- if true -%}  b  {%- endif -%}  c"), "abc");
+  EXPECT_EQ(render("{% if true %}\n  x\n{% endif %}\n"), "  x\n");
+}
+
+TEST(JinjaConstructs, StringMethodsAndTests) {
+  EXPECT_EQ(
+      render("{{ 'a</think>b'.split('</think>')[-1] }}|{{ 'Hello'.startswith(('x', 'He')) }}|{{ '  x '.strip() }}"),
+      "b|true|x");
+  EXPECT_EQ(render("{{ x is defined }}{{ x is none }}{{ x is not string }}", {{"x", nullptr}}), "truetruetrue");
+}
+
 TEST(JinjaRefusals, NamesUnsupportedStatementsAndTheirLine) {
   expect_refused("a\n{% include 'x.jinja' %}", "chat template line 2: statement 'include' is not supported");
   expect_refused("{% extends 'base' %}", "chat template line 1: statement 'extends' is not supported");
