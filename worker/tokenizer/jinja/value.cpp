@@ -234,7 +234,8 @@ std::string to_plain_string(const Value& v) {
       return out;
     }
     default:
-      fail_unsupported("converting " + type_name(v) + " to a string this way is not supported");
+      fail_unsupported("joining " + type_name(v) +
+                       " into a string is not supported (the reference engine writes \"[object Map]\")");
   }
 }
 
