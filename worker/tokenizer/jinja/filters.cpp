@@ -169,6 +169,13 @@ Value select_by_test(const std::string& name, const Value& operand, const Filter
 
 Value map_attribute(const Array& items, const FilterArguments& args) {
   const Value* attr = args.keywords.find("attribute");
+  if (attr == nullptr && args.positional.size() == 1 && args.positional[0].is(Kind::kString)) {
+    Array out;
+    for (const Value& item : items)
+      out.push_back(apply_filter(args.positional[0].string, false, item, FilterArguments{}));
+    return Value::from_array(std::move(out));
+  }
+  if (attr == nullptr) fail("`map` expressions without `attribute` set are not currently supported.");
   if (!attr->is(Kind::kString)) fail("attribute must be a string");
   const Value* fallback = args.keywords.find("default");
   Array out;
