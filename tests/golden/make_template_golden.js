@@ -102,7 +102,7 @@ for (const t of templates) {
     const context = {
       messages: conversation.messages,
       add_generation_prompt: conversation.add_generation_prompt,
-      tools: conversation.tools ? data.tools : null,
+      tools: conversation.tools === 'simple' ? data.simple_tools : conversation.tools ? data.tools : null,
       documents: null,
       ...tokens,
       ...(conversation.kwargs || {}),
