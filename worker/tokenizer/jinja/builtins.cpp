@@ -19,7 +19,8 @@ Value affix_test(const std::string& self, std::vector<Value>& args, bool prefix,
   if (args.empty()) fail(std::string(name) + "() requires at least one argument");
   const auto matches = [&](const std::string& affix) {
     if (affix.size() > self.size()) return false;
-    return prefix ? self.compare(0, affix.size(), affix) == 0 : self.compare(self.size() - affix.size(), affix.size(), affix) == 0;
+    return prefix ? self.compare(0, affix.size(), affix) == 0
+                  : self.compare(self.size() - affix.size(), affix.size(), affix) == 0;
   };
   const Value& pattern = args[0];
   if (pattern.is(Kind::kString)) return Value::from_bool(matches(pattern.string));
@@ -123,27 +124,42 @@ Value replace(const std::string& self, std::vector<Value>& args) {
 
 std::optional<Value> string_member(const std::string& s, const std::string& name) {
   if (name == "length") return Value::from_int(static_cast<double>(utf16_length(s)));
-  if (name == "upper") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_upper(self)); });
-  if (name == "lower") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_lower(self)); });
-  if (name == "title") return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_title(self)); });
+  if (name == "upper")
+    return bind_string(
+        s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(upper_case(self)); });
+  if (name == "lower")
+    return bind_string(
+        s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(lower_case(self)); });
+  if (name == "title")
+    return bind_string(s,
+                       [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_title(self)); });
   if (name == "capitalize") {
-    return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(js_capitalize(self)); });
+    return bind_string(
+        s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(capitalized(self)); });
   }
   // The reference engine's strip family ignores a chars argument and strips whitespace.
   if (name == "strip") {
-    return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(std::string(js_trim(self))); });
+    return bind_string(
+        s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(std::string(js_trim(self))); });
   }
   if (name == "lstrip") {
-    return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(std::string(js_trim_start(self))); });
+    return bind_string(s, [](const std::string& self, std::vector<Value>&) {
+      return Value::from_string(std::string(js_trim_start(self)));
+    });
   }
   if (name == "rstrip") {
-    return bind_string(s, [](const std::string& self, std::vector<Value>&) { return Value::from_string(std::string(js_trim_end(self))); });
+    return bind_string(s, [](const std::string& self, std::vector<Value>&) {
+      return Value::from_string(std::string(js_trim_end(self)));
+    });
   }
   if (name == "startswith") {
-    return bind_string(s, [](const std::string& self, std::vector<Value>& args) { return affix_test(self, args, true, "startswith"); });
+    return bind_string(s, [](const std::string& self, std::vector<Value>& args) {
+      return affix_test(self, args, true, "startswith");
+    });
   }
   if (name == "endswith") {
-    return bind_string(s, [](const std::string& self, std::vector<Value>& args) { return affix_test(self, args, false, "endswith"); });
+    return bind_string(
+        s, [](const std::string& self, std::vector<Value>& args) { return affix_test(self, args, false, "endswith"); });
   }
   if (name == "split") return bind_string(s, split);
   if (name == "replace") return bind_string(s, replace);
@@ -166,7 +182,8 @@ std::optional<Value> object_member(const Value& object, const std::string& name)
   if (name == "items") return bind([](const Value& self, std::vector<Value>&) { return object_items(self); });
   if (name == "keys") return bind([](const Value& self, std::vector<Value>&) { return object_keys(self); });
   if (name == "values") return bind([](const Value& self, std::vector<Value>&) { return object_values(self); });
-  if (name == "dictsort") return bind([](const Value& self, std::vector<Value>& args) { return object_dictsort(self, args); });
+  if (name == "dictsort")
+    return bind([](const Value& self, std::vector<Value>& args) { return object_dictsort(self, args); });
   return std::nullopt;
 }
 
@@ -287,15 +304,32 @@ std::string format_utc_time(const std::string& format, std::chrono::system_clock
     }
     const char d = format[++i];
     switch (d) {
-      case 'Y': out += std::to_string(utc.tm_year + 1900); break;
-      case 'm': out += pad2(utc.tm_mon + 1); break;
-      case 'd': out += pad2(utc.tm_mday); break;
-      case 'b': out += std::string(kMonths[utc.tm_mon]).substr(0, 3); break;
-      case 'B': out += kMonths[utc.tm_mon]; break;
-      case 'H': out += pad2(utc.tm_hour); break;
-      case 'M': out += pad2(utc.tm_min); break;
-      case '%': out += '%'; break;
-      default: fail_unsupported(std::string("strftime_now directive %") + d + " is not supported");
+      case 'Y':
+        out += std::to_string(utc.tm_year + 1900);
+        break;
+      case 'm':
+        out += pad2(utc.tm_mon + 1);
+        break;
+      case 'd':
+        out += pad2(utc.tm_mday);
+        break;
+      case 'b':
+        out += std::string(kMonths[utc.tm_mon]).substr(0, 3);
+        break;
+      case 'B':
+        out += kMonths[utc.tm_mon];
+        break;
+      case 'H':
+        out += pad2(utc.tm_hour);
+        break;
+      case 'M':
+        out += pad2(utc.tm_min);
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        fail_unsupported(std::string("strftime_now directive %") + d + " is not supported");
     }
   }
   return out;
@@ -309,16 +343,16 @@ void declare_globals(Scope& globals, const RenderOptions& options) {
   globals.set("False", Value::from_bool(false));
   globals.set("None", Value::none());
   globals.set("raise_exception", Value::from_function([](std::vector<Value>& args, Scope&) -> Value {
-    if (args.empty()) fail("");
-    fail(args[0].is(Kind::kString) ? args[0].string : to_output(args[0]));
-  }));
+                if (args.empty()) fail("");
+                fail(args[0].is(Kind::kString) ? args[0].string : to_output(args[0]));
+              }));
   globals.set("range", Value::from_function([](std::vector<Value>& args, Scope&) { return range(args); }));
   globals.set("namespace", Value::from_function([](std::vector<Value>& args, Scope&) { return make_namespace(args); }));
   const auto now = options.now;
   globals.set("strftime_now", Value::from_function([now](std::vector<Value>& args, Scope&) {
-    if (args.empty() || !args[0].is(Kind::kString)) fail("strftime_now() takes a format string");
-    return Value::from_string(format_utc_time(args[0].string, now));
-  }));
+                if (args.empty() || !args[0].is(Kind::kString)) fail("strftime_now() takes a format string");
+                return Value::from_string(format_utc_time(args[0].string, now));
+              }));
 }
 
 }  // namespace flashq::jinja

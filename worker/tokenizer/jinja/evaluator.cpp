@@ -1,5 +1,6 @@
 #include "worker/tokenizer/jinja/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "worker/tokenizer/jinja/builtins.h"
@@ -39,6 +40,8 @@ std::vector<size_t> slice_indices(size_t size, const Value& start_v, const Value
 
 // Deeper than any real template, so that runaway recursion fails instead of exhausting the stack.
 constexpr int kMaxMacroDepth = 100;
+// Longer than any real template builds with `+`, so that doubling an array in a loop fails early.
+constexpr size_t kMaxArrayLength = 1000000;
 
 class Evaluator {
  public:
@@ -68,20 +71,32 @@ class Evaluator {
  private:
   Value eval(const Node& node, Scope& scope) {
     switch (node.kind) {
-      case NodeKind::kProgram: return Value::from_string(block(node.body, scope));
-      case NodeKind::kText: return Value::from_string(node.text);
-      case NodeKind::kComment: return Value::none();
+      case NodeKind::kProgram:
+        return Value::from_string(block(node.body, scope));
+      case NodeKind::kText:
+        return Value::from_string(node.text);
+      case NodeKind::kComment:
+        return Value::none();
       case NodeKind::kIf:
         return Value::from_string(block(truthy(eval(*node.a, scope)) ? node.body : node.orelse, scope));
-      case NodeKind::kFor: return for_loop(node, scope);
-      case NodeKind::kSet: return set(node, scope);
-      case NodeKind::kMacro: return define_macro(node, scope);
-      case NodeKind::kBreak: throw LoopBreak{};
-      case NodeKind::kContinue: throw LoopContinue{};
-      case NodeKind::kInteger: return Value::from_int(node.number);
-      case NodeKind::kFloat: return Value::from_float(node.number);
-      case NodeKind::kString: return Value::from_string(node.text);
-      case NodeKind::kIdentifier: return scope.lookup(node.text);
+      case NodeKind::kFor:
+        return for_loop(node, scope);
+      case NodeKind::kSet:
+        return set(node, scope);
+      case NodeKind::kMacro:
+        return define_macro(node, scope);
+      case NodeKind::kBreak:
+        throw LoopBreak{};
+      case NodeKind::kContinue:
+        throw LoopContinue{};
+      case NodeKind::kInteger:
+        return Value::from_int(node.number);
+      case NodeKind::kFloat:
+        return Value::from_float(node.number);
+      case NodeKind::kString:
+        return Value::from_string(node.text);
+      case NodeKind::kIdentifier:
+        return scope.lookup(node.text);
       case NodeKind::kArray:
       case NodeKind::kTuple: {
         Array items;
@@ -97,10 +112,14 @@ class Evaluator {
         }
         return Value::from_object(std::move(entries));
       }
-      case NodeKind::kMember: return member(node, scope);
-      case NodeKind::kCall: return call(node, scope);
-      case NodeKind::kUnary: return unary(node, scope);
-      case NodeKind::kBinary: return binary(node, scope);
+      case NodeKind::kMember:
+        return member(node, scope);
+      case NodeKind::kCall:
+        return call(node, scope);
+      case NodeKind::kUnary:
+        return unary(node, scope);
+      case NodeKind::kBinary:
+        return binary(node, scope);
       case NodeKind::kFilter: {
         Value operand = eval(*node.a, scope);
         FilterArguments args;
@@ -113,16 +132,19 @@ class Evaluator {
             args.positional.push_back(eval(*arg, scope));
           }
         }
-        return apply_filter(node.text, node.called, operand, args);
+        return checked(apply_filter(node.text, node.called, operand, args));
       }
       case NodeKind::kTest: {
         const bool result = apply_test(node.text, eval(*node.a, scope));
         return Value::from_bool(node.negated ? !result : result);
       }
-      case NodeKind::kSelect: return truthy(eval(*node.b, scope)) ? eval(*node.a, scope) : Value();
-      case NodeKind::kTernary: return truthy(eval(*node.a, scope)) ? eval(*node.b, scope) : eval(*node.c, scope);
+      case NodeKind::kSelect:
+        return truthy(eval(*node.b, scope)) ? eval(*node.a, scope) : Value();
+      case NodeKind::kTernary:
+        return truthy(eval(*node.a, scope)) ? eval(*node.b, scope) : eval(*node.c, scope);
       case NodeKind::kSlice:
-      case NodeKind::kKeyword: break;
+      case NodeKind::kKeyword:
+        break;
     }
     fail("unexpected expression");
   }
@@ -193,7 +215,8 @@ class Evaluator {
     } else if (target.kind == NodeKind::kTuple) {
       if (!value.is_array()) fail("Cannot unpack non-iterable type in set: " + type_name(value));
       if (value.array->size() != target.items.size()) {
-        fail(std::string("Too ") + (target.items.size() > value.array->size() ? "few" : "many") + " items to unpack in set");
+        fail(std::string("Too ") + (target.items.size() > value.array->size() ? "few" : "many") +
+             " items to unpack in set");
       }
       for (size_t i = 0; i < target.items.size(); ++i) {
         if (target.items[i]->kind != NodeKind::kIdentifier) fail("Cannot unpack to non-identifier in set");
@@ -203,6 +226,11 @@ class Evaluator {
       Value object = eval(*target.a, scope);
       if (!object.is(Kind::kNamespace)) fail("cannot assign attribute on non-namespace object");
       if (target.b->kind != NodeKind::kIdentifier) fail("Cannot assign to member with non-identifier property");
+      // The one mutation there is: a namespace holding a namespace could hold itself, a cycle
+      // that printing would never leave; and it must not grow deeper than any value may.
+      if (contains_namespace(value)) fail_unsupported("storing a namespace in a namespace is not supported");
+      if (value.depth + 1 > kMaxValueDepth)
+        fail("values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
       object.object->set(target.b->text, std::move(value));
     }
     return Value::none();
@@ -211,44 +239,46 @@ class Evaluator {
   Value define_macro(const Node& node, Scope& scope) {
     const Node* macro = &node;
     scope.set(node.text, Value::from_function([this, macro](std::vector<Value>& args, Scope& caller) {
-      if (macro_depth_ >= kMaxMacroDepth) fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth) + " levels");
-      ++macro_depth_;
-      struct Leave {
-        int& depth;
-        ~Leave() { --depth; }
-      } leave{macro_depth_};
-      Scope local(&caller);
-      Object keywords;
-      if (!args.empty() && args.back().is(Kind::kKwargs)) {
-        keywords = *args.back().object;
-        args.pop_back();
-      }
-      std::vector<const Node*> pending_defaults;
-      for (size_t i = 0; i < macro->params.size(); ++i) {
-        const Node& param = *macro->params[i];
-        std::optional<Value> value;
-        if (i < args.size()) {
-          value = args[i];
-        } else if (const Value* named = keywords.find(param.text)) {
-          value = *named;
-          Object rest;
-          for (const auto& [k, v] : keywords.entries()) {
-            if (k != param.text) rest.set(k, v);
-          }
-          keywords = std::move(rest);
-        }
-        if (!value && param.a) pending_defaults.push_back(&param);
-        local.set(param.text, value ? *value : Value());
-      }
-      if (keywords.size() > 0) {
-        fail("macro '" + macro->text + "' takes no keyword argument '" + keywords.entries()[0].first + "'");
-      }
-      if (args.size() > macro->params.size()) {
-        fail("macro '" + macro->text + "' takes not more than " + std::to_string(macro->params.size()) + " argument(s)");
-      }
-      for (const Node* param : pending_defaults) local.set(param->text, eval(*param->a, local));
-      return Value::from_string(block(macro->body, local));
-    }));
+                if (macro_depth_ >= kMaxMacroDepth)
+                  fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth) + " levels");
+                ++macro_depth_;
+                struct Leave {
+                  int& depth;
+                  ~Leave() { --depth; }
+                } leave{macro_depth_};
+                Scope local(&caller);
+                Object keywords;
+                if (!args.empty() && args.back().is(Kind::kKwargs)) {
+                  keywords = *args.back().object;
+                  args.pop_back();
+                }
+                std::vector<const Node*> pending_defaults;
+                for (size_t i = 0; i < macro->params.size(); ++i) {
+                  const Node& param = *macro->params[i];
+                  std::optional<Value> value;
+                  if (i < args.size()) {
+                    value = args[i];
+                  } else if (const Value* named = keywords.find(param.text)) {
+                    value = *named;
+                    Object rest;
+                    for (const auto& [k, v] : keywords.entries()) {
+                      if (k != param.text) rest.set(k, v);
+                    }
+                    keywords = std::move(rest);
+                  }
+                  if (!value && param.a) pending_defaults.push_back(&param);
+                  local.set(param.text, value ? *value : Value());
+                }
+                if (keywords.size() > 0) {
+                  fail("macro '" + macro->text + "' takes no keyword argument '" + keywords.entries()[0].first + "'");
+                }
+                if (args.size() > macro->params.size()) {
+                  fail("macro '" + macro->text + "' takes not more than " + std::to_string(macro->params.size()) +
+                       " argument(s)");
+                }
+                for (const Node* param : pending_defaults) local.set(param->text, eval(*param->a, local));
+                return Value::from_string(block(macro->body, local));
+              }));
     return Value::none();
   }
 
@@ -271,7 +301,8 @@ class Evaluator {
     }
     if (object.is_array() || object.is(Kind::kString)) {
       if (property.is(Kind::kInt)) {
-        const auto index = static_cast<long long>(property.number);
+        // Far outside any string or array, and kept inside long long's range.
+        const auto index = static_cast<long long>(std::clamp(property.number, -1e15, 1e15));
         if (object.is(Kind::kString)) {
           auto unit = utf16_unit_at(object.string, index);
           return unit ? Value::from_string(*unit) : Value();
@@ -322,20 +353,28 @@ class Evaluator {
     if (keywords.size() > 0) args.push_back(Value::from_object(std::move(keywords), Kind::kKwargs));
     Value callee = eval(*node.a, scope);
     if (!callee.is(Kind::kFunction)) fail("Cannot call something that is not a function: got " + type_name(callee));
-    return (*callee.function)(args, scope);
+    return checked((*callee.function)(args, scope));
   }
 
   Value unary(const Node& node, Scope& scope) {
     Value v = eval(*node.a, scope);
     if (node.text == "not") return Value::from_bool(!truthy(v));
     const double sign = node.text == "-" ? -1 : 1;
-    if (v.is_number()) return v.is(Kind::kFloat) ? Value::from_float(sign * v.number) : Value::from_int(sign * v.number);
+    if (v.is_number())
+      return v.is(Kind::kFloat) ? Value::from_float(sign * v.number) : Value::from_int(sign * v.number);
     if (v.is(Kind::kBool)) return Value::from_int(sign * (v.boolean ? 1 : 0));
     fail("Unknown operator \"" + node.text + "\" for " + type_name(v));
   }
 
   void check_size(const std::string& s) const {
-    if (s.size() > options_.max_string_bytes) fail("a string grew beyond " + std::to_string(options_.max_string_bytes) + " bytes");
+    if (s.size() > options_.max_string_bytes)
+      fail("a string grew beyond " + std::to_string(options_.max_string_bytes) + " bytes");
+  }
+
+  // A string a filter or call built (replace, indent, join, a macro's output) is bounded too.
+  Value checked(Value v) const {
+    if (v.is(Kind::kString)) check_size(v.string);
+    return v;
   }
 
   Value concatenate(const Value& left, const Value& right) const {
@@ -385,6 +424,9 @@ class Evaluator {
       if (op == "<=") return Value::from_bool(a <= b);
     } else if (left.is_array() && right.is_array()) {
       if (op == "+") {
+        if (left.array->size() + right.array->size() > kMaxArrayLength) {
+          fail("an array grew longer than " + std::to_string(kMaxArrayLength) + " items");
+        }
         Array joined = *left.array;
         joined.insert(joined.end(), right.array->begin(), right.array->end());
         return Value::from_array(std::move(joined));

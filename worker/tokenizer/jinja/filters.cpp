@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "worker/tokenizer/jinja/builtins.h"
 #include "worker/tokenizer/jinja/js_text.h"
@@ -49,7 +50,8 @@ std::string indent_lines(const std::string& text, const std::string& indent, boo
   size_t start = 0;
   for (size_t line = 0;; ++line) {
     const size_t end = text.find('\n', start);
-    const std::string_view piece = std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string_view piece =
+        std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
     if ((first || line != 0) && (blank || !piece.empty())) out += indent;
     out += piece;
     if (end == std::string::npos) return out;
@@ -62,7 +64,9 @@ Value tojson(const Value& operand, const FilterArguments& args) {
   JsonOptions options;
   if (const Value* indent = args.keywords.find("indent")) {
     if (indent->is(Kind::kInt)) {
-      options.indent = static_cast<int>(std::max(0.0, indent->number));
+      if (indent->number < 0 || indent->number > 1000)
+        fail_unsupported("tojson(indent=" + js_number(indent->number) + ") is not supported");
+      options.indent = static_cast<int>(indent->number);
     } else if (!indent->is(Kind::kNone)) {
       fail("If set, indent must be a number");
     }
@@ -95,7 +99,8 @@ Value unique(const Array& items) {
   Array out;
   for (const Value& item : items) {
     const bool seen = std::any_of(out.begin(), out.end(), [&](const Value& o) {
-      return strict_equals(o, item) || (o.is_number() && item.is_number() && std::isnan(o.number) && std::isnan(item.number));
+      return strict_equals(o, item) ||
+             (o.is_number() && item.is_number() && std::isnan(o.number) && std::isnan(item.number));
     });
     if (!seen) out.push_back(item);
   }
@@ -155,7 +160,8 @@ Value select_by_test(const std::string& name, const Value& operand, const Filter
   const Value* test_argument = args.positional.size() > 1 ? &args.positional[1] : nullptr;
   Array out;
   for (const Value& item : *operand.array) {
-    const bool result = args.positional.empty() ? truthy(item) : apply_test(args.positional[0].string, item, test_argument);
+    const bool result =
+        args.positional.empty() ? truthy(item) : apply_test(args.positional[0].string, item, test_argument);
     if (result == (name == "select")) out.push_back(item);
   }
   return Value::from_array(std::move(out));
@@ -163,6 +169,13 @@ Value select_by_test(const std::string& name, const Value& operand, const Filter
 
 Value map_attribute(const Array& items, const FilterArguments& args) {
   const Value* attr = args.keywords.find("attribute");
+  if (attr == nullptr && args.positional.size() == 1 && args.positional[0].is(Kind::kString)) {
+    Array out;
+    for (const Value& item : items)
+      out.push_back(apply_filter(args.positional[0].string, false, item, FilterArguments{}));
+    return Value::from_array(std::move(out));
+  }
+  if (attr == nullptr) fail("`map` expressions without `attribute` set are not currently supported.");
   if (!attr->is(Kind::kString)) fail("attribute must be a string");
   const Value* fallback = args.keywords.find("default");
   Array out;
@@ -223,9 +236,12 @@ Value called_filter(const std::string& name, const Value& operand, const FilterA
     if (name == "indent") {
       const Value* width = argument(args, 0, "width");
       if (width != nullptr && !width->is(Kind::kInt)) fail("width must be a number");
+      if (width != nullptr && (width->number < 0 || width->number > 1000)) {
+        fail_unsupported("indent(" + js_number(width->number) + ") is not supported");
+      }
       const Value* first = argument(args, 1, "first");
       const Value* blank = argument(args, 2, "blank");
-      const std::string indent(width ? static_cast<size_t>(std::max(0.0, width->number)) : 4, ' ');
+      const std::string indent(width ? static_cast<size_t>(width->number) : 4, ' ');
       return Value::from_string(indent_lines(operand.string, indent, first && truthy(*first), blank && truthy(*blank)));
     }
     if (name == "replace") {
@@ -274,10 +290,10 @@ Value plain_filter(const std::string& name, const Value& operand) {
   if (operand.is(Kind::kString)) {
     const std::string& s = operand.string;
     if (name == "length") return Value::from_int(static_cast<double>(utf16_length(s)));
-    if (name == "upper") return Value::from_string(js_upper(s));
-    if (name == "lower") return Value::from_string(js_lower(s));
+    if (name == "upper") return Value::from_string(upper_case(s));
+    if (name == "lower") return Value::from_string(lower_case(s));
     if (name == "title") return Value::from_string(js_title(s));
-    if (name == "capitalize") return Value::from_string(js_capitalize(s));
+    if (name == "capitalize") return Value::from_string(capitalized(s));
     if (name == "trim") return Value::from_string(std::string(js_trim(s)));
     if (name == "indent") return Value::from_string(indent_lines(s, "    ", false, false));
     if (name == "join" || name == "string") return operand;
@@ -285,7 +301,9 @@ Value plain_filter(const std::string& name, const Value& operand) {
     fail("Unknown StringValue filter: " + name);
   }
   if (operand.is_number()) {
-    if (name == "abs") return operand.is(Kind::kInt) ? Value::from_int(std::fabs(operand.number)) : Value::from_float(std::fabs(operand.number));
+    if (name == "abs")
+      return operand.is(Kind::kInt) ? Value::from_int(std::fabs(operand.number))
+                                    : Value::from_float(std::fabs(operand.number));
     if (name == "int") return Value::from_int(std::floor(operand.number));
     if (name == "float") return Value::from_float(operand.number);
     if (name == "string") return Value::from_string(to_output(operand));
@@ -312,6 +330,24 @@ Value plain_filter(const std::string& name, const Value& operand) {
 
 }  // namespace
 
+std::string upper_case(const std::string& text) {
+  std::optional<std::string> out = js_upper_simple(text);
+  if (!out) fail_unsupported("upper-casing text with a character that becomes several is not supported");
+  return *out;
+}
+
+std::string lower_case(const std::string& text) {
+  std::optional<std::string> out = js_lower_simple(text);
+  if (!out) fail_unsupported("lower-casing text with 'İ' or 'Σ' is not supported");
+  return *out;
+}
+
+std::string capitalized(const std::string& text) {
+  std::optional<std::string> out = js_capitalize_simple(text);
+  if (!out) fail_unsupported("capitalizing text that starts with a character that becomes several is not supported");
+  return *out;
+}
+
 Value apply_filter(const std::string& name, bool called, const Value& operand, const FilterArguments& args) {
   return called ? called_filter(name, operand, args) : plain_filter(name, operand);
 }
@@ -334,12 +370,11 @@ bool apply_test(const std::string& name, const Value& operand, const Value* argu
   if (name == "iterable") return (k == Kind::kArray && !operand.is_tuple) || k == Kind::kString;
   if (name == "mapping") return operand.is_mapping();
   if (name == "sequence") return k == Kind::kArray || operand.is_mapping() || k == Kind::kString;
-  if (name == "lower") return k == Kind::kString && operand.string == js_lower(operand.string);
-  if (name == "upper") return k == Kind::kString && operand.string == js_upper(operand.string);
+  if (name == "lower") return k == Kind::kString && operand.string == lower_case(operand.string);
+  if (name == "upper") return k == Kind::kString && operand.string == upper_case(operand.string);
   if (name == "defined") return k != Kind::kUndefined;
   if (name == "undefined") return k == Kind::kUndefined;
   if ((name == "equalto" || name == "eq") && argument != nullptr) return strict_equals(operand, *argument);
-  if ((name == "ne") && argument != nullptr) return !strict_equals(operand, *argument);
   fail("Unknown test: " + name);
 }
 
@@ -357,7 +392,7 @@ int compare_values(const Value& a, const Value& b, bool case_sensitive) {
   }
   if (type_name(a) != type_name(b)) fail("Cannot compare different types: " + type_name(a) + " and " + type_name(b));
   if (!a.is(Kind::kString)) fail("Cannot compare type: " + type_name(a));
-  return case_sensitive ? compare_utf16(a.string, b.string) : compare_utf16(js_lower(a.string), js_lower(b.string));
+  return case_sensitive ? compare_utf16(a.string, b.string) : compare_utf16(lower_case(a.string), lower_case(b.string));
 }
 
 }  // namespace flashq::jinja

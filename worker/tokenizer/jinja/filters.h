@@ -22,6 +22,12 @@ Value apply_filter(const std::string& name, bool called, const Value& operand, c
 // `operand is name`; `argument` is the value selectattr passes to equalto-style tests.
 bool apply_test(const std::string& name, const Value& operand, const Value* argument = nullptr);
 
+// upper/lower/capitalize of a string; text JavaScript maps other than character for character
+// ("ß" to "SS") is refused (kUnsupported) rather than mapped differently.
+std::string upper_case(const std::string& text);
+std::string lower_case(const std::string& text);
+std::string capitalized(const std::string& text);
+
 // Ordering for sort and dictsort: numbers and booleans together, strings (lower-cased unless
 // case_sensitive), none with none; other pairs are an error.
 int compare_values(const Value& a, const Value& b, bool case_sensitive);

@@ -33,8 +33,20 @@ char32_t next_code_point(std::string_view s, size_t& pos) {
 
 bool is_js_space(char32_t c) {
   switch (c) {
-    case 0x09: case 0x0a: case 0x0b: case 0x0c: case 0x0d: case 0x20: case 0xa0: case 0x1680:
-    case 0x2028: case 0x2029: case 0x202f: case 0x205f: case 0x3000: case 0xfeff:
+    case 0x09:
+    case 0x0a:
+    case 0x0b:
+    case 0x0c:
+    case 0x0d:
+    case 0x20:
+    case 0xa0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202f:
+    case 0x205f:
+    case 0x3000:
+    case 0xfeff:
       return true;
     default:
       return c >= 0x2000 && c <= 0x200a;
@@ -105,6 +117,17 @@ double parse_prefix(std::string_view s) {
   if (text.find("Infinity") != std::string::npos) return text[0] == '-' ? -INFINITY : INFINITY;
   return std::strtod(text.c_str(), nullptr);
 }
+
+// Characters whose JavaScript case mapping is not one code point for one (SpecialCasing.txt:
+// "ß" upper-cases to "SS", "İ" lower-cases to "i" and a combining dot, a final "Σ" to "ς").
+bool has_full_upper_mapping(char32_t c) {
+  return c == 0xdf || c == 0x149 || c == 0x1f0 || c == 0x390 || c == 0x3b0 || c == 0x587 ||
+         (c >= 0x1e96 && c <= 0x1e9a) || (c >= 0x1f50 && c <= 0x1f56 && c % 2 == 0) || (c >= 0x1f80 && c <= 0x1faf) ||
+         (c >= 0x1fb2 && c <= 0x1fb7) || c == 0x1fbc || (c >= 0x1fc2 && c <= 0x1fc7) || c == 0x1fcc ||
+         (c >= 0x1fd2 && c <= 0x1fd7) || (c >= 0x1fe2 && c <= 0x1fe7) || (c >= 0x1ff2 && c <= 0x1ff7) || c == 0x1ffc ||
+         (c >= 0xfb00 && c <= 0xfb06) || (c >= 0xfb13 && c <= 0xfb17);
+}
+bool has_full_lower_mapping(char32_t c) { return c == 0x130 || c == 0x3a3; }
 
 }  // namespace
 
@@ -186,18 +209,26 @@ int compare_utf16(std::string_view a, std::string_view b) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
-std::string js_upper(std::string_view text) {
-  return map_code_points(text, [](char32_t c) -> char32_t {
+std::optional<std::string> js_upper_simple(std::string_view text) {
+  bool simple = true;
+  std::string out = map_code_points(text, [&simple](char32_t c) -> char32_t {
     if (c < 0x80) return c >= 'a' && c <= 'z' ? c - 32 : c;
+    if (has_full_upper_mapping(c)) simple = false;
     return static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(c)));
   });
+  if (!simple) return std::nullopt;
+  return out;
 }
 
-std::string js_lower(std::string_view text) {
-  return map_code_points(text, [](char32_t c) -> char32_t {
+std::optional<std::string> js_lower_simple(std::string_view text) {
+  bool simple = true;
+  std::string out = map_code_points(text, [&simple](char32_t c) -> char32_t {
     if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+    if (has_full_lower_mapping(c)) simple = false;
     return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
   });
+  if (!simple) return std::nullopt;
+  return out;
 }
 
 std::string js_title(std::string_view text) {
@@ -210,12 +241,14 @@ std::string js_title(std::string_view text) {
   return out;
 }
 
-std::string js_capitalize(std::string_view text) {
+std::optional<std::string> js_capitalize_simple(std::string_view text) {
   if (text.empty()) return std::string();
   size_t pos = 0;
   const char32_t first = next_code_point(text, pos);
   if (first >= 0x10000) return std::string(text);  // charAt(0) is half a surrogate pair
-  return js_upper(text.substr(0, pos)) + std::string(text.substr(pos));
+  std::optional<std::string> head = js_upper_simple(text.substr(0, pos));
+  if (!head) return std::nullopt;
+  return *head + std::string(text.substr(pos));
 }
 
 std::string js_number(double value) {
@@ -235,7 +268,8 @@ std::string js_number(double value) {
   const int k = static_cast<int>(digits.size());
   const int n = exponent + 1;  // position of the decimal point
   if (k <= n && n <= 21) return sign + digits + std::string(static_cast<size_t>(n - k), '0');
-  if (0 < n && n <= 21) return sign + digits.substr(0, static_cast<size_t>(n)) + "." + digits.substr(static_cast<size_t>(n));
+  if (0 < n && n <= 21)
+    return sign + digits.substr(0, static_cast<size_t>(n)) + "." + digits.substr(static_cast<size_t>(n));
   if (-6 < n && n <= 0) return sign + "0." + std::string(static_cast<size_t>(-n), '0') + digits;
   const std::string exp = (n - 1 >= 0 ? "+" : "-") + std::to_string(std::abs(n - 1));
   if (k == 1) return sign + digits + "e" + exp;
@@ -258,13 +292,27 @@ std::string json_quote(std::string_view text) {
     }
     ++pos;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char escape[8];
@@ -316,11 +364,15 @@ std::optional<double> js_parse_float(std::string_view text) {
 std::optional<double> js_to_number(std::string_view text) {
   std::string_view s = js_trim(text);
   if (s.empty()) return 0.0;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' || s[1] == 'b' || s[1] == 'B')) {
+  if (s.size() > 2 && s[0] == '0' &&
+      (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' || s[1] == 'b' || s[1] == 'B')) {
     const int base = (s[1] == 'x' || s[1] == 'X') ? 16 : (s[1] == 'o' || s[1] == 'O') ? 8 : 2;
     double value = 0;
     for (char c : s.substr(2)) {
-      int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+      int digit = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : 99;
       if (digit >= base) return std::nullopt;
       value = value * base + digit;
     }

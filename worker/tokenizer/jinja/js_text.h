@@ -31,12 +31,14 @@ std::vector<std::string> code_points(std::string_view text);
 // UTF-16 code unit order, as JavaScript's < on strings.
 int compare_utf16(std::string_view a, std::string_view b);
 
-std::string js_upper(std::string_view text);
-std::string js_lower(std::string_view text);
+// toUpperCase/toLowerCase where each character maps to one (utf8proc's simple case mapping);
+// nullopt for text with a character JavaScript maps to several or by context ("ß", "İ", "Σ").
+std::optional<std::string> js_upper_simple(std::string_view text);
+std::optional<std::string> js_lower_simple(std::string_view text);
 // Upper-cases the first word character after a non-word one (ASCII \b\w), leaving the rest.
 std::string js_title(std::string_view text);
-// Upper-cases the first UTF-16 unit only.
-std::string js_capitalize(std::string_view text);
+// Upper-cases the first UTF-16 unit only (nullopt as js_upper_simple).
+std::optional<std::string> js_capitalize_simple(std::string_view text);
 
 // Number.prototype.toString(): shortest round-trip digits, exponent form outside [1e-7, 1e21).
 std::string js_number(double value);

@@ -16,7 +16,8 @@ struct Source {
 
   void append(const Source& from, size_t begin, size_t end) {
     text.append(from.text, begin, end - begin);
-    lines.insert(lines.end(), from.lines.begin() + static_cast<long>(begin), from.lines.begin() + static_cast<long>(end));
+    lines.insert(lines.end(), from.lines.begin() + static_cast<long>(begin),
+                 from.lines.begin() + static_cast<long>(end));
   }
   void append_rest(const Source& from, size_t begin) { append(from, begin, from.text.size()); }
   int line_at(size_t pos) const { return lines.empty() ? 1 : lines[std::min(pos, lines.size() - 1)]; }
@@ -131,17 +132,21 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_word(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
 const std::array<std::pair<const char*, TokenType>, 29> kSymbols = {{
-    {"{%", TokenType::kOpenStatement}, {"%}", TokenType::kCloseStatement},
+    {"{%", TokenType::kOpenStatement},  {"%}", TokenType::kCloseStatement},
     {"{{", TokenType::kOpenExpression}, {"}}", TokenType::kCloseExpression},
-    {"(", TokenType::kOpenParen}, {")", TokenType::kCloseParen},
-    {"{", TokenType::kOpenBrace}, {"}", TokenType::kCloseBrace},
-    {"[", TokenType::kOpenBracket}, {"]", TokenType::kCloseBracket},
-    {",", TokenType::kComma}, {".", TokenType::kDot}, {":", TokenType::kColon}, {"|", TokenType::kPipe},
-    {"<=", TokenType::kComparison}, {">=", TokenType::kComparison}, {"==", TokenType::kComparison},
-    {"!=", TokenType::kComparison}, {"<", TokenType::kComparison}, {">", TokenType::kComparison},
-    {"+", TokenType::kAdditive}, {"-", TokenType::kAdditive}, {"~", TokenType::kAdditive},
-    {"**", TokenType::kPower}, {"*", TokenType::kMultiplicative}, {"//", TokenType::kMultiplicative},
-    {"/", TokenType::kMultiplicative}, {"%", TokenType::kMultiplicative}, {"=", TokenType::kEquals},
+    {"(", TokenType::kOpenParen},       {")", TokenType::kCloseParen},
+    {"{", TokenType::kOpenBrace},       {"}", TokenType::kCloseBrace},
+    {"[", TokenType::kOpenBracket},     {"]", TokenType::kCloseBracket},
+    {",", TokenType::kComma},           {".", TokenType::kDot},
+    {":", TokenType::kColon},           {"|", TokenType::kPipe},
+    {"<=", TokenType::kComparison},     {">=", TokenType::kComparison},
+    {"==", TokenType::kComparison},     {"!=", TokenType::kComparison},
+    {"<", TokenType::kComparison},      {">", TokenType::kComparison},
+    {"+", TokenType::kAdditive},        {"-", TokenType::kAdditive},
+    {"~", TokenType::kAdditive},        {"**", TokenType::kPower},
+    {"*", TokenType::kMultiplicative},  {"//", TokenType::kMultiplicative},
+    {"/", TokenType::kMultiplicative},  {"%", TokenType::kMultiplicative},
+    {"=", TokenType::kEquals},
 }};
 
 class Lexer {
@@ -249,8 +254,8 @@ class Lexer {
     if (tokens_.empty() || last_is({TokenType::kCloseStatement, TokenType::kCloseExpression, TokenType::kComment})) {
       const size_t start = pos_;
       const int start_line = line();
-      while (pos_ < s_.size() &&
-             !(s_[pos_] == '{' && pos_ + 1 < s_.size() && (s_[pos_ + 1] == '%' || s_[pos_ + 1] == '{' || s_[pos_ + 1] == '#'))) {
+      while (pos_ < s_.size() && !(s_[pos_] == '{' && pos_ + 1 < s_.size() &&
+                                   (s_[pos_ + 1] == '%' || s_[pos_ + 1] == '{' || s_[pos_ + 1] == '#'))) {
         ++pos_;
       }
       if (pos_ > start) {
@@ -281,7 +286,8 @@ class Lexer {
     const char c = s_[pos_];
     if ((c == '-' || c == '+') && !last_is({TokenType::kIdentifier, TokenType::kNumber, TokenType::kString,
                                             TokenType::kCloseParen, TokenType::kCloseBracket})) {
-      if (tokens_.empty() || last_is({TokenType::kText})) syntax_error(line(), std::string("unexpected character: ") + c);
+      if (tokens_.empty() || last_is({TokenType::kText}))
+        syntax_error(line(), std::string("unexpected character: ") + c);
       const int start_line = line();
       ++pos_;
       const std::string num = number_tail(digits());

@@ -22,7 +22,12 @@ std::string Template::render(const nlohmann::ordered_json& context, const Render
   if (!context.is_object()) throw Error(ErrorCode::kInvalidArgument, "chat template context must be a JSON object");
   Scope globals;
   declare_globals(globals, options);
-  const Value variables = Value::from_json(context);
+  Value variables;
+  try {
+    variables = Value::from_json(context);
+  } catch (const RenderError& e) {
+    throw Error(e.code, "chat template: " + e.message);
+  }
   for (const auto& [name, value] : variables.object->entries()) {
     // The reference engine refuses to redeclare its globals (true, range, namespace, ...).
     if (globals.declared_here(name)) {

@@ -10,10 +10,9 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace flashq::jinja {
 
@@ -24,7 +23,7 @@ struct RenderOptions {
   std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
   // Bounds no real template comes near, so that a hostile one fails (kInvalidArgument) instead
   // of exhausting the time or memory of the process rendering it.
-  size_t max_loop_iterations = 1000000;   // all loops of one render together
+  size_t max_loop_iterations = 1000000;        // all loops of one render together
   size_t max_string_bytes = size_t{64} << 20;  // any string built, the output included
 };
 
@@ -36,9 +35,11 @@ class Template {
   static Template parse(std::string_view source);
 
   // Renders with `context`, a JSON object of variables (messages, tools, add_generation_prompt,
-  // bos_token, eos_token, enable_thinking, ...). raise_exception(msg)
-  // in the template and runtime errors (calling an undefined function, a bad operand) are
-  // kInvalidArgument errors carrying the message.
+  // bos_token, eos_token, enable_thinking, ...); a variable may not be named like a built-in
+  // (true, range, namespace, ...). raise_exception(msg) in the template and runtime errors
+  // (calling an undefined function, a bad operand) are kInvalidArgument errors carrying the
+  // message and line; a value the engine will not print as the reference would is kUnsupported.
+  // A Template may render on several threads at once.
   std::string render(const nlohmann::json& context, const RenderOptions& options = {}) const;
   // The same with the context's object keys in their own order, as the reference engine sees
   // them: tojson prints tool definitions in the order the request wrote them (nlohmann::json

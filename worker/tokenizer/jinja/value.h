@@ -7,12 +7,11 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "shared/error.h"
 
@@ -35,6 +34,7 @@ struct Value {
   Kind kind = Kind::kUndefined;
   bool boolean = false;
   bool is_tuple = false;  // an array written as a tuple literal
+  int depth = 0;          // containers nested inside this one (bounded by kMaxValueDepth)
   double number = 0;      // kInt holds an integral value
   std::string string;
   std::shared_ptr<Array> array;
@@ -42,16 +42,32 @@ struct Value {
   std::shared_ptr<const Function> function;
 
   static Value none() { return with_kind(Kind::kNone); }
-  static Value from_bool(bool b) { Value v = with_kind(Kind::kBool); v.boolean = b; return v; }
-  static Value from_int(double n) { Value v = with_kind(Kind::kInt); v.number = n; return v; }
-  static Value from_float(double n) { Value v = with_kind(Kind::kFloat); v.number = n; return v; }
-  static Value from_string(std::string s) { Value v = with_kind(Kind::kString); v.string = std::move(s); return v; }
+  static Value from_bool(bool b) {
+    Value v = with_kind(Kind::kBool);
+    v.boolean = b;
+    return v;
+  }
+  static Value from_int(double n) {
+    Value v = with_kind(Kind::kInt);
+    v.number = n;
+    return v;
+  }
+  static Value from_float(double n) {
+    Value v = with_kind(Kind::kFloat);
+    v.number = n;
+    return v;
+  }
+  static Value from_string(std::string s) {
+    Value v = with_kind(Kind::kString);
+    v.string = std::move(s);
+    return v;
+  }
   static Value from_array(Array items, bool tuple = false);
   static Value from_object(Object entries, Kind kind = Kind::kObject);
   static Value from_function(Function f);
   // A JSON value as the reference engine sees it after JSON.parse: an integral number is an
   // integer; array-index keys ("0", "17") of an object come first, ascending.
-  static Value from_json(const nlohmann::ordered_json& json);
+  static Value from_json(const nlohmann::ordered_json& json, int depth = 0);
 
   bool is(Kind k) const { return kind == k; }
   bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat; }
@@ -62,7 +78,11 @@ struct Value {
   bool has_attributes() const { return is_mapping() || kind == Kind::kNamespace; }
 
  private:
-  static Value with_kind(Kind k) { Value v; v.kind = k; return v; }
+  static Value with_kind(Kind k) {
+    Value v;
+    v.kind = k;
+    return v;
+  }
 };
 
 // Insertion-ordered string-keyed map; small enough in templates for a linear search.
@@ -77,6 +97,10 @@ class Object {
   std::vector<std::pair<std::string, Value>> entries_;
 };
 
+// Deeper than any real template or conversation, so that printing and freeing a value cannot
+// exhaust the stack.
+constexpr int kMaxValueDepth = 200;
+
 // An error the template causes while rendering; the evaluator adds the line. kUnsupported marks a
 // value the engine will not print rather than print differently from the reference.
 struct RenderError {
@@ -88,6 +112,9 @@ struct RenderError {
 
 // The reference engine's type names, as its error messages spell them (StringValue, ...).
 std::string type_name(const Value& v);
+
+// Whether `v` holds a namespace at any depth (a namespace stored in itself would be a cycle).
+bool contains_namespace(const Value& v);
 
 // Python-like truthiness as the reference engine defines it (a namespace is always true).
 bool truthy(const Value& v);
