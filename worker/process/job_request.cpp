@@ -58,7 +58,11 @@ ChatJson message_json(const protocol::ChatMessage& m) {
   }
   if (m.tool_call_id) out["tool_call_id"] = *m.tool_call_id;
   if (m.name) out["name"] = *m.name;
-  if (m.reasoning_content) out["reasoning_content"] = *m.reasoning_content;
+  // Under both names templates read it: Qwen3's reasoning_content, gpt-oss's thinking.
+  if (m.reasoning_content) {
+    out["reasoning_content"] = *m.reasoning_content;
+    out["thinking"] = *m.reasoning_content;
+  }
   return out;
 }
 

@@ -8,6 +8,9 @@
 //                   ... <|start_header_id|>assistant<|end_header_id|>\n\n
 #pragma once
 
+#include <chrono>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -27,6 +30,9 @@ struct ChatRequest {
   // Object of template variables (enable_thinking, date_string, ...), or null. It may not set
   // messages, tools or add_generation_prompt.
   ChatJson options;
+  // The time a template's strftime_now reads (Llama 3.x and gpt-oss write today's date); none
+  // is the time of rendering. Set by tests, to render as a reference did at a known time.
+  std::optional<std::chrono::system_clock::time_point> now;
 };
 
 class ChatTemplate {

@@ -56,7 +56,9 @@ std::string JinjaChatTemplate::render(const ChatRequest& request) const {
       context[key] = value;
     }
   }
-  return template_.render(context);
+  jinja::RenderOptions options;
+  if (request.now) options.now = *request.now;
+  return template_.render(context, options);
 }
 
 }  // namespace flashq
