@@ -1,19 +1,20 @@
 // Which kernel multiplies activations by bf16 weights on this CPU, chosen once at run time from
 // the CPU's features, so that one x86-64-v3 binary takes the widest path the host has
-// (docs/decisions.md, "bf16 dot products on the CPU"):
+// (docs/decisions.md, "bf16 weights on the CPU: AVX-512 paths chosen at run time"):
 //
-//   avx512bf16        vdpbf16ps: bf16 weights as stored times activations split into two bf16
-//                     terms (x = hi + lo, |x - hi - lo| <= 2^-17 |x|), float32 sums. Float32
-//                     accuracy; the default where AVX512_BF16 is present.
-//   avx512bf16-round  vdpbf16ps on activations rounded to bf16 once (relative error 2^-9 per
-//                     element): twice the products per instruction, not float32 accuracy. Only
-//                     when asked for (measurements; see the decision for why).
-//   avx512            float32 FMAs on 16 lanes, weights widened in registers.
 //   avx2              float32 FMAs on 8 lanes (kernels/cpu/matmul.cpp), and OpenBLAS sgemm for
 //                     passes of more than 128 rows: the x86-64-v3 baseline.
+//   avx512            float32 FMAs on 16 lanes, bf16 weights widened in registers: the default
+//                     where AVX-512 is present.
+//   avx512bf16        vdpbf16ps (AVX512_BF16): bf16 weights as stored times activations split
+//                     into two bf16 terms (x = hi + lo, |x - hi - lo| <= 2^-18 |x|), float32
+//                     sums. As fast as avx512 where measured and less exact, so only on request.
+//   avx512bf16-round  vdpbf16ps on activations rounded to bf16 once (relative error up to 2^-9
+//                     each): twice the products per instruction, but not float32 accuracy, which
+//                     the CPU backend, the reference of the others, keeps. Only on request.
 //
-// FLASHQ_CPU_MATMUL=<name> forces a path (an unsupported one is a typed error at first use);
-// set_matmul_path does the same from code (the op harness, flashq-bench).
+// FLASHQ_CPU_MATMUL=<name> forces a path (an unsupported or unknown one is a typed error at first
+// use); set_matmul_path does the same from code (the op harness, flashq-bench).
 #pragma once
 
 #include <string>
@@ -29,7 +30,7 @@ std::string_view matmul_path_name(MatmulPath path);
 const std::vector<MatmulPath>& all_matmul_paths();
 // Empty if this CPU (and OS) can run `path`; else why not, e.g. "no AVX512_BF16".
 std::string matmul_path_unsupported(MatmulPath path);
-// The path in use: the one set or forced, else the fastest accurate one the CPU supports.
+// The path in use: the one set or forced, else avx512 where the CPU has AVX-512, else avx2.
 MatmulPath matmul_path();
 // Throws kInvalidArgument for a path this CPU cannot run.
 void set_matmul_path(MatmulPath path);

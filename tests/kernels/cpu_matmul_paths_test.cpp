@@ -3,6 +3,8 @@
 // skipped with the reason. Also the choice of the path: by CPU features, named by
 // FLASHQ_CPU_MATMUL, and refused with a typed error when unknown or unsupported.
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,16 +57,13 @@ INSTANTIATE_TEST_SUITE_P(Paths, CpuMatmulPath, ::testing::ValuesIn(cpu::all_matm
                            return name;
                          });
 
-TEST(CpuMatmulPathChoice, TheDefaultIsTheWidestFloat32AccuratePathThisCpuHas) {
+TEST(CpuMatmulPathChoice, TheDefaultIsFloat32OnTheWidestVectorsThisCpuHas) {
   if (std::getenv("FLASHQ_CPU_MATMUL") != nullptr) GTEST_SKIP() << "FLASHQ_CPU_MATMUL chooses the path here";
   const cpu::MatmulPath chosen = cpu::matmul_path();
-  EXPECT_NE(chosen, cpu::MatmulPath::kAvx512Bf16Round) << "rounded activations are never the default";
-  const cpu::MatmulPath widest = cpu::matmul_path_unsupported(cpu::MatmulPath::kAvx512Bf16).empty()
-                                     ? cpu::MatmulPath::kAvx512Bf16
-                                 : cpu::matmul_path_unsupported(cpu::MatmulPath::kAvx512).empty()
-                                     ? cpu::MatmulPath::kAvx512
-                                     : cpu::MatmulPath::kAvx2;
+  const cpu::MatmulPath widest =
+      cpu::matmul_path_unsupported(cpu::MatmulPath::kAvx512).empty() ? cpu::MatmulPath::kAvx512 : cpu::MatmulPath::kAvx2;
   EXPECT_EQ(chosen, widest) << cpu::matmul_path_name(chosen);
+  EXPECT_EQ(activation_rounding(chosen), 0.0) << "the default keeps float32 activations";
   std::printf("this CPU takes the %s path\n", std::string(cpu::matmul_path_name(chosen)).c_str());
 }
 
