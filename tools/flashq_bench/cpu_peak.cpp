@@ -62,7 +62,7 @@ double fastest_seconds(F&& trial) {
 // Eight dependent adds per iteration: one cycle each on every x86 core.
 double measure_ghz() {
   const int64_t n = 250'000;
-  const double seconds = fastest_seconds([n] {
+  const double seconds = fastest_seconds([&] {
     uint64_t value = 0;
     for (int64_t i = 0; i < n; ++i) {
       asm volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
@@ -75,7 +75,7 @@ double measure_ghz() {
 // Instructions per cycle of `body` (12 per iteration).
 double per_cycle(void (*body)(int64_t), double ghz) {
   const int64_t n = 100'000;
-  const double seconds = fastest_seconds([n, body] { body(n); });
+  const double seconds = fastest_seconds([&] { body(n); });
   return 12.0 * static_cast<double>(n) / seconds / (ghz * 1e9);
 }
 
