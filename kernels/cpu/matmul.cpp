@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/matmul_avx512.h"
+#include "kernels/cpu/matmul_path.h"
 #include "kernels/cpu/simd.h"
 #include "shared/error.h"
 
@@ -124,7 +126,11 @@ void matmul(const float* x, const void* w, DType w_dtype, float* y, int64_t m, i
         gemm_by_panels(x, static_cast<const float*>(w), y, m, n, k);
       }
       return;
-    case DType::kBF16: return matmul_typed(x, static_cast<const uint16_t*>(w), y, m, n, k);
+    case DType::kBF16:
+      if (const MatmulPath path = matmul_path(); path != MatmulPath::kAvx2) {
+        return matmul_bf16_avx512(x, static_cast<const uint16_t*>(w), y, m, n, k, path);
+      }
+      return matmul_typed(x, static_cast<const uint16_t*>(w), y, m, n, k);
     case DType::kF16: return matmul_typed(x, static_cast<const F16*>(w), y, m, n, k);
     case DType::kI32: break;
   }

@@ -4,6 +4,8 @@
 // Few rows (decode, verification blocks, draft blocks) are bound by reading the weights: each
 // weight row is widened once and used for every x row while it sits in L1. Many rows (prefill)
 // are bound by arithmetic: weights are widened panel by panel and multiplied by OpenBLAS sgemm.
+// That is the AVX2 path; bf16 weights take an AVX-512 path where the CPU has one
+// (kernels/cpu/matmul_path.h, matmul_avx512.h).
 #pragma once
 
 #include <cstdint>

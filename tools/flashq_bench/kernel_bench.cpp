@@ -1,5 +1,6 @@
 #include "tools/flashq_bench/kernel_bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -7,11 +8,14 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include "kernels/backend_factory.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_path.h"
 #include "kernels/tensor.h"
+#include "tools/flashq_bench/cpu_peak.h"
 
 namespace flashq {
 namespace {
@@ -28,6 +32,10 @@ struct KernelBenchOptions {
   int64_t cuda_k = 4096;
   std::vector<int64_t> cuda_keys = {512, 4096};
   std::vector<int64_t> cpu_keys = {259, 2048};
+  // CPU matmul paths to time (kernels/cpu/matmul_path.h): "chosen" (the one this CPU takes),
+  // "all", or names; each M runs every path in turn, so their ratios are side by side.
+  std::vector<std::string> cpu_matmul_paths = {"chosen"};
+  bool cpu_matmul_only = false;
 };
 
 // Runs `body` until min_seconds have passed; returns seconds per call.
@@ -142,27 +150,73 @@ void report_cpu_attention(const std::vector<int64_t>& keys_list, double min_seco
   }
 }
 
-void run_cpu_kernel_bench(const KernelBenchOptions& o) {
-  report_read_bandwidth(o.min_seconds);
+// The paths the options name, in their order; a path this CPU cannot run prints why and is left
+// out.
+std::vector<cpu::MatmulPath> cpu_matmul_paths(const KernelBenchOptions& o) {
+  std::vector<cpu::MatmulPath> paths;
+  for (const std::string& name : o.cpu_matmul_paths) {
+    if (name == "chosen") {
+      paths.push_back(cpu::matmul_path());
+      continue;
+    }
+    for (cpu::MatmulPath path : name == "all" ? cpu::all_matmul_paths()
+                                               : std::vector<cpu::MatmulPath>{cpu::parse_matmul_path(name)}) {
+      const std::string why = cpu::matmul_path_unsupported(path);
+      if (why.empty()) {
+        paths.push_back(path);
+      } else {
+        std::cout << nlohmann::json{{"kernel", "matmul_bf16"}, {"path", cpu::matmul_path_name(path)}, {"skipped", why}}.dump()
+                  << std::endl;
+      }
+    }
+  }
+  return paths;
+}
+
+void report_cpu_matmul(const KernelBenchOptions& o) {
+  const cpu::MatmulPath chosen = cpu::matmul_path();
+  const std::vector<cpu::MatmulPath> paths = cpu_matmul_paths(o);
   Tensor w = Tensor::zeros_cpu(DType::kBF16, {o.n, o.k});
   for (int64_t i = 0; i < w.numel(); ++i) w.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f);
   for (int64_t m : o.rows) {
     std::vector<float> x(static_cast<size_t>(m * o.k), 0.01f), y(static_cast<size_t>(m * o.n));
-    const double seconds = time_per_call(o.min_seconds, [&] {
-      cpu::matmul(x.data(), w.raw(), DType::kBF16, y.data(), m, o.n, o.k);
-    });
-    const double weight_bytes = static_cast<double>(w.nbytes());
-    nlohmann::json row = {
-        {"kernel", "matmul_bf16"},
-        {"m", m},
-        {"n", o.n},
-        {"k", o.k},
-        {"us_per_call", seconds * 1e6},
-        {"weight_gb_per_s", weight_bytes / seconds / 1e9},
-        {"gflop_per_s", 2.0 * static_cast<double>(m * o.n * o.k) / seconds / 1e9},
-    };
-    std::cout << row.dump() << std::endl;
+    for (cpu::MatmulPath path : paths) {
+      cpu::set_matmul_path(path);
+      // Also the fastest call: on a shared machine a neighbour only ever slows a call down, so
+      // it is the kernel's own speed when the mean is not.
+      double fastest = 1e30;
+      const double seconds = time_per_call(o.min_seconds, [&] {
+        const auto start = std::chrono::steady_clock::now();
+        cpu::matmul(x.data(), w.raw(), DType::kBF16, y.data(), m, o.n, o.k);
+        fastest = std::min(fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      });
+      const double weight_bytes = static_cast<double>(w.nbytes());
+      const double flop = 2.0 * static_cast<double>(m * o.n * o.k);
+      nlohmann::json row = {
+          {"kernel", "matmul_bf16"},
+          {"path", cpu::matmul_path_name(path)},
+          {"chosen", path == chosen},
+          {"m", m},
+          {"n", o.n},
+          {"k", o.k},
+          {"us_per_call", seconds * 1e6},
+          {"weight_gb_per_s", weight_bytes / seconds / 1e9},
+          {"gflop_per_s", flop / seconds / 1e9},
+          {"gflop_per_s_fastest_call", flop / fastest / 1e9},
+      };
+      std::cout << row.dump() << std::endl;
+    }
   }
+  cpu::set_matmul_path(chosen);
+}
+
+void run_cpu_kernel_bench(const KernelBenchOptions& o) {
+  std::cout << nlohmann::json{{"kernel", "cpu_matmul_path"}, {"path", cpu::matmul_path_name(cpu::matmul_path())}}.dump()
+            << std::endl;
+  std::cout << measure_cpu_peak(omp_get_max_threads()).dump() << std::endl;
+  if (!o.cpu_matmul_only) report_read_bandwidth(o.min_seconds);
+  report_cpu_matmul(o);
+  if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
@@ -421,6 +475,10 @@ std::function<void()> add_kernel_bench(CLI::App& app) {
   cmd->add_option("--cuda-k", o->cuda_k, "input features of the CUDA matmul")->capture_default_str();
   cmd->add_option("--cuda-keys", o->cuda_keys, "key counts for the CUDA attention")->capture_default_str();
   cmd->add_option("--cpu-keys", o->cpu_keys, "key counts for the CPU attention")->capture_default_str();
+  cmd->add_option("--cpu-matmul-paths", o->cpu_matmul_paths,
+                  "CPU matmul paths to time side by side: chosen, all, or avx2 avx512 avx512bf16 avx512bf16-round")
+      ->capture_default_str();
+  cmd->add_flag("--cpu-matmul-only", o->cpu_matmul_only, "CPU: time the matmul paths only");
   return [cmd, o] {
     if (*cmd) run_kernel_bench(*o);
   };
