@@ -147,7 +147,7 @@ TEST(ChatMessages, ReasoningAndArgumentsCountAgainstTheChatTextLimit) {
   json thinking = {{"role", "assistant"}, {"content", half}, {"reasoning_content", half}};
   EXPECT_NO_THROW(decode_job({{"messages", {thinking}}}));
   const json call = {{"function", {{"name", "f"}, {"arguments", "x"}}}};
-  thinking["tool_calls"] = {call};
+  thinking["tool_calls"] = json::array({call});
   expect_submit_error({{"messages", {thinking}}}, "messages", "content of all messages");
 }
 
