@@ -10,6 +10,7 @@
 #include "shared/json_file.h"
 #include "tests/engine/dflash_test_pair.h"
 #include "tests/engine/llama_targets.h"
+#include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
 
 namespace flashq::testing {
@@ -35,14 +36,6 @@ class RecordingProposer final : public Proposer {
  private:
   DFlashProposer& inner_;
 };
-
-std::vector<float> read_f32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
 
 struct ReferenceCase {
   const char* name;

@@ -8,26 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/model/tiny_model.h"
+#include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
 #include "shared/json_file.h"
 #include "worker/engine/generate.h"
 
 namespace flashq::testing {
 namespace {
-
-std::vector<float> read_f32(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
-
-std::string join(const std::vector<int32_t>& ids) {
-  std::string text;
-  for (size_t i = 0; i < ids.size(); ++i) text += (i ? "," : "") + std::to_string(ids[i]);
-  return text;
-}
 
 struct ReferenceCase {
   std::string name;
