@@ -57,29 +57,29 @@ void HermesToolParser::read_byte(char c, OutputDeltas& out) {
 }
 
 void HermesToolParser::read_content_byte(char c, OutputDeltas& out) {
-  held_ += c;
-  const std::string_view tail = after_spaces(held_);
+  held_.push(c);
+  const std::string_view tail = held_.tail();
   if (tail == kOpenTag) {
     // The whitespace before the tag is layout; it is given back only if the call fails.
-    reader_.begin(held_);
+    reader_.begin(held_.text());
     held_.clear();
     state_ = State::kInCall;
     return;
   }
   if (kOpenTag.starts_with(tail)) return;  // whitespace, or a tag that may be coming
   if (tail.size() == 1) {
-    send_content(std::exchange(held_, std::string()), out);
+    send_content(held_.take(), out);
     return;
   }
   // A partial tag broken by this byte: what was held is content, and the byte may begin a tag.
   held_.pop_back();
-  send_content(std::exchange(held_, std::string()), out);
+  send_content(held_.take(), out);
   read_content_byte(c, out);
 }
 
 void HermesToolParser::read_after_call_byte(char c, OutputDeltas& out) {
-  held_ += c;
-  const std::string_view tail = after_spaces(held_);
+  held_.push(c);
+  const std::string_view tail = held_.tail();
   if (tail == kCloseTag) {
     held_.clear();
     state_ = State::kContent;
@@ -90,7 +90,7 @@ void HermesToolParser::read_after_call_byte(char c, OutputDeltas& out) {
   // No closing tag: the call stands and what follows is read as content.
   state_ = State::kContent;
   after_call_ = true;
-  const std::string rest = std::exchange(held_, std::string());
+  const std::string rest = held_.take();
   for (char r : rest) read_content_byte(r, out);
 }
 
@@ -98,10 +98,10 @@ OutputDeltas HermesToolParser::finish() {
   OutputDeltas out;
   switch (state_) {
     case State::kContent:
-      send_content(held_, out);  // a partial tag at the very end is text
+      send_content(held_.text(), out);  // a partial tag at the very end is text
       break;
     case State::kInCall:
-      reader_.finish(out);
+      reader_.finish();
       append_text(out, DeltaKind::kContent, reader_.take_unsent());
       break;
     case State::kAfterCall:

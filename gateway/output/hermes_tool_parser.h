@@ -16,8 +16,7 @@
 // after a call's start was sent stays that call's; tool_call_reader.h).
 #pragma once
 
-#include <string>
-
+#include "gateway/output/held_text.h"
 #include "gateway/output/output_parser.h"
 #include "gateway/output/tool_call_reader.h"
 
@@ -41,7 +40,7 @@ class HermesToolParser final : public OutputParser {
 
   State state_ = State::kContent;
   ToolCallReader reader_;
-  std::string held_;  // kContent: a whitespace run then a prefix of <tool_call>;
+  HeldText held_;     // kContent: a whitespace run then a prefix of <tool_call>;
                       // kAfterCall: whitespace then a prefix of </tool_call>
   bool after_call_ = false;  // no content byte was sent since the last call
 };

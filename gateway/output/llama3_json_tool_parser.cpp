@@ -55,7 +55,7 @@ void Llama3JsonToolParser::read_byte(char c, OutputDeltas& out) {
         return;
       }
       if (c == '{') {
-        begin_call(out);
+        begin_call();
         return read_byte(c, out);
       }
       state_ = State::kContent;
@@ -63,35 +63,40 @@ void Llama3JsonToolParser::read_byte(char c, OutputDeltas& out) {
   }
 }
 
-void Llama3JsonToolParser::begin_call(OutputDeltas&) {
+void Llama3JsonToolParser::begin_call() {
   // Whitespace after a ';' is layout; before the first call it is the message's own text, given
   // back if the call fails.
-  reader_.begin(reader_.calls_sent() > 0 ? after_spaces(held_) : std::string_view(held_));
+  reader_.begin(reader_.calls_sent() > 0 ? after_spaces(held_.text()) : held_.text());
   held_.clear();
+  tag_read_ = false;
   state_ = State::kInCall;
 }
 
-void Llama3JsonToolParser::read_before_call_byte(char c, OutputDeltas& out) {
-  if (c == '{') {
-    const std::string_view tail = after_spaces(held_);
-    const bool tag_done = tail.starts_with(kPythonTag);
-    if (tail.empty() || (tag_done && after_spaces(tail.substr(kPythonTag.size())).empty())) {
-      begin_call(out);
-      read_byte(c, out);
-      return;
-    }
-  }
-  held_ += c;
-  std::string_view tail = after_spaces(held_);
-  if (tail.empty()) return;
-  if (tail.size() <= kPythonTag.size() && kPythonTag.starts_with(tail)) return;
-  if (tail.starts_with(kPythonTag) && after_spaces(tail.substr(kPythonTag.size())).empty()) return;
-  // Not a call: the message is content, from its first byte. Between calls, the whitespace
-  // after the ';' is layout.
+void Llama3JsonToolParser::turn_to_content(OutputDeltas& out) {
   state_ = State::kContent;
-  const bool after_call = reader_.calls_sent() > 0;
-  append_text(out, DeltaKind::kContent, after_call ? after_spaces(held_) : std::string_view(held_));
+  const std::string_view held = held_.text();
+  append_text(out, DeltaKind::kContent, reader_.calls_sent() > 0 ? after_spaces(held) : held);
   held_.clear();
+  tag_read_ = false;
+}
+
+void Llama3JsonToolParser::read_before_call_byte(char c, OutputDeltas& out) {
+  if (c == '{' && (tag_read_ || held_.tail().empty())) {
+    begin_call();
+    read_byte(c, out);
+    return;
+  }
+  held_.push(c);
+  if (tag_read_) {
+    if (!is_space(c)) turn_to_content(out);
+    return;
+  }
+  const std::string_view tail = held_.tail();
+  if (tail == kPythonTag) {
+    tag_read_ = true;
+  } else if (!kPythonTag.starts_with(tail)) {
+    turn_to_content(out);
+  }
 }
 
 OutputDeltas Llama3JsonToolParser::finish() {
@@ -99,13 +104,10 @@ OutputDeltas Llama3JsonToolParser::finish() {
   switch (state_) {
     case State::kBeforeCall:
       // Whitespace alone after a ';' is layout; otherwise what was held is the message's text.
-      if (reader_.calls_sent() == 0 || !after_spaces(held_).empty()) {
-        append_text(out, DeltaKind::kContent,
-                    reader_.calls_sent() > 0 ? after_spaces(held_) : std::string_view(held_));
-      }
+      turn_to_content(out);
       break;
     case State::kInCall:
-      reader_.finish(out);
+      reader_.finish();
       append_text(out, DeltaKind::kContent, reader_.take_unsent());
       break;
     case State::kAfterCall:
@@ -113,6 +115,7 @@ OutputDeltas Llama3JsonToolParser::finish() {
       break;
   }
   held_.clear();
+  tag_read_ = false;
   state_ = State::kContent;
   return out;
 }

@@ -13,8 +13,7 @@
 // the whitespace and ';' between calls are dropped.
 #pragma once
 
-#include <string>
-
+#include "gateway/output/held_text.h"
 #include "gateway/output/output_parser.h"
 #include "gateway/output/tool_call_reader.h"
 
@@ -37,11 +36,14 @@ class Llama3JsonToolParser final : public OutputParser {
 
   void read_byte(char c, OutputDeltas& out);
   void read_before_call_byte(char c, OutputDeltas& out);
-  void begin_call(OutputDeltas& out);
+  void begin_call();
+  // What was held is not a call: it and the rest of the message are content.
+  void turn_to_content(OutputDeltas& out);
 
   State state_ = State::kBeforeCall;
   ToolCallReader reader_;
-  std::string held_;  // kBeforeCall: whitespace and a (prefix of the) <|python_tag|>
+  HeldText held_;  // kBeforeCall: whitespace, a (prefix of the) <|python_tag|>, whitespace
+  bool tag_read_ = false;  // kBeforeCall: the whole <|python_tag|> is in held_
 };
 
 }  // namespace flashq::gateway

@@ -9,12 +9,6 @@ namespace {
 constexpr std::string_view kOpenTag = "<think>";
 constexpr std::string_view kCloseTag = "</think>";
 
-std::string_view after_newlines(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size() && text[i] == '\n') ++i;
-  return text.substr(i);
-}
-
 }  // namespace
 
 ThinkTagParser::ThinkTagParser(std::unique_ptr<OutputParser> content_parser,
@@ -41,31 +35,32 @@ OutputDeltas ThinkTagParser::feed(std::string_view text) {
 }
 
 void ThinkTagParser::read_opening_byte(char c, std::string& content) {
-  held_ += c;
-  if (held_ == kOpenTag) {
+  held_.push(c);
+  if (held_.text() == kOpenTag) {
     held_.clear();
     state_ = State::kReasoning;
     return;
   }
-  if (kOpenTag.starts_with(held_)) return;
+  if (kOpenTag.starts_with(held_.text())) return;
   // No reasoning in this output: all of it is content, as written.
   state_ = State::kContent;
   content_started_ = true;
-  content += std::exchange(held_, std::string());
+  content += held_.take();
 }
 
 void ThinkTagParser::read_reasoning_byte(char c, OutputDeltas& out) {
   if (!reasoning_sent_ && held_.empty() && c == '\n') return;  // the newline after <think>
-  held_ += c;
-  const std::string_view tail = after_newlines(held_);
+  held_.push(c);
+  const std::string_view tail = held_.tail();
   if (tail == kCloseTag) {
     held_.clear();  // with the newlines before </think>
     state_ = State::kContent;
     return;
   }
   if (kCloseTag.starts_with(tail)) return;
-  std::string text = std::exchange(held_, std::string());
-  if (tail.size() > 1) {
+  const bool broken_tag = tail.size() > 1;
+  std::string text = held_.take();
+  if (broken_tag) {
     // A partial tag broken by this byte: the byte may begin the tag again.
     text.pop_back();
     append_text(out, DeltaKind::kReasoning, text);
@@ -80,9 +75,9 @@ void ThinkTagParser::read_reasoning_byte(char c, OutputDeltas& out) {
 OutputDeltas ThinkTagParser::finish() {
   OutputDeltas out;
   if (state_ == State::kOpening && !held_.empty()) {
-    append_deltas(out, content_parser_->feed(held_));
-  } else if (state_ == State::kReasoning && !after_newlines(held_).empty()) {
-    append_text(out, DeltaKind::kReasoning, held_);  // a </think> cut short is text
+    append_deltas(out, content_parser_->feed(held_.text()));
+  } else if (state_ == State::kReasoning && !held_.tail().empty()) {
+    append_text(out, DeltaKind::kReasoning, held_.text());  // a </think> cut short is text
   }
   held_.clear();
   state_ = State::kContent;

@@ -16,8 +16,8 @@
 #pragma once
 
 #include <memory>
-#include <string>
 
+#include "gateway/output/held_text.h"
 #include "gateway/output/output_parser.h"
 
 namespace flashq::gateway {
@@ -38,7 +38,7 @@ class ThinkTagParser final : public OutputParser {
 
   std::unique_ptr<OutputParser> content_parser_;
   State state_;
-  std::string held_;  // kOpening: a prefix of <think>; kReasoning: newlines, then a prefix of </think>
+  HeldText held_{"\n"};  // kOpening: a prefix of <think>; kReasoning: newlines, then a prefix of </think>
   bool reasoning_sent_ = false;  // a reasoning byte was sent: later newlines are text
   bool content_started_ = false;  // a content byte was passed on: later newlines are text
 };

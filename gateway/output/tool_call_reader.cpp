@@ -95,7 +95,7 @@ ToolCallReader::Outcome ToolCallReader::push(char c, OutputDeltas& out) {
   return fail(false);
 }
 
-ToolCallReader::Outcome ToolCallReader::finish(OutputDeltas&) { return fail(false); }
+ToolCallReader::Outcome ToolCallReader::finish() { return fail(false); }
 
 std::string ToolCallReader::take_unsent() { return std::exchange(held_, std::string()); }
 

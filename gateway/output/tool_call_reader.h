@@ -28,7 +28,7 @@ class ToolCallReader {
   void begin(std::string_view opening);
   Outcome push(char c, OutputDeltas& out);
   // The stream ended inside the call: kComplete never; kFailed with the held text to give back.
-  Outcome finish(OutputDeltas& out);
+  Outcome finish();
 
   // After kFailed: the held-back text that is content. The failing byte is not part of it unless
   // byte_consumed() (it was already sent as an argument); otherwise the caller reads it again.

@@ -69,3 +69,34 @@ TEST(RandomOutput, EveryParserTakesAnyTextTheSameWayInEverySplit) {
 
 }  // namespace
 }  // namespace flashq::gateway
+
+namespace flashq::gateway {
+namespace {
+
+// Degenerate output (a model writing blank lines until max_tokens) is held as layout: each parser
+// takes it, with the call or answer after it, without rescanning the run at every byte.
+TEST(RandomOutput, LongWhitespaceRunsBeforeTagsAndCalls) {
+  const std::string run(200000, '\n');
+  OutputParserOptions options;
+  auto parse = [&](OutputFormat format, const std::string& text) {
+    auto parser = make_output_parser(format, options);
+    OutputDeltas deltas;
+    for (std::size_t at = 0; at < text.size(); at += 3) append_deltas(deltas, parser->feed(std::string_view(text).substr(at, 3)));
+    append_deltas(deltas, parser->finish());
+    return testing::fold(deltas);
+  };
+  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+  AssistantMessage m = parse({ToolCallFormat::kHermes, ReasoningFormat::kThinkTags},
+                             "<think>\nA" + run + "</think>" + run + "B" + run + call + run);
+  EXPECT_EQ(m.reasoning, "A");
+  EXPECT_EQ(m.content, "B");
+  EXPECT_EQ(m.tool_calls.size(), 1u);
+  m = parse({ToolCallFormat::kLlama3Json, ReasoningFormat::kNone},
+            run + "<|python_tag|>" + run + "{\"name\": \"f\", \"parameters\": {}};" + run +
+                "{\"name\": \"g\", \"parameters\": {}}" + run);
+  EXPECT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.content, "");
+}
+
+}  // namespace
+}  // namespace flashq::gateway
