@@ -20,8 +20,10 @@ TEST(ToolChoice, ParsesOpenAIForms) {
   EXPECT_EQ(parse_tool_choice("none", true).mode, ToolChoiceMode::kNone);
   EXPECT_EQ(parse_tool_choice("auto", true).mode, ToolChoiceMode::kAuto);
   EXPECT_EQ(parse_tool_choice("required", true).mode, ToolChoiceMode::kRequired);
+  // Written as JSON text: a one-element braced list is read as an array by one compiler and an
+  // object by another.
   const ToolChoice named =
-      parse_tool_choice(json{{"type", "function"}, {"function", {{"name", "get_weather"}}}}, true);
+      parse_tool_choice(json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"), true);
   EXPECT_EQ(named, (ToolChoice{ToolChoiceMode::kNamed, "get_weather"}));
   EXPECT_EQ(parse_tool_choice(nullptr, true).mode, ToolChoiceMode::kAuto);
   EXPECT_EQ(parse_tool_choice(nullptr, false).mode, ToolChoiceMode::kNone);
@@ -30,8 +32,10 @@ TEST(ToolChoice, ParsesOpenAIForms) {
 }
 
 TEST(ToolChoice, RefusesWhatIsNotAToolChoiceWithInvalidArgument) {
-  for (const json& bad : {json("always"), json(3), json::array(), json{{"type", "tool"}},
-                          json{{"type", "function"}}, json{{"type", "function"}, {"function", {{"name", ""}}}}}) {
+  for (const json& bad : {json("always"), json(3), json::array(), json::parse(R"({"type": "tool"})"),
+                          json::parse(R"({"type": "function"})"),
+                          json::parse(R"({"type": "function", "function": "f"})"),
+                          json::parse(R"({"type": "function", "function": {"name": ""}})")}) {
     try {
       parse_tool_choice(bad, true);
       ADD_FAILURE() << "accepted " << bad.dump();
@@ -40,7 +44,8 @@ TEST(ToolChoice, RefusesWhatIsNotAToolChoiceWithInvalidArgument) {
       EXPECT_NE(std::string(e.what()).find("tool_choice"), std::string::npos);
     }
   }
-  EXPECT_THROW(parse_tool_choice(json{{"type", "function"}, {"function", {{"name", "f"}}}}, false), Error);
+  EXPECT_THROW(parse_tool_choice(json::parse(R"({"type": "function", "function": {"name": "f"}})"), false),
+               Error);
 }
 
 TEST(ToolChoice, FinishReasonIsToolCallsOnlyForCompleteCalls) {
