@@ -33,6 +33,14 @@ TEST(Llama3JsonToolParser, PlainAnswerIsContent) {
   EXPECT_TRUE(m.tool_calls.empty());
 }
 
+TEST(Llama3JsonToolParser, TextBeforeACallMakesTheMessageAnAnswer) {
+  // The call is the whole message in this format: an answer that shows a call's JSON is content.
+  const std::string text = "To call it, write: {\"name\": \"f\", \"parameters\": {}}";
+  const AssistantMessage m = parse_both(text);
+  EXPECT_EQ(m.content, text);
+  EXPECT_TRUE(m.tool_calls.empty());
+}
+
 TEST(Llama3JsonToolParser, WholeMessageCallWithParameters) {
   const AssistantMessage m = parse_both(
       "{\"name\": \"get_weather\", \"parameters\": {\"location\": \"Paris, France\", \"unit\": \"celsius\"}}");
