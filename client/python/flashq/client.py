@@ -24,6 +24,8 @@ DEFAULT_STREAM = "tcp://127.0.0.1:5557"
 STATUS_POLL_S = 1.0
 # Once the broker says the job finished, its events already published are at most this far away.
 FINISHED_DRAIN_S = 0.2
+# Stream messages taken from the socket at once before they are delivered.
+STREAM_BATCH = 256
 
 
 def _check_timeout(value: Any, name: str = "timeout") -> Optional[float]:
@@ -212,9 +214,15 @@ class Client:
                 if deadline is not None:
                     wait = max(0.0, min(wait, deadline - time.monotonic()))
                 if subscriber.poll(int(wait * 1000), zmq.POLLIN):
-                    event = wire.read_stream_message(subscriber.recv_multipart(copy=True), state.job_id)
-                    if event is not None:
-                        pending.append(event)
+                    # What has arrived, up to a batch, without a poll per event.
+                    for _ in range(STREAM_BATCH):
+                        try:
+                            frames = subscriber.recv_multipart(zmq.NOBLOCK, copy=True)
+                        except zmq.Again:
+                            break
+                        event = wire.read_stream_message(frames, state.job_id)
+                        if event is not None:
+                            pending.append(event)
                     continue
                 if finished:  # the final event never reached the subscriber: from the buffer
                     status, pending, kept = self._replay(state.job_id, state.expected)
