@@ -14,7 +14,7 @@ import zmq.asyncio
 from . import wire
 from .client import DEFAULT_FRONTEND, DEFAULT_STREAM, FINISHED_DRAIN_S, STATUS_POLL_S, _check_timeout
 from .curve import as_curve_keys
-from .errors import NotFound, Timeout
+from .errors import NotFound, ProtocolError, Timeout
 from .events import FinalEvent, JobStatus, Result
 from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, is_replay_unavailable, new_job_id, oldest_kept_seq,
                        replay_exchange, status_exchange, submit_exchange, synthesized_final, timeout_message)
@@ -163,6 +163,9 @@ class AsyncClient:
                     status, replayed, kept = await self._replay(state.job_id, state.expected)
                     if not kept:
                         state.skip_to(min([e.seq for e in replayed] + [held[0].seq]))
+                    elif not replayed or min(e.seq for e in replayed) != state.expected:
+                        raise ProtocolError(f"REPLAY of job {state.job_id} from seq {state.expected} was answered "
+                                            f"without it, although seq {held[0].seq} was published")
                     pending = replayed + held
                     continue
                 pending = []

@@ -11,7 +11,7 @@ import zmq
 
 from . import wire
 from .curve import as_curve_keys
-from .errors import NotFound, Timeout
+from .errors import NotFound, ProtocolError, Timeout
 from .events import FinalEvent, JobStatus, Result, TokenEvent
 from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, is_replay_unavailable, new_job_id, oldest_kept_seq,
                        replay_exchange, status_exchange, submit_exchange, synthesized_final, timeout_message)
@@ -204,6 +204,9 @@ class Client:
                     status, replayed, kept = self._replay(state.job_id, state.expected)
                     if not kept:
                         state.skip_to(min([e.seq for e in replayed] + [held[0].seq]))
+                    elif not replayed or min(e.seq for e in replayed) != state.expected:
+                        raise ProtocolError(f"REPLAY of job {state.job_id} from seq {state.expected} was answered "
+                                            f"without it, although seq {held[0].seq} was published")
                     pending = replayed + held
                     continue
                 pending = []

@@ -179,3 +179,17 @@ def flashq_generate(prompt: str, max_tokens: int, *flags: str) -> dict:
                             capture_output=True, text=True, cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def short_memory_cluster(tmp_path):
+    """flashq-broker keeping only 4 events per job for replay, and a flashq-worker with the demo
+    target: a late subscriber finds the early events gone."""
+    broker = start_broker(tmp_path, "--replay-events-per-job", "4", "--drain-timeout-ms", "0")
+    backend = next(a for a in broker.process.proc.args if a.startswith("tcp://") and a not in
+                   (broker.frontend, broker.stream))
+    worker = Process([bin_path("flashq-worker"), "--broker", backend, "--model", TARGET, "--device", "cpu",
+                      "--slots", "1", "--drain-timeout-ms", "0"], tmp_path / "worker.log")
+    yield broker
+    worker.stop()
+    broker.process.stop()

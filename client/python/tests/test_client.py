@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+import time
 
 from conftest import bin_path, flashq_generate
 
@@ -121,3 +122,21 @@ def test_generate_calls_on_event_for_each_event(up):
         result = client.generate(PROMPT, max_tokens=10, on_event=seen.append)
     assert "".join(e.text for e in seen) == result.text
     assert isinstance(seen[-1], flashq.FinalEvent)
+
+
+def test_a_stream_whose_early_events_are_gone_is_marked_incomplete(short_memory_cluster):
+    with short_memory_cluster.client(timeout=20) as client:
+        job_id = client.submit(PROMPT, max_tokens=24, spec="off")
+        while (status := client.status(job_id)).state != "finished":
+            time.sleep(0.01)
+        published = status.seq
+        assert published > 8
+        stream = client.stream(job_id)
+        events = list(stream)
+        # Only the last 4 are kept: those, once each, and the stream says what it lacks.
+        assert [e.seq for e in events] == list(range(published - 4, published))
+        assert stream.incomplete
+        assert events[-1].final == status.final and events[-1].usage.completion_tokens == 24
+        # What is still kept is served exactly.
+        tail = client.stream(job_id, from_seq=published - 3)
+        assert [e.seq for e in tail] == list(range(published - 3, published)) and not tail.incomplete
