@@ -56,6 +56,7 @@ class AsyncClient:
         self.stream_endpoint = stream_endpoint
         self.timeout = _check_timeout(timeout)
         self._curve = as_curve_keys(curve)
+        self._owns_context = context is None
         self._context = context or zmq.asyncio.Context()
         self._dealer = self._socket(zmq.DEALER, frontend)
         self._lock = asyncio.Lock()
@@ -71,7 +72,10 @@ class AsyncClient:
         return socket
 
     def close(self) -> None:
+        """Closes the client's sockets; streams still open end with it (their sockets close)."""
         self._dealer.close(0)
+        if self._owns_context:
+            self._context.destroy(linger=0)
 
     async def __aenter__(self):
         return self

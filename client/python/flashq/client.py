@@ -79,12 +79,9 @@ class Client:
         self.stream_endpoint = stream_endpoint
         self.timeout = _check_timeout(timeout)
         self._curve = as_curve_keys(curve)
-        self._context = context or self._new_context()
+        self._owns_context = context is None
+        self._context = context or zmq.Context()
         self._dealer = self._socket(zmq.DEALER, frontend)
-
-    @staticmethod
-    def _new_context():
-        return zmq.Context()
 
     def _socket(self, kind: int, endpoint: str, configure=None):
         socket = self._context.socket(kind)
@@ -97,7 +94,10 @@ class Client:
         return socket
 
     def close(self) -> None:
+        """Closes the client's sockets; streams still open end with it (their sockets close)."""
         self._dealer.close(0)
+        if self._owns_context:
+            self._context.destroy(linger=0)
 
     def __enter__(self):
         return self
