@@ -12,7 +12,7 @@ import zmq
 import zmq.asyncio
 
 from . import wire
-from .client import DEFAULT_FRONTEND, DEFAULT_STREAM, FINISHED_DRAIN_S, STATUS_POLL_S, _check_timeout
+from .client import DEFAULT_FRONTEND, DEFAULT_STREAM, FINISHED_DRAIN_S, STATUS_POLL_S, STREAM_BATCH, _check_timeout
 from .curve import as_curve_keys
 from .errors import NotFound, ProtocolError, Timeout
 from .events import FinalEvent, JobStatus, Result
@@ -180,9 +180,14 @@ class AsyncClient:
                 if deadline is not None:
                     wait = max(0.0, min(wait, deadline - time.monotonic()))
                 if await subscriber.poll(int(wait * 1000), zmq.POLLIN):
-                    event = wire.read_stream_message(await subscriber.recv_multipart(copy=True), state.job_id)
-                    if event is not None:
-                        pending.append(event)
+                    for _ in range(STREAM_BATCH):  # what has arrived, without a poll per event
+                        try:
+                            frames = await subscriber.recv_multipart(zmq.NOBLOCK, copy=True)
+                        except zmq.Again:
+                            break
+                        event = wire.read_stream_message(frames, state.job_id)
+                        if event is not None:
+                            pending.append(event)
                     continue
                 if finished:  # the final event never reached the subscriber: from the buffer
                     status, pending, kept = await self._replay(state.job_id, state.expected)
