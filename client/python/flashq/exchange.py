@@ -96,7 +96,8 @@ def status_exchange(job_id: str) -> Exchange:
 
 def cancel_exchange(job_id: str) -> Exchange:
     check_job_id(job_id, "job_id")
-    return Exchange("CANCEL", job_id, [wire.encode(wire.CANCEL, {"id": job_id}), wire.encode(wire.STATUS, {"id": job_id})],
+    return Exchange("CANCEL", job_id,
+                    [wire.encode(wire.CANCEL, {"id": job_id}), wire.encode(wire.STATUS, {"id": job_id})],
                     (wire.STATUS_REPLY,))
 
 

@@ -132,7 +132,8 @@ def read_final(f: Fields) -> Final:
     timings = f.sub("timings")
     return Final(
         finish_reason=f.get("finish_reason", str),
-        usage=Usage(prompt_tokens=usage.get("prompt_tokens", int), completion_tokens=usage.get("completion_tokens", int)),
+        usage=Usage(prompt_tokens=usage.get("prompt_tokens", int),
+                    completion_tokens=usage.get("completion_tokens", int)),
         spec_stats=SpecStats(draft_steps=spec.get("draft_steps", int), accepted_tokens=spec.get("accepted_tokens", int),
                              tau=spec.get("tau", float)),
         timings=Timings(queue_ms=timings.get("queue_ms", int), ttft_ms=timings.get("ttft_ms", int),

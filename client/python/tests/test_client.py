@@ -145,8 +145,9 @@ def test_a_stream_whose_early_events_are_gone_is_marked_incomplete(short_memory_
 def test_tools_reach_the_worker_whose_template_refuses_them_as_a_rejected_final(up):
     # The demo target has no chat template of its own; its ChatML default takes no tools, so the
     # worker ends the job rejected, saying why: the tools travelled through the broker to it.
-    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
-                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    parameters = {"type": "object", "properties": {"city": {"type": "string"}}}
+    tool = {"type": "function",
+            "function": {"name": "get_weather", "description": "Weather of a city", "parameters": parameters}}
     with up.client() as client:
         result = client.generate(messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[tool],
                                  chat_template_kwargs={"enable_thinking": False}, max_tokens=8)
