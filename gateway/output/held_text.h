@@ -9,6 +9,16 @@
 
 namespace flashq::gateway {
 
+// Layout whitespace between the parts of a model's output (what templates put around tags).
+inline bool is_layout_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// `text` without its leading layout whitespace.
+inline std::string_view after_layout_space(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size() && is_layout_space(text[i])) ++i;
+  return text.substr(i);
+}
+
 class HeldText {
  public:
   // `spaces`: the bytes that count as layout (a string literal: it is not copied).

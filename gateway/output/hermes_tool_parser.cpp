@@ -9,14 +9,6 @@ namespace {
 constexpr std::string_view kOpenTag = "<tool_call>";
 constexpr std::string_view kCloseTag = "</tool_call>";
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view after_spaces(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size() && is_space(text[i])) ++i;
-  return text.substr(i);
-}
-
 }  // namespace
 
 HermesToolParser::HermesToolParser(ArgumentStreaming mode, ToolCallIdGenerator make_id)
@@ -29,7 +21,7 @@ OutputDeltas HermesToolParser::feed(std::string_view text) {
 }
 
 void HermesToolParser::send_content(std::string_view text, OutputDeltas& out) {
-  if (after_call_) text = after_spaces(text);
+  if (after_call_) text = after_layout_space(text);
   if (text.empty()) return;
   append_text(out, DeltaKind::kContent, text);
   after_call_ = false;

@@ -8,14 +8,6 @@ namespace {
 
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view after_spaces(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size() && is_space(text[i])) ++i;
-  return text.substr(i);
-}
-
 }  // namespace
 
 Llama3JsonToolParser::Llama3JsonToolParser(ArgumentStreaming mode, ToolCallIdGenerator make_id)
@@ -49,7 +41,7 @@ void Llama3JsonToolParser::read_byte(char c, OutputDeltas& out) {
       return;
     }
     case State::kAfterCall:
-      if (is_space(c)) return;
+      if (is_layout_space(c)) return;
       if (c == ';') {
         state_ = State::kBeforeCall;
         return;
@@ -66,7 +58,7 @@ void Llama3JsonToolParser::read_byte(char c, OutputDeltas& out) {
 void Llama3JsonToolParser::begin_call() {
   // Whitespace after a ';' is layout; before the first call it is the message's own text, given
   // back if the call fails.
-  reader_.begin(reader_.calls_sent() > 0 ? after_spaces(held_.text()) : held_.text());
+  reader_.begin(reader_.calls_sent() > 0 ? after_layout_space(held_.text()) : held_.text());
   held_.clear();
   tag_read_ = false;
   state_ = State::kInCall;
@@ -75,7 +67,7 @@ void Llama3JsonToolParser::begin_call() {
 void Llama3JsonToolParser::turn_to_content(OutputDeltas& out) {
   state_ = State::kContent;
   const std::string_view held = held_.text();
-  append_text(out, DeltaKind::kContent, reader_.calls_sent() > 0 ? after_spaces(held) : held);
+  append_text(out, DeltaKind::kContent, reader_.calls_sent() > 0 ? after_layout_space(held) : held);
   held_.clear();
   tag_read_ = false;
 }
@@ -88,7 +80,7 @@ void Llama3JsonToolParser::read_before_call_byte(char c, OutputDeltas& out) {
   }
   held_.push(c);
   if (tag_read_) {
-    if (!is_space(c)) turn_to_content(out);
+    if (!is_layout_space(c)) turn_to_content(out);
     return;
   }
   const std::string_view tail = held_.tail();
