@@ -11,7 +11,7 @@ import zmq
 
 from . import wire
 from .curve import as_curve_keys
-from .errors import NotFound, ProtocolError, Timeout
+from .errors import NotFound, Timeout
 from .events import FinalEvent, JobStatus, Result, TokenEvent
 from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, is_replay_unavailable, new_job_id,
                        oldest_kept_seq, replay_exchange, status_exchange, submit_exchange, synthesized_final,
@@ -188,27 +188,14 @@ class Client:
             if not kept:
                 state.skip_to(min([e.seq for e in replayed] + [status.seq]))
             while True:
-                # Events in seq order up to the first gap; what lies beyond a gap waits for the
-                # replay of the gap (a final event the broker also sent to the DEALER may come
-                # early, and a slow subscriber loses events to the high-water mark).
-                pending.sort(key=lambda e: e.seq)
-                held = []
-                for i, event in enumerate(pending):
-                    if event.seq > state.expected:
-                        held = pending[i:]
-                        break
-                    if state.take(event):
-                        yield event
-                    if state.finished:
-                        return
+                deliver, held = state.ready(pending)
+                for event in deliver:
+                    yield event
+                if state.finished:
+                    return
                 if held:
                     status, replayed, kept = self._replay(state.job_id, state.expected)
-                    if not kept:
-                        state.skip_to(min([e.seq for e in replayed] + [held[0].seq]))
-                    elif not replayed or min(e.seq for e in replayed) != state.expected:
-                        raise ProtocolError(f"REPLAY of job {state.job_id} from seq {state.expected} was answered "
-                                            f"without it, although seq {held[0].seq} was published")
-                    pending = replayed + held
+                    pending = state.after_replay(replayed, kept, held)
                     continue
                 pending = []
                 if deadline is not None and time.monotonic() >= deadline:

@@ -147,6 +147,33 @@ class StreamState:
             self.incomplete = True
             self.expected = seq
 
+    def ready(self, pending: List[TokenEvent]):
+        """`pending` (in any order) split at the first gap: the events to deliver now, in seq order
+        (duplicates dropped, nothing after the final event), and those beyond the gap, which wait
+        for its replay (a final event the broker also sent to the DEALER may come early, and a slow
+        subscriber loses events to the high-water mark)."""
+        deliver: List[TokenEvent] = []
+        ordered = sorted(pending, key=lambda e: e.seq)
+        for i, event in enumerate(ordered):
+            if event.seq > self.expected:
+                return deliver, ordered[i:]
+            if self.take(event):
+                deliver.append(event)
+            if self.finished:
+                break
+        return deliver, []
+
+    def after_replay(self, replayed: List[TokenEvent], kept: bool, held: List[TokenEvent]) -> List[TokenEvent]:
+        """The events to go on with once the gap before `held` was asked again: the replay, then
+        what was held. `kept`: the broker still had the gap's start; when it had not, what it
+        no longer keeps is skipped."""
+        if not kept:
+            self.skip_to(min([e.seq for e in replayed] + [held[0].seq]))
+        elif not replayed or min(e.seq for e in replayed) != self.expected:
+            raise ProtocolError(f"REPLAY of job {self.job_id} from seq {self.expected} was answered "
+                                f"without it, although seq {held[0].seq} was published")
+        return replayed + held
+
 
 def synthesized_final(status: JobStatus):
     """The final event of a finished job whose own final event is no longer kept: the status
