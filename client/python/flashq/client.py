@@ -13,8 +13,8 @@ from . import wire
 from .curve import as_curve_keys
 from .errors import NotFound, Timeout
 from .events import FinalEvent, JobStatus, Result, TokenEvent
-from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, is_replay_unavailable, new_job_id,
-                       oldest_kept_seq, replay_exchange, status_exchange, submit_exchange, synthesized_final,
+from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, connect_socket, is_replay_unavailable,
+                       new_job_id, oldest_kept_seq, replay_exchange, status_exchange, submit_exchange, synthesized_final,
                        timeout_message)
 from .job import build_job, check_job_id
 
@@ -85,14 +85,7 @@ class Client:
         self._dealer = self._socket(zmq.DEALER, frontend)
 
     def _socket(self, kind: int, endpoint: str, configure=None):
-        socket = self._context.socket(kind)
-        socket.linger = 0
-        if self._curve is not None:
-            self._curve.apply(socket)
-        if configure is not None:
-            configure(socket)
-        socket.connect(endpoint)
-        return socket
+        return connect_socket(self._context, kind, endpoint, self._curve, configure)
 
     def close(self) -> None:
         """Closes the client's sockets; streams still open end with it (their sockets close)."""

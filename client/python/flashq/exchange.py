@@ -121,6 +121,20 @@ def timeout_message(request: str, job_id: str, endpoint: str, timeout: float, cu
     return text
 
 
+def connect_socket(context, kind: int, endpoint: str, curve=None, configure=None):
+    """A socket of `kind` on `context` (blocking or asyncio), closing at once when closed, with the
+    client's CurveZMQ keys when it has them, connected to `endpoint`. `configure` sets options
+    that must precede the connect (a SUB's subscription)."""
+    socket = context.socket(kind)
+    socket.linger = 0
+    if curve is not None:
+        curve.apply(socket)
+    if configure is not None:
+        configure(socket)
+    socket.connect(endpoint)
+    return socket
+
+
 class StreamState:
     """The next expected seq of one job's stream and what to do with each event (docs/protocol.md,
     8.5): drop a duplicate, deliver the expected one, ask for a replay on a gap."""
