@@ -17,8 +17,8 @@ from .curve import as_curve_keys
 from .errors import NotFound, Timeout
 from .events import FinalEvent, JobStatus, Result
 from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, connect_socket, is_replay_unavailable,
-                       new_job_id, oldest_kept_seq, replay_exchange, status_exchange, submit_exchange, synthesized_final,
-                       timeout_message)
+                       new_job_id, oldest_kept_seq, replay_exchange, status_exchange, submit_exchange,
+                       synthesized_final, timeout_message)
 from .job import build_job, check_job_id
 
 
