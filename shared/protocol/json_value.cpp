@@ -20,6 +20,12 @@ std::string printable_key(std::string_view key) {
   return out;
 }
 
+// The key as the JSON text spells it (each invalid UTF-8 sequence replaced), so that two keys
+// that differ only in invalid bytes are refused as the duplicates they become.
+std::string key_as_written(std::string_view key) {
+  return Json(std::string(key)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 // Recursion is bounded: the body was unpacked with at most kMaxDepth levels of nesting.
 Json to_json(const msgpack::object& value, const FieldPath& at) {
   switch (value.type) {
@@ -45,13 +51,13 @@ Json to_json(const msgpack::object& value, const FieldPath& at) {
     }
     case msgpack::type::MAP: {
       Json out = Json::object();
-      std::set<std::string_view> keys;
+      std::set<std::string> keys;
       for (std::uint32_t i = 0; i < value.via.map.size; ++i) {
         const msgpack::object_kv& kv = value.via.map.ptr[i];
         if (kv.key.type != msgpack::type::STR)
           at.fail("map keys must be strings (JSON), key " + std::to_string(i) + " is not");
         const std::string_view key(kv.key.via.str.ptr, kv.key.via.str.size);
-        if (!keys.insert(key).second) at.fail("duplicate key in a map");
+        if (!keys.insert(key_as_written(key)).second) at.fail("duplicate key in a map");
         out[std::string(key)] = to_json(kv.val, at.child(printable_key(key)));
       }
       return out;

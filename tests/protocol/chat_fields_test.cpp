@@ -190,6 +190,17 @@ TEST(ChatOptions, ToolsLimitHoldsOnceStringsAreUtf8) {
   EXPECT_EQ(decode_body<Submit>(encode_body(Submit{job})).job, job);
 }
 
+// Two keys that differ only in invalid UTF-8 are one key once it is U+FFFD: refused as a
+// duplicate, or the job would encode to a different job.
+TEST(ChatOptions, KeysThatBecomeEqualAsUtf8AreDuplicates) {
+  json tool = kWeatherTool;
+  tool["function"]["a\xef"] = 1;
+  tool["function"]["a\x91"] = 2;
+  std::vector<std::uint8_t> bytes = json::to_msgpack(json{{"job", chat_job({{"tools", {tool}}})}});
+  expect_protocol_error([&] { decode_body<Submit>(std::string(bytes.begin(), bytes.end())); },
+                        {"job.tools", "duplicate key"});
+}
+
 TEST(ChatOptions, TemplateOptionsAreAMapOfNamedJsonValues) {
   expect_submit_error(chat_job({{"chat_template_kwargs", {1, 2}}}), "chat_template_kwargs", "must be a map");
   expect_submit_error(chat_job({{"chat_template_kwargs", {{"", 1}}}}), "chat_template_kwargs[0]", "0 bytes");
