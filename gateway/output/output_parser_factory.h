@@ -33,6 +33,7 @@ std::string_view reasoning_format_name(ReasoningFormat format);
 struct OutputFormat {
   ToolCallFormat tool_calls = ToolCallFormat::kNone;
   ReasoningFormat reasoning = ReasoningFormat::kNone;
+  bool operator==(const OutputFormat&) const = default;
 };
 
 // model_type from config.json; chat_template the template's source as loaded.
