@@ -220,7 +220,14 @@ std::string encode_settings(const ResponsesRequest& request) {
                                 {"tool_calls", format_name(s.output_format.tool_calls)},
                                 {"reasoning", reasoning_format_name(s.output_format.reasoning)},
                                 {"starts_in_reasoning", s.starts_in_reasoning}};
-  return protocol::pack_json_text(dump(stored), "the response's job metadata");
+  // Packed once more by the same msgpack library the broker and Redis use to pass the job on,
+  // so the bytes (nlohmann packs 1.0 as a float32, msgpack-c repacks it otherwise) are the same
+  // in the job as submitted and in the job as given back.
+  const std::string packed = protocol::pack_json_text(dump(stored), "the response's job metadata");
+  const msgpack::object_handle handle = msgpack::unpack(packed.data(), packed.size());
+  msgpack::sbuffer buffer;
+  msgpack::pack(buffer, handle.get());
+  return std::string(buffer.data(), buffer.size());
 }
 
 // The settings the echo and the stored formats imply: the same reads as the request's, so a
@@ -385,6 +392,9 @@ ResponsesRequest read_responses_request(const ResponsesJson& body, const ModelDi
   if (!template_tools.empty()) job.tools = dump(template_tools);
   if (!template_kwargs.empty()) job.chat_template_kwargs = dump(template_kwargs);
   job.metadata = encode_settings(request);
+  // The settings as any gateway reads them back from the job (msgpack writes 1.0 as 1, for
+  // one), so the renderer of the first stream and that of a resumed one write the same bytes.
+  request.settings = recover_responses_request(job).settings;
   return request;
 }
 
