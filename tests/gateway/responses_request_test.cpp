@@ -40,6 +40,9 @@ TEST(ResponsesRequest, StringInputIsOneUserMessageWithOpenAIDefaults) {
   EXPECT_EQ(r.settings.echo.at("tool_choice"), "auto");
   EXPECT_EQ(r.settings.echo.at("tools"), ResponsesJson::array());
   EXPECT_EQ(r.settings.echo.at("truncation"), "disabled");
+  // A body parsed as nlohmann::json (keys sorted) is read as well; ordered_json keeps the client's order.
+  EXPECT_EQ(read_responses_request(nlohmann::json::parse(R"({"model": "qwen3", "input": "Hello"})"), test_models()).job.prompt,
+            r.job.prompt);
   // Half of a small context when that is below the default budget.
   EXPECT_EQ(read(R"({"model": "plain", "input": "x"})").job.max_tokens, 1024);
 }
