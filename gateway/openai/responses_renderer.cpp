@@ -34,6 +34,11 @@ ResponsesRenderer::ResponsesRenderer(ResponseSettings settings, std::string resp
   status_ = settings_.echo.value("background", false) ? "queued" : "in_progress";
 }
 
+ResponsesRenderer::ResponsesRenderer(const ResponsesRequest& request)
+    : ResponsesRenderer(request.settings, request.job.id, request.created_at) {
+  check_invariant(!request.job.id.empty(), "a response's job has its id before it is rendered");
+}
+
 ResponsesRenderer::~ResponsesRenderer() = default;
 
 void ResponsesRenderer::emit(Events& out, std::string type, ResponsesJson fields) {

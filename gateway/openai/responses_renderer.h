@@ -54,6 +54,9 @@ class ResponsesRenderer {
  public:
   // created_at: Unix seconds, the same for every renderer of one response.
   ResponsesRenderer(ResponseSettings settings, std::string response_id, std::int64_t created_at);
+  // The renderer of a submitted request, or of one recovered from its job: the response id is
+  // the job's id (set), created_at the request's.
+  explicit ResponsesRenderer(const ResponsesRequest& request);
   ~ResponsesRenderer();
   ResponsesRenderer(const ResponsesRenderer&) = delete;
   ResponsesRenderer& operator=(const ResponsesRenderer&) = delete;

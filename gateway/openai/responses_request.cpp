@@ -219,7 +219,8 @@ std::string encode_settings(const ResponsesRequest& request) {
                                 {"stream", request.stream},
                                 {"tool_calls", format_name(s.output_format.tool_calls)},
                                 {"reasoning", reasoning_format_name(s.output_format.reasoning)},
-                                {"starts_in_reasoning", s.starts_in_reasoning}};
+                                {"starts_in_reasoning", s.starts_in_reasoning},
+                                {"created_at", request.created_at}};
   // Packed once more by the same msgpack library the broker and Redis use to pass the job on,
   // so the bytes (nlohmann packs 1.0 as a float32, msgpack-c repacks it otherwise) are the same
   // in the job as submitted and in the job as given back.
@@ -293,6 +294,7 @@ ResponsesRequest read_responses_request(const ResponsesJson& body, const ModelDi
 
   ResponsesRequest request;
   request.model = model;
+  request.created_at = options.created_at;
   const ResponsesJson* stream = optional_field(body, "stream");
   request.stream = stream && as_bool(*stream, "stream");
   const ResponsesJson* background = optional_field(body, "background");
@@ -417,6 +419,7 @@ ResponsesRequest recover_responses_request(const protocol::Job& job) {
     request.model = *job.model;
     request.job = job;
     request.stream = stored.at("stream").get<bool>();
+    request.created_at = stored.at("created_at").get<std::int64_t>();
     const ResponsesJson& echo = stored.at("echo");
     request.background = echo.at("background").get<bool>();
     request.store = echo.at("store").get<bool>();

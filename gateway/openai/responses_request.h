@@ -13,12 +13,11 @@
 //    "stream": bool,                      the request asked for a stream
 //    "tool_calls": "hermes" | "llama3_json" | "none",   the served model's output format,
 //    "reasoning": "think_tags" | "none",                as read when the request came in
-//    "starts_in_reasoning": bool}
+//    "starts_in_reasoning": bool,
+//    "created_at": Unix seconds}           when the endpoint accepted the request
 // so a gateway that restarted, or one that no longer serves the model, renders the same events
-// from the same job: ResponsesRenderer is a function of ResponseSettings, the response id,
-// created_at and the job's events, and ResponseSettings comes back from the job byte for byte.
-// created_at is not in the job: the server keeps it beside the job (or derives it) and gives the
-// same value to every renderer of one response.
+// from the same job: ResponsesRenderer is a function of ResponseSettings, the response id (the
+// job id), created_at and the job's events, and all of them come back from the job byte for byte.
 #pragma once
 
 #include <cstdint>
@@ -50,16 +49,19 @@ struct ResponsesRequest {
   bool stream = false;
   bool background = false;
   bool store = true;
+  std::int64_t created_at = 0;  // Unix seconds, from ResponsesJobOptions
   ResponseSettings settings;
 
   bool operator==(const ResponsesRequest&) const = default;
 };
 
-// Job placement the request carries outside OpenAI's body (headers the server reads):
-// priority (lower runs first) and deadline in ms from submission (0: the broker's default).
+// What the endpoint adds to the body: job placement from its headers (priority, lower runs
+// first; deadline in ms from submission, 0: the broker's default) and the time it accepted the
+// request (the response's created_at, Unix seconds), kept with the job.
 struct ResponsesJobOptions {
   std::int64_t priority = 0;
   std::int64_t deadline_ms = 0;
+  std::int64_t created_at = 0;
 };
 
 // The output budget when max_output_tokens is absent: this many tokens, or half the model's

@@ -252,7 +252,7 @@ TEST(ResponsesRenderer, AResumedStreamIsTheTailOfTheUninterruptedOneByteForByte)
   const std::string text =
       "<think>\nThe user wants weather.\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
       "{\"city\": \"Paris\"}}\n</tool_call>";
-  ResponsesRequest request = read(body);
+  ResponsesRequest request = read(body, {.created_at = kCreatedAt});
   request.job.id = kId;
   const auto events = job_events(kId, cut_every(text, 5), final_of(FinishReason::kStop));
   const Rendered first = render(request.settings, kId, kCreatedAt, events);
@@ -265,7 +265,7 @@ TEST(ResponsesRenderer, AResumedStreamIsTheTailOfTheUninterruptedOneByteForByte)
   // Resumed after every sequence number, mid-generation (the replay so far) and after the end.
   for (std::size_t n = 0; n < first.events.size(); ++n) {
     std::vector<StreamedEvent> tail;
-    ResponsesRenderer renderer(recovered.settings, kId, kCreatedAt);
+    ResponsesRenderer renderer(recovered);  // id and created_at from the job
     auto keep = [&](std::vector<StreamedEvent> batch) {
       for (StreamedEvent& e : batch) {
         if (e.sequence_number > static_cast<std::int64_t>(n)) tail.push_back(std::move(e));

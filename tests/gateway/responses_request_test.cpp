@@ -18,11 +18,12 @@ std::vector<ChatMessage> messages_of(const ResponsesRequest& request) {
 }
 
 TEST(ResponsesRequest, StringInputIsOneUserMessageWithOpenAIDefaults) {
-  const ResponsesRequest r = read(R"({"model": "qwen3", "input": "Hello"})", {.priority = 3, .deadline_ms = 9000});
+  const ResponsesRequest r = read(R"({"model": "qwen3", "input": "Hello"})", {.priority = 3, .deadline_ms = 9000, .created_at = 1767225600});
   EXPECT_EQ(r.model, "qwen3");
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.background);
   EXPECT_TRUE(r.store);
+  EXPECT_EQ(r.created_at, 1767225600);
   EXPECT_EQ(messages_of(r), (std::vector<ChatMessage>{{.role = "user", .content = "Hello"}}));
   EXPECT_TRUE(r.job.id.empty());
   EXPECT_TRUE(r.job.stream);
@@ -256,10 +257,11 @@ TEST(ResponsesRequest, IsRecoveredFromItsJobAlone) {
            R"({"model": "llama3", "input": "x", "tool_choice": "none", "tools": [{"type": "function", "name": "f"}]})",
        }) {
     SCOPED_TRACE(body);
-    ResponsesRequest original = read(body);
+    ResponsesRequest original = read(body, {.priority = -2, .deadline_ms = 500, .created_at = 1767225601});
     original.job.id = "resp_00ff";
     const ResponsesRequest recovered = recover_responses_request(over_the_wire(original.job));
     EXPECT_EQ(recovered, original);
+    EXPECT_EQ(recovered.created_at, 1767225601);
     EXPECT_EQ(recovered.settings.echo.dump(), original.settings.echo.dump());  // key order too
   }
 }
