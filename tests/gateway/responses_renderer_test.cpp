@@ -144,6 +144,24 @@ TEST(ResponsesRenderer, Llama3JsonToolCallsAreFunctionCallItems) {
   EXPECT_EQ(as_text[0].at("content")[0].at("text"), "{\"name\": \"get_weather\", \"parameters\": {}}");
 }
 
+TEST(ResponsesRenderer, TextOutsideAsciiIsCutOnlyBetweenCharacters) {
+  // Job events hold whole UTF-8 characters (docs/protocol.md); every such cut folds the same.
+  const std::string text = "<think>\nGr\xC3\xBC\xC3\x9F\x65</think>\n\n\xE4\xB8\x96\xE7\x95\x8C \xE2\x9C\x93";
+  std::vector<std::string> chars;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t length = 1;
+    while (at + length < text.size() && (static_cast<unsigned char>(text[at + length]) & 0xC0) == 0x80) ++length;
+    chars.push_back(text.substr(at, length));
+    at += length;
+  }
+  const std::string body = R"({"model": "qwen3", "input": "x"})";
+  const Rendered whole = run(body, {text});
+  const Rendered by_char = run(body, chars);
+  EXPECT_EQ(fold_stream(by_char.events), fold_stream(whole.events));
+  EXPECT_EQ(by_char.object.at("output")[0].at("content")[0].at("text"), "Gr\xC3\xBC\xC3\x9F\x65");
+  EXPECT_EQ(by_char.object.at("output")[1].at("content")[0].at("text"), "\xE4\xB8\x96\xE7\x95\x8C \xE2\x9C\x93");
+}
+
 TEST(ResponsesRenderer, MaxOutputTokensEndsIncomplete) {
   const Rendered r = run(R"({"model": "qwen3", "input": "x", "max_output_tokens": 3})", {"Once", " upon"}, FinishReason::kLength);
   fold_stream(r.events);
