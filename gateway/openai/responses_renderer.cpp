@@ -79,6 +79,18 @@ std::vector<StreamedEvent> ResponsesRenderer::on_event(const protocol::Event& ev
   return out;
 }
 
+std::vector<StreamedEvent> ResponsesRenderer::on_final(const protocol::FinalResult& final_result) {
+  check_invariant(began_, "ResponsesRenderer::begin comes before the job's end");
+  Events out;
+  if (finished_) return out;
+  if (status_ == "queued") {
+    status_ = "in_progress";
+    emit_lifecycle(out, "response.in_progress");
+  }
+  finish(out, final_result);
+  return out;
+}
+
 StreamedEvent ResponsesRenderer::error_event(std::string_view code, std::string_view message) {
   Events out;
   emit(out, "error", {{"code", code}, {"message", message}, {"param", nullptr}});

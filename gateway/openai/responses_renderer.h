@@ -67,6 +67,10 @@ class ResponsesRenderer {
   // (seq below next_job_seq(), a replay's overlap) returns nothing; a gap throws
   // flashq::Error kInvalidArgument. Events after the final one return nothing.
   std::vector<StreamedEvent> on_event(const protocol::Event& event);
+  // The job's end when its remaining events can no longer be had (STATUS_REPLY's final after
+  // the broker's replay buffer dropped them, and Redis does not hold them): the response ends
+  // with what was rendered. Nothing when it has already ended.
+  std::vector<StreamedEvent> on_final(const protocol::FinalResult& final_result);
   // An `error` event (the stream could not go on: the broker is gone, the replay is no longer
   // kept). It takes the next sequence number; the server ends the stream after it.
   StreamedEvent error_event(std::string_view code, std::string_view message);

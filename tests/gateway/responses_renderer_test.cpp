@@ -264,6 +264,25 @@ TEST(ResponsesRenderer, JobEventsComeInSeqOrder) {
                                  R"(,"code":"replay_unavailable","message":"gone","param":null})");
 }
 
+TEST(ResponsesRenderer, AFinalWithoutTheRemainingEventsEndsWithWhatWasRendered) {
+  ResponsesRenderer renderer(settings_for(R"({"model": "qwen3", "input": "x", "background": true})"), kId, kCreatedAt);
+  std::vector<StreamedEvent> events = renderer.begin();
+  const auto job = job_events(kId, {"Kept", " lost"}, final_of(FinishReason::kStop));
+  for (StreamedEvent& e : renderer.on_event(job[0])) events.push_back(std::move(e));
+  for (StreamedEvent& e : renderer.on_final(*job[1].final_result)) events.push_back(std::move(e));
+  fold_stream(events);
+  EXPECT_EQ(events.back().type, "response.completed");
+  EXPECT_EQ(renderer.response_object().at("output")[0].at("content")[0].at("text"), "Kept");
+  EXPECT_TRUE(renderer.on_final(*job[1].final_result).empty());
+  EXPECT_TRUE(renderer.on_event(job[1]).empty());
+  // A job that ended before any event could be had.
+  ResponsesRenderer bare(settings_for(R"({"model": "qwen3", "input": "x", "background": true})"), kId, kCreatedAt);
+  bare.begin();
+  EXPECT_EQ(event_types(bare.on_final(final_of(FinishReason::kCancelled))),
+            (Types{"response.in_progress", "response.incomplete"}));
+  EXPECT_EQ(bare.status(), "cancelled");
+}
+
 TEST(ResponsesRenderer, AResumedStreamIsTheTailOfTheUninterruptedOneByteForByte) {
   const std::string body = std::string(R"({"model": "qwen3", "input": "Weather?", "background": true, "stream": true, )") +
                            kWeatherTool + "}";
