@@ -22,6 +22,7 @@
 #include "shared/error.h"
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
+#include "shared/protocol/model_messages.h"
 #include "shared/protocol/producer_messages.h"
 #include "shared/protocol/wire.h"
 
@@ -110,6 +111,12 @@ class Client {
   // before the status reply. Returns the job's status once the broker has taken the cancel
   // (a running job still ends later, with a final event saying cancelled). Throws BrokerError.
   protocol::StatusReply cancel(const std::string& id, int timeout_ms = kDefaultRequestTimeoutMs);
+
+  // Sends MODELS and returns MODELS_REPLY: the models the broker's connected workers serve, with
+  // each one's context length, output formats, workers and slots. MODELS_REPLY names no request:
+  // one that arrives late for an earlier timed-out call is taken as this call's answer, which
+  // is as recent a view. Throws BrokerError (an ERROR without a job id) or kIo on timeout.
+  protocol::ModelsReply models(int timeout_ms = kDefaultRequestTimeoutMs);
 
   // A subscriber to job `id`'s events on the broker's stream socket, sharing this client's
   // ZeroMQ context (it may outlive the client).
