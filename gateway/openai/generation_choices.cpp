@@ -26,6 +26,21 @@ std::optional<ApiError> job_outcome_error(const protocol::FinalResult& result, c
   return ApiError(500, "server_error", "server_error", "job " + job_id + " ended in an unknown way");
 }
 
+std::size_t complete_utf8_prefix(std::string_view text) {
+  // Look back over at most 3 continuation bytes for the lead byte of the last character.
+  std::size_t i = text.size();
+  std::size_t continuation = 0;
+  while (i > 0 && continuation < 3 && (static_cast<unsigned char>(text[i - 1]) & 0xC0) == 0x80) {
+    --i;
+    ++continuation;
+  }
+  if (i == 0) return text.size();
+  const auto lead = static_cast<unsigned char>(text[i - 1]);
+  const std::size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  if (length == 1 || continuation + 1 >= length) return text.size();
+  return i - 1;
+}
+
 std::string tool_call_id(const std::string& job_id, int index) {
   return "call_" + job_id + "_" + std::to_string(index);
 }
@@ -64,7 +79,12 @@ GenerationChoices::Step GenerationChoices::on_event(std::size_t index, const pro
   choice.next_seq = event.seq + 1;
   step.first = !choice.started;
   choice.started = true;
-  OutputDeltas deltas = choice.parser->feed(event.text);
+  // Events carry whole characters (the worker holds back a partial one); should one not, the
+  // partial character waits for the next event rather than reach a JSON text cut in two.
+  choice.pending_text += event.text;
+  const std::size_t whole = event.final_result ? choice.pending_text.size() : complete_utf8_prefix(choice.pending_text);
+  OutputDeltas deltas = choice.parser->feed(std::string_view(choice.pending_text).substr(0, whole));
+  choice.pending_text.erase(0, whole);
   if (event.final_result) {
     append_deltas(deltas, choice.parser->finish());
     choice.final_result = event.final_result;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gateway/openai/api_error.h"
@@ -29,6 +30,9 @@ namespace flashq::gateway {
 //              prompt does not fit the context, the template refuses the messages, ...)
 // The message names the job and carries the final map's `error` text.
 std::optional<ApiError> job_outcome_error(const protocol::FinalResult& result, const std::string& job_id);
+
+// The length of the longest prefix of `text` that does not end inside a UTF-8 character.
+std::size_t complete_utf8_prefix(std::string_view text);
 
 // "call_<job id>_<index>": stable across a resumed stream, unique across jobs.
 std::string tool_call_id(const std::string& job_id, int index);
@@ -73,6 +77,7 @@ class GenerationChoices {
   struct Choice {
     std::unique_ptr<OutputParser> parser;
     AssistantMessage message;
+    std::string pending_text;  // a partial UTF-8 character, held for the next event
     std::int64_t next_seq = 0;
     bool started = false;
     std::optional<protocol::FinalResult> final_result;

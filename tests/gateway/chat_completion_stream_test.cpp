@@ -311,6 +311,19 @@ TEST(ChatCompletionStream, JobsThatEndWithoutACompletionAreErrors) {
   }
 }
 
+TEST(ChatCompletionStream, ACharacterSplitBetweenEventsWaitsForItsEnd) {
+  EXPECT_EQ(complete_utf8_prefix("caf\xC3"), 3u);
+  EXPECT_EQ(complete_utf8_prefix("caf\xC3\xA9"), 5u);
+  EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x98"), 0u);
+  EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x98\x80"), 4u);
+  EXPECT_EQ(complete_utf8_prefix("ok"), 2u);
+  ChatCompletionRenderer renderer(chat_request("plain", true), {"job-1"}, kCreated);
+  std::vector<std::string> chunks = stream_chunks(renderer, {job_events({"caf\xC3", "\xA9 \xF0\x9F", "\x98\x80", ""})});
+  const AccumulatedChat chat = accumulate(chunks, "job-1", "plain");
+  EXPECT_EQ(chat.choices.at(0).content, "caf\xC3\xA9 \xF0\x9F\x98\x80");
+  for (const std::string& c : chunks) EXPECT_EQ(c.find("\xEF\xBF\xBD"), std::string::npos) << "U+FFFD in " << c;
+}
+
 TEST(ChatCompletionStream, ARendererNeedsOneJobIdPerChoice) {
   EXPECT_THROW(ChatCompletionRenderer(chat_request("plain", true, R"(, "n": 2)"), {"job-a"}, kCreated), Error);
 }
