@@ -158,8 +158,10 @@ SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext)
 
 std::int64_t max_tokens_for(const SharedFields& fields, const ServedModel& model, const RequestExtensions& ext,
                             std::optional<std::size_t> prompt_tokens, const std::string& prompt_field) {
-  const bool judged = model.max_model_len > 0 && prompt_tokens.has_value();
-  const std::int64_t prompt = judged ? static_cast<std::int64_t>(*prompt_tokens) : 0;
+  // A text prompt's length is the worker's to learn; it holds at least one token, which is
+  // enough to refuse a max_tokens that alone fills the context.
+  const bool judged = model.max_model_len > 0;
+  const std::int64_t prompt = prompt_tokens ? static_cast<std::int64_t>(*prompt_tokens) : 1;
   if (judged && prompt >= model.max_model_len) {
     throw invalid_request("This model's maximum context length is " + std::to_string(model.max_model_len) +
                               " tokens; the prompt has " + std::to_string(prompt) +
@@ -168,10 +170,11 @@ std::int64_t max_tokens_for(const SharedFields& fields, const ServedModel& model
   }
   if (fields.max_tokens) {
     if (judged && prompt + *fields.max_tokens > model.max_model_len) {
+      const std::string prompt_part =
+          prompt_tokens ? "the prompt (" + std::to_string(prompt) + " tokens)" : std::string("any prompt");
       throw invalid_request("This model's maximum context length is " + std::to_string(model.max_model_len) +
-                                " tokens; the prompt (" + std::to_string(prompt) + " tokens) and " +
-                                fields.max_tokens_field + " (" + std::to_string(*fields.max_tokens) +
-                                ") together ask for " + std::to_string(prompt + *fields.max_tokens),
+                                " tokens; " + prompt_part + " and " + fields.max_tokens_field + " (" +
+                                std::to_string(*fields.max_tokens) + ") do not fit in it",
                             fields.max_tokens_field, "context_length_exceeded");
     }
     return *fields.max_tokens;

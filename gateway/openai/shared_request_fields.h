@@ -37,8 +37,9 @@ const ServedModel& read_model(RequestBody& body, const ModelDirectory& models);
 SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext);
 
 // max_tokens for a job: the request's, else the gateway's default, else the job map's. When the
-// model's context is known and the prompt's length is (a token-id prompt), the default is cut to
-// what fits and a request that cannot fit is a 400 context_length_exceeded.
+// model's context is known, a request that cannot fit is a 400 context_length_exceeded and the
+// default is cut to what fits: judged exactly for a token-id prompt (`prompt_tokens`), and for
+// text (nullopt) only as far as a prompt of at least one token allows; the worker judges the rest.
 std::int64_t max_tokens_for(const SharedFields& fields, const ServedModel& model, const RequestExtensions& ext,
                             std::optional<std::size_t> prompt_tokens, const std::string& prompt_field);
 

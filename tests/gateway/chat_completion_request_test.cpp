@@ -110,6 +110,16 @@ TEST(ChatCompletionRequest, TheGatewayDefaultMaxTokensApplies) {
   ext.default_max_tokens = 1000;
   EXPECT_EQ(read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}]})"), ext).jobs[0].max_tokens,
             1000);
+  // Cut to the model's context (4096) less the one token any prompt holds.
+  ext.default_max_tokens = 5000;
+  EXPECT_EQ(read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}]})"), ext).jobs[0].max_tokens,
+            4095);
+  // A max_tokens that fills the context alone cannot fit: the worker need not be asked.
+  const ApiError e =
+      chat_error(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}], "max_tokens": 4096})"));
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.code(), "context_length_exceeded");
+  EXPECT_EQ(e.param(), "max_tokens");
 }
 
 TEST(ChatCompletionRequest, HeadersAndBodyExtensionsAgreeOrAreRefused) {

@@ -75,8 +75,14 @@ TEST(CompletionRequest, TokenPromptsAreJudgedAgainstTheContext) {
   e = completion_error({{"model", "llama"}, {"prompt", json::array({"short", std::vector<int>(9000, 5)})}});
   EXPECT_EQ(e.code(), "context_length_exceeded");
   EXPECT_EQ(e.param(), "prompt[1]");
-  // Text is the worker's to judge; an unknown context judges nothing.
-  EXPECT_EQ(read({{"model", "llama"}, {"prompt", "x"}, {"max_tokens", 100000}}).jobs[0].max_tokens, 100000);
+  // Text is the worker's to judge, past the one token any prompt holds; an unknown context judges
+  // nothing.
+  EXPECT_EQ(read({{"model", "llama"}, {"prompt", "x"}, {"max_tokens", 8191}}).jobs[0].max_tokens, 8191);
+  e = completion_error({{"model", "llama"}, {"prompt", "x"}, {"max_tokens", 8192}});
+  EXPECT_EQ(e.code(), "context_length_exceeded");
+  EXPECT_EQ(e.param(), "max_tokens");
+  ext.default_max_tokens = 100000;
+  EXPECT_EQ(read({{"model", "llama"}, {"prompt", "x"}}, ext).jobs[0].max_tokens, 8191);
   EXPECT_EQ(read({{"model", "plain"}, {"prompt", std::vector<int>(9000, 5)}, {"max_tokens", 9000}}).jobs[0].max_tokens,
             9000);
 }
