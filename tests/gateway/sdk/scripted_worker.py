@@ -262,7 +262,12 @@ class ScriptedWorker:
         if message_type == wire.DISCONNECT:
             return False
         if message_type == wire.ASSIGN:
-            self.assign(socket, body)
+            try:
+                self.assign(socket, body)
+            except (TypeError, ValueError, AttributeError) as e:  # the broker checks jobs: a bug there
+                self.log(f"ASSIGN not understood: {e}")
+                socket.send_multipart(wire.encode(wire.ERROR, {"code": "protocol",
+                                                               "message": f"ASSIGN not understood: {e}"[:60000]}))
         elif message_type == wire.CANCEL:
             job = self.jobs.pop(body.get("id"), None)  # one we do not hold is ignored
             if job is not None:

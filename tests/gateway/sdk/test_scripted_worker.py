@@ -10,6 +10,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import signal
 import socket
 import subprocess
@@ -229,9 +230,10 @@ def test_no_matching_rule_and_an_oversize_prompt_are_rejected(cluster):
 
 
 def test_sigterm_disconnects_and_exits_zero(cluster):
-    worker = cluster.worker("scripted-leaving", [{"when": "", "reply": "bye"}])
+    worker = cluster.worker("scripted-leaving", [{"when": "", "reply": "b°e"}], "--piece-bytes", "1")
     client = cluster.client()
-    assert client.generate("hi", model="scripted-leaving", timeout=10).text == "bye"
+    result = client.generate("hi", model="scripted-leaving", timeout=10)
+    assert result.text == "b°e" and result.usage.completion_tokens == len(result.token_ids) == 3
     assert worker.stop() == 0, worker.output()
     # The broker let it go at once (DISCONNECT), not after 3 s of silence: a job for its model waits.
     job_id = client.submit("hi", model="scripted-leaving")
@@ -281,3 +283,27 @@ def test_pieces_never_split_a_character():
     assert scripted_worker.split_pieces("a°☀b", 1) == ["a", "°", "☀", "b"]
     assert scripted_worker.split_pieces("a°☀b", 3) == ["a°", "☀", "b"]
     assert scripted_worker.split_pieces("", 7) == []
+
+
+@pytest.mark.parametrize("script, message", [
+    ("{}", "non-empty JSON list"),
+    ('[{"when": "", "reply": "x", "finish_reason": "cancelled"}]', "rule 0: `finish_reason` must be stop or length"),
+    ('[{"when": "", "reply": "x"}, {"when": 3, "reply": "y"}]', "rule 1: `when` must be a string"),
+    ('[{"when": "", "reply": "x", "then": "y"}]', "rule 0: unknown field(s) then"),
+    ('[{"when": "", "reply": "x", "delay_ms": -1}]', "rule 0: `delay_ms` must be an int >= 0"),
+    ("[", "Expecting"),
+])
+def test_a_malformed_script_is_refused_with_its_fault(tmp_path, script, message):
+    path = tmp_path / "script.json"
+    path.write_text(script)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        scripted_worker.load_script(str(path))
+
+
+def test_the_worker_exits_2_on_a_malformed_script(tmp_path):
+    path = tmp_path / "script.json"
+    path.write_text('[{"reply": "no when"}]')
+    result = subprocess.run(["/usr/bin/python3", WORKER, "--broker", "tcp://127.0.0.1:1", "--model", "m",
+                             "--script", str(path)], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 2, result.stderr
+    assert "rule 0: `when` must be a string" in result.stderr
