@@ -219,14 +219,14 @@ class ScriptedWorker:
         socket.connect(self.args.broker)
         socket.send_multipart(self.ready())
         self.log(f"READY for model {self.args.model} sent to {self.args.broker}")
-        heard, last_heard, last_sent = False, time.monotonic(), time.monotonic()
+        heard, last_heard, last_beat = False, time.monotonic(), time.monotonic()
         try:
             while not self.stopping:
                 now = time.monotonic()
                 if now - last_heard > SILENCE_S:
                     self.log("the broker is silent: registering again")
                     return heard
-                wait = HEARTBEAT_S - (now - last_sent)
+                wait = HEARTBEAT_S - (now - last_beat)
                 if self.jobs:
                     wait = min(wait, min(job.next_at for job in self.jobs.values()) - now)
                 if socket.poll(max(0, min(int(wait * 1000), 100)), zmq.POLLIN):
@@ -236,17 +236,17 @@ class ScriptedWorker:
                         except zmq.Again:
                             break
                         last_heard = time.monotonic()
-                        if not heard:
-                            heard = True
-                            self.log("registered")
                         if not self.handle(socket, frames):
                             self.log("DISCONNECT from the broker: registering again")
                             return heard
-                sent = self.stream_due(socket)
-                if sent or time.monotonic() - last_sent >= HEARTBEAT_S:
-                    if not sent:
-                        socket.send_multipart(wire.encode(wire.HEARTBEAT, {"load": len(self.jobs)}))
-                    last_sent = time.monotonic()
+                        if not heard:  # the broker answers READY only once it registered us
+                            heard = True
+                            self.log("registered")
+                self.stream_due(socket)
+                # Every 500 ms, busy or not: the load it reports feeds the broker's dispatch.
+                if time.monotonic() - last_beat >= HEARTBEAT_S:
+                    socket.send_multipart(wire.encode(wire.HEARTBEAT, {"load": len(self.jobs)}))
+                    last_beat = time.monotonic()
             socket.send_multipart(wire.encode(wire.DISCONNECT, {}))
             return heard
         finally:
@@ -310,16 +310,13 @@ class ScriptedWorker:
             attempt.deadline = now + deadline_ms / 1000
         self.jobs[attempt.job_id] = attempt
 
-    def stream_due(self, socket) -> bool:
-        """Sends the next piece of every job whose time has come, and the FINAL of those done.
-        True when anything was sent."""
+    def stream_due(self, socket) -> None:
+        """Sends the next piece of every job whose time has come, and the FINAL of those done."""
         now = time.monotonic()
-        sent = False
         for job_id, job in list(self.jobs.items()):
             if job.deadline is not None and now >= job.deadline:
                 socket.send_multipart(job.final("deadline", now))
                 del self.jobs[job_id]
-                sent = True
                 continue
             if now < job.next_at:
                 continue
@@ -333,12 +330,9 @@ class ScriptedWorker:
                 if job.first_token_at is None:
                     job.first_token_at = now
                 job.next_at = now + job.delay_s
-                sent = True
             if not job.pieces:
                 socket.send_multipart(job.final(job.finish_reason, time.monotonic()))
                 del self.jobs[job_id]
-                sent = True
-        return sent
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
 """The scripted worker (scripted_worker.py) behind a real flashq-broker, driven by the Python client:
 what it streams is the scripted reply, piece by piece, with the finish reason and usage a model
-would report; rules match the last user or tool message; stop strings, max_tokens, CANCEL, the
+would report; rules match the last user or tool message; stop strings, max_tokens, CANCEL, deadlines, the
 context bound and SIGTERM behave as docs/protocol.md asks of a worker. Its READY and heartbeats
 are read off a ROUTER socket of the test's own. Programs come from FLASHQ_BIN."""
 
@@ -214,6 +214,14 @@ def test_cancel_ends_a_running_job_with_cancelled(cluster):
     reply = RULES[3]["reply"]
     assert reply.startswith(text) and len(text) < len(reply)  # 12 pieces at 100 ms each: cut short
     assert final.usage.completion_tokens == 1 + sum(len(e.token_ids) for e in rest)
+    client.close()
+
+
+def test_a_deadline_ends_a_running_job(cluster):
+    client = cluster.client()
+    result = client.generate("slow, please", model="scripted-hermes", deadline_ms=350, timeout=10)
+    assert result.finish_reason == "deadline"  # the worker's own: the broker waits 1 s past it
+    assert 1 <= result.usage.completion_tokens < 12 and RULES[3]["reply"].startswith(result.text)
     client.close()
 
 
