@@ -257,6 +257,7 @@ void Broker::on_status(const std::string& producer, const protocol::Status& stat
     answer.attempt = job->attempt;
     answer.seq = job->next_seq;
     answer.final_result = job->final_result;
+    answer.metadata = job->job.metadata;
   }
   reply_with(producer, answer);
 }

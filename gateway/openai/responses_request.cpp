@@ -195,8 +195,6 @@ double read_range(const ResponsesJson* value, const char* key, double low, doubl
   return number;
 }
 
-std::string_view format_name(ToolCallFormat format) { return tool_call_format_name(format); }
-
 ToolCallFormat tool_call_format_named(const std::string& name) {
   for (ToolCallFormat format : {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json}) {
     if (tool_call_format_name(format) == name) return format;
@@ -205,7 +203,7 @@ ToolCallFormat tool_call_format_named(const std::string& name) {
 }
 
 ReasoningFormat reasoning_format_named(const std::string& name) {
-  for (ReasoningFormat format : {ReasoningFormat::kNone, ReasoningFormat::kThinkTags}) {
+  for (ReasoningFormat format : {ReasoningFormat::kNone, ReasoningFormat::kThinkTags, ReasoningFormat::kThinkInPrompt}) {
     if (reasoning_format_name(format) == name) return format;
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown reasoning format '" + name + "'");
@@ -217,7 +215,7 @@ std::string encode_settings(const ResponsesRequest& request) {
   const ResponsesJson stored = {{"flashq_responses", kSettingsVersion},
                                 {"echo", s.echo},
                                 {"stream", request.stream},
-                                {"tool_calls", format_name(s.output_format.tool_calls)},
+                                {"tool_calls", tool_call_format_name(s.output_format.tool_calls)},
                                 {"reasoning", reasoning_format_name(s.output_format.reasoning)},
                                 {"starts_in_reasoning", s.starts_in_reasoning},
                                 {"created_at", request.created_at}};
@@ -405,7 +403,7 @@ ResponsesRequest recover_responses_request(const protocol::Job& job) {
     return ApiError(404, "invalid_request_error", "response_not_found",
                     "No response with id '" + job.id + "' was found", "response_id");
   };
-  if (!job.metadata || !job.model) throw not_a_response();
+  if (!job.metadata) throw not_a_response();
   ResponsesJson stored;
   try {
     const msgpack::object_handle handle = msgpack::unpack(job.metadata->data(), job.metadata->size());
@@ -416,8 +414,10 @@ ResponsesRequest recover_responses_request(const protocol::Job& job) {
   try {
     if (!stored.is_object() || stored.at("flashq_responses").get<int>() != kSettingsVersion) throw not_a_response();
     ResponsesRequest request;
-    request.model = *job.model;
+    // A job known only by its id and metadata (a broker's STATUS_REPLY) names its model in the echo.
+    request.model = job.model ? *job.model : stored.at("echo").at("model").get<std::string>();
     request.job = job;
+    request.job.model = request.model;
     request.stream = stored.at("stream").get<bool>();
     request.created_at = stored.at("created_at").get<std::int64_t>();
     const ResponsesJson& echo = stored.at("echo");
@@ -425,7 +425,7 @@ ResponsesRequest recover_responses_request(const protocol::Job& job) {
     request.store = echo.at("store").get<bool>();
     const OutputFormat format{tool_call_format_named(stored.at("tool_calls").get<std::string>()),
                               reasoning_format_named(stored.at("reasoning").get<std::string>())};
-    request.settings = settings_from(*job.model, echo, format, stored.at("starts_in_reasoning").get<bool>());
+    request.settings = settings_from(request.model, echo, format, stored.at("starts_in_reasoning").get<bool>());
     return request;
   } catch (const ApiError&) {
     throw not_a_response();

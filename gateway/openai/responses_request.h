@@ -12,7 +12,7 @@
 //                                         truncation, store, background, user, safety_identifier
 //    "stream": bool,                      the request asked for a stream
 //    "tool_calls": "hermes" | "llama3_json" | "none",   the served model's output format,
-//    "reasoning": "think_tags" | "none",                as read when the request came in
+//    "reasoning": "think" | "think_in_prompt" | "none",   as read when the request came in
 //    "starts_in_reasoning": bool,
 //    "created_at": Unix seconds}           when the endpoint accepted the request
 // so a gateway that restarted, or one that no longer serves the model, renders the same events
@@ -76,7 +76,8 @@ ResponsesRequest read_responses_request(const ResponsesJson& body, const ModelDi
                                         const ResponsesJobOptions& options = {});
 
 // The request back from a job made by read_responses_request (after the server set its id):
-// `job` as given, the rest from its metadata. Throws ApiError 404 (code response_not_found)
+// `job` as given (one known only by its id and metadata, as STATUS_REPLY gives them, takes its
+// model from the metadata), the rest from its metadata. Throws ApiError 404 (code response_not_found)
 // when the job was not made by /v1/responses (no metadata, or another producer's).
 ResponsesRequest recover_responses_request(const protocol::Job& job);
 

@@ -23,7 +23,7 @@ template <> Rejected full_message<Rejected>() {
   return {"job-42", "unknown_model", 0, "no worker serves model 'x'; models served: qwen3-0.6b"};
 }
 template <> StatusReply full_message<StatusReply>() {
-  return {"job-42", JobState::kFinished, 2, 17, full_final_result()};
+  return {"job-42", JobState::kFinished, 2, 17, full_final_result(), std::string("\x81\xa1k\x01", 4)};
 }
 template <> Event full_message<Event>() { return {"job-42", 17, {1, 2, 3}, "abc", full_final_result()}; }
 template <> ErrorReply full_message<ErrorReply>() { return {"protocol", "SUBMIT field job.top_p: bad", "job-42"}; }
@@ -232,6 +232,14 @@ TEST(OptionalFields, StatusReplyForAQueuedJobHasNoFinal) {
   const std::string body = encode_body(reply);
   EXPECT_FALSE(json::from_msgpack(body).contains("final"));
   EXPECT_EQ(decode_body<StatusReply>(body), reply);
+}
+
+TEST(OptionalFields, StatusReplyMetadataIsOneMsgpackValue) {
+  StatusReply reply{"job-1", JobState::kRunning, 1, 3, std::nullopt, std::string("\x92\x01\xa1x", 4)};
+  EXPECT_EQ(decode_body<StatusReply>(encode_body(reply)), reply);
+  EXPECT_EQ(json::from_msgpack(encode_body(reply))["metadata"], json::array({1, "x"}));
+  reply.metadata = std::string("\x92\x01", 2);  // an array missing an element
+  EXPECT_THROW(encode_body(reply), Error);
 }
 
 TEST(OptionalFields, EveryJobStateRoundTrips) {

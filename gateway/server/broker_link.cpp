@@ -1,0 +1,334 @@
+#include "gateway/server/broker_link.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "client/socket_frames.h"
+#include "shared/error.h"
+#include "shared/protocol/limits.h"
+#include "shared/protocol/stream.h"
+#include "shared/protocol/wire.h"
+
+namespace flashq::gateway {
+namespace {
+
+constexpr int kPollIntervalMs = 100;  // how often answers awaited are checked for their timeout
+
+protocol::ErrorReply unavailable(const std::string& what, std::optional<std::string> id = std::nullopt) {
+  return {"unavailable", what, std::move(id)};
+}
+
+}  // namespace
+
+// A job the link hears about: its listener, the next seq it expects, and events that came
+// early (a watched job's live events overtaking its replay), held until the gap is filled.
+struct BrokerLink::TrackedJob {
+  std::shared_ptr<JobListener> listener;
+  std::int64_t next_seq = 0;
+  std::map<std::int64_t, protocol::Event> early;
+  std::int64_t answer_deadline_ms = 0;  // SUBMIT or REPLAY not yet answered: when it fails; 0 once answered
+  bool watched = false;                 // subscribed on the stream socket
+  bool awaiting_accept = false;         // submitted here, ACCEPTED or REJECTED not yet heard
+};
+
+BrokerLink::BrokerLink(BrokerEndpoints endpoints)
+    : endpoints_(std::move(endpoints)), dealer_(context_, zmq::socket_type::dealer), sub_(context_, zmq::socket_type::sub) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) throw Error(ErrorCode::kIo, "eventfd failed for the broker link");
+  for (zmq::socket_t* socket : {&dealer_, &sub_}) {
+    socket->set(zmq::sockopt::linger, 0);
+    socket->set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
+    if (endpoints_.curve) make_curve_client(*socket, *endpoints_.curve);
+  }
+  // A broker that is away: sends fail at once instead of queueing behind a connection that
+  // may never come, so a request hears "unavailable" now rather than at its timeout.
+  dealer_.set(zmq::sockopt::immediate, 1);
+  dealer_.connect(endpoints_.frontend);
+  sub_.connect(endpoints_.stream);
+  thread_ = std::thread([this] { run(); });
+}
+
+BrokerLink::~BrokerLink() {
+  stopping_ = true;
+  post([] {});
+  thread_.join();
+  for (auto& [id, job] : jobs_) job->listener->failed(unavailable("the gateway is shutting down", id));
+  for (auto& [id, waiter] : status_waiters_) waiter.second(unavailable("the gateway is shutting down", id));
+  for (auto& waiter : models_waiters_) waiter.second(unavailable("the gateway is shutting down"));
+  close(wake_fd_);
+}
+
+void BrokerLink::post(Command command) {
+  {
+    std::lock_guard lock(mutex_);
+    commands_.push_back(std::move(command));
+  }
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+}
+
+bool BrokerLink::send(const protocol::WireMessage& message) {
+  try {
+    send_frames(dealer_, protocol::to_frames(message), endpoints_.frontend);
+    return true;
+  } catch (const Error& e) {
+    spdlog::warn("broker link {}: {}", endpoints_.frontend, e.what());
+    return false;
+  }
+}
+
+void BrokerLink::submit(protocol::Job job, std::shared_ptr<JobListener> listener) {
+  post([this, job = std::move(job), listener = std::move(listener)]() mutable {
+    const std::string id = job.id;
+    auto tracked = std::make_unique<TrackedJob>();
+    tracked->listener = listener;
+    tracked->answer_deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
+    tracked->awaiting_accept = true;
+    jobs_.emplace(id, std::move(tracked));
+    if (!send(protocol::to_wire(protocol::Submit{std::move(job)}))) {
+      fail_waiting(id, unavailable("no broker at " + endpoints_.frontend, id));
+    }
+  });
+}
+
+void BrokerLink::watch(const std::string& id, std::shared_ptr<JobListener> listener) {
+  post([this, id, listener = std::move(listener)] {
+    auto tracked = std::make_unique<TrackedJob>();
+    tracked->listener = listener;
+    tracked->watched = true;
+    tracked->answer_deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
+    jobs_.emplace(id, std::move(tracked));
+    // Subscribed first, then replayed: an event published in between comes both ways, and the
+    // second copy is dropped by seq.
+    sub_.set(zmq::sockopt::subscribe, protocol::stream_topic(id));
+    if (!send(protocol::to_wire(protocol::Replay{id, 0}))) {
+      fail_waiting(id, unavailable("no broker at " + endpoints_.frontend, id));
+    }
+  });
+}
+
+void BrokerLink::forget(const std::string& id, const JobListener* listener) {
+  post([this, id, listener] { drop(id, listener); });
+}
+
+void BrokerLink::cancel(const std::string& id) {
+  post([this, id] { send(protocol::to_wire(protocol::Cancel{id})); });
+}
+
+void BrokerLink::status(const std::string& id, std::function<void(const StatusOutcome&)> done) {
+  post([this, id, done = std::move(done)] {
+    if (!send(protocol::to_wire(protocol::Status{id}))) {
+      done(unavailable("no broker at " + endpoints_.frontend, id));
+      return;
+    }
+    status_waiters_.emplace(id, std::make_pair(steady_now_ms() + kAnswerTimeoutMs, done));
+  });
+}
+
+void BrokerLink::models(std::function<void(const ModelsOutcome&)> done) {
+  post([this, done = std::move(done)] {
+    if (!send(protocol::to_wire(protocol::Models{}))) {
+      done(unavailable("no broker at " + endpoints_.frontend));
+      return;
+    }
+    models_waiters_.emplace_back(steady_now_ms() + kAnswerTimeoutMs, done);
+  });
+}
+
+void BrokerLink::drop(const std::string& id, const JobListener* listener) {
+  auto [first, last] = jobs_.equal_range(id);
+  for (auto it = first; it != last; ++it) {
+    if (it->second->listener.get() != listener) continue;
+    if (it->second->watched) sub_.set(zmq::sockopt::unsubscribe, protocol::stream_topic(id));
+    jobs_.erase(it);
+    return;
+  }
+}
+
+void BrokerLink::fail_waiting(const std::string& id, const protocol::ErrorReply& error) {
+  std::vector<std::shared_ptr<JobListener>> failed;
+  auto [first, last] = jobs_.equal_range(id);
+  for (auto it = first; it != last; ++it) {
+    if (it->second->answer_deadline_ms != 0) failed.push_back(it->second->listener);
+  }
+  for (const auto& listener : failed) {
+    drop(id, listener.get());
+    listener->failed(error);
+  }
+}
+
+void BrokerLink::deliver(const protocol::Event& event) {
+  // Listeners are called after the walk: a call may queue commands, never change jobs_ now,
+  // but a listener that ends is dropped here.
+  std::vector<std::pair<std::shared_ptr<JobListener>, std::vector<protocol::Event>>> calls;
+  auto [first, last] = jobs_.equal_range(event.id);  // none: forgotten, or another producer's job
+  for (auto it = first; it != last;) {
+    TrackedJob& job = *it->second;
+    if (event.seq < job.next_seq) {  // seen already (replayed and published both)
+      ++it;
+      continue;
+    }
+    if (event.seq > job.next_seq) {  // early: held until the events before it come
+      job.early.emplace(event.seq, event);
+      ++it;
+      continue;
+    }
+    // In order: this answers a REPLAY (and shows a SUBMIT was taken).
+    job.answer_deadline_ms = 0;
+    std::vector<protocol::Event> ready = {event};
+    ++job.next_seq;
+    bool final = event.final_result.has_value();
+    while (!final) {
+      auto next = job.early.find(job.next_seq);
+      if (next == job.early.end()) break;
+      final = next->second.final_result.has_value();
+      ready.push_back(std::move(next->second));
+      job.early.erase(next);
+      ++job.next_seq;
+    }
+    calls.emplace_back(job.listener, std::move(ready));
+    if (final) {
+      if (job.watched) sub_.set(zmq::sockopt::unsubscribe, protocol::stream_topic(event.id));
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [listener, events] : calls) {
+    for (const protocol::Event& e : events) listener->event(e);
+  }
+}
+
+void BrokerLink::handle(const protocol::WireMessage& message) {
+  using protocol::MessageType;
+  switch (message.type) {
+    case MessageType::kAccepted: {
+      const auto reply = protocol::from_wire<protocol::Accepted>(message);
+      std::vector<std::shared_ptr<JobListener>> submitters;
+      auto [first, last] = jobs_.equal_range(reply.id);
+      for (auto it = first; it != last; ++it) {
+        if (!it->second->awaiting_accept) continue;
+        it->second->awaiting_accept = false;
+        it->second->answer_deadline_ms = 0;
+        submitters.push_back(it->second->listener);
+      }
+      for (const auto& listener : submitters) listener->accepted();
+      return;
+    }
+    case MessageType::kRejected: {
+      const auto reply = protocol::from_wire<protocol::Rejected>(message);
+      std::vector<std::shared_ptr<JobListener>> submitters;
+      auto [first, last] = jobs_.equal_range(reply.id);
+      for (auto it = first; it != last; ++it) {
+        if (it->second->awaiting_accept) submitters.push_back(it->second->listener);
+      }
+      for (const auto& listener : submitters) {
+        drop(reply.id, listener.get());
+        listener->rejected(reply);
+      }
+      return;
+    }
+    case MessageType::kEvent:
+      deliver(protocol::from_wire<protocol::Event>(message));
+      return;
+    case MessageType::kStatusReply: {
+      const auto reply = protocol::from_wire<protocol::StatusReply>(message);
+      auto it = status_waiters_.find(reply.id);
+      if (it == status_waiters_.end()) return;
+      auto done = std::move(it->second.second);
+      status_waiters_.erase(it);
+      done(reply);
+      return;
+    }
+    case MessageType::kModelsReply: {
+      const auto reply = protocol::from_wire<protocol::ModelsReply>(message);
+      if (models_waiters_.empty()) return;
+      auto done = std::move(models_waiters_.front().second);
+      models_waiters_.pop_front();
+      done(reply);
+      return;
+    }
+    case MessageType::kError: {
+      const auto reply = protocol::from_wire<protocol::ErrorReply>(message);
+      if (!reply.id) {
+        spdlog::warn("broker {} answered an error about no job: {} {}", endpoints_.frontend, reply.code, reply.message);
+        return;
+      }
+      fail_waiting(*reply.id, reply);
+      auto waiter = status_waiters_.find(*reply.id);
+      if (waiter != status_waiters_.end()) {
+        auto done = std::move(waiter->second.second);
+        status_waiters_.erase(waiter);
+        done(reply);
+      }
+      return;
+    }
+    default:
+      spdlog::warn("broker {} sent an unexpected {}", endpoints_.frontend, protocol::message_type_name(message.type));
+  }
+}
+
+void BrokerLink::expire_answers(std::int64_t now_ms) {
+  const std::string no_answer = "the broker at " + endpoints_.frontend + " did not answer in time";
+  std::vector<std::pair<std::string, std::shared_ptr<JobListener>>> late;
+  for (const auto& [id, job] : jobs_) {
+    if (job->answer_deadline_ms != 0 && now_ms > job->answer_deadline_ms) late.emplace_back(id, job->listener);
+  }
+  for (const auto& [id, listener] : late) {
+    drop(id, listener.get());
+    listener->failed(unavailable(no_answer, id));
+  }
+  for (auto it = status_waiters_.begin(); it != status_waiters_.end();) {
+    if (now_ms <= it->second.first) {
+      ++it;
+      continue;
+    }
+    auto done = std::move(it->second.second);
+    const std::string id = it->first;
+    it = status_waiters_.erase(it);
+    done(unavailable(no_answer, id));
+  }
+  while (!models_waiters_.empty() && now_ms > models_waiters_.front().first) {
+    auto done = std::move(models_waiters_.front().second);
+    models_waiters_.pop_front();
+    done(unavailable(no_answer));
+  }
+}
+
+void BrokerLink::run() {
+  while (!stopping_) {
+    zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
+                               {sub_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 3, std::chrono::milliseconds(kPollIntervalMs));
+    if (items[2].revents & ZMQ_POLLIN) {
+      std::uint64_t count = 0;
+      (void)!read(wake_fd_, &count, sizeof count);
+      std::deque<Command> commands;
+      {
+        std::lock_guard lock(mutex_);
+        commands.swap(commands_);
+      }
+      for (Command& command : commands) command();
+    }
+    // Everything waiting on each socket, so one busy job cannot starve the rest.
+    while (auto frames = receive_frames(dealer_, 0)) {
+      try {
+        handle(protocol::from_frames(frame_views(*frames)));
+      } catch (const Error& e) {
+        spdlog::warn("broker {} sent a message that breaks the protocol: {}", endpoints_.frontend, e.what());
+      }
+    }
+    while (auto frames = receive_frames(sub_, 0)) {
+      try {
+        deliver(protocol::from_stream_frames(frame_views(*frames)));
+      } catch (const Error& e) {
+        spdlog::warn("broker stream {} sent a message that breaks the protocol: {}", endpoints_.stream, e.what());
+      }
+    }
+    expire_answers(steady_now_ms());
+  }
+}
+
+}  // namespace flashq::gateway
