@@ -1,6 +1,6 @@
 // The producer's side of the wire (docs/protocol.md, "Producer messages"): one DEALER socket to the
-// broker's frontend, over which a producer submits jobs, asks their status, cancels them and
-// receives their EVENTs. A Client is meant for one thread; use one per thread.
+// broker's frontend, over which a producer submits jobs, asks their status, cancels them,
+// receives their EVENTs and asks which models are served (MODELS). A Client is meant for one thread; use one per thread.
 //
 // Every blocking call takes a timeout in milliseconds. A timeout is an Error with code kIo that
 // says which endpoint did not answer; the socket stays usable, and a reply that arrives after its

@@ -15,10 +15,29 @@ constexpr std::array kToolCallFormats = {ToolCallFormat::kNone, ToolCallFormat::
 constexpr std::array kReasoningFormats = {ReasoningFormat::kNone, ReasoningFormat::kThinkTags,
                                           ReasoningFormat::kThinkInPrompt};
 
+// One name per format, by overload, for the templates below.
+std::string_view wire_name(ToolCallFormat format) {
+  switch (format) {
+    case ToolCallFormat::kNone: return "none";
+    case ToolCallFormat::kHermes: return "hermes";
+    case ToolCallFormat::kLlama3Json: return "llama3_json";
+  }
+  return "unknown";
+}
+
+std::string_view wire_name(ReasoningFormat format) {
+  switch (format) {
+    case ReasoningFormat::kNone: return "none";
+    case ReasoningFormat::kThinkTags: return "think";
+    case ReasoningFormat::kThinkInPrompt: return "think_in_prompt";
+  }
+  return "unknown";
+}
+
 template <typename Format, std::size_t N>
 std::optional<Format> find_by_name(const std::array<Format, N>& formats, std::string_view name) {
   for (Format format : formats) {
-    if (name == format_name(format)) return format;
+    if (name == wire_name(format)) return format;
   }
   return std::nullopt;
 }
@@ -26,7 +45,7 @@ std::optional<Format> find_by_name(const std::array<Format, N>& formats, std::st
 template <typename Format, std::size_t N>
 std::string joined_names(const std::array<Format, N>& formats) {
   std::string out;
-  for (Format format : formats) out += (out.empty() ? "" : ", ") + std::string(format_name(format));
+  for (Format format : formats) out += (out.empty() ? "" : ", ") + std::string(wire_name(format));
   return out;
 }
 
@@ -44,26 +63,8 @@ std::string shown(std::string_view name) {
 
 }  // namespace
 
-std::string_view format_name(ToolCallFormat format) {
-  switch (format) {
-    case ToolCallFormat::kNone: return "none";
-    case ToolCallFormat::kHermes: return "hermes";
-    case ToolCallFormat::kLlama3Json: return "llama3_json";
-  }
-  return "unknown";
-}
-
-std::string_view format_name(ReasoningFormat format) {
-  switch (format) {
-    case ReasoningFormat::kNone: return "none";
-    case ReasoningFormat::kThinkTags: return "think";
-    case ReasoningFormat::kThinkInPrompt: return "think_in_prompt";
-  }
-  return "unknown";
-}
-
-std::string_view tool_call_format_name(ToolCallFormat format) { return format_name(format); }
-std::string_view reasoning_format_name(ReasoningFormat format) { return format_name(format); }
+std::string_view tool_call_format_name(ToolCallFormat format) { return wire_name(format); }
+std::string_view reasoning_format_name(ReasoningFormat format) { return wire_name(format); }
 
 std::string tool_call_format_names() { return joined_names(kToolCallFormats); }
 std::string reasoning_format_names() { return joined_names(kReasoningFormats); }

@@ -22,8 +22,6 @@ enum class ReasoningFormat { kNone, kThinkTags, kThinkInPrompt };
 
 std::string_view tool_call_format_name(ToolCallFormat format);
 std::string_view reasoning_format_name(ReasoningFormat format);
-std::string_view format_name(ToolCallFormat format);  // the same two, by overload
-std::string_view format_name(ReasoningFormat format);
 
 // The format with this wire name; kProtocol naming the name and those known for any other.
 ToolCallFormat tool_call_format_from_name(std::string_view name);
