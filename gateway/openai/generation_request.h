@@ -56,9 +56,12 @@ struct GenerationRequest {
   bool starts_in_reasoning = false;  // the template opens <think> in the prompt
 };
 
-GenerationRequest read_chat_completion_request(const nlohmann::json& body, const ModelDirectory& models,
+// The body parsed as nlohmann::ordered_json: tool definitions reach the chat template key by key
+// as the client wrote them (a template renders them with `tojson`, and a model reads a schema's
+// properties in that order), as the job map carries them (docs/protocol.md, "JSON-like values").
+GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& body, const ModelDirectory& models,
                                                const RequestExtensions& ext);
-GenerationRequest read_completion_request(const nlohmann::json& body, const ModelDirectory& models,
+GenerationRequest read_completion_request(const nlohmann::ordered_json& body, const ModelDirectory& models,
                                           const RequestExtensions& ext);
 
 }  // namespace flashq::gateway

@@ -8,7 +8,7 @@
 namespace flashq::gateway {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using testing::body;
 using testing::chat_error;
 using testing::test_models;
@@ -310,7 +310,10 @@ TEST(ChatCompletionRequest, ToolsAndToolChoiceReachTheTemplate) {
   EXPECT_FALSE(r.parallel_tool_calls);
   EXPECT_EQ(r.output_format.tool_calls, ToolCallFormat::kHermes);
   ASSERT_TRUE(r.jobs[0].tools.has_value());
-  EXPECT_EQ(json::parse(*r.jobs[0].tools), json::parse(tools));
+  // Key by key as written (type before function, name before description): the template renders
+  // them in this order.
+  EXPECT_EQ(*r.jobs[0].tools, json::parse(tools).dump());
+  EXPECT_LT(r.jobs[0].tools->find("\"type\""), r.jobs[0].tools->find("\"function\""));
 
   // A named function: the template is given only that one.
   r = read(json{{"model", "qwen3"},
