@@ -105,6 +105,16 @@ TEST(ChatCompletionRequest, StopAsOneStringMaxCompletionTokensAndNegativeSeeds) 
                400, "invalid_request_error", "conflicting_values", "max_completion_tokens");
 }
 
+TEST(ChatCompletionRequest, HintsAndIdentifiersAreAcceptedAndChangeNothing) {
+  const GenerationRequest plain = read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}]})"));
+  const GenerationRequest hinted = read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}],
+    "user": "u-1", "safety_identifier": "s-1", "prompt_cache_key": "k", "prompt_cache_retention": "24h",
+    "prompt_cache_options": {}, "service_tier": "default", "store": false, "parallel_tool_calls": true,
+    "tool_choice": "auto", "stream": false, "stream_options": null, "logprobs": null, "response_format": null})"));
+  EXPECT_EQ(hinted.jobs, plain.jobs);
+  EXPECT_EQ(hinted.stream, plain.stream);
+}
+
 TEST(ChatCompletionRequest, TheGatewayDefaultMaxTokensApplies) {
   RequestExtensions ext;
   ext.default_max_tokens = 1000;
