@@ -189,8 +189,8 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
                                                const RequestExtensions& ext) {
   RequestBody body(json);
   GenerationRequest request;
-  request.endpoint = Endpoint::kChatCompletions;
-  const ServedModel& model = read_model(body, models);
+  request.endpoint = GenerationEndpoint::kChatCompletions;
+  const ServedModel& model = read_requested_model(body, models);
   request.model = body.require("model").get<std::string>();
   SharedFields fields = read_shared_fields(body, ext);
   if (auto max_completion_tokens = body.integer("max_completion_tokens", 1, protocol::kMaxMaxTokens)) {

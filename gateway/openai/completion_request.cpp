@@ -65,8 +65,8 @@ GenerationRequest read_completion_request(const nlohmann::ordered_json& json, co
                                           const RequestExtensions& ext) {
   RequestBody body(json);
   GenerationRequest request;
-  request.endpoint = Endpoint::kCompletions;
-  const ServedModel& model = read_model(body, models);
+  request.endpoint = GenerationEndpoint::kCompletions;
+  const ServedModel& model = read_requested_model(body, models);
   request.model = body.require("model").get<std::string>();
   const SharedFields fields = read_shared_fields(body, ext);
   body.refuse_unless("echo", false, "echoing the prompt is not supported");

@@ -19,7 +19,7 @@
 
 namespace flashq::gateway {
 
-enum class Endpoint { kChatCompletions, kCompletions };
+enum class GenerationEndpoint { kChatCompletions, kCompletions };
 
 // What the server knows besides the body: the flashq headers (x-flashq-priority,
 // x-flashq-deadline-ms) and its own defaults. A header and a body extension of the same name that
@@ -28,7 +28,8 @@ struct RequestExtensions {
   std::optional<std::int64_t> priority;     // lower runs first
   std::optional<std::int64_t> deadline_ms;  // from submission; 0: the broker's default
   // max_tokens when the body gives none (and max_completion_tokens neither); 0: the job map's
-  // default (256). For a token-id prompt of a model with a known context it is cut to what fits.
+  // default (256). Cut to what fits a model with a known context (exactly for a token-id prompt;
+  // for text, to the context less one token).
   std::int64_t default_max_tokens = 0;
   // The sampling seed when the body gives none (the server draws one per request, so requests
   // without a seed differ as OpenAI's do). Choice i runs with seed + i.
@@ -36,7 +37,7 @@ struct RequestExtensions {
 };
 
 struct GenerationRequest {
-  Endpoint endpoint = Endpoint::kChatCompletions;
+  GenerationEndpoint endpoint = GenerationEndpoint::kChatCompletions;
   std::string model;  // as named by the request, echoed in every response
   // One job per choice, in choice order (completions: prompt-major, n per prompt); each with
   // stream = true and an empty id (the broker assigns one).

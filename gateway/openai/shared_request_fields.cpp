@@ -86,7 +86,7 @@ std::optional<std::int64_t> merge_extension(const std::string& name, const std::
 
 }  // namespace
 
-const ServedModel& read_model(RequestBody& body, const ModelDirectory& models) {
+const ServedModel& read_requested_model(RequestBody& body, const ModelDirectory& models) {
   const nlohmann::ordered_json& value = body.require("model");
   if (!value.is_string()) throw invalid_request("'model' must be a string", "model", "invalid_type");
   const auto it = models.find(value.get<std::string>());
