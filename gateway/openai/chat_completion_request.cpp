@@ -189,7 +189,7 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
                                                const RequestExtensions& ext) {
   RequestBody body(json);
   GenerationRequest request;
-  request.endpoint = GenerationEndpoint::kChatCompletions;
+  request.endpoint = Endpoint::kChatCompletions;
   const ServedModel& model = read_requested_model(body, models);
   request.model = body.require("model").get<std::string>();
   SharedFields fields = read_shared_fields(body, ext);

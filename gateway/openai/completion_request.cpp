@@ -65,7 +65,7 @@ GenerationRequest read_completion_request(const nlohmann::ordered_json& json, co
                                           const RequestExtensions& ext) {
   RequestBody body(json);
   GenerationRequest request;
-  request.endpoint = GenerationEndpoint::kCompletions;
+  request.endpoint = Endpoint::kCompletions;
   const ServedModel& model = read_requested_model(body, models);
   request.model = body.require("model").get<std::string>();
   const SharedFields fields = read_shared_fields(body, ext);

@@ -19,7 +19,7 @@
 
 namespace flashq::gateway {
 
-enum class GenerationEndpoint { kChatCompletions, kCompletions };
+enum class Endpoint { kChatCompletions, kCompletions };
 
 // What the server knows besides the body: the flashq headers (x-flashq-priority,
 // x-flashq-deadline-ms) and its own defaults. A header and a body extension of the same name that
@@ -37,7 +37,7 @@ struct RequestExtensions {
 };
 
 struct GenerationRequest {
-  GenerationEndpoint endpoint = GenerationEndpoint::kChatCompletions;
+  Endpoint endpoint = Endpoint::kChatCompletions;
   std::string model;  // as named by the request, echoed in every response
   // One job per choice, in choice order (completions: prompt-major, n per prompt); each with
   // stream = true and an empty id (the broker assigns one).

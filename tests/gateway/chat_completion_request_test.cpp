@@ -33,7 +33,7 @@ TEST(ChatCompletionRequest, AMinimalRequestIsOneStreamedJobWithOpenAIDefaults) {
   RequestExtensions ext;
   ext.default_seed = 77;
   const GenerationRequest r = read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}]})"), ext);
-  EXPECT_EQ(r.endpoint, GenerationEndpoint::kChatCompletions);
+  EXPECT_EQ(r.endpoint, Endpoint::kChatCompletions);
   EXPECT_EQ(r.model, "qwen3");
   ASSERT_EQ(r.jobs.size(), 1u);
   const protocol::Job& job = r.jobs[0];

@@ -23,7 +23,7 @@ GenerationRequest read(const json& b, const RequestExtensions& ext = {}) {
 TEST(CompletionRequest, PromptAsTextOrTokenIds) {
   GenerationRequest r = read(body(R"({"model": "llama", "prompt": "Once upon", "max_tokens": 16, "temperature": 0,
       "top_p": 0.9, "seed": 3, "stop": "\n", "user": "u", "n": 2, "echo": false, "best_of": 1, "suffix": null})"));
-  EXPECT_EQ(r.endpoint, GenerationEndpoint::kCompletions);
+  EXPECT_EQ(r.endpoint, Endpoint::kCompletions);
   ASSERT_EQ(r.jobs.size(), 2u);
   EXPECT_EQ(std::get<std::string>(r.jobs[0].prompt), "Once upon");
   EXPECT_EQ(r.jobs[0].max_tokens, 16);
