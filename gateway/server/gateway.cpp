@@ -188,7 +188,8 @@ void Gateway::list_models(const std::shared_ptr<Responder>& responder, const std
 
 void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
                        const std::string& route) {
-  const nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+  // Ordered: tool definitions reach the chat template key by key, as the client wrote them.
+  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) throw invalid_request("the body is not valid JSON", std::nullopt, "invalid_json");
   RequestExtensions ext;
   ext.priority = integer_header(request, "x-flashq-priority");
