@@ -1,0 +1,76 @@
+// What the queue's limits look like through flashq-gateway with the official OpenAI SDK for Node:
+// a full queue is 429 with Retry-After, and a job past the deadline its header set is 504. A
+// flashq-broker holding one queued job, with one scripted
+// worker of one slot behind it, runs a slow reply so that the queue fills.
+//
+//   FLASHQ_BIN=build/bin node --test tests/gateway/sdk/queue_limits.test.mjs
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { OpenAI, client, startBroker, startGateway, startScriptedWorker } from './harness.mjs';
+
+const MODEL = 'scripted-slow';
+const RULES = [
+  { when: 'Take your time', reply: 'A slow and steady answer, piece by piece, for as long as it takes.', delay_ms: 100 },
+  { when: '', reply: 'Quick.' },
+];
+
+let broker;
+let worker;
+let gateway;
+let openai;
+
+before(async () => {
+  broker = await startBroker(['--max-queued-jobs', '1']);
+  worker = await startScriptedWorker(broker, { model: MODEL, rules: RULES, extraArgs: ['--slots', '1'] });
+  gateway = await startGateway(broker);
+  openai = client(gateway);
+});
+
+after(async () => {
+  const problems = [];
+  for (const program of [gateway, worker, broker?.program]) {
+    if (!program) continue;
+    const { code } = await program.stop();
+    if (code !== 0) problems.push(`exited with ${code}:\n${program.output()}`);
+  }
+  assert.deepEqual(problems, []);
+});
+
+const SLOW = { model: MODEL, messages: [{ role: 'user', content: 'Take your time.' }], max_tokens: 100 };
+
+test('a full queue is 429 with Retry-After, and the gateway serves again once it drains', async () => {
+  // One job runs (its first chunk came), one waits (its stream's status came: it was accepted).
+  const running = new AbortController();
+  const first = await openai.chat.completions.create({ ...SLOW, stream: true }, { signal: running.signal });
+  const firstChunks = first[Symbol.asyncIterator]();
+  await firstChunks.next();
+  const waiting = new AbortController();
+  await openai.chat.completions.create({ ...SLOW, stream: true }, { signal: waiting.signal });
+
+  const full = await fetch(`${gateway.baseURL}/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(SLOW),
+  });
+  const body = await full.json();
+  assert.equal(full.status, 429, JSON.stringify(body));
+  assert.equal(body.error.type, 'rate_limit_error');
+  assert.ok(Number(full.headers.get('retry-after')) >= 1);
+  await assert.rejects(openai.chat.completions.create(SLOW), (e) => e instanceof OpenAI.RateLimitError);
+
+  // Leaving cancels both; then a request is served.
+  running.abort();
+  waiting.abort();
+  const quick = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }] });
+  assert.equal(quick.choices[0].message.content, 'Quick.');
+});
+
+test('a job past the deadline its header set is 504; a bad header is 400', async () => {
+  await assert.rejects(
+    openai.chat.completions.create(SLOW, { headers: { 'x-flashq-deadline-ms': '300', 'x-flashq-priority': '-5' } }),
+    (e) => e instanceof OpenAI.InternalServerError && e.status === 504 && e.code === 'timeout');
+  const quick = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }] },
+    { headers: { 'x-flashq-deadline-ms': '30000', 'x-flashq-priority': '3' } });
+  assert.equal(quick.choices[0].message.content, 'Quick.');
+  await assert.rejects(openai.chat.completions.create(SLOW, { headers: { 'x-flashq-deadline-ms': 'soon' } }),
+    (e) => e instanceof OpenAI.BadRequestError);
+});
