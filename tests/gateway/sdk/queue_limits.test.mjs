@@ -1,7 +1,7 @@
 // What the queue's limits look like through flashq-gateway with the official OpenAI SDK for Node:
 // a full queue is 429 with Retry-After, and a job past the deadline its header set is 504. A
-// flashq-broker holding one queued job, with one scripted
-// worker of one slot behind it, runs a slow reply so that the queue fills.
+// flashq-broker holding one queued job, with one scripted worker of one slot behind it, runs a
+// slow reply so that the queue fills.
 //
 //   FLASHQ_BIN=build/bin node --test tests/gateway/sdk/queue_limits.test.mjs
 import { after, before, test } from 'node:test';
