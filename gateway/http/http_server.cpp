@@ -244,8 +244,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     writing_ = true;
     net::async_write(socket_, net::buffer(outbox_.front()),
                      net::bind_executor(strand_, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                       if (ec) {
+                       self->writing_ = false;
+                       if (ec || self->closed_) {
                          self->close();
+                         self->outbox_.clear();  // no write holds its buffers any more
                          return;
                        }
                        self->queued_bytes_ -= n;
@@ -261,7 +263,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
-    outbox_.clear();
+    // A write in flight still reads the front buffer until its handler runs: that clears them.
+    if (!writing_) outbox_.clear();
     if (!answered_ && on_disconnect_) {
       auto callback = std::move(on_disconnect_);
       on_disconnect_ = nullptr;
