@@ -14,6 +14,7 @@ namespace flashq::gateway {
 namespace {
 
 constexpr int kPollIntervalMs = 100;  // how often answers awaited are checked for their timeout
+constexpr int kSocketQueueMessages = 1'000'000;
 
 protocol::ErrorReply unavailable(const std::string& what, std::optional<std::string> id = std::nullopt) {
   return {"unavailable", what, std::move(id)};
@@ -30,6 +31,7 @@ struct BrokerLink::TrackedJob {
   std::int64_t answer_deadline_ms = 0;  // SUBMIT or REPLAY not yet answered: when it fails; 0 once answered
   bool watched = false;                 // subscribed on the stream socket
   bool awaiting_accept = false;         // submitted here, ACCEPTED or REJECTED not yet heard
+  std::int64_t replay_asked_from = -1;  // the seq of the last REPLAY sent for it; -1: none
 };
 
 BrokerLink::BrokerLink(BrokerEndpoints endpoints)
@@ -44,6 +46,12 @@ BrokerLink::BrokerLink(BrokerEndpoints endpoints)
   // A broker that is away: sends fail at once instead of queueing behind a connection that
   // may never come, so a request hears "unavailable" now rather than at its timeout.
   dealer_.set(zmq::sockopt::immediate, 1);
+  // Every request of the gateway shares these sockets: their queues are not the bound (the
+  // HTTP side bounds each client); an event the broker still drops is replayed (deliver()).
+  for (zmq::socket_t* socket : {&dealer_, &sub_}) {
+    socket->set(zmq::sockopt::sndhwm, kSocketQueueMessages);
+    socket->set(zmq::sockopt::rcvhwm, kSocketQueueMessages);
+  }
   dealer_.connect(endpoints_.frontend);
   sub_.connect(endpoints_.stream);
   thread_ = std::thread([this] { run(); });
@@ -97,6 +105,7 @@ void BrokerLink::watch(const std::string& id, std::shared_ptr<JobListener> liste
     auto tracked = std::make_unique<TrackedJob>();
     tracked->listener = listener;
     tracked->watched = true;
+    tracked->replay_asked_from = 0;
     tracked->answer_deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
     jobs_.emplace(id, std::move(tracked));
     // Subscribed first, then replayed: an event published in between comes both ways, and the
@@ -162,6 +171,7 @@ void BrokerLink::deliver(const protocol::Event& event) {
   // Listeners are called after the walk: a call may queue commands, never change jobs_ now,
   // but a listener that ends is dropped here.
   std::vector<std::pair<std::shared_ptr<JobListener>, std::vector<protocol::Event>>> calls;
+  std::vector<protocol::Replay> replays;
   auto [first, last] = jobs_.equal_range(event.id);  // none: forgotten, or another producer's job
   for (auto it = first; it != last;) {
     TrackedJob& job = *it->second;
@@ -171,6 +181,13 @@ void BrokerLink::deliver(const protocol::Event& event) {
     }
     if (event.seq > job.next_seq) {  // early: held until the events before it come
       job.early.emplace(event.seq, event);
+      if (job.replay_asked_from != job.next_seq) {
+        // A gap no REPLAY covers yet: events were lost on the way (a queue overflowed), so the
+        // broker is asked for them again. Its answer fills the gap, or fails the job.
+        job.replay_asked_from = job.next_seq;
+        job.answer_deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
+        replays.push_back({event.id, job.next_seq});
+      }
       ++it;
       continue;
     }
@@ -195,6 +212,7 @@ void BrokerLink::deliver(const protocol::Event& event) {
       ++it;
     }
   }
+  for (const protocol::Replay& replay : replays) send(protocol::to_wire(replay));
   for (auto& [listener, events] : calls) {
     for (const protocol::Event& e : events) listener->event(e);
   }
