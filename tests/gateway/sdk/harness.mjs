@@ -36,12 +36,15 @@ export function freePort() {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// A program run for the tests; its output goes to a log file printed when it fails to start.
+// A program run for the tests (one of ours by name, or `command` as given); its output goes to a
+// log file printed when it fails to start.
 export class Program {
-  constructor(name, args) {
+  constructor(name, args, { command = bin(name) } = {}) {
     this.logPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-gateway-test-')), `${name}.log`);
     const log = fs.openSync(this.logPath, 'w');
-    this.child = spawn(bin(name), args, { cwd: REPO, stdio: ['ignore', log, log], env: { ...process.env, OMP_NUM_THREADS: '1' } });
+    this.child = spawn(command, args, {
+      cwd: REPO, stdio: ['ignore', log, log], env: { ...process.env, OMP_NUM_THREADS: '1', PYTHONDONTWRITEBYTECODE: '1' },
+    });
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
     this.exitCode = undefined;
     this.exited.then(({ code }) => { this.exitCode = code; });
@@ -126,16 +129,6 @@ export function jobStatus(broker, id) {
 // ---- A broker with scripted workers behind it (the tool-call and reasoning tests). This part
 // uses only the exports above and Node's own modules.
 
-async function answers(port, urlPath) {
-  try {
-    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
-    await response.arrayBuffer();
-    return response.status === 200;
-  } catch {
-    return false;
-  }
-}
-
 // A bare flashq-broker (no worker), for tests that put their own workers behind it; ready once
 // its /healthz answers. Its backend is where workers connect.
 export async function startBroker(extraArgs = []) {
@@ -145,7 +138,7 @@ export async function startBroker(extraArgs = []) {
   const httpPort = await freePort();
   const broker = new Program('flashq-broker', ['--frontend', frontend, '--stream', stream, '--backend', backend,
     '--http', `127.0.0.1:${httpPort}`, '--drain-timeout-ms', '0', ...extraArgs]);
-  await waitFor(async () => !broker.running() || (await answers(httpPort, '/healthz')), 30, 'flashq-broker')
+  await waitFor(async () => !broker.running() || (await httpStatus(httpPort, '/healthz')) === 200, 30, 'flashq-broker')
     .catch((e) => { throw new Error(`${e.message}\n${broker.output()}`); });
   if (!broker.running()) throw new Error(`flashq-broker exited:\n${broker.output()}`);
   return { program: broker, frontend, stream, backend, httpPort };
@@ -154,30 +147,15 @@ export async function startBroker(extraArgs = []) {
 export const SCRIPTED_WORKER = path.join(REPO, 'tests/gateway/sdk/scripted_worker.py');
 
 // The scripted worker (scripted_worker.py: no model, it streams the reply of the first rule
-// whose `when` is in the job's last user or tool message) as a child process, with Program's
-// output(), running() and stop().
-export class ScriptedWorker {
+// whose `when` is in the job's last user or tool message) as a child process.
+export class ScriptedWorker extends Program {
   constructor(broker, { model, rules, toolCallFormat = 'none', reasoningFormat = 'none', extraArgs = [] }) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-scripted-'));
-    this.scriptPath = path.join(dir, `${model}.json`);
-    fs.writeFileSync(this.scriptPath, JSON.stringify(rules));
-    this.logPath = path.join(dir, `${model}.log`);
-    const log = fs.openSync(this.logPath, 'w');
-    this.child = spawn('/usr/bin/python3', [SCRIPTED_WORKER, '--broker', broker.backend, '--model', model,
-      '--script', this.scriptPath, '--tool-call-format', toolCallFormat, '--reasoning-format', reasoningFormat,
-      ...extraArgs], { cwd: REPO, stdio: ['ignore', log, log], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
-    this.exitCode = undefined;
-    this.exited.then(({ code }) => { this.exitCode = code; });
-  }
-  output() { return fs.readFileSync(this.logPath, 'utf8'); }
-  running() { return this.exitCode === undefined; }
-  async stop() {
-    if (this.running()) this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 20000);
-    const result = await this.exited;
-    clearTimeout(timer);
-    return result;
+    const scriptPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-scripted-')), `${model}.json`);
+    fs.writeFileSync(scriptPath, JSON.stringify(rules));
+    super(`scripted-worker-${model}`, [SCRIPTED_WORKER, '--broker', broker.backend, '--model', model,
+      '--script', scriptPath, '--tool-call-format', toolCallFormat, '--reasoning-format', reasoningFormat,
+      ...extraArgs], { command: '/usr/bin/python3' });
+    this.scriptPath = scriptPath;
   }
 }
 
