@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# flashq-broker and the flashq CLI (submit, stream, status, cancel, keygen, up) on Debian 12.
+# flashq-broker, flashq-gateway and the flashq CLI (submit, stream, status, cancel, keygen, up) on Debian 12.
 #
 #   docker build -f docker/broker.Dockerfile -t flashq-broker .      (from the repository root)
 #
@@ -25,9 +25,9 @@ ENV CCACHE_DIR=/ccache
 RUN --mount=type=cache,target=/ccache \
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLASHQ_CUDA=OFF \
       -DFLASHQ_CPU_ARCH="${FLASHQ_CPU_ARCH}" \
- && cmake --build build --target flashq-broker flashq \
- && docker/runtime-deps /out/runtime-packages /out/lib build/bin/flashq-broker build/bin/flashq \
- && install -D -m 0755 -t /out/bin build/bin/flashq-broker build/bin/flashq
+ && cmake --build build --target flashq-broker flashq flashq-gateway \
+ && docker/runtime-deps /out/runtime-packages /out/lib build/bin/flashq-broker build/bin/flashq build/bin/flashq-gateway \
+ && install -D -m 0755 -t /out/bin build/bin/flashq-broker build/bin/flashq build/bin/flashq-gateway
 
 FROM ${DEBIAN_RUNTIME_IMAGE} AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -41,7 +41,7 @@ COPY --from=build /out/bin/ /usr/local/bin/
 USER flashq
 
 # frontend (producers), backend (workers), stream (subscribers), HTTP (/metrics, /healthz, /readyz)
-EXPOSE 5555 5556 5557 9464
+EXPOSE 5555 5556 5557 9464 8000
 
 # Liveness from /healthz, over bash's /dev/tcp (no HTTP client in the image). /healthz is also
 # what a broker with CURVE keys serves without a key; FLASHQ_HEALTH_PORT must follow --http.

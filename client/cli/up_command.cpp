@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "broker/broker.h"
+#include "gateway/server/embedded_gateway.h"
 #include "shared/shutdown_signal.h"
 #include "worker/process/worker_service.h"
 
@@ -14,6 +15,8 @@ namespace {
 struct UpOptions {
   BrokerOptions broker;
   WorkerOptions worker;
+  std::string gateway = "127.0.0.1:8000";  // host:port of the OpenAI-compatible gateway; empty: none
+  std::vector<std::string> api_keys;
 };
 
 void run_up(UpOptions& o) {
@@ -21,10 +24,21 @@ void run_up(UpOptions& o) {
   o.broker.backend = "inproc://flashq-backend";
   o.worker.broker = o.broker.backend;
   Broker broker(context, o.broker);
-  std::printf("flashq up: frontend %s  stream %s  http %s  model %s%s%s\n", broker.frontend_endpoint().c_str(),
-              broker.stream_endpoint().c_str(), o.broker.http.empty() ? "off" : o.broker.http.c_str(),
-              o.worker.model_dir.c_str(), o.worker.drafter_dir.empty() ? "" : "  drafter ",
-              o.worker.drafter_dir.c_str());
+  // The gateway speaks to the broker as any producer does, over its frontend and stream sockets.
+  std::unique_ptr<gateway::EmbeddedGateway> front_door;
+  if (!o.gateway.empty()) {
+    gateway::GatewayOptions options;
+    options.brokers.push_back({broker.frontend_endpoint(), broker.stream_endpoint(), std::nullopt});
+    options.api_keys.insert(o.api_keys.begin(), o.api_keys.end());
+    front_door = std::make_unique<gateway::EmbeddedGateway>(o.gateway, std::move(options));
+  }
+  const std::string gateway_url =
+      front_door ? "http://" + o.gateway.substr(0, o.gateway.rfind(':')) + ":" + std::to_string(front_door->port()) + "/v1"
+                 : "off";
+  std::printf("flashq up: frontend %s  stream %s  http %s  gateway %s  model %s%s%s\n",
+              broker.frontend_endpoint().c_str(), broker.stream_endpoint().c_str(),
+              o.broker.http.empty() ? "off" : o.broker.http.c_str(), gateway_url.c_str(), o.worker.model_dir.c_str(),
+              o.worker.drafter_dir.empty() ? "" : "  drafter ", o.worker.drafter_dir.c_str());
   std::fflush(stdout);
 
   std::atomic<bool> stop{false};
@@ -39,6 +53,7 @@ void run_up(UpOptions& o) {
   } stop_broker{stop, broker_thread};
   const int shutdown_fd = install_shutdown_signals();
   serve_worker(context, o.worker, shutdown_fd);  // returns once SIGINT/SIGTERM drained the worker
+  front_door.reset();                           // before the broker it speaks to
 }
 
 }  // namespace
@@ -67,6 +82,9 @@ std::function<void()> add_up_command(CLI::App& app) {
   cmd->add_option("--stream", o->broker.stream, "subscribers' endpoint")->capture_default_str();
   cmd->add_option("--http", o->broker.http, "host:port of /metrics, /healthz, /readyz (empty: none)")
       ->capture_default_str();
+  cmd->add_option("--gateway", o->gateway, "host:port of the OpenAI-compatible gateway (port 0: any free one; empty: none)")
+      ->capture_default_str();
+  cmd->add_option("--api-key", o->api_keys, "a key the gateway's clients must send (Authorization: Bearer); repeatable");
   return [cmd, o] {
     if (*cmd) run_up(*o);
   };

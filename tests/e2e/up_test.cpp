@@ -47,7 +47,7 @@ class FlashqUp : public ::testing::Test {
           "flashq",
           std::vector<std::string>{"up", "--model", target, "--drafter", drafter, "--slots", "2", "--device", "cpu",
                                    "--frontend", frontend_, "--stream", stream_, "--http",
-                                   "127.0.0.1:" + std::to_string(http_port_)},
+                                   "127.0.0.1:" + std::to_string(http_port_), "--gateway", "127.0.0.1:0"},
           scratch_.path() / ("up-" + std::to_string(tries) + ".log"),
           ChildProcess::Environment{{"OMP_NUM_THREADS", "1"}});
       if (!up_->started()) return false;

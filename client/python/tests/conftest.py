@@ -111,7 +111,8 @@ def up(tmp_path_factory):
         http_port = free_port()
         process = Process([bin_path("flashq"), "up", "--model", TARGET, "--drafter", DRAFTER, "--slots", "2",
                            "--device", "cpu", "--frontend", frontend, "--stream", stream,
-                           "--http", f"127.0.0.1:{http_port}"], scratch / f"up-{attempt}.log")
+                           "--http", f"127.0.0.1:{http_port}", "--gateway", "127.0.0.1:0"],
+                          scratch / f"up-{attempt}.log")
         ready = _wait(lambda: _http_status(http_port, "/readyz") == 200 or not process.running(), 60)
         if ready and process.running():
             yield Broker(process, frontend, stream, http_port)

@@ -1,0 +1,100 @@
+// One connection to one broker, shared by every request of the gateway: a DEALER on the
+// broker's frontend over which jobs are submitted (with stream=true, so their events come back
+// on it), cancelled, asked about and replayed, and a SUB on its stream socket for jobs this link
+// did not submit (a response resumed after a gateway restart). Both sockets live on the link's
+// own thread; other threads queue commands, and answers arrive through JobListener and
+// callbacks, on the link's thread.
+//
+// Replies are matched by job id (the gateway names its jobs), so any number of requests share
+// the connection. A job's listener is held until its final event, a rejection or a failure.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "gateway/server/job_listener.h"
+#include "shared/curve/curve_socket.h"
+#include "shared/protocol/messages.h"
+
+namespace flashq::gateway {
+
+struct BrokerEndpoints {
+  std::string frontend = "tcp://127.0.0.1:5555";
+  std::string stream = "tcp://127.0.0.1:5557";
+  std::optional<CurveClientKeys> curve;
+};
+
+// STATUS's answer: the reply, or the broker's ERROR (or "unavailable" when it did not answer).
+using StatusOutcome = std::variant<protocol::StatusReply, protocol::ErrorReply>;
+using ModelsOutcome = std::variant<protocol::ModelsReply, protocol::ErrorReply>;
+
+class BrokerLink {
+ public:
+  // How long a request waits for the broker's answer before it fails as unavailable.
+  static constexpr std::int64_t kAnswerTimeoutMs = 5000;
+
+  explicit BrokerLink(BrokerEndpoints endpoints);
+  ~BrokerLink();  // stops the thread; listeners still held hear failed("unavailable")
+  BrokerLink(const BrokerLink&) = delete;
+  BrokerLink& operator=(const BrokerLink&) = delete;
+
+  const BrokerEndpoints& endpoints() const { return endpoints_; }
+
+  // Sends SUBMIT (`job.id` set, `job.stream` true). The listener hears accepted or rejected, then
+  // the events.
+  void submit(protocol::Job job, std::shared_ptr<JobListener> listener);
+  // Subscribes to job `id`'s stream and asks for its events from seq 0 (REPLAY): the listener
+  // hears them all, in order, whether the job is running or finished.
+  void watch(const std::string& id, std::shared_ptr<JobListener> listener);
+  // Stops hearing about `id` (its listener is dropped, silently).
+  void forget(const std::string& id);
+  // Sends CANCEL; the job's own listener, if any, hears its final event.
+  void cancel(const std::string& id);
+  void status(const std::string& id, std::function<void(const StatusOutcome&)> done);
+  void models(std::function<void(const ModelsOutcome&)> done);
+
+ private:
+  using Command = std::function<void()>;  // runs on the link's thread
+  struct TrackedJob;
+
+  void post(Command command);
+  void run();
+  void handle(const protocol::WireMessage& message);
+  void deliver(const protocol::Event& event);
+  void finish_job(const std::string& id);
+  void fail_job(const std::string& id, const protocol::ErrorReply& error);
+  void expire_answers(std::int64_t now_ms);
+  bool send(const protocol::WireMessage& message);
+
+  BrokerEndpoints endpoints_;
+  std::mutex mutex_;
+  std::deque<Command> commands_;
+  int wake_fd_ = -1;  // eventfd: a command is queued
+  std::atomic<bool> stopping_{false};
+
+  // Made before the thread starts, then used by the link's thread only.
+  zmq::context_t context_{1};
+  zmq::socket_t dealer_;
+  zmq::socket_t sub_;
+  std::map<std::string, std::unique_ptr<TrackedJob>> jobs_;
+  // Answers awaited, with the time (ms, steady) after which they fail as unavailable. STATUS is
+  // matched by id; MODELS replies carry none and come in the order asked.
+  std::multimap<std::string, std::pair<std::int64_t, std::function<void(const StatusOutcome&)>>> status_waiters_;
+  std::deque<std::pair<std::int64_t, std::function<void(const ModelsOutcome&)>>> models_waiters_;
+
+  std::thread thread_;
+};
+
+}  // namespace flashq::gateway
