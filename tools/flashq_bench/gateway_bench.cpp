@@ -140,9 +140,15 @@ struct RunningGateway {
       gateway->wait_for_models(1000ms);
       return gateway->models().directory()->count(kModel) > 0;
     }, 10000ms);
-    if (!known) throw Error(ErrorCode::kIo, "the gateway did not learn the synthetic worker's model");
+    if (!known) {
+      stop();
+      throw Error(ErrorCode::kIo, "the gateway did not learn the synthetic worker's model");
+    }
   }
   ~RunningGateway() {
+    if (thread.joinable()) stop();
+  }
+  void stop() {
     server->stop();
     thread.join();
     gateway->shutdown();
@@ -173,7 +179,15 @@ void check_clients(const SseClients& clients, bool ok, const std::string& what) 
 Json measure_open_streams(const GatewayBenchOptions& o, bool through_gateway) {
   zmq::context_t context;
   RunningBroker broker(context, o.streams + 1000);
-  StreamingWorker worker(context, broker.broker->backend_endpoint(), {.job_interval = 1s});
+  // As many workers as the streams need slots.
+  std::vector<std::unique_ptr<StreamingWorker>> workers;
+  for (std::int64_t slots = 0; slots < o.streams; slots += kWorkerSlots) {
+    workers.push_back(std::make_unique<StreamingWorker>(context, broker.broker->backend_endpoint(),
+                                                        StreamingWorkerOptions{.job_interval = 1s}));
+  }
+  const auto finish_all = [&] {
+    for (auto& worker : workers) worker->finish_all();
+  };
   std::this_thread::sleep_for(100ms);
   Json report;
   const auto hold = std::chrono::milliseconds(static_cast<std::int64_t>(o.hold_s * 1000));
@@ -190,7 +204,7 @@ Json measure_open_streams(const GatewayBenchOptions& o, bool through_gateway) {
     const std::int64_t open = resident_bytes();
     report = {{"rss_before_bytes", before}, {"rss_open_bytes", open},
               {"client_bytes", clients.held_bytes()}, {"connections", gateway.server->open_connections()}};
-    worker.finish_all();
+    finish_all();
     check_clients(clients, wait_until([&] { return clients.streams_done() == o.streams; }, 20000ms),
                   "the streams did not all end");
     return report;
@@ -224,7 +238,7 @@ Json measure_open_streams(const GatewayBenchOptions& o, bool through_gateway) {
   if (static_cast<std::int64_t>(flowing.size()) < o.streams) throw Error(ErrorCode::kIo, "baseline jobs did not all stream");
   drain(hold);
   report = {{"rss_before_bytes", before}, {"rss_open_bytes", resident_bytes()}};
-  worker.finish_all();
+  finish_all();
   while (finals < o.streams && Clock::now() < end + 20s) drain(100ms);
   return report;
 }

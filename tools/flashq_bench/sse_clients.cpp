@@ -168,9 +168,7 @@ class SseStream : public std::enable_shared_from_this<SseStream> {
   void event(std::string_view e) {
     constexpr std::string_view kData = "data: ", kDone = "data: [DONE]", kText = "\"text\":\"";
     if (e.substr(0, kDone.size()) == kDone) {
-      ++owner_.done;
-      state_ = State::kEnded;
-      close();
+      ++owner_.done;  // the connection closes at the body's end, the chunk that follows
       return;
     }
     if (e.substr(0, kData.size()) != kData) return;
@@ -187,9 +185,7 @@ class SseStream : public std::enable_shared_from_this<SseStream> {
     if (std::from_chars(digits, e.data() + e.size(), sent).ec == std::errc()) owner_.note_timing({sent, received_ns_});
   }
 
-  void end_of_stream() {
-    close();
-  }
+  void end_of_stream() { close(); }
 
   SseClients::Impl& owner_;
   tcp::socket socket_;
@@ -204,6 +200,7 @@ class SseStream : public std::enable_shared_from_this<SseStream> {
 
 SseClients::SseClients(SseClientsOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   impl_->request = "POST " + impl_->options.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   "Connection: close\r\n"
                    "Content-Length: " + std::to_string(impl_->options.body.size()) + "\r\n\r\n" + impl_->options.body;
   impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
 }

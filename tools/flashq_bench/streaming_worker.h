@@ -20,9 +20,12 @@
 
 namespace flashq::bench {
 
+// The most jobs a broker lets one worker run at once (READY slots).
+inline constexpr std::int64_t kWorkerSlots = 4096;
+
 struct StreamingWorkerOptions {
   std::string model = "synthetic";
-  std::int64_t slots = 1'000'000;
+  std::int64_t slots = kWorkerSlots;
   std::chrono::nanoseconds job_interval{0};  // > 0: per-job pacing
   double total_rate = 0;                      // > 0: total pacing, send times as text
   std::int64_t window = 0;                    // > 0: credit pacing against delivered()
