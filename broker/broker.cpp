@@ -162,6 +162,10 @@ void Broker::serve_frontend() {
           case MessageType::kCancel: on_cancel(producer, protocol::from_wire<protocol::Cancel>(message)); break;
           case MessageType::kStatus: on_status(producer, protocol::from_wire<protocol::Status>(message)); break;
           case MessageType::kReplay: on_replay(producer, protocol::from_wire<protocol::Replay>(message)); break;
+          case MessageType::kModels:
+            (void)protocol::from_wire<protocol::Models>(message);  // strict: an empty map
+            reply_with(producer, served_models_reply(workers_));
+            break;
           case MessageType::kHeartbeat: break;
           default:
             throw Error(ErrorCode::kProtocol, std::string(protocol::message_type_name(message.type)) +
@@ -253,6 +257,7 @@ void Broker::on_status(const std::string& producer, const protocol::Status& stat
     answer.attempt = job->attempt;
     answer.seq = job->next_seq;
     answer.final_result = job->final_result;
+    answer.metadata = job->job.metadata;
   }
   reply_with(producer, answer);
 }
@@ -308,7 +313,10 @@ void Broker::on_ready(const std::string& identity, protocol::Ready ready) {
     throw Error(ErrorCode::kProtocol, "READY slots must be in 1..4096, got " + std::to_string(ready.slots));
   }
   if (workers_.find(identity)) lose_worker(identity, "it registered again");  // it restarted: its jobs are gone
-  spdlog::info("worker {} ready: model {}, {} slots, backend {}", ready.worker_id, ready.model, ready.slots, ready.backend);
+  spdlog::info("worker {} ready: model {}, {} slots, backend {}, context {}, tool calls {}, reasoning {}",
+               ready.worker_id, ready.model, ready.slots, ready.backend, ready.max_model_len,
+               protocol::tool_call_format_name(ready.tool_call_format),
+               protocol::reasoning_format_name(ready.reasoning_format));
   workers_.add(identity, std::move(ready), SteadyClock::now());
   dispatch();
 }

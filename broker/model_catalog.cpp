@@ -1,5 +1,7 @@
 #include "broker/model_catalog.h"
 
+#include <algorithm>
+
 namespace flashq {
 
 ModelCatalog::ModelCatalog(int64_t grace_ms, SteadyClock::time_point started)
@@ -35,6 +37,37 @@ std::string ModelCatalog::served_models(SteadyClock::time_point now) const {
     list += model;
   }
   return list.empty() ? "none" : list;
+}
+
+protocol::ModelsReply served_models_reply(const WorkerRegistry& workers) {
+  struct Served {
+    protocol::ModelInfo info;
+    uint64_t newest = 0;  // registration of the worker whose formats `info` holds
+  };
+  std::map<std::string, Served> by_name;
+  for (const auto& [identity, worker] : workers.all()) {
+    const protocol::Ready& ready = worker.ready;
+    auto [it, first] = by_name.try_emplace(ready.model);
+    protocol::ModelInfo& info = it->second.info;
+    if (first) {
+      info = {.name = ready.model, .max_model_len = ready.max_model_len, .workers = 0, .slots = 0};
+    } else if (info.max_model_len == 0 || ready.max_model_len == 0) {
+      info.max_model_len = 0;
+    } else {
+      info.max_model_len = std::min(info.max_model_len, ready.max_model_len);
+    }
+    if (worker.registration >= it->second.newest) {
+      it->second.newest = worker.registration;
+      info.tool_call_format = ready.tool_call_format;
+      info.reasoning_format = ready.reasoning_format;
+    }
+    info.workers += 1;
+    info.slots += ready.slots;
+  }
+  protocol::ModelsReply reply;
+  reply.models.reserve(by_name.size());
+  for (auto& [name, served] : by_name) reply.models.push_back(std::move(served.info));
+  return reply;
 }
 
 }  // namespace flashq

@@ -12,6 +12,7 @@
 
 #include "broker/worker_registry.h"
 #include "shared/protocol/job.h"
+#include "shared/protocol/model_messages.h"
 
 namespace flashq {
 
@@ -44,5 +45,11 @@ class ModelCatalog {
   SteadyClock::time_point started_;
   std::map<std::string, SteadyClock::time_point> last_served_;  // per model: last seen connected
 };
+
+// The MODELS_REPLY for the connected workers: each model once, sorted by name, with the smallest
+// context length its workers report (0, unknown, when one of them reports none: a request must
+// fit every worker it may be dispatched to), the output formats of its most recently registered
+// worker (the newest deployment), and its workers and slots counted.
+protocol::ModelsReply served_models_reply(const WorkerRegistry& workers);
 
 }  // namespace flashq

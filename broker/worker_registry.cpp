@@ -7,6 +7,7 @@ WorkerRecord& WorkerRegistry::add(const std::string& identity, protocol::Ready r
   worker.identity = identity;
   worker.ready = std::move(ready);
   worker.last_seen = now;
+  worker.registration = ++registrations_;
   return worker;
 }
 

@@ -19,6 +19,7 @@ struct WorkerRecord {
   protocol::Ready ready;
   std::set<std::string> jobs;
   SteadyClock::time_point last_seen;
+  uint64_t registration = 0;  // order of registration in this broker: the later, the larger
   int64_t free_slots() const { return ready.slots - static_cast<int64_t>(jobs.size()); }
 };
 
@@ -37,6 +38,7 @@ class WorkerRegistry {
 
  private:
   std::map<std::string, WorkerRecord> workers_;
+  uint64_t registrations_ = 0;
 };
 
 }  // namespace flashq

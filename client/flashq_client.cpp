@@ -228,6 +228,20 @@ StreamSubscriber Client::subscribe(const std::string& id) const {
   return StreamSubscriber(context_, stream_endpoint_, id, curve_);
 }
 
+protocol::ModelsReply Client::models(int timeout_ms) {
+  send(protocol::to_wire(protocol::Models{}));
+  const std::int64_t deadline = deadline_after_ms(timeout_ms);
+  while (std::optional<protocol::WireMessage> reply = receive_reply(deadline)) {
+    if (reply->type == protocol::MessageType::kModelsReply) return protocol::from_wire<protocol::ModelsReply>(*reply);
+    if (reply->type == protocol::MessageType::kError) {
+      auto error = protocol::from_wire<protocol::ErrorReply>(*reply);
+      if (!error.id) throw BrokerError(error);  // one naming a job answers an earlier request
+    }
+    spdlog::debug("models: dropped a late {} reply", protocol::message_type_name(reply->type));
+  }
+  fail_timeout("MODELS", "", timeout_ms);
+}
+
 void Client::send(const protocol::WireMessage& message) {
   if (frontend_endpoint_.empty()) throw Error(ErrorCode::kInvalidArgument, "client not connected");
   send_frames(dealer_, protocol::to_frames(message), frontend_endpoint_);

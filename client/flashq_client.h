@@ -1,6 +1,6 @@
 // The producer's side of the wire (docs/protocol.md, "Producer messages"): one DEALER socket to the
-// broker's frontend, over which a producer submits jobs, asks their status, cancels them and
-// receives their EVENTs. A Client is meant for one thread; use one per thread.
+// broker's frontend, over which a producer submits jobs, asks their status, cancels them,
+// receives their EVENTs and asks which models are served (MODELS). A Client is meant for one thread; use one per thread.
 //
 // Every blocking call takes a timeout in milliseconds. A timeout is an Error with code kIo that
 // says which endpoint did not answer; the socket stays usable, and a reply that arrives after its
@@ -22,6 +22,7 @@
 #include "shared/error.h"
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
+#include "shared/protocol/model_messages.h"
 #include "shared/protocol/producer_messages.h"
 #include "shared/protocol/wire.h"
 
@@ -110,6 +111,12 @@ class Client {
   // before the status reply. Returns the job's status once the broker has taken the cancel
   // (a running job still ends later, with a final event saying cancelled). Throws BrokerError.
   protocol::StatusReply cancel(const std::string& id, int timeout_ms = kDefaultRequestTimeoutMs);
+
+  // Sends MODELS and returns MODELS_REPLY: the models the broker's connected workers serve, with
+  // each one's context length, output formats, workers and slots. MODELS_REPLY names no request:
+  // one that arrives late for an earlier timed-out call is taken as this call's answer, which
+  // is as recent a view. Throws BrokerError (an ERROR without a job id) or kIo on timeout.
+  protocol::ModelsReply models(int timeout_ms = kDefaultRequestTimeoutMs);
 
   // A subscriber to job `id`'s events on the broker's stream socket, sharing this client's
   // ZeroMQ context (it may outlive the client).

@@ -29,6 +29,7 @@ struct BrokerLink::TrackedJob {
   std::map<std::int64_t, protocol::Event> early;
   std::int64_t answer_deadline_ms = 0;  // SUBMIT or REPLAY not yet answered: when it fails; 0 once answered
   bool watched = false;                 // subscribed on the stream socket
+  bool awaiting_accept = false;         // submitted here, ACCEPTED or REJECTED not yet heard
 };
 
 BrokerLink::BrokerLink(BrokerEndpoints endpoints)
@@ -80,38 +81,35 @@ bool BrokerLink::send(const protocol::WireMessage& message) {
 void BrokerLink::submit(protocol::Job job, std::shared_ptr<JobListener> listener) {
   post([this, job = std::move(job), listener = std::move(listener)]() mutable {
     const std::string id = job.id;
-    if (jobs_.count(id)) {
-      listener->failed({"invalid_argument", "job id " + id + " is already in use by this gateway", id});
-      return;
-    }
     auto tracked = std::make_unique<TrackedJob>();
     tracked->listener = listener;
     tracked->answer_deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
+    tracked->awaiting_accept = true;
     jobs_.emplace(id, std::move(tracked));
     if (!send(protocol::to_wire(protocol::Submit{std::move(job)}))) {
-      fail_job(id, unavailable("no broker at " + endpoints_.frontend, id));
+      fail_waiting(id, unavailable("no broker at " + endpoints_.frontend, id));
     }
   });
 }
 
 void BrokerLink::watch(const std::string& id, std::shared_ptr<JobListener> listener) {
   post([this, id, listener = std::move(listener)] {
-    if (jobs_.count(id)) {
-      listener->failed({"invalid_argument", "job " + id + " is already followed by this gateway", id});
-      return;
-    }
     auto tracked = std::make_unique<TrackedJob>();
     tracked->listener = listener;
     tracked->watched = true;
     tracked->answer_deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
     jobs_.emplace(id, std::move(tracked));
+    // Subscribed first, then replayed: an event published in between comes both ways, and the
+    // second copy is dropped by seq.
     sub_.set(zmq::sockopt::subscribe, protocol::stream_topic(id));
-    if (!send(protocol::to_wire(protocol::Replay{id, 0}))) fail_job(id, unavailable("no broker at " + endpoints_.frontend, id));
+    if (!send(protocol::to_wire(protocol::Replay{id, 0}))) {
+      fail_waiting(id, unavailable("no broker at " + endpoints_.frontend, id));
+    }
   });
 }
 
-void BrokerLink::forget(const std::string& id) {
-  post([this, id] { finish_job(id); });
+void BrokerLink::forget(const std::string& id, const JobListener* listener) {
+  post([this, id, listener] { drop(id, listener); });
 }
 
 void BrokerLink::cancel(const std::string& id) {
@@ -138,45 +136,68 @@ void BrokerLink::models(std::function<void(const ModelsOutcome&)> done) {
   });
 }
 
-void BrokerLink::finish_job(const std::string& id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  if (it->second->watched) sub_.set(zmq::sockopt::unsubscribe, protocol::stream_topic(id));
-  jobs_.erase(it);
+void BrokerLink::drop(const std::string& id, const JobListener* listener) {
+  auto [first, last] = jobs_.equal_range(id);
+  for (auto it = first; it != last; ++it) {
+    if (it->second->listener.get() != listener) continue;
+    if (it->second->watched) sub_.set(zmq::sockopt::unsubscribe, protocol::stream_topic(id));
+    jobs_.erase(it);
+    return;
+  }
 }
 
-void BrokerLink::fail_job(const std::string& id, const protocol::ErrorReply& error) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  const std::shared_ptr<JobListener> listener = it->second->listener;
-  finish_job(id);
-  listener->failed(error);
+void BrokerLink::fail_waiting(const std::string& id, const protocol::ErrorReply& error) {
+  std::vector<std::shared_ptr<JobListener>> failed;
+  auto [first, last] = jobs_.equal_range(id);
+  for (auto it = first; it != last; ++it) {
+    if (it->second->answer_deadline_ms != 0) failed.push_back(it->second->listener);
+  }
+  for (const auto& listener : failed) {
+    drop(id, listener.get());
+    listener->failed(error);
+  }
 }
 
 void BrokerLink::deliver(const protocol::Event& event) {
-  auto it = jobs_.find(event.id);
-  if (it == jobs_.end()) return;  // a job forgotten, or another producer's on the stream socket
-  TrackedJob& job = *it->second;
-  job.answer_deadline_ms = 0;  // an event answers a REPLAY (and proves a SUBMIT was taken)
-  if (event.seq < job.next_seq) return;  // seen already (replayed and published both)
-  if (event.seq > job.next_seq) {
-    job.early.emplace(event.seq, event);
-    return;
-  }
-  const std::shared_ptr<JobListener> listener = job.listener;
-  const std::string id = event.id;
-  listener->event(event);
-  ++job.next_seq;
-  bool final = event.final_result.has_value();
-  while (!final) {
-    auto next = job.early.find(job.next_seq);
-    if (next == job.early.end()) break;
-    listener->event(next->second);
-    final = next->second.final_result.has_value();
+  // Listeners are called after the walk: a call may queue commands, never change jobs_ now,
+  // but a listener that ends is dropped here.
+  std::vector<std::pair<std::shared_ptr<JobListener>, std::vector<protocol::Event>>> calls;
+  auto [first, last] = jobs_.equal_range(event.id);  // none: forgotten, or another producer's job
+  for (auto it = first; it != last;) {
+    TrackedJob& job = *it->second;
+    if (event.seq < job.next_seq) {  // seen already (replayed and published both)
+      ++it;
+      continue;
+    }
+    if (event.seq > job.next_seq) {  // early: held until the events before it come
+      job.early.emplace(event.seq, event);
+      ++it;
+      continue;
+    }
+    // In order: this answers a REPLAY (and shows a SUBMIT was taken).
+    job.answer_deadline_ms = 0;
+    std::vector<protocol::Event> ready = {event};
     ++job.next_seq;
-    job.early.erase(next);
+    bool final = event.final_result.has_value();
+    while (!final) {
+      auto next = job.early.find(job.next_seq);
+      if (next == job.early.end()) break;
+      final = next->second.final_result.has_value();
+      ready.push_back(std::move(next->second));
+      job.early.erase(next);
+      ++job.next_seq;
+    }
+    calls.emplace_back(job.listener, std::move(ready));
+    if (final) {
+      if (job.watched) sub_.set(zmq::sockopt::unsubscribe, protocol::stream_topic(event.id));
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
   }
-  if (final) finish_job(id);
+  for (auto& [listener, events] : calls) {
+    for (const protocol::Event& e : events) listener->event(e);
+  }
 }
 
 void BrokerLink::handle(const protocol::WireMessage& message) {
@@ -184,19 +205,28 @@ void BrokerLink::handle(const protocol::WireMessage& message) {
   switch (message.type) {
     case MessageType::kAccepted: {
       const auto reply = protocol::from_wire<protocol::Accepted>(message);
-      auto it = jobs_.find(reply.id);
-      if (it == jobs_.end()) return;
-      it->second->answer_deadline_ms = 0;
-      it->second->listener->accepted();
+      std::vector<std::shared_ptr<JobListener>> submitters;
+      auto [first, last] = jobs_.equal_range(reply.id);
+      for (auto it = first; it != last; ++it) {
+        if (!it->second->awaiting_accept) continue;
+        it->second->awaiting_accept = false;
+        it->second->answer_deadline_ms = 0;
+        submitters.push_back(it->second->listener);
+      }
+      for (const auto& listener : submitters) listener->accepted();
       return;
     }
     case MessageType::kRejected: {
       const auto reply = protocol::from_wire<protocol::Rejected>(message);
-      auto it = jobs_.find(reply.id);
-      if (it == jobs_.end()) return;
-      const std::shared_ptr<JobListener> listener = it->second->listener;
-      finish_job(reply.id);
-      listener->rejected(reply);
+      std::vector<std::shared_ptr<JobListener>> submitters;
+      auto [first, last] = jobs_.equal_range(reply.id);
+      for (auto it = first; it != last; ++it) {
+        if (it->second->awaiting_accept) submitters.push_back(it->second->listener);
+      }
+      for (const auto& listener : submitters) {
+        drop(reply.id, listener.get());
+        listener->rejected(reply);
+      }
       return;
     }
     case MessageType::kEvent:
@@ -225,7 +255,7 @@ void BrokerLink::handle(const protocol::WireMessage& message) {
         spdlog::warn("broker {} answered an error about no job: {} {}", endpoints_.frontend, reply.code, reply.message);
         return;
       }
-      if (jobs_.count(*reply.id)) fail_job(*reply.id, reply);
+      fail_waiting(*reply.id, reply);
       auto waiter = status_waiters_.find(*reply.id);
       if (waiter != status_waiters_.end()) {
         auto done = std::move(waiter->second.second);
@@ -241,11 +271,14 @@ void BrokerLink::handle(const protocol::WireMessage& message) {
 
 void BrokerLink::expire_answers(std::int64_t now_ms) {
   const std::string no_answer = "the broker at " + endpoints_.frontend + " did not answer in time";
-  std::vector<std::string> late;
+  std::vector<std::pair<std::string, std::shared_ptr<JobListener>>> late;
   for (const auto& [id, job] : jobs_) {
-    if (job->answer_deadline_ms != 0 && now_ms > job->answer_deadline_ms) late.push_back(id);
+    if (job->answer_deadline_ms != 0 && now_ms > job->answer_deadline_ms) late.emplace_back(id, job->listener);
   }
-  for (const std::string& id : late) fail_job(id, unavailable(no_answer, id));
+  for (const auto& [id, listener] : late) {
+    drop(id, listener.get());
+    listener->failed(unavailable(no_answer, id));
+  }
   for (auto it = status_waiters_.begin(); it != status_waiters_.end();) {
     if (now_ms <= it->second.first) {
       ++it;

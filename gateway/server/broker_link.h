@@ -6,7 +6,9 @@
 // callbacks, on the link's thread.
 //
 // Replies are matched by job id (the gateway names its jobs), so any number of requests share
-// the connection. A job's listener is held until its final event, a rejection or a failure.
+// the connection. A job may have several listeners (its submitter, and followers that watch it
+// from seq 0), each with its own place in the job's events; a listener is held until the job's
+// final event, a rejection, a failure, or forget().
 #pragma once
 
 #include <atomic>
@@ -27,6 +29,7 @@
 #include "gateway/server/job_listener.h"
 #include "shared/curve/curve_socket.h"
 #include "shared/protocol/messages.h"
+#include "shared/protocol/wire.h"
 
 namespace flashq::gateway {
 
@@ -58,8 +61,8 @@ class BrokerLink {
   // Subscribes to job `id`'s stream and asks for its events from seq 0 (REPLAY): the listener
   // hears them all, in order, whether the job is running or finished.
   void watch(const std::string& id, std::shared_ptr<JobListener> listener);
-  // Stops hearing about `id` (its listener is dropped, silently).
-  void forget(const std::string& id);
+  // `listener` stops hearing about job `id` (it is dropped, silently).
+  void forget(const std::string& id, const JobListener* listener);
   // Sends CANCEL; the job's own listener, if any, hears its final event.
   void cancel(const std::string& id);
   void status(const std::string& id, std::function<void(const StatusOutcome&)> done);
@@ -73,8 +76,10 @@ class BrokerLink {
   void run();
   void handle(const protocol::WireMessage& message);
   void deliver(const protocol::Event& event);
-  void finish_job(const std::string& id);
-  void fail_job(const std::string& id, const protocol::ErrorReply& error);
+  // Drops one listener's tracking (and its stream subscription).
+  void drop(const std::string& id, const JobListener* listener);
+  // Fails the listeners of `id` still waiting for an answer to their SUBMIT or REPLAY.
+  void fail_waiting(const std::string& id, const protocol::ErrorReply& error);
   void expire_answers(std::int64_t now_ms);
   bool send(const protocol::WireMessage& message);
 
@@ -88,7 +93,7 @@ class BrokerLink {
   zmq::context_t context_{1};
   zmq::socket_t dealer_;
   zmq::socket_t sub_;
-  std::map<std::string, std::unique_ptr<TrackedJob>> jobs_;
+  std::multimap<std::string, std::unique_ptr<TrackedJob>> jobs_;
   // Answers awaited, with the time (ms, steady) after which they fail as unavailable. STATUS is
   // matched by id; MODELS replies carry none and come in the order asked.
   std::multimap<std::string, std::pair<std::int64_t, std::function<void(const StatusOutcome&)>>> status_waiters_;

@@ -7,6 +7,8 @@
 
 #include "gateway/openai/generation_request.h"
 #include "gateway/server/generation_call.h"
+#include "gateway/server/response_call.h"
+#include "gateway/server/broker_answers.h"
 #include "gateway/server/job_ids.h"
 
 namespace flashq::gateway {
@@ -34,6 +36,24 @@ std::optional<std::int64_t> integer_header(const HttpRequest& request, const cha
   } catch (const std::exception&) {
   }
   throw invalid_request(std::string("header ") + name + " must be an integer, got \"" + text + "\"", name);
+}
+
+// The value of `name` in the target's query string ("a=1&b=2"), if present. Values are taken
+// as sent: the ones read here (true, false, integers) need no decoding.
+std::optional<std::string> query_value(const HttpRequest& request, std::string_view name) {
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::size_t question = target.find('?');
+  if (question == std::string_view::npos) return std::nullopt;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const std::size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
 }
 
 // The path without its query.
@@ -137,6 +157,21 @@ void Gateway::route(const HttpRequest& request, const std::shared_ptr<Responder>
     generate(request, responder, path);
     return;
   }
+  if (path == "/v1/responses") {
+    if (!post) throw wrong_method("POST");
+    create_response(request, responder);
+    return;
+  }
+  constexpr std::string_view kResponses = "/v1/responses/";
+  if (path.rfind(kResponses, 0) == 0 && path.size() > kResponses.size()) {
+    std::string id = path.substr(kResponses.size());
+    constexpr std::string_view kCancel = "/cancel";
+    const bool cancel = id.size() > kCancel.size() && id.compare(id.size() - kCancel.size(), kCancel.size(), kCancel) == 0;
+    if (cancel) id.resize(id.size() - kCancel.size());
+    if (cancel ? !post : !get) throw wrong_method(cancel ? "POST" : "GET");
+    follow_response(request, responder, id, cancel);
+    return;
+  }
   throw ApiError(404, "invalid_request_error", "unknown_url", "no endpoint " + path + " (docs/gateway.md lists them)");
 }
 
@@ -169,6 +204,82 @@ void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Respond
                                                                  : read_completion_request(body, *models, ext);
   BrokerLink& link = watch_->link_for(generation.model);
   GenerationCall::start(std::move(generation), route, link, metrics_, responder);
+}
+
+}  // namespace flashq::gateway
+
+namespace flashq::gateway {
+
+void Gateway::create_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder) {
+  const ResponsesJson body = ResponsesJson::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) throw invalid_request("the body is not valid JSON", std::nullopt, "invalid_json");
+  if (!watch_->reachable()) {
+    throw ApiError(503, "server_error", "unavailable", "no broker is reachable from the gateway", std::nullopt, 1);
+  }
+  ResponsesJobOptions options;
+  options.priority = integer_header(request, "x-flashq-priority").value_or(0);
+  options.deadline_ms = integer_header(request, "x-flashq-deadline-ms").value_or(0);
+  options.created_at = unix_seconds_now();
+  ResponsesRequest response = read_responses_request(body, *watch_->directory(), options);
+  response.job.id = new_job_id("resp_");
+  BrokerLink& link = watch_->link_for(response.model);
+  ResponseCall::create(std::move(response), link, metrics_, responder);
+}
+
+void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
+                              const std::string& id, bool cancel) {
+  ResponseCall::Follow how = cancel ? ResponseCall::Follow::kCancel : ResponseCall::Follow::kPoll;
+  std::int64_t starting_after = -1;
+  if (!cancel) {
+    const std::optional<std::string> stream = query_value(request, "stream");
+    if (stream && *stream != "true" && *stream != "false") {
+      throw invalid_request("stream must be true or false, got \"" + *stream + "\"", "stream");
+    }
+    if (stream == "true") how = ResponseCall::Follow::kStream;
+    if (const std::optional<std::string> after = query_value(request, "starting_after")) {
+      try {
+        std::size_t used = 0;
+        starting_after = std::stoll(*after, &used);
+        if (used != after->size() || starting_after < 0) throw std::invalid_argument("not a count");
+      } catch (const std::exception&) {
+        throw invalid_request("starting_after must be a sequence number (an integer >= 0)", "starting_after");
+      }
+    }
+  }
+  const std::string route = cancel ? "/v1/responses/{id}/cancel" : "/v1/responses/{id}";
+  find_response(id, 0, responder, route,
+                [this, how, starting_after, responder](const ResponsesRequest& found, const protocol::StatusReply& status,
+                                                       BrokerLink& link) {
+                  ResponseCall::follow(found, status, how, starting_after, link, metrics_, responder);
+                });
+}
+
+void Gateway::find_response(const std::string& id, std::size_t link, std::shared_ptr<Responder> responder,
+                            const std::string& route, ResponseFound found) {
+  if (link >= links_.size()) {
+    answer_error(responder, route, ApiError(404, "invalid_request_error", "not_found", "no response '" + id + "'"));
+    return;
+  }
+  links_[link]->status(id, [this, id, link, responder, route, found](const StatusOutcome& outcome) {
+    try {
+      if (const auto* error = std::get_if<protocol::ErrorReply>(&outcome)) {
+        if (error->code != "unavailable" || link + 1 >= links_.size()) throw broker_error(*error);
+        find_response(id, link + 1, responder, route, found);
+        return;
+      }
+      const auto& status = std::get<protocol::StatusReply>(outcome);
+      if (status.state == protocol::JobState::kUnknown) {
+        find_response(id, link + 1, responder, route, found);
+        return;
+      }
+      protocol::Job job;
+      job.id = id;
+      job.metadata = status.metadata;
+      found(recover_responses_request(job), status, *links_[link]);
+    } catch (const ApiError& error) {
+      answer_error(responder, route, error);
+    }
+  });
 }
 
 }  // namespace flashq::gateway

@@ -10,6 +10,7 @@
 
 #include "gateway/http/http_server.h"
 #include "gateway/openai/api_error.h"
+#include "gateway/openai/responses_request.h"
 #include "gateway/server/broker_link.h"
 #include "gateway/server/gateway_metrics.h"
 #include "gateway/server/model_watch.h"
@@ -45,6 +46,15 @@ class Gateway {
   void check_key(const HttpRequest& request) const;
   void list_models(const std::shared_ptr<Responder>& responder, const std::string& route);
   void generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& route);
+  void create_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder);
+  // GET /v1/responses/{id} and POST /v1/responses/{id}/cancel.
+  void follow_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
+                       const std::string& id, bool cancel);
+  // Asks the brokers in turn (from `link`) for response `id`: `found` with the request recovered
+  // from its job and the broker's status, or a 404 when none knows it.
+  using ResponseFound = std::function<void(const ResponsesRequest&, const protocol::StatusReply&, BrokerLink&)>;
+  void find_response(const std::string& id, std::size_t link, std::shared_ptr<Responder> responder,
+                     const std::string& route, ResponseFound found);
   void answer_error(const std::shared_ptr<Responder>& responder, const std::string& route, const ApiError& error);
 
   GatewayOptions options_;

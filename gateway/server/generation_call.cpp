@@ -67,7 +67,7 @@ void GenerationCall::start(GenerationRequest request, std::string route, BrokerL
   auto call = std::make_shared<GenerationCall>(std::move(request), std::move(route), link, metrics, responder);
   std::weak_ptr<GenerationCall> weak = call;
   responder->on_disconnect([weak] {
-    if (auto call = weak.lock()) call->client_gone();
+    if (auto alive = weak.lock()) alive->client_gone();
   });
   call->submit();
 }
@@ -101,9 +101,14 @@ GenerationCall::~GenerationCall() {
 }
 
 void GenerationCall::submit() {
+  // Under the lock: a choice's answer may come before the last job is sent.
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<ChoiceListener>> listeners;
   for (std::size_t i = 0; i < request_.jobs.size(); ++i) {
-    link_.submit(request_.jobs[i], std::make_shared<ChoiceListener>(shared_from_this(), i));
+    listeners.push_back(std::make_shared<ChoiceListener>(shared_from_this(), i));
+    listeners_.push_back(listeners.back().get());
   }
+  for (std::size_t i = 0; i < request_.jobs.size(); ++i) link_.submit(request_.jobs[i], std::move(listeners[i]));
 }
 
 void GenerationCall::accepted(std::size_t choice) {
@@ -217,7 +222,7 @@ void GenerationCall::cancel_running() {
   for (std::size_t i = 0; i < ids_.size(); ++i) {
     if (ended_[i]) continue;
     link_.cancel(ids_[i]);
-    link_.forget(ids_[i]);
+    link_.forget(ids_[i], listeners_[i]);
   }
 }
 

@@ -52,6 +52,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   std::shared_ptr<Responder> responder_;
   std::unique_ptr<GenerationRenderer> renderer_;
   std::vector<std::string> ids_;
+  std::vector<const JobListener*> listeners_;  // per choice, held by the link (for forget)
   std::vector<bool> accepted_, ended_;
   std::size_t accepted_count_ = 0, ended_count_ = 0;
   bool stream_open_ = false;

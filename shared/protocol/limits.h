@@ -24,6 +24,7 @@ inline constexpr std::size_t kMaxIdBytes = 128;          // job ids, worker ids,
 inline constexpr std::size_t kMaxNameBytes = 256;        // model names
 inline constexpr std::size_t kMaxCodeBytes = 128;        // error codes, rejection reasons, roles
 inline constexpr std::size_t kMaxMessageBytes = 64u << 10;     // human-readable error text
+inline constexpr std::size_t kMaxModels = 4096;           // models in one MODELS_REPLY
 // Prompt text, or all the text of a chat (content, reasoning, tool call arguments).
 inline constexpr std::size_t kMaxPromptBytes = 1u << 20;
 inline constexpr std::size_t kMaxPromptTokens = 262'144;

@@ -11,10 +11,12 @@ std::string_view message_type_name(MessageType type) {
     case MessageType::kSubmit: return "SUBMIT";
     case MessageType::kStatus: return "STATUS";
     case MessageType::kReplay: return "REPLAY";
+    case MessageType::kModels: return "MODELS";
     case MessageType::kAccepted: return "ACCEPTED";
     case MessageType::kRejected: return "REJECTED";
     case MessageType::kStatusReply: return "STATUS_REPLY";
     case MessageType::kEvent: return "EVENT";
+    case MessageType::kModelsReply: return "MODELS_REPLY";
     case MessageType::kReady: return "READY";
     case MessageType::kTokens: return "TOKENS";
     case MessageType::kFinal: return "FINAL";

@@ -19,11 +19,13 @@ enum class MessageType : std::uint8_t {
   kSubmit = 0x10,
   kStatus = 0x11,
   kReplay = 0x12,
+  kModels = 0x13,
   // Broker -> producer (kEvent also on the stream socket).
   kAccepted = 0x20,
   kRejected = 0x21,
   kStatusReply = 0x22,
   kEvent = 0x23,
+  kModelsReply = 0x24,
   // Worker -> broker.
   kReady = 0x30,
   kTokens = 0x31,
@@ -32,11 +34,11 @@ enum class MessageType : std::uint8_t {
   kAssign = 0x40,
 };
 
-inline constexpr std::array<MessageType, 15> kMessageTypes = {
+inline constexpr std::array<MessageType, 17> kMessageTypes = {
     MessageType::kReplay,    MessageType::kHeartbeat, MessageType::kDisconnect, MessageType::kError,  MessageType::kCancel,
     MessageType::kSubmit,    MessageType::kStatus,     MessageType::kAccepted, MessageType::kRejected,
     MessageType::kStatusReply, MessageType::kEvent,    MessageType::kReady,  MessageType::kTokens,
-    MessageType::kFinal,     MessageType::kAssign,
+    MessageType::kFinal,     MessageType::kAssign,    MessageType::kModels, MessageType::kModelsReply,
 };
 
 // The upper-case name used in docs/protocol.md and in error messages ("STATUS_REPLY").

@@ -5,6 +5,7 @@
 #include "shared/protocol/field_reader.h"
 #include "shared/protocol/limits.h"
 #include "shared/protocol/map_writer.h"
+#include "shared/protocol/strict_unpack.h"
 
 namespace flashq::protocol {
 namespace {
@@ -69,6 +70,10 @@ std::string encode_body(const StatusReply& message) {
       .integer("attempt", message.attempt)
       .integer("seq", message.seq);
   if (message.final_result) out.map("final", encode_final_result(*message.final_result));
+  if (message.metadata) {
+    check_msgpack_value(*message.metadata, "STATUS_REPLY field metadata");
+    out.raw("metadata", *message.metadata);
+  }
   return out.finish();
 }
 
@@ -135,6 +140,7 @@ StatusReply decode_body<StatusReply>(std::string_view body) {
     const bool finished = reply.state == JobState::kFinished;
     if (finished && !reply.final_result) fields.fail("final", "missing (required when state is finished)");
     if (!finished && reply.final_result) fields.fail("final", "only allowed when state is finished");
+    if (const msgpack::object* metadata = fields.find("metadata")) reply.metadata = read_raw(*metadata);
     return reply;
   });
 }

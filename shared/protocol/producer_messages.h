@@ -71,6 +71,9 @@ struct StatusReply {
   std::int64_t attempt = 0;  // 0 until first assigned
   std::int64_t seq = 0;      // stream events published so far (the next event's seq)
   std::optional<FinalResult> final_result;  // "final": present exactly when state is finished
+  // The job's metadata as submitted (one msgpack value), when the broker still holds the job and
+  // it had some: what a producer kept with its job (the gateway: a response's settings).
+  std::optional<std::string> metadata;
   bool operator==(const StatusReply&) const = default;
 };
 

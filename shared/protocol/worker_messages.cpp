@@ -23,6 +23,9 @@ std::string encode_body(const Ready& message) {
       .integer("slots", message.slots)
       .integer("block_size", message.block_size)
       .string("backend", message.backend)
+      .integer("max_model_len", message.max_model_len)
+      .string("tool_call_format", tool_call_format_name(message.tool_call_format))
+      .string("reasoning_format", reasoning_format_name(message.reasoning_format))
       .finish();
 }
 
@@ -62,7 +65,8 @@ Ready decode_body<Ready>(std::string_view body) {
   return read_body<Ready>(body, [](const FieldReader& fields) {
     return Ready{read_id(fields, "worker_id"), fields.string("model", {1, kMaxNameBytes}),
                  fields.integer("slots", 1, kInt32Max), fields.integer("block_size", 0, kMaxBlockSize),
-                 fields.string("backend", {1, kMaxIdBytes})};
+                 fields.string("backend", {1, kMaxIdBytes}), fields.integer_or("max_model_len", 0, kInt32Max, 0),
+                 read_tool_call_format(fields, "tool_call_format"), read_reasoning_format(fields, "reasoning_format")};
   });
 }
 

@@ -11,6 +11,7 @@
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
 #include "shared/protocol/message_type.h"
+#include "shared/protocol/output_format.h"
 #include "shared/protocol/step_speculation.h"
 
 namespace flashq::protocol {
@@ -23,6 +24,11 @@ struct Ready {
   std::int64_t slots = 1;       // jobs it runs at once
   std::int64_t block_size = 0;  // its DFlash block size, 0 = no drafter
   std::string backend;          // "cpu", "cuda"
+  // Optional (a worker that does not send them serves a model of unknown context length whose
+  // output has no known format): what the gateway needs to list the model and read its output.
+  std::int64_t max_model_len = 0;  // the target's context in tokens, as the worker enforces it; 0 = unknown
+  ToolCallFormat tool_call_format = ToolCallFormat::kNone;
+  ReasoningFormat reasoning_format = ReasoningFormat::kNone;
   bool operator==(const Ready&) const = default;
 };
 

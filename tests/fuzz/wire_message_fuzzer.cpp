@@ -50,6 +50,7 @@ void decode(const WireMessage& wire) {
       break;
     case MessageType::kStatus: decode_as<Status>(wire); break;
     case MessageType::kReplay: decode_as<Replay>(wire); break;
+    case MessageType::kModels: decode_as<Models>(wire); break;
     case MessageType::kAccepted: decode_as<Accepted>(wire); break;
     case MessageType::kRejected: decode_as<Rejected>(wire); break;
     case MessageType::kStatusReply: decode_as<StatusReply>(wire); break;
@@ -62,6 +63,7 @@ void decode(const WireMessage& wire) {
       flashq::fuzz::require(from_stream_frames(views) == event, "a stream event decodes to itself");
       break;
     }
+    case MessageType::kModelsReply: decode_as<ModelsReply>(wire); break;
     case MessageType::kReady: decode_as<Ready>(wire); break;
     case MessageType::kTokens: decode_as<Tokens>(wire); break;
     case MessageType::kFinal: decode_as<Final>(wire); break;

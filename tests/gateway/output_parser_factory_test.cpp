@@ -93,5 +93,24 @@ TEST(OutputParserFactory, ChainFollowsTheRequestsOptions) {
   EXPECT_EQ(m.content, text);
 }
 
+TEST(OutputParserFactory, ThinkInPromptReadsThinkTagsAndStartsInsideWhenTheRequestSays) {
+  const OutputFormat thinking{ToolCallFormat::kHermes, ReasoningFormat::kThinkInPrompt};
+  const std::string text = "weigh it\n</think>\n\nYes.";
+  OutputParserOptions options;
+  options.starts_in_reasoning = true;  // the template opened <think> and the request kept thinking on
+  AssistantMessage m = testing::parse_every_split([&] { return make_output_parser(thinking, options); }, text);
+  EXPECT_EQ(m.reasoning, "weigh it");
+  EXPECT_EQ(m.content, "Yes.");
+
+  // Thinking turned off by the request: the output is the answer, nothing held as reasoning.
+  m = testing::parse_every_split([&] { return make_output_parser(thinking, OutputParserOptions{}); }, "Yes.");
+  EXPECT_EQ(m.reasoning, "");
+  EXPECT_EQ(m.content, "Yes.");
+  m = testing::parse_every_split([&] { return make_output_parser(thinking, OutputParserOptions{}); },
+                                 "<think>\nhm\n</think>\n\nNo.");
+  EXPECT_EQ(m.reasoning, "hm");
+  EXPECT_EQ(m.content, "No.");
+}
+
 }  // namespace
 }  // namespace flashq::gateway

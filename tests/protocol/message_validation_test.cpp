@@ -136,12 +136,28 @@ std::vector<MessageCase> all_cases() {
                    {{"code", "protocol"}, {"message", "bad"}, {"id", "j1"}},
                    {{"/code", Kind::kString, true}, {"/message", Kind::kString, true}, {"/id", Kind::kString, false}}});
   cases.push_back({"READY",
-                   {{"worker_id", "w1"}, {"model", "m"}, {"slots", 4}, {"block_size", 16}, {"backend", "cpu"}},
+                   {{"worker_id", "w1"}, {"model", "m"}, {"slots", 4}, {"block_size", 16}, {"backend", "cpu"},
+                    {"max_model_len", 4096}, {"tool_call_format", "hermes"}, {"reasoning_format", "think"}},
                    {{"/worker_id", Kind::kString, true},
                     {"/model", Kind::kString, true},
                     {"/slots", Kind::kInteger, true},
                     {"/block_size", Kind::kInteger, true},
-                    {"/backend", Kind::kString, true}}});
+                    {"/backend", Kind::kString, true},
+                    {"/max_model_len", Kind::kInteger, false},
+                    {"/tool_call_format", Kind::kString, false},
+                    {"/reasoning_format", Kind::kString, false}}});
+  cases.push_back({"MODELS", json::object(), {}});
+  cases.push_back({"MODELS_REPLY",
+                   {{"models",
+                     {{{"name", "m"}, {"max_model_len", 4096}, {"tool_call_format", "llama3_json"},
+                       {"reasoning_format", "none"}, {"workers", 2}, {"slots", 8}}}}},
+                   {{"/models", Kind::kMapArray, true},
+                    {"/models/0/name", Kind::kString, true},
+                    {"/models/0/max_model_len", Kind::kInteger, true},
+                    {"/models/0/tool_call_format", Kind::kString, false},
+                    {"/models/0/reasoning_format", Kind::kString, false},
+                    {"/models/0/workers", Kind::kInteger, true},
+                    {"/models/0/slots", Kind::kInteger, true}}});
   cases.push_back({"HEARTBEAT", {{"load", 2}}, {{"/load", Kind::kInteger, true}}});
   cases.push_back({"TOKENS",
                    {{"id", "j1"}, {"attempt", 1}, {"seq", 0}, {"token_ids", {1}}, {"text", "a"},
@@ -353,6 +369,56 @@ TEST(MessageRanges, ReadyNeedsAtLeastOneSlotAndABlockSizeUpTo1024) {
   body = ready;
   body["backend"] = "";
   expect_error("READY", body, "backend", "0 bytes");
+}
+
+TEST(MessageRanges, ReadyModelFieldsAreAContextLengthAndKnownFormatNames) {
+  const json ready = {{"worker_id", "w"}, {"model", "m"}, {"slots", 1}, {"block_size", 0}, {"backend", "cpu"}};
+  json body = ready;
+  body["max_model_len"] = -1;
+  expect_error("READY", body, "max_model_len", "0..2147483647");
+  body = ready;
+  body["tool_call_format"] = "harmony";
+  expect_error("READY", body, "tool_call_format", "none, hermes, llama3_json");
+  body = ready;
+  body["reasoning_format"] = "think_tags";
+  expect_error("READY", body, "reasoning_format", "none, think, think_in_prompt");
+  body = ready;
+  body["reasoning_format"] = "";
+  expect_error("READY", body, "reasoning_format", "0 bytes");
+}
+
+json models_entry(const std::string& name) {
+  return {{"name", name}, {"max_model_len", 4096}, {"tool_call_format", "hermes"},
+          {"reasoning_format", "think"}, {"workers", 1}, {"slots", 1}};
+}
+
+TEST(MessageRanges, ModelsReplyFieldsAreInRangeAndNamesKnown) {
+  const std::vector<std::pair<std::pair<std::string, json>, std::pair<std::string, std::string>>> cases = {
+      {{"name", ""}, {"models[0].name", "0 bytes"}},
+      {{"name", std::string(257, 'm')}, {"models[0].name", "257 bytes"}},
+      {{"max_model_len", -1}, {"models[0].max_model_len", "0..2147483647"}},
+      {{"workers", 0}, {"models[0].workers", "1..2147483647"}},
+      {{"slots", 0}, {"models[0].slots", "1.."}},
+      {{"tool_call_format", "xml"}, {"models[0].tool_call_format", "none, hermes, llama3_json"}},
+      {{"reasoning_format", "yes"}, {"models[0].reasoning_format", "none, think, think_in_prompt"}},
+  };
+  for (const auto& [change, expected] : cases) {
+    json entry = models_entry("m");
+    entry[change.first] = change.second;
+    SCOPED_TRACE(change.first);
+    expect_error("MODELS_REPLY", {{"models", {entry}}}, expected.first, expected.second);
+  }
+}
+
+TEST(MessageRanges, ModelsReplyNamesEachModelOnce) {
+  expect_error("MODELS_REPLY", {{"models", {models_entry("a"), models_entry("b"), models_entry("a")}}},
+               "models[2].name", "repeats");
+}
+
+TEST(MessageRanges, ModelsReplyHoldsAtMost4096Models) {
+  json models = json::array();
+  for (int i = 0; i <= 4096; ++i) models.push_back(models_entry("m" + std::to_string(i)));
+  expect_error("MODELS_REPLY", {{"models", models}}, "models", "4096");
 }
 
 TEST(MessageRanges, HeartbeatLoadIsNonNegative) {

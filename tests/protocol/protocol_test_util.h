@@ -98,6 +98,8 @@ inline std::vector<NamedDecoder> all_decoders() {
       {"TOKENS", [](std::string_view b) { decode_body<Tokens>(b); }},
       {"FINAL", [](std::string_view b) { decode_body<Final>(b); }},
       {"ASSIGN", [](std::string_view b) { decode_body<Assign>(b); }},
+      {"MODELS", [](std::string_view b) { decode_body<Models>(b); }},
+      {"MODELS_REPLY", [](std::string_view b) { decode_body<ModelsReply>(b); }},
   };
 }
 
@@ -125,6 +127,11 @@ inline std::vector<std::pair<std::string, std::string>> full_bodies() {
       {"TOKENS", encode_body(Tokens{"job-42", 2, 5, {9, 8, 7}, "xyz"})},
       {"FINAL", encode_body(Final{"job-42", 2, full_final_result()})},
       {"ASSIGN", encode_body(Assign{full_job(), 2, {4, 5, 6}, 11})},
+      {"READY", encode_body(Ready{"worker-1", "qwen3-0.6b", 8, 16, "cuda", 40960, ToolCallFormat::kHermes,
+                                  ReasoningFormat::kThinkTags})},
+      {"MODELS", encode_body(Models{})},
+      {"MODELS_REPLY",
+       encode_body(ModelsReply{{{"qwen3-0.6b", 40960, ToolCallFormat::kHermes, ReasoningFormat::kThinkTags, 2, 16}}})},
   };
 }
 

@@ -23,11 +23,18 @@ template <> Rejected full_message<Rejected>() {
   return {"job-42", "unknown_model", 0, "no worker serves model 'x'; models served: qwen3-0.6b"};
 }
 template <> StatusReply full_message<StatusReply>() {
-  return {"job-42", JobState::kFinished, 2, 17, full_final_result()};
+  return {"job-42", JobState::kFinished, 2, 17, full_final_result(), std::string("\x81\xa1k\x01", 4)};
 }
 template <> Event full_message<Event>() { return {"job-42", 17, {1, 2, 3}, "abc", full_final_result()}; }
 template <> ErrorReply full_message<ErrorReply>() { return {"protocol", "SUBMIT field job.top_p: bad", "job-42"}; }
-template <> Ready full_message<Ready>() { return {"worker-1", "qwen3-0.6b", 8, 16, "cuda"}; }
+template <> Ready full_message<Ready>() {
+  return {"worker-1", "qwen3-0.6b", 8, 16, "cuda", 40960, ToolCallFormat::kHermes, ReasoningFormat::kThinkInPrompt};
+}
+template <> Models full_message<Models>() { return {}; }
+template <> ModelsReply full_message<ModelsReply>() {
+  return {{{"llama-3.2-1b", 131072, ToolCallFormat::kLlama3Json, ReasoningFormat::kNone, 1, 4},
+           {"qwen3-0.6b", 40960, ToolCallFormat::kHermes, ReasoningFormat::kThinkTags, 3, 24}}};
+}
 template <> WorkerHeartbeat full_message<WorkerHeartbeat>() { return {3}; }
 template <> BrokerHeartbeat full_message<BrokerHeartbeat>() { return {}; }
 template <> Disconnect full_message<Disconnect>() { return {}; }
@@ -41,7 +48,8 @@ template <typename M>
 class RoundTrip : public ::testing::Test {};
 
 using AllMessages = ::testing::Types<Submit, Cancel, Status, Accepted, Rejected, StatusReply, Event, ErrorReply,
-                                     Ready, WorkerHeartbeat, BrokerHeartbeat, Disconnect, Assign, Tokens, Final>;
+                                     Ready, WorkerHeartbeat, BrokerHeartbeat, Disconnect, Assign, Tokens, Final,
+                                     Models, ModelsReply>;
 
 struct MessageName {
   template <typename M>
@@ -67,6 +75,54 @@ TYPED_TEST(RoundTrip, SurvivesTheThreeFrames) {
 TYPED_TEST(RoundTrip, BodyIsOneMsgpackMap) {
   const std::string body = encode_body(full_message<TypeParam>());
   EXPECT_TRUE(json::from_msgpack(body).is_object());
+}
+
+TEST(ReadyDefaults, AReadyWithoutTheModelFieldsIsAModelOfUnknownContextAndFormats) {
+  const Ready ready = decode_body<Ready>(
+      msgpack_of({{"worker_id", "w1"}, {"model", "m"}, {"slots", 2}, {"block_size", 0}, {"backend", "cpu"}}));
+  EXPECT_EQ(ready.max_model_len, 0);
+  EXPECT_EQ(ready.tool_call_format, ToolCallFormat::kNone);
+  EXPECT_EQ(ready.reasoning_format, ReasoningFormat::kNone);
+}
+
+TEST(ReadyDefaults, TheModelFieldsGoOnTheWireByTheirNames) {
+  const json body = json::from_msgpack(encode_body(full_message<Ready>()));
+  EXPECT_EQ(body["max_model_len"], 40960);
+  EXPECT_EQ(body["tool_call_format"], "hermes");
+  EXPECT_EQ(body["reasoning_format"], "think_in_prompt");
+}
+
+TEST(ModelsReplyRoundTrip, NoModelsIsAnEmptyArray) {
+  const std::string body = encode_body(ModelsReply{});
+  EXPECT_EQ(json::from_msgpack(body), json({{"models", json::array()}}));
+  EXPECT_EQ(decode_body<ModelsReply>(body), ModelsReply{});
+}
+
+TEST(ModelsReplyRoundTrip, EachModelIsAMapOfTheDocumentedFields) {
+  const json body = json::from_msgpack(encode_body(full_message<ModelsReply>()));
+  ASSERT_EQ(body["models"].size(), 2u);
+  EXPECT_EQ(body["models"][1], json({{"name", "qwen3-0.6b"}, {"max_model_len", 40960}, {"tool_call_format", "hermes"},
+                                     {"reasoning_format", "think"}, {"workers", 3}, {"slots", 24}}));
+}
+
+TEST(OutputFormatNames, EveryFormatHasItsWireNameBothWays) {
+  for (ToolCallFormat f : {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json}) {
+    EXPECT_EQ(tool_call_format_from_name(tool_call_format_name(f)), f);
+  }
+  for (ReasoningFormat f : {ReasoningFormat::kNone, ReasoningFormat::kThinkTags, ReasoningFormat::kThinkInPrompt}) {
+    EXPECT_EQ(reasoning_format_from_name(reasoning_format_name(f)), f);
+  }
+  EXPECT_EQ(tool_call_format_name(ToolCallFormat::kLlama3Json), "llama3_json");
+  EXPECT_EQ(reasoning_format_name(ReasoningFormat::kThinkTags), "think");
+  EXPECT_EQ(reasoning_format_name(ReasoningFormat::kThinkInPrompt), "think_in_prompt");
+}
+
+TEST(OutputFormatNames, AnUnknownNameIsAProtocolErrorListingTheKnownOnes) {
+  testing::expect_protocol_error([] { tool_call_format_from_name("harmony"); },
+                                 {"'harmony'", "none, hermes, llama3_json"});
+  testing::expect_protocol_error([] { reasoning_format_from_name("think_tags"); },
+                                 {"'think_tags'", "none, think, think_in_prompt"});
+  testing::expect_protocol_error([] { tool_call_format_from_name(""); }, {"''"});
 }
 
 TEST(JobRoundTrip, PromptTokensSurvive) {
@@ -176,6 +232,14 @@ TEST(OptionalFields, StatusReplyForAQueuedJobHasNoFinal) {
   const std::string body = encode_body(reply);
   EXPECT_FALSE(json::from_msgpack(body).contains("final"));
   EXPECT_EQ(decode_body<StatusReply>(body), reply);
+}
+
+TEST(OptionalFields, StatusReplyMetadataIsOneMsgpackValue) {
+  StatusReply reply{"job-1", JobState::kRunning, 1, 3, std::nullopt, std::string("\x92\x01\xa1x", 4)};
+  EXPECT_EQ(decode_body<StatusReply>(encode_body(reply)), reply);
+  EXPECT_EQ(json::from_msgpack(encode_body(reply))["metadata"], json::array({1, "x"}));
+  reply.metadata = std::string("\x92\x01", 2);  // an array missing an element
+  EXPECT_THROW(encode_body(reply), Error);
 }
 
 TEST(OptionalFields, EveryJobStateRoundTrips) {

@@ -70,9 +70,12 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
                               .model = options.model_name,
                               .slots = options.slots,
                               .block_size = serving.block_size(),
-                              .backend = serving.backend->name()};
-  spdlog::info("worker {}: model {} on {}, {} slots, block size {}", ready.worker_id, ready.model, ready.backend,
-               ready.slots, ready.block_size);
+                              .backend = serving.backend->name(),
+                              .max_model_len = serving.max_model_len(),
+                              .tool_call_format = serving.output_format.tool_calls,
+                              .reasoning_format = serving.output_format.reasoning};
+  spdlog::info("worker {}: model {} on {}, {} slots, block size {}, context {}", ready.worker_id, ready.model,
+               ready.backend, ready.slots, ready.block_size, ready.max_model_len);
 
   std::unique_ptr<CachePool> cache_pool = make_cache_pool(*serving.backend, options);
   if (cache_pool && serving.proposer) serving.proposer->use_cache_pool(cache_pool.get());

@@ -28,8 +28,8 @@ class NamedChatTemplates final : public ChatTemplate {
   std::unique_ptr<ChatTemplate> tool_use_;  // null when the checkpoint names none
 };
 
-std::shared_ptr<const ChatTemplate> from_list(const nlohmann::json& list, const ChatJson& special_tokens,
-                                              const std::string& origin) {
+// The list form's templates; `origin` prefixes its errors (the caller names the result's origin).
+LoadedChatTemplate from_list(const nlohmann::json& list, const ChatJson& special_tokens, const std::string& origin) {
   std::optional<std::string> fallback;
   std::optional<std::string> tool_use;
   for (const nlohmann::json& entry : list) {
@@ -46,8 +46,9 @@ std::shared_ptr<const ChatTemplate> from_list(const nlohmann::json& list, const 
   auto parsed = [&](const std::string& source, const std::string& name) {
     return std::make_unique<JinjaChatTemplate>(source, special_tokens, origin + " \"" + name + "\"");
   };
-  return std::make_shared<NamedChatTemplates>(parsed(*fallback, "default"),
-                                              tool_use ? parsed(*tool_use, "tool_use") : nullptr);
+  return LoadedChatTemplate{std::make_shared<NamedChatTemplates>(parsed(*fallback, "default"),
+                                                                 tool_use ? parsed(*tool_use, "tool_use") : nullptr),
+                            origin, *fallback + (tool_use ? "\n" + *tool_use : "")};
 }
 
 std::optional<LoadedChatTemplate> from_tokenizer_config(const std::filesystem::path& path, ChatJson& special_tokens) {
@@ -59,10 +60,15 @@ std::optional<LoadedChatTemplate> from_tokenizer_config(const std::filesystem::p
   const auto it = config.is_object() ? config.find("chat_template") : config.end();
   if (it == config.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) {
-    return LoadedChatTemplate{std::make_shared<JinjaChatTemplate>(it->get<std::string>(), special_tokens, origin),
-                              path.filename().string()};
+    std::string source = it->get<std::string>();
+    auto parsed = std::make_shared<JinjaChatTemplate>(source, special_tokens, origin);
+    return LoadedChatTemplate{std::move(parsed), path.filename().string(), std::move(source)};
   }
-  if (it->is_array()) return LoadedChatTemplate{from_list(*it, special_tokens, origin), path.filename().string()};
+  if (it->is_array()) {
+    LoadedChatTemplate loaded = from_list(*it, special_tokens, origin);
+    loaded.origin = path.filename().string();
+    return loaded;
+  }
   throw Error(ErrorCode::kBadConfig, origin + ": must be a string or a list of {name, template}");
 }
 
@@ -99,9 +105,9 @@ LoadedChatTemplate load_chat_template(const std::filesystem::path& model_dir) {
   const std::filesystem::path jinja_path = model_dir / "chat_template.jinja";
   std::error_code ec;
   if (std::filesystem::is_regular_file(jinja_path, ec)) {
-    return {
-        std::make_shared<JinjaChatTemplate>(read_text_file(jinja_path), special_tokens, jinja_path.filename().string()),
-        jinja_path.filename().string()};
+    std::string source = read_text_file(jinja_path);
+    auto parsed = std::make_shared<JinjaChatTemplate>(source, special_tokens, jinja_path.filename().string());
+    return {std::move(parsed), jinja_path.filename().string(), std::move(source)};
   }
   return family_default(model_dir);
 }

@@ -21,6 +21,9 @@ namespace flashq {
 struct LoadedChatTemplate {
   std::shared_ptr<const ChatTemplate> chat_template;
   std::string origin;  // "tokenizer_config.json", "chat_template.jinja" or "the ChatML default"
+  // The Jinja source (the list form's templates one after the other), for what it shows of the
+  // model's output formats (shared/output_format_detection.h); empty for a family default.
+  std::string source;
 };
 
 // Errors: kBadConfig for a tokenizer_config.json that is not JSON or whose chat_template has the

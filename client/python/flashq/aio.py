@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Optional
+from typing import List, Optional
 
 import zmq
 import zmq.asyncio
@@ -15,9 +15,9 @@ from . import wire
 from .client import DEFAULT_FRONTEND, DEFAULT_STREAM, FINISHED_DRAIN_S, STATUS_POLL_S, STREAM_BATCH, _check_timeout
 from .curve import as_curve_keys
 from .errors import NotFound, Timeout
-from .events import FinalEvent, JobStatus, Result
+from .events import FinalEvent, JobStatus, ModelInfo, Result
 from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, connect_socket, is_replay_unavailable,
-                       new_job_id, oldest_kept_seq, replay_exchange, status_exchange, submit_exchange,
+                       models_exchange, new_job_id, oldest_kept_seq, replay_exchange, status_exchange, submit_exchange,
                        synthesized_final, timeout_message)
 from .job import build_job, check_job_id
 
@@ -101,6 +101,9 @@ class AsyncClient:
 
     async def cancel(self, job_id: str, *, timeout: Optional[float] = None) -> JobStatus:
         return (await self._run(cancel_exchange(job_id), _check_timeout(timeout))).status()
+
+    async def models(self, *, timeout: Optional[float] = None) -> List[ModelInfo]:
+        return (await self._run(models_exchange(), _check_timeout(timeout))).models()
 
     async def _replay(self, job_id: str, from_seq: int):
         exchange = await self._run(replay_exchange(job_id, from_seq))

@@ -5,16 +5,16 @@ A Client is meant for one thread; use one per thread (or AsyncClient in an event
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, List, Optional
 
 import zmq
 
 from . import wire
 from .curve import as_curve_keys
 from .errors import NotFound, Timeout
-from .events import FinalEvent, JobStatus, Result, TokenEvent
+from .events import FinalEvent, JobStatus, ModelInfo, Result, TokenEvent
 from .exchange import (Exchange, StreamState, cancel_exchange, check_from_seq, connect_socket, is_replay_unavailable,
-                       new_job_id, oldest_kept_seq, replay_exchange, status_exchange, submit_exchange,
+                       models_exchange, new_job_id, oldest_kept_seq, replay_exchange, status_exchange, submit_exchange,
                        synthesized_final, timeout_message)
 from .job import build_job, check_job_id
 
@@ -132,6 +132,11 @@ class Client:
         """Cancels the job and returns its status once the broker has taken the cancel (a running
         job ends shortly after, with finish_reason cancelled). Raises NotFound for an unknown id."""
         return self._run(cancel_exchange(job_id), _check_timeout(timeout)).status()
+
+    def models(self, *, timeout: Optional[float] = None) -> List[ModelInfo]:
+        """The models the broker's connected workers serve, sorted by name: each one's context
+        length (max_model_len, 0 when unknown), output formats, workers and slots."""
+        return self._run(models_exchange(), _check_timeout(timeout)).models()
 
     def _replay(self, job_id: str, from_seq: int):
         """(status, events from from_seq, whether the broker still kept them)."""

@@ -89,6 +89,20 @@ class JobStatus:
     final: Optional[Final] = None
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model of MODELS_REPLY: what the broker's connected workers serve. `max_model_len` is the
+    context in tokens (0: unknown); the formats say how the model writes tool calls ("none",
+    "hermes", "llama3_json") and reasoning ("none", "think", "think_in_prompt")."""
+
+    name: str
+    max_model_len: int
+    tool_call_format: str
+    reasoning_format: str
+    workers: int
+    slots: int
+
+
 @dataclass
 class Result:
     """A whole generation: every event's text and tokens concatenated, and how it ended.

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from . import wire
 from .errors import BrokerError, FlashqError, ProtocolError, broker_error, rejected
-from .events import JobStatus, TokenEvent
+from .events import JobStatus, ModelInfo, TokenEvent
 from .job import check_job_id
 
 
@@ -60,6 +60,10 @@ class Exchange:
             if event.job_id == self.job_id and self.request == "REPLAY":
                 self.events.append(event)
             return
+        if message_type == wire.MODELS_REPLY:
+            if message_type in self.ends_on:  # it names no request: any is the current view
+                self.reply_type, self.reply = message_type, body
+            return
         if message_type in self.ends_on:
             job_id = wire.Fields(body, wire._TYPE_NAMES[message_type]).get("id", str)
             if job_id == self.job_id:
@@ -84,6 +88,11 @@ class Exchange:
             raise self.error
         return wire.read_status(self.reply)
 
+    def models(self) -> List[ModelInfo]:
+        if self.error is not None:
+            raise self.error
+        return wire.read_models(self.reply)
+
 
 def submit_exchange(job: Dict[str, Any]) -> Exchange:
     return Exchange("SUBMIT", job["id"], [wire.encode(wire.SUBMIT, {"job": job})], (wire.ACCEPTED, wire.REJECTED))
@@ -92,6 +101,11 @@ def submit_exchange(job: Dict[str, Any]) -> Exchange:
 def status_exchange(job_id: str) -> Exchange:
     check_job_id(job_id, "job_id")
     return Exchange("STATUS", job_id, [wire.encode(wire.STATUS, {"id": job_id})], (wire.STATUS_REPLY,))
+
+
+def models_exchange() -> Exchange:
+    """MODELS: no job; an ERROR without an id answers it (one naming a job is an earlier request's)."""
+    return Exchange("MODELS", "", [wire.encode(wire.MODELS, {})], (wire.MODELS_REPLY,))
 
 
 def cancel_exchange(job_id: str) -> Exchange:
@@ -115,7 +129,7 @@ def check_from_seq(from_seq: Any) -> int:
 
 
 def timeout_message(request: str, job_id: str, endpoint: str, timeout: float, curve: bool) -> str:
-    text = f"{request} for job {job_id}: no answer from {endpoint} within {timeout:g} s"
+    text = f"{request}{f' for job {job_id}' if job_id else ''}: no answer from {endpoint} within {timeout:g} s"
     if curve:
         text += " (with CurveZMQ: is the server key right, and is this client's public key on the broker's allow-list?)"
     return text

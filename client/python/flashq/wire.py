@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import msgpack
 
 from .errors import ProtocolError
-from .events import Final, JobStatus, SpecStats, Timings, TokenEvent, FinalEvent, Usage
+from .events import Final, JobStatus, ModelInfo, SpecStats, Timings, TokenEvent, FinalEvent, Usage
 
 TAG = b"FQ1"
 MAX_BODY_BYTES = 16 << 20
@@ -22,10 +22,12 @@ ERROR = b"\x03"
 SUBMIT = b"\x10"
 STATUS = b"\x11"
 REPLAY = b"\x12"
+MODELS = b"\x13"
 ACCEPTED = b"\x20"
 REJECTED = b"\x21"
 STATUS_REPLY = b"\x22"
 EVENT = b"\x23"
+MODELS_REPLY = b"\x24"
 # Worker messages, for tools that speak the worker's side (the subscriber benchmark).
 HEARTBEAT = b"\x01"
 DISCONNECT = b"\x02"
@@ -34,9 +36,10 @@ TOKENS = b"\x31"
 FINAL = b"\x32"
 ASSIGN = b"\x40"
 
-_KNOWN_TYPES = {HEARTBEAT, DISCONNECT, ERROR, CANCEL, SUBMIT, STATUS, REPLAY, ACCEPTED, REJECTED,
-                STATUS_REPLY, EVENT, READY, TOKENS, FINAL, ASSIGN}
+_KNOWN_TYPES = {HEARTBEAT, DISCONNECT, ERROR, CANCEL, SUBMIT, STATUS, REPLAY, MODELS, ACCEPTED, REJECTED,
+                STATUS_REPLY, EVENT, MODELS_REPLY, READY, TOKENS, FINAL, ASSIGN}
 _TYPE_NAMES = {ERROR: "ERROR", ACCEPTED: "ACCEPTED", REJECTED: "REJECTED", STATUS_REPLY: "STATUS_REPLY",
+               MODELS_REPLY: "MODELS_REPLY",
                EVENT: "EVENT", ASSIGN: "ASSIGN", HEARTBEAT: "HEARTBEAT", DISCONNECT: "DISCONNECT", CANCEL: "CANCEL"}
 
 TOPIC_PREFIX = "job/"
@@ -163,6 +166,33 @@ def read_status(body: Dict[str, Any]) -> JobStatus:
         raise ProtocolError(f"STATUS_REPLY field final: present exactly when state is finished (state {state})")
     return JobStatus(job_id=f.get("id", str), state=state, attempt=f.get("attempt", int), seq=f.get("seq", int),
                      final=None if final is None else read_final(final))
+
+
+TOOL_CALL_FORMATS = ("none", "hermes", "llama3_json")
+REASONING_FORMATS = ("none", "think", "think_in_prompt")
+
+
+def read_models(body: Dict[str, Any]) -> List[ModelInfo]:
+    """MODELS_REPLY's models (section 8.2): each a map; the formats one of the names of 8.6."""
+    models = body.get("models")
+    if not isinstance(models, list):
+        raise ProtocolError(f"MODELS_REPLY field models: must be an array, got {type(models).__name__}")
+    result = []
+    for i, entry in enumerate(models):
+        where = f"MODELS_REPLY field models[{i}]"
+        if not isinstance(entry, dict):
+            raise ProtocolError(f"{where}: must be a map, got {type(entry).__name__}")
+        f = Fields(entry, where)
+        tool_calls = f.get("tool_call_format", str, required=False, default="none")
+        reasoning = f.get("reasoning_format", str, required=False, default="none")
+        if tool_calls not in TOOL_CALL_FORMATS:
+            raise ProtocolError(f"{where}.tool_call_format: must be one of {', '.join(TOOL_CALL_FORMATS)}")
+        if reasoning not in REASONING_FORMATS:
+            raise ProtocolError(f"{where}.reasoning_format: must be one of {', '.join(REASONING_FORMATS)}")
+        result.append(ModelInfo(name=f.get("name", str), max_model_len=f.get("max_model_len", int),
+                                tool_call_format=tool_calls, reasoning_format=reasoning,
+                                workers=f.get("workers", int), slots=f.get("slots", int)))
+    return result
 
 
 def read_stream_message(frames: Sequence[bytes], job_id: str):

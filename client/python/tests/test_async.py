@@ -79,3 +79,16 @@ def test_async_status_cancel_and_errors(up, idle_broker):
             with pytest.raises(flashq.UnknownModel):
                 await client.submit(PROMPT, model="nothing-serves-this")
     run(main())
+
+
+def test_async_models_equal_the_blocking_clients(up, idle_broker):
+    async def main():
+        async with up.async_client() as client:
+            models = await client.models()
+        async with idle_broker.async_client() as client:
+            assert await client.models() == []
+        return models
+    models = run(main())
+    with up.client() as client:
+        assert models == client.models()
+    assert [(m.name, m.workers, m.slots) for m in models] == [("target", 1, 2)]

@@ -1,14 +1,15 @@
 """The blocking client against `flashq up` serving the demo pair: results equal to the model run in
-one process, resumed streams, cancel, status and idempotent submission."""
+one process, resumed streams, cancel, status, idempotent submission and the models served."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import pathlib
 import subprocess
 import time
 
-from conftest import bin_path, flashq_generate
+from conftest import TARGET, bin_path, flashq_generate
 
 import flashq
 
@@ -154,3 +155,15 @@ def test_tools_reach_the_worker_whose_template_refuses_them_as_a_rejected_final(
     assert result.finish_reason == "rejected"
     assert "tools" in result.final.error
     assert result.token_ids == [] and result.text == ""
+
+
+def test_models_lists_the_served_model_with_its_context_length(up, idle_broker):
+    config = json.loads((pathlib.Path(TARGET) / "config.json").read_text())
+    with up.client() as client:
+        # The demo target has no chat template of its own: the family default writes neither format.
+        assert client.models() == [flashq.ModelInfo(name=pathlib.Path(TARGET).name,
+                                                    max_model_len=config["max_position_embeddings"],
+                                                    tool_call_format="none", reasoning_format="none",
+                                                    workers=1, slots=2)]
+    with idle_broker.client() as client:
+        assert client.models() == []

@@ -129,6 +129,24 @@ def test_an_answer_that_breaks_the_protocol_raises_protocol_error(answer, messag
         broker.close()
 
 
+@pytest.mark.parametrize("models, message", [
+    ("qwen", "models: must be an array"),
+    ([{"name": "q", "max_model_len": 1, "workers": 1}], r"models\[0\] field slots: missing"),
+    ([{"name": "q", "max_model_len": -1, "workers": 1, "slots": 1}], "max_model_len: must be >= 0"),
+    ([{"name": "q", "max_model_len": 1, "workers": 1, "slots": 1, "tool_call_format": "xml"}], "tool_call_format"),
+    ([{"name": "q", "max_model_len": 1, "workers": 1, "slots": 1, "reasoning_format": "yes"}], "reasoning_format"),
+])
+def test_a_models_reply_that_breaks_the_protocol_raises_protocol_error(models, message):
+    broker = FakeBroker(wire.encode(wire.MODELS_REPLY, {"models": models}))
+    try:
+        with flashq.Client(broker.endpoint, "tcp://127.0.0.1:1", timeout=2) as client:
+            with pytest.raises(flashq.ProtocolError, match=message):
+                client.models()
+            assert broker.requests[0] == wire.encode(wire.MODELS, {})
+    finally:
+        broker.close()
+
+
 @pytest.mark.parametrize("fields, error, name", [
     ({}, ValueError, "exactly one of prompt"),
     ({"prompt": "x", "prompt_tokens": [1]}, ValueError, "exactly one of prompt"),

@@ -122,3 +122,98 @@ export function jobStatus(broker, id) {
   if (result.status !== 0) throw new Error(`flashq status failed:\n${result.stdout}${result.stderr}`);
   return JSON.parse(result.stdout.trim().split('\n').pop());
 }
+
+// ---- A broker with scripted workers behind it (the tool-call and reasoning tests). This part
+// uses only the exports above and Node's own modules.
+
+async function answers(port, urlPath) {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
+    await response.arrayBuffer();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+// A bare flashq-broker (no worker), for tests that put their own workers behind it; ready once
+// its /healthz answers. Its backend is where workers connect.
+export async function startBroker(extraArgs = []) {
+  const frontend = `tcp://127.0.0.1:${await freePort()}`;
+  const stream = `tcp://127.0.0.1:${await freePort()}`;
+  const backend = `tcp://127.0.0.1:${await freePort()}`;
+  const httpPort = await freePort();
+  const broker = new Program('flashq-broker', ['--frontend', frontend, '--stream', stream, '--backend', backend,
+    '--http', `127.0.0.1:${httpPort}`, '--drain-timeout-ms', '0', ...extraArgs]);
+  await waitFor(async () => !broker.running() || (await answers(httpPort, '/healthz')), 30, 'flashq-broker')
+    .catch((e) => { throw new Error(`${e.message}\n${broker.output()}`); });
+  if (!broker.running()) throw new Error(`flashq-broker exited:\n${broker.output()}`);
+  return { program: broker, frontend, stream, backend, httpPort };
+}
+
+export const SCRIPTED_WORKER = path.join(REPO, 'tests/gateway/sdk/scripted_worker.py');
+
+// The scripted worker (scripted_worker.py: no model, it streams the reply of the first rule
+// whose `when` is in the job's last user or tool message) as a child process, with Program's
+// output(), running() and stop().
+export class ScriptedWorker {
+  constructor(broker, { model, rules, toolCallFormat = 'none', reasoningFormat = 'none', extraArgs = [] }) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-scripted-'));
+    this.scriptPath = path.join(dir, `${model}.json`);
+    fs.writeFileSync(this.scriptPath, JSON.stringify(rules));
+    this.logPath = path.join(dir, `${model}.log`);
+    const log = fs.openSync(this.logPath, 'w');
+    this.child = spawn('/usr/bin/python3', [SCRIPTED_WORKER, '--broker', broker.backend, '--model', model,
+      '--script', this.scriptPath, '--tool-call-format', toolCallFormat, '--reasoning-format', reasoningFormat,
+      ...extraArgs], { cwd: REPO, stdio: ['ignore', log, log], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+    this.exitCode = undefined;
+    this.exited.then(({ code }) => { this.exitCode = code; });
+  }
+  output() { return fs.readFileSync(this.logPath, 'utf8'); }
+  running() { return this.exitCode === undefined; }
+  async stop() {
+    if (this.running()) this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 20000);
+    const result = await this.exited;
+    clearTimeout(timer);
+    return result;
+  }
+}
+
+// A scripted worker serving `model` behind `broker` ({backend}), once the broker has answered
+// its READY. Options: rules (the script), toolCallFormat (hermes, llama3_json, none),
+// reasoningFormat (none, think, think_in_prompt), extraArgs (--max-model-len, --piece-bytes,
+// --delay-ms, --slots).
+export async function startScriptedWorker(broker, options) {
+  const worker = new ScriptedWorker(broker, options);
+  const what = `scripted worker ${options.model}`;
+  await waitFor(() => !worker.running() || worker.output().includes('registered'), 30, what)
+    .catch((e) => { throw new Error(`${e.message}\n${worker.output()}`); });
+  if (!worker.running()) throw new Error(`scripted worker ${options.model} exited:\n${worker.output()}`);
+  return worker;
+}
+
+// The pieces the scripted worker streams `text` in: at most `pieceBytes` UTF-8 bytes each, whole
+// characters; one token each, so their count is the completion's usage.
+export function scriptedPieces(text, pieceBytes = 7) {
+  const pieces = [];
+  let current = '';
+  for (const ch of text) {
+    if (current && Buffer.byteLength(current + ch) > pieceBytes) {
+      pieces.push(current);
+      current = '';
+    }
+    current += ch;
+  }
+  if (current) pieces.push(current);
+  return pieces;
+}
+
+// The scripted worker's made-up prompt length of a chat: its messages' content bytes / 4, rounded
+// up, at least 1.
+export function scriptedPromptTokens(messages) {
+  const bytes = messages.reduce(
+    (sum, m) => sum + (typeof m.content === 'string' ? Buffer.byteLength(m.content) : 0), 0);
+  return Math.max(1, Math.ceil(bytes / 4));
+}

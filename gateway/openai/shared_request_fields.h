@@ -1,0 +1,53 @@
+// The request fields /v1/chat/completions and /v1/completions share (model, n, stream, sampling,
+// stop, max_tokens, the flashq extensions) and the steps both take to turn them into jobs: one job
+// per choice, max_tokens defaulted and checked against the context, and the jobs checked against
+// the job map's limits before they are submitted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gateway/openai/generation_request.h"
+#include "gateway/openai/request_body.h"
+#include "gateway/openai/served_model.h"
+#include "shared/protocol/job.h"
+
+namespace flashq::gateway {
+
+// OpenAI's bound on n; also on all the choices of a request with several prompts.
+inline constexpr std::size_t kMaxChoices = 128;
+
+struct SharedFields {
+  protocol::Job job;  // every field but the prompt, max_tokens and the seed
+  std::int64_t n = 1;
+  bool stream = false;
+  bool include_usage = false;
+  std::uint64_t seed = 0;
+  std::optional<std::int64_t> max_tokens;  // as the request gave it
+  std::string max_tokens_field;            // the field that gave it, for errors
+};
+
+// `model`: 404 model_not_found when the directory does not hold it.
+const ServedModel& read_model(RequestBody& body, const ModelDirectory& models);
+
+// Reads and refuses the shared fields; leaves `max_completion_tokens` and the endpoint's own fields
+// to the caller.
+SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext);
+
+// max_tokens for a job: the request's, else the gateway's default, else the job map's. When the
+// model's context is known, a request that cannot fit is a 400 context_length_exceeded and the
+// default is cut to what fits: judged exactly for a token-id prompt (`prompt_tokens`), and for
+// text (nullopt) only as far as a prompt of at least one token allows; the worker judges the rest.
+std::int64_t max_tokens_for(const SharedFields& fields, const ServedModel& model, const RequestExtensions& ext,
+                            std::optional<std::size_t> prompt_tokens, const std::string& prompt_field);
+
+// The n jobs of one prompt: `job` with choice i's seed (seed + i).
+void add_choice_jobs(const SharedFields& fields, const protocol::Job& job, std::vector<protocol::Job>& jobs);
+
+// Encodes and decodes each job as SUBMIT carries it, so a job the broker would refuse for the job
+// map's limits (docs/protocol.md, "The job map") is a 400 here, naming the field.
+void check_job_limits(const std::vector<protocol::Job>& jobs);
+
+}  // namespace flashq::gateway
