@@ -244,7 +244,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     writing_ = true;
     net::async_write(socket_, net::buffer(outbox_.front()),
                      net::bind_executor(strand_, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                       if (ec) {
+                       // Closed meanwhile (the client left while this write was in flight):
+                       // close() emptied the outbox but the one in flight.
+                       if (ec || self->closed_) {
                          self->close();
                          return;
                        }
@@ -261,7 +263,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
-    outbox_.clear();
+    // A write in flight still reads the front piece until its handler runs: keep that one.
+    outbox_.erase(writing_ ? std::next(outbox_.begin()) : outbox_.begin(), outbox_.end());
     if (!answered_ && on_disconnect_) {
       auto callback = std::move(on_disconnect_);
       on_disconnect_ = nullptr;
