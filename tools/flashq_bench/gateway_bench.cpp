@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <unordered_map>
 
@@ -165,11 +166,17 @@ SseClientsOptions completion_requests(int port) {
   return options;
 }
 
-void check_clients(const SseClients& clients, bool ok, const std::string& what) {
+// Throws unless `ok`, saying how far the streams came and what the gateway's metrics counted.
+void check_clients(const SseClients& clients, RunningGateway& gateway, bool ok, const std::string& what) {
   if (ok) return;
+  std::string counted;
+  std::istringstream metrics(gateway.gateway->metrics().render(gateway.server->open_connections()));
+  for (std::string line; std::getline(metrics, line);) {
+    if (line.rfind("flashq_gateway_requests", 0) == 0 || line.rfind("flashq_gateway_open", 0) == 0) counted += "; " + line;
+  }
   throw Error(ErrorCode::kIo, what + " (open " + std::to_string(clients.streams_open()) + ", flowing " +
-                                        std::to_string(clients.streams_flowing()) + ", failed " +
-                                        std::to_string(clients.failures()) + ": " + clients.first_failure() + ")");
+                                  std::to_string(clients.streams_flowing()) + ", failed " +
+                                  std::to_string(clients.failures()) + ": " + clients.first_failure() + counted + ")");
 }
 
 // Figure 1, one run: N slow streams (one token event per second each) held open at once; the
@@ -197,7 +204,7 @@ Json measure_open_streams(const GatewayBenchOptions& o, bool through_gateway) {
     SseClients clients(completion_requests(gateway.port()));
     const std::int64_t before = resident_bytes();
     clients.open(static_cast<int>(o.streams));
-    check_clients(clients, wait_until([&] { return clients.streams_flowing() == o.streams || clients.failures() > 0; },
+    check_clients(clients, gateway, wait_until([&] { return clients.streams_flowing() == o.streams || clients.failures() > 0; },
                                       open_timeout) && clients.failures() == 0,
                   "the streams did not all open");
     std::this_thread::sleep_for(hold);
@@ -205,7 +212,7 @@ Json measure_open_streams(const GatewayBenchOptions& o, bool through_gateway) {
     report = {{"rss_before_bytes", before}, {"rss_open_bytes", open},
               {"client_bytes", clients.held_bytes()}, {"connections", gateway.server->open_connections()}};
     finish_all();
-    check_clients(clients, wait_until([&] { return clients.streams_done() == o.streams; }, 20000ms),
+    check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.streams; }, 20000ms),
                   "the streams did not all end");
     return report;
   }
@@ -281,7 +288,7 @@ Json figure_throughput(const GatewayBenchOptions& o) {
   SseClients clients(completion_requests(gateway.port()));
   receivers = &clients;
   clients.open(static_cast<int>(o.throughput_streams));
-  check_clients(clients, wait_until([&] { return clients.streams_flowing() == o.throughput_streams || clients.failures() > 0; },
+  check_clients(clients, gateway, wait_until([&] { return clients.streams_flowing() == o.throughput_streams || clients.failures() > 0; },
                                     20000ms) && clients.failures() == 0,
                 "the streams did not all open");
   std::this_thread::sleep_for(300ms);  // warm
@@ -291,7 +298,7 @@ Json figure_throughput(const GatewayBenchOptions& o) {
   const std::int64_t received = clients.events() - first;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   worker.finish_all();
-  check_clients(clients, wait_until([&] { return clients.streams_done() == o.throughput_streams; }, 20000ms) &&
+  check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.throughput_streams; }, 20000ms) &&
                              clients.failures() == 0,
                 "the streams did not all end");
   receivers = nullptr;
@@ -331,7 +338,7 @@ Json figure_latency(const GatewayBenchOptions& o) {
   requests.record_send_times = true;
   SseClients clients(requests);
   clients.open(static_cast<int>(o.latency_streams));
-  check_clients(clients, wait_until([&] { return clients.streams_flowing() == o.latency_streams || clients.failures() > 0; },
+  check_clients(clients, gateway, wait_until([&] { return clients.streams_flowing() == o.latency_streams || clients.failures() > 0; },
                                     20000ms) && clients.failures() == 0,
                 "the streams did not all open");
   std::this_thread::sleep_for(500ms);  // warm
@@ -341,7 +348,7 @@ Json figure_latency(const GatewayBenchOptions& o) {
   std::this_thread::sleep_for(200ms);  // the last events in the window arrive
   worker.finish_all();
   std::vector<EventTiming> through_gateway = clients.take_timings();
-  check_clients(clients, wait_until([&] { return clients.streams_done() == o.latency_streams; }, 20000ms) &&
+  check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.latency_streams; }, 20000ms) &&
                              clients.failures() == 0,
                 "the streams did not all end");
   stop = true;
