@@ -190,7 +190,7 @@ class SseStream : public std::enable_shared_from_this<SseStream> {
   SseClients::Impl& owner_;
   tcp::socket socket_;
   const std::string& request_;  // shared by every stream
-  std::array<char, 2048> buffer_;
+  std::array<char, 4096> buffer_;
   State state_ = State::kHead;
   std::string head_, line_, sse_;
   std::size_t chunk_left_ = 0, crlf_left_ = 0;
