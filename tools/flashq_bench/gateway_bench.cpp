@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 #include <iostream>
 #include <unordered_map>
 
@@ -316,9 +318,9 @@ Json figure_latency(const GatewayBenchOptions& o) {
   subscriber.set(zmq::sockopt::subscribe, std::string(protocol::kStreamTopicPrefix));
   std::mutex direct_mutex;
   std::vector<EventTiming> direct;
-  std::atomic<bool> stop{false};
-  std::thread reader([&] {
-    while (!stop) {
+  // Joined when the figure returns or throws.
+  std::jthread reader([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
       zmq::pollitem_t item{subscriber.handle(), 0, ZMQ_POLLIN, 0};
       if (zmq::poll(&item, 1, 100ms) <= 0) continue;
       std::vector<zmq::message_t> parts;
@@ -351,7 +353,7 @@ Json figure_latency(const GatewayBenchOptions& o) {
   check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.latency_streams; }, 20000ms) &&
                              clients.failures() == 0,
                 "the streams did not all end");
-  stop = true;
+  reader.request_stop();
   reader.join();
   std::unordered_map<std::int64_t, std::int64_t> direct_at;  // send time -> receipt
   std::vector<double> direct_us, gateway_us, added_us;
