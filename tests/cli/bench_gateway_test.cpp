@@ -14,7 +14,7 @@ TEST(BenchGateway, QuickRunReportsEveryFigure) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json out = nlohmann::json::parse(r.output.substr(r.output.rfind("\n{") + 1));
   const nlohmann::json& open = out.at("open_streams");
-  EXPECT_EQ(open.at("streams").get<int>(), 200);
+  EXPECT_EQ(open.at("streams").get<int>(), 100);
   EXPECT_GT(open.at("rss_open_bytes").get<double>(), open.at("rss_before_bytes").get<double>());
   EXPECT_GT(open.at("client_bytes").get<double>(), 0.0);
   EXPECT_GT(open.at("process_bytes_per_stream").get<double>(), 0.0);

@@ -410,12 +410,12 @@ void print_table(const Json& r) {
 
 void run_gateway_bench(GatewayBenchOptions o) {
   if (o.quick) {
-    o.streams = 200;
-    o.hold_s = 0.5;
-    o.throughput_s = 1;
+    o.streams = 100;
+    o.hold_s = 0.3;
+    o.throughput_s = 0.5;
     o.latency_streams = 20;
     o.latency_rate = 2000;
-    o.latency_s = 1;
+    o.latency_s = 0.5;
   }
   if (o.streams < 1 || o.throughput_streams < 1 || o.latency_streams < 1 || o.latency_rate <= 0 || o.window < 1) {
     throw Error(ErrorCode::kInvalidArgument, "stream counts, --window and --latency-rate must be positive");
