@@ -70,14 +70,15 @@ sanitize: setup
 	./scripts/fuzz --build $(BUILD)-asan --seconds $(FUZZ_SECONDS)
 
 # The threaded parts under ThreadSanitizer: the worker process (I/O and engine threads), the
-# client, the broker (with its ZAP thread under CURVE), end to end, and the OpenMP CPU kernels.
+# client, the broker (with its ZAP thread under CURVE), end to end, the OpenMP CPU kernels, and
+# the gateway (its I/O threads and broker links, driven by the OpenAI SDK tests).
 # OpenMP is LLVM's libomp here, which loads the Archer tool (libarcher.so) so that TSan sees its
 # barriers and joins; GCC's libgomp is not instrumented and would report false races. Runtime
 # libraries are not instrumented (libomp's own locks, libzmq, libsodium): ignore_noninstrumented_modules
 # drops reports from inside them (libomp asks for it: they raced on its own lock's init), and the
 # only suppressions, tests/tsan.supp, are for libzmq and libsodium.
 TSAN_TESTS = worker_process_test worker_job_request_test client_test job_commands_test broker_test broker_dispatch_test unknown_model_test job_queue_test \
-  e2e_test cpu_kernels_test curve_broker_test curve_cli_test
+  e2e_test cpu_kernels_test curve_broker_test curve_cli_test flashq-gateway
 TSAN_ENV = TSAN_OPTIONS=ignore_noninstrumented_modules=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$(CURDIR)/tests/tsan.supp:log_path=$(abspath $(BUILD)-tsan)/sanitizer-logs/tsan
 tsan: setup
 	$(call san_configure,$(BUILD)-tsan,thread)

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -251,14 +252,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     for (std::size_t i = 0; i < writing_; ++i) pieces.push_back(net::buffer(outbox_[i]));
     net::async_write(socket_, pieces,
                      net::bind_executor(strand_, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                       // Closed meanwhile (the client left while this write was in flight):
-                       // close() emptied the outbox but the one in flight.
+                       const std::size_t written = std::exchange(self->writing_, 0);
                        if (ec || self->closed_) {
                          self->close();
+                         self->outbox_.clear();  // no write holds its buffers any more
                          return;
                        }
                        self->queued_bytes_ -= n;
-                       self->outbox_.erase(self->outbox_.begin(), self->outbox_.begin() + self->writing_);
+                       self->outbox_.erase(self->outbox_.begin(), self->outbox_.begin() + written);
                        self->write_next();
                      }));
   }
@@ -270,8 +271,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
-    // A write in flight still reads its pieces until its handler runs: keep those.
-    outbox_.erase(outbox_.begin() + writing_, outbox_.end());
+    // A write in flight still reads its buffers until its handler runs: that clears them.
+    if (!writing_) outbox_.clear();
     if (!answered_ && on_disconnect_) {
       auto callback = std::move(on_disconnect_);
       on_disconnect_ = nullptr;

@@ -12,7 +12,7 @@ namespace {
 
 // Content as a string or an array of text parts (joined with "\n", as vLLM joins them). Other
 // parts (images, audio, files) need a multimodal model: refused, naming the part.
-std::string read_content_parts(const nlohmann::json& parts, const std::string& field) {
+std::string read_content_parts(const nlohmann::ordered_json& parts, const std::string& field) {
   std::string text;
   for (std::size_t j = 0; j < parts.size(); ++j) {
     const std::string part_field = field + "[" + std::to_string(j) + "]";
@@ -23,7 +23,7 @@ std::string read_content_parts(const nlohmann::json& parts, const std::string& f
       throw unsupported_parameter(part_field + ".type", "content parts of type '" + type +
                                                             "' need a multimodal model; only text parts are read");
     }
-    const nlohmann::json& part_text = part.require("text");
+    const nlohmann::ordered_json& part_text = part.require("text");
     if (!part_text.is_string())
       throw invalid_request("'" + part_field + ".text' must be a string", part_field + ".text");
     part.ignore("cache_control");  // a caching hint some clients add
@@ -35,7 +35,7 @@ std::string read_content_parts(const nlohmann::json& parts, const std::string& f
 }
 
 std::optional<std::string> read_content(RequestBody& message, const std::string& prefix) {
-  const nlohmann::json* content = message.find("content");
+  const nlohmann::ordered_json* content = message.find("content");
   if (content == nullptr) return std::nullopt;
   if (content->is_string()) return content->get<std::string>();
   if (content->is_array()) return read_content_parts(*content, prefix + "content");
@@ -43,7 +43,7 @@ std::optional<std::string> read_content(RequestBody& message, const std::string&
                         "invalid_type");
 }
 
-std::vector<protocol::ToolCall> read_message_tool_calls(const nlohmann::json& calls, const std::string& field) {
+std::vector<protocol::ToolCall> read_message_tool_calls(const nlohmann::ordered_json& calls, const std::string& field) {
   if (!calls.is_array()) throw invalid_request("'" + field + "' must be an array", field, "invalid_type");
   std::vector<protocol::ToolCall> out;
   for (std::size_t k = 0; k < calls.size(); ++k) {
@@ -62,7 +62,7 @@ std::vector<protocol::ToolCall> read_message_tool_calls(const nlohmann::json& ca
                             call_field + ".function.name");
     }
     tool_call.name = *name;
-    const nlohmann::json& arguments = function.require("arguments");
+    const nlohmann::ordered_json& arguments = function.require("arguments");
     // OpenAI's form is JSON text in a string; the job map takes it as that string.
     tool_call.arguments_json = arguments.dump();
     function.refuse_unread();
@@ -72,7 +72,7 @@ std::vector<protocol::ToolCall> read_message_tool_calls(const nlohmann::json& ca
   return out;
 }
 
-protocol::ChatMessage read_message(const nlohmann::json& value, std::size_t i) {
+protocol::ChatMessage read_message(const nlohmann::ordered_json& value, std::size_t i) {
   const std::string prefix = "messages[" + std::to_string(i) + "].";
   RequestBody message(value, prefix);
   protocol::ChatMessage out;
@@ -90,7 +90,7 @@ protocol::ChatMessage read_message(const nlohmann::json& value, std::size_t i) {
   out.content = read_content(message, prefix);
   if (auto name = message.string("name")) out.name = name;
   if (out.role == "assistant") {
-    if (const nlohmann::json* calls = message.find("tool_calls")) {
+    if (const nlohmann::ordered_json* calls = message.find("tool_calls")) {
       out.tool_calls = read_message_tool_calls(*calls, prefix + "tool_calls");
     }
     // An assistant message as a chat completion returned it may be sent back whole: its reasoning
@@ -121,7 +121,7 @@ protocol::ChatMessage read_message(const nlohmann::json& value, std::size_t i) {
 
 // The tools as the template takes them; only function tools (custom tools have no format a
 // chat template writes).
-nlohmann::json read_tools(const nlohmann::json& tools) {
+nlohmann::ordered_json read_tools(const nlohmann::ordered_json& tools) {
   if (!tools.is_array()) throw invalid_request("'tools' must be an array", "tools", "invalid_type");
   for (std::size_t i = 0; i < tools.size(); ++i) {
     const std::string field = "tools[" + std::to_string(i) + "]";
@@ -136,7 +136,8 @@ nlohmann::json read_tools(const nlohmann::json& tools) {
       throw invalid_request("'" + field + ".function.name' must be a non-empty string", field + ".function.name");
     }
     function.string("description");
-    if (const nlohmann::json* parameters = function.find("parameters"); parameters && !parameters->is_object()) {
+    if (const nlohmann::ordered_json* parameters = function.find("parameters");
+        parameters && !parameters->is_object()) {
       throw invalid_request("'" + field + ".function.parameters' must be a JSON Schema object",
                             field + ".function.parameters");
     }
@@ -148,8 +149,8 @@ nlohmann::json read_tools(const nlohmann::json& tools) {
   return tools;
 }
 
-const nlohmann::json* find_tool(const nlohmann::json& tools, const std::string& name) {
-  for (const nlohmann::json& tool : tools) {
+const nlohmann::ordered_json* find_tool(const nlohmann::ordered_json& tools, const std::string& name) {
+  for (const nlohmann::ordered_json& tool : tools) {
     if (tool["function"]["name"] == name) return &tool;
   }
   return nullptr;
@@ -159,11 +160,11 @@ const nlohmann::json* find_tool(const nlohmann::json& tools, const std::string& 
 void refuse_unsupported_chat_fields(RequestBody& body) {
   body.refuse_unless("logprobs", false, "log probabilities are not returned yet");
   body.refuse_unless("top_logprobs", 0, "log probabilities are not returned yet");
-  body.refuse_unless("response_format", nlohmann::json{{"type", "text"}},
+  body.refuse_unless("response_format", nlohmann::ordered_json{{"type", "text"}},
                      "structured output (json_object, json_schema) needs constrained decoding; only {\"type\": "
                      "\"text\"} is accepted");
   body.refuse("audio", "audio output is not supported");
-  body.refuse_unless("modalities", nlohmann::json::array({"text"}), "only text output is supported");
+  body.refuse_unless("modalities", nlohmann::ordered_json::array({"text"}), "only text output is supported");
   body.refuse("functions", "the deprecated functions; use tools");
   body.refuse("function_call", "the deprecated function_call; use tool_choice");
   body.refuse("prediction", "predicted outputs are not supported");
@@ -184,12 +185,12 @@ void refuse_unsupported_chat_fields(RequestBody& body) {
 
 }  // namespace
 
-GenerationRequest read_chat_completion_request(const nlohmann::json& json, const ModelDirectory& models,
+GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& json, const ModelDirectory& models,
                                                const RequestExtensions& ext) {
   RequestBody body(json);
   GenerationRequest request;
   request.endpoint = Endpoint::kChatCompletions;
-  const ServedModel& model = read_model(body, models);
+  const ServedModel& model = read_requested_model(body, models);
   request.model = body.require("model").get<std::string>();
   SharedFields fields = read_shared_fields(body, ext);
   if (auto max_completion_tokens = body.integer("max_completion_tokens", 1, protocol::kMaxMaxTokens)) {
@@ -203,7 +204,7 @@ GenerationRequest read_chat_completion_request(const nlohmann::json& json, const
   refuse_unsupported_chat_fields(body);
 
   protocol::Job job = fields.job;
-  const nlohmann::json& messages = body.require("messages");
+  const nlohmann::ordered_json& messages = body.require("messages");
   if (!messages.is_array() || messages.empty()) {
     throw invalid_request("'messages' must be a non-empty array of messages", "messages");
   }
@@ -214,11 +215,11 @@ GenerationRequest read_chat_completion_request(const nlohmann::json& json, const
   // Tools: an empty array is no tools. With tool_choice none they are left out of the prompt (the
   // model is not told of functions it may not call); with a named choice only that function is
   // given, the nearest flashq comes to forcing it without constrained decoding.
-  nlohmann::json tools = nlohmann::json::array();
-  if (const nlohmann::json* given = body.find("tools")) tools = read_tools(*given);
-  const nlohmann::json* tool_choice = body.find("tool_choice");
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  if (const nlohmann::ordered_json* given = body.find("tools")) tools = read_tools(*given);
+  const nlohmann::ordered_json* tool_choice = body.find("tool_choice");
   try {
-    request.tool_choice = parse_tool_choice(tool_choice ? *tool_choice : nlohmann::json(), !tools.empty());
+    request.tool_choice = parse_tool_choice(tool_choice ? *tool_choice : nlohmann::ordered_json(), !tools.empty());
   } catch (const Error& e) {
     throw invalid_request(e.what(), "tool_choice");
   }
@@ -226,15 +227,15 @@ GenerationRequest read_chat_completion_request(const nlohmann::json& json, const
     throw invalid_request("'tool_choice' is required, but the request has no tools", "tool_choice");
   }
   if (request.tool_choice.mode == ToolChoiceMode::kNamed) {
-    const nlohmann::json* named = find_tool(tools, request.tool_choice.function_name);
+    const nlohmann::ordered_json* named = find_tool(tools, request.tool_choice.function_name);
     if (named == nullptr) {
       throw invalid_request(
           "'tool_choice' names the function '" + request.tool_choice.function_name + "', which is not among the tools",
           "tool_choice");
     }
-    tools = nlohmann::json::array({*named});
+    tools = nlohmann::ordered_json::array({*named});
   } else if (request.tool_choice.mode == ToolChoiceMode::kNone) {
-    tools = nlohmann::json::array();
+    tools = nlohmann::ordered_json::array();
   }
   request.has_tools = !tools.empty();
   if (request.has_tools) {
@@ -247,7 +248,7 @@ GenerationRequest read_chat_completion_request(const nlohmann::json& json, const
   request.parallel_tool_calls = body.boolean("parallel_tool_calls").value_or(true);
 
   bool thinking_off = false;
-  if (const nlohmann::json* kwargs = body.find("chat_template_kwargs")) {
+  if (const nlohmann::ordered_json* kwargs = body.find("chat_template_kwargs")) {
     if (!kwargs->is_object()) throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
     for (const char* reserved : protocol::kReservedTemplateVariables) {
       if (kwargs->contains(reserved)) {

@@ -8,17 +8,17 @@
 namespace flashq::gateway {
 namespace {
 
-bool is_token_ids(const nlohmann::json& value) {
+bool is_token_ids(const nlohmann::ordered_json& value) {
   if (!value.is_array() || value.empty()) return false;
-  for (const nlohmann::json& id : value) {
+  for (const nlohmann::ordered_json& id : value) {
     if (!id.is_number_integer()) return false;
   }
   return true;
 }
 
-protocol::TokenIds read_token_ids(const nlohmann::json& value, const std::string& field) {
+protocol::TokenIds read_token_ids(const nlohmann::ordered_json& value, const std::string& field) {
   protocol::TokenIds ids;
-  for (const nlohmann::json& id : value) {
+  for (const nlohmann::ordered_json& id : value) {
     if (id.is_number_unsigned() ? id.get<std::uint64_t>() > static_cast<std::uint64_t>(protocol::kMaxTokenId)
                                 : id.get<std::int64_t>() < 0) {
       throw invalid_request("'" + field + "' holds " + id.dump() + ", which is not a token id", field);
@@ -30,12 +30,12 @@ protocol::TokenIds read_token_ids(const nlohmann::json& value, const std::string
 
 // The prompts as OpenAI takes them: a string, an array of strings, an array of token ids, or an
 // array of arrays of token ids.
-std::vector<protocol::Prompt> read_prompts(const nlohmann::json& value) {
+std::vector<protocol::Prompt> read_prompts(const nlohmann::ordered_json& value) {
   const std::string kind =
       "'prompt' must be a string, an array of strings, an array of token ids, or an array of "
       "arrays of token ids";
   std::vector<protocol::Prompt> prompts;
-  auto add_text = [&](const nlohmann::json& text, const std::string& field) {
+  auto add_text = [&](const nlohmann::ordered_json& text, const std::string& field) {
     if (text.get_ref<const std::string&>().empty()) throw invalid_request("'" + field + "' is empty", field);
     prompts.emplace_back(text.get<std::string>());
   };
@@ -61,12 +61,12 @@ std::vector<protocol::Prompt> read_prompts(const nlohmann::json& value) {
 
 }  // namespace
 
-GenerationRequest read_completion_request(const nlohmann::json& json, const ModelDirectory& models,
+GenerationRequest read_completion_request(const nlohmann::ordered_json& json, const ModelDirectory& models,
                                           const RequestExtensions& ext) {
   RequestBody body(json);
   GenerationRequest request;
   request.endpoint = Endpoint::kCompletions;
-  const ServedModel& model = read_model(body, models);
+  const ServedModel& model = read_requested_model(body, models);
   request.model = body.require("model").get<std::string>();
   const SharedFields fields = read_shared_fields(body, ext);
   body.refuse_unless("echo", false, "echoing the prompt is not supported");

@@ -6,6 +6,12 @@
 #include "shared/error.h"
 
 namespace flashq::gateway {
+namespace {
+
+constexpr std::string_view kNoWorkerForModel = "no worker serves model";
+constexpr int kModelUnavailableRetryAfterS = 5;
+
+}  // namespace
 
 std::optional<ApiError> job_outcome_error(const protocol::FinalResult& result, const std::string& job_id) {
   const std::string why = result.error ? ": " + *result.error : std::string();
@@ -20,6 +26,12 @@ std::optional<ApiError> job_outcome_error(const protocol::FinalResult& result, c
     case protocol::FinishReason::kError:
       return ApiError(500, "server_error", "server_error", "job " + job_id + " failed" + why);
     case protocol::FinishReason::kRejected:
+      // The broker ends a queued job whose model no worker has served for its grace period with
+      // this text (broker/model_catalog.cpp): no fault of the request, and workers may return.
+      if (result.error && result.error->starts_with(kNoWorkerForModel)) {
+        return ApiError(503, "server_error", "model_unavailable", "job " + job_id + why, std::nullopt,
+                        kModelUnavailableRetryAfterS);
+      }
       return ApiError(400, "invalid_request_error", "job_rejected",
                       "job " + job_id + " cannot be served as asked" + why);
   }

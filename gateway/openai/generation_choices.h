@@ -27,7 +27,9 @@ namespace flashq::gateway {
 //   deadline   504 server_error          "timeout"      (a retry with more time may succeed)
 //   error      500 server_error          "server_error" (a failure of the system; may succeed again)
 //   rejected   400 invalid_request_error "job_rejected" (the job cannot be served as asked: its
-//              prompt does not fit the context, the template refuses the messages, ...)
+//              prompt does not fit the context, the template refuses the messages, ...), except
+//              the broker's "no worker serves model ..." (its model lost every worker while the
+//              job waited): 503 server_error "model_unavailable", Retry-After 5 s
 // The message names the job and carries the final map's `error` text.
 std::optional<ApiError> job_outcome_error(const protocol::FinalResult& result, const std::string& job_id);
 

@@ -28,7 +28,8 @@ struct RequestExtensions {
   std::optional<std::int64_t> priority;     // lower runs first
   std::optional<std::int64_t> deadline_ms;  // from submission; 0: the broker's default
   // max_tokens when the body gives none (and max_completion_tokens neither); 0: the job map's
-  // default (256). For a token-id prompt of a model with a known context it is cut to what fits.
+  // default (256). Cut to what fits a model with a known context (exactly for a token-id prompt;
+  // for text, to the context less one token).
   std::int64_t default_max_tokens = 0;
   // The sampling seed when the body gives none (the server draws one per request, so requests
   // without a seed differ as OpenAI's do). Choice i runs with seed + i.
@@ -56,9 +57,12 @@ struct GenerationRequest {
   bool starts_in_reasoning = false;  // the template opens <think> in the prompt
 };
 
-GenerationRequest read_chat_completion_request(const nlohmann::json& body, const ModelDirectory& models,
+// The body parsed as nlohmann::ordered_json: tool definitions reach the chat template key by key
+// as the client wrote them (a template renders them with `tojson`, and a model reads a schema's
+// properties in that order), as the job map carries them (docs/protocol.md, "JSON-like values").
+GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& body, const ModelDirectory& models,
                                                const RequestExtensions& ext);
-GenerationRequest read_completion_request(const nlohmann::json& body, const ModelDirectory& models,
+GenerationRequest read_completion_request(const nlohmann::ordered_json& body, const ModelDirectory& models,
                                           const RequestExtensions& ext);
 
 }  // namespace flashq::gateway

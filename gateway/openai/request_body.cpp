@@ -6,29 +6,30 @@
 
 namespace flashq::gateway {
 
-std::string json_type_name(const nlohmann::json& value) {
+std::string json_type_name(const nlohmann::ordered_json& value) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null:
+    case nlohmann::ordered_json::value_t::null:
       return "null";
-    case nlohmann::json::value_t::object:
+    case nlohmann::ordered_json::value_t::object:
       return "an object";
-    case nlohmann::json::value_t::array:
+    case nlohmann::ordered_json::value_t::array:
       return "an array";
-    case nlohmann::json::value_t::string:
+    case nlohmann::ordered_json::value_t::string:
       return "a string";
-    case nlohmann::json::value_t::boolean:
+    case nlohmann::ordered_json::value_t::boolean:
       return "a boolean";
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::ordered_json::value_t::number_integer:
+    case nlohmann::ordered_json::value_t::number_unsigned:
       return "an integer";
-    case nlohmann::json::value_t::number_float:
+    case nlohmann::ordered_json::value_t::number_float:
       return "a number";
     default:
       return "not JSON";
   }
 }
 
-RequestBody::RequestBody(const nlohmann::json& body, std::string prefix) : body_(body), prefix_(std::move(prefix)) {
+RequestBody::RequestBody(const nlohmann::ordered_json& body, std::string prefix)
+    : body_(body), prefix_(std::move(prefix)) {
   if (!body_.is_object()) {
     const std::string what = prefix_.empty() ? "the request body" : prefix_.substr(0, prefix_.size() - 1);
     throw invalid_request(what + " must be a JSON object, not " + json_type_name(body_),
@@ -36,15 +37,15 @@ RequestBody::RequestBody(const nlohmann::json& body, std::string prefix) : body_
   }
 }
 
-const nlohmann::json* RequestBody::find(std::string_view key) {
+const nlohmann::ordered_json* RequestBody::find(std::string_view key) {
   read_.emplace(key);
   const auto it = body_.find(std::string(key));
   if (it == body_.end() || it->is_null()) return nullptr;
   return &*it;
 }
 
-const nlohmann::json& RequestBody::require(std::string_view key) {
-  const nlohmann::json* value = find(key);
+const nlohmann::ordered_json& RequestBody::require(std::string_view key) {
+  const nlohmann::ordered_json* value = find(key);
   if (value == nullptr) {
     throw invalid_request("'" + field(key) + "' is required", field(key), "missing_required_parameter");
   }
@@ -52,7 +53,7 @@ const nlohmann::json& RequestBody::require(std::string_view key) {
 }
 
 std::optional<std::string> RequestBody::string(std::string_view key) {
-  const nlohmann::json* value = find(key);
+  const nlohmann::ordered_json* value = find(key);
   if (value == nullptr) return std::nullopt;
   if (!value->is_string()) {
     throw invalid_request("'" + field(key) + "' must be a string, not " + json_type_name(*value), field(key),
@@ -62,7 +63,7 @@ std::optional<std::string> RequestBody::string(std::string_view key) {
 }
 
 std::optional<bool> RequestBody::boolean(std::string_view key) {
-  const nlohmann::json* value = find(key);
+  const nlohmann::ordered_json* value = find(key);
   if (value == nullptr) return std::nullopt;
   if (!value->is_boolean()) {
     throw invalid_request("'" + field(key) + "' must be a boolean, not " + json_type_name(*value), field(key),
@@ -72,7 +73,7 @@ std::optional<bool> RequestBody::boolean(std::string_view key) {
 }
 
 std::optional<std::int64_t> RequestBody::integer(std::string_view key, std::int64_t min, std::int64_t max) {
-  const nlohmann::json* value = find(key);
+  const nlohmann::ordered_json* value = find(key);
   if (value == nullptr) return std::nullopt;
   const std::string range = " between " + std::to_string(min) + " and " + std::to_string(max);
   if (!value->is_number_integer()) {
@@ -93,7 +94,7 @@ std::optional<std::int64_t> RequestBody::integer(std::string_view key, std::int6
 }
 
 std::optional<double> RequestBody::number(std::string_view key, double min, double max) {
-  const nlohmann::json* value = find(key);
+  const nlohmann::ordered_json* value = find(key);
   if (value == nullptr) return std::nullopt;
   if (!value->is_number()) {
     throw invalid_request("'" + field(key) + "' must be a number, not " + json_type_name(*value), field(key),
@@ -101,7 +102,7 @@ std::optional<double> RequestBody::number(std::string_view key, double min, doub
   }
   const double x = value->get<double>();
   if (!std::isfinite(x) || x < min || x > max) {
-    nlohmann::json bounds = {min, max};
+    nlohmann::ordered_json bounds = {min, max};
     throw invalid_request("'" + field(key) + "' must be between " + bounds[0].dump() + " and " + bounds[1].dump() +
                               ", not " + value->dump(),
                           field(key));
@@ -109,8 +110,8 @@ std::optional<double> RequestBody::number(std::string_view key, double min, doub
   return x;
 }
 
-void RequestBody::refuse_unless(std::string_view key, const nlohmann::json& allowed, const std::string& why) {
-  const nlohmann::json* value = find(key);
+void RequestBody::refuse_unless(std::string_view key, const nlohmann::ordered_json& allowed, const std::string& why) {
+  const nlohmann::ordered_json* value = find(key);
   if (value == nullptr || *value == allowed) return;
   throw unsupported_parameter(field(key), why);
 }

@@ -20,12 +20,12 @@ class RequestBody {
  public:
   // 400 invalid_request_error when the body is not a JSON object. `prefix` names the fields of a
   // nested object in errors ("stream_options." , "messages[2].").
-  explicit RequestBody(const nlohmann::json& body, std::string prefix = "");
+  explicit RequestBody(const nlohmann::ordered_json& body, std::string prefix = "");
 
   // The value, or nullptr when absent or null; the key counts as read.
-  const nlohmann::json* find(std::string_view key);
+  const nlohmann::ordered_json* find(std::string_view key);
   // The value, present and not null; 400 missing_required_parameter otherwise.
-  const nlohmann::json& require(std::string_view key);
+  const nlohmann::ordered_json& require(std::string_view key);
 
   std::optional<std::string> string(std::string_view key);
   std::optional<bool> boolean(std::string_view key);
@@ -38,7 +38,7 @@ class RequestBody {
   void ignore(std::string_view key) { find(key); }
   // 400 unsupported_parameter naming the key when it is present, not null, and not equal to
   // `allowed` (the value that asks for nothing, e.g. presence_penalty 0); `why` ends the message.
-  void refuse_unless(std::string_view key, const nlohmann::json& allowed, const std::string& why);
+  void refuse_unless(std::string_view key, const nlohmann::ordered_json& allowed, const std::string& why);
   void refuse(std::string_view key, const std::string& why);
 
   // 400 unrecognized_request_argument naming the first field no read above touched.
@@ -48,12 +48,12 @@ class RequestBody {
   std::string field(std::string_view key) const { return prefix_ + std::string(key); }
 
  private:
-  const nlohmann::json& body_;
+  const nlohmann::ordered_json& body_;
   std::string prefix_;
   std::set<std::string, std::less<>> read_;
 };
 
 // The JSON type of a value as a person reads it ("a string", "an array", ...).
-std::string json_type_name(const nlohmann::json& value);
+std::string json_type_name(const nlohmann::ordered_json& value);
 
 }  // namespace flashq::gateway

@@ -11,13 +11,13 @@ namespace flashq::gateway {
 namespace {
 
 std::vector<std::string> read_stop(RequestBody& body) {
-  const nlohmann::json* value = body.find("stop");
+  const nlohmann::ordered_json* value = body.find("stop");
   if (value == nullptr) return {};
   std::vector<std::string> stop;
   if (value->is_string()) {
     stop.push_back(value->get<std::string>());
   } else if (value->is_array()) {
-    for (const nlohmann::json& s : *value) {
+    for (const nlohmann::ordered_json& s : *value) {
       if (!s.is_string())
         throw invalid_request("'stop' must be a string or an array of strings", "stop", "invalid_type");
       stop.push_back(s.get<std::string>());
@@ -41,7 +41,7 @@ std::vector<std::string> read_stop(RequestBody& body) {
 }
 
 protocol::TokenIds read_stop_token_ids(RequestBody& body) {
-  const nlohmann::json* value = body.find("stop_token_ids");
+  const nlohmann::ordered_json* value = body.find("stop_token_ids");
   if (value == nullptr) return {};
   if (!value->is_array() || value->size() > protocol::kMaxStopTokenIds) {
     throw invalid_request(
@@ -49,7 +49,7 @@ protocol::TokenIds read_stop_token_ids(RequestBody& body) {
         "stop_token_ids");
   }
   protocol::TokenIds ids;
-  for (const nlohmann::json& id : *value) {
+  for (const nlohmann::ordered_json& id : *value) {
     if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > protocol::kMaxTokenId) {
       throw invalid_request("'stop_token_ids' must hold token ids (integers from 0 to 2147483647)", "stop_token_ids");
     }
@@ -60,7 +60,7 @@ protocol::TokenIds read_stop_token_ids(RequestBody& body) {
 
 // OpenAI's seed is any 64-bit integer; the job's is unsigned, so a negative one wraps.
 std::optional<std::uint64_t> read_seed(RequestBody& body) {
-  const nlohmann::json* value = body.find("seed");
+  const nlohmann::ordered_json* value = body.find("seed");
   if (value == nullptr) return std::nullopt;
   if (value->is_number_unsigned()) return value->get<std::uint64_t>();
   if (value->is_number_integer()) return static_cast<std::uint64_t>(value->get<std::int64_t>());
@@ -86,8 +86,8 @@ std::optional<std::int64_t> merge_extension(const std::string& name, const std::
 
 }  // namespace
 
-const ServedModel& read_model(RequestBody& body, const ModelDirectory& models) {
-  const nlohmann::json& value = body.require("model");
+const ServedModel& read_requested_model(RequestBody& body, const ModelDirectory& models) {
+  const nlohmann::ordered_json& value = body.require("model");
   if (!value.is_string()) throw invalid_request("'model' must be a string", "model", "invalid_type");
   const auto it = models.find(value.get<std::string>());
   if (it == models.end()) {
@@ -101,7 +101,7 @@ SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext)
   SharedFields f;
   f.n = body.integer("n", 1, static_cast<std::int64_t>(kMaxChoices)).value_or(1);
   f.stream = body.boolean("stream").value_or(false);
-  if (const nlohmann::json* options = body.find("stream_options")) {
+  if (const nlohmann::ordered_json* options = body.find("stream_options")) {
     if (!f.stream) {
       throw invalid_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
     }
@@ -131,7 +131,8 @@ SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext)
   const std::string no_penalties = "flashq's sampler has no repetition penalties (0 is accepted)";
   body.refuse_unless("frequency_penalty", 0, no_penalties);
   body.refuse_unless("presence_penalty", 0, no_penalties);
-  body.refuse_unless("logit_bias", nlohmann::json::object(), "flashq's sampler takes no logit bias ({} is accepted)");
+  body.refuse_unless("logit_bias", nlohmann::ordered_json::object(),
+                     "flashq's sampler takes no logit bias ({} is accepted)");
 
   job.priority =
       merge_extension(

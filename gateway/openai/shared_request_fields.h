@@ -30,7 +30,7 @@ struct SharedFields {
 };
 
 // `model`: 404 model_not_found when the directory does not hold it.
-const ServedModel& read_model(RequestBody& body, const ModelDirectory& models);
+const ServedModel& read_requested_model(RequestBody& body, const ModelDirectory& models);
 
 // Reads and refuses the shared fields; leaves `max_completion_tokens` and the endpoint's own fields
 // to the caller.

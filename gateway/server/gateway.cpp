@@ -56,6 +56,19 @@ std::optional<std::string> query_value(const HttpRequest& request, std::string_v
   return std::nullopt;
 }
 
+// The route a path is counted under in /metrics: the endpoint, with a response's id as {id}, or
+// "other", so that clients cannot grow the metrics with paths of their own.
+std::string route_label(const std::string& path) {
+  for (const char* known : {"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/responses"}) {
+    if (path == known) return path;
+  }
+  if (path.rfind("/v1/responses/", 0) == 0) {
+    return path.size() > 7 && path.compare(path.size() - 7, 7, "/cancel") == 0 ? "/v1/responses/{id}/cancel"
+                                                                                : "/v1/responses/{id}";
+  }
+  return "other";
+}
+
 // The path without its query.
 std::string_view path_of(const HttpRequest& request) {
   const std::string_view target(request.target().data(), request.target().size());
@@ -112,10 +125,10 @@ void Gateway::handle(const HttpRequest& request, std::shared_ptr<Responder> resp
   try {
     route(request, responder, path);
   } catch (const ApiError& error) {
-    answer_error(responder, path, error);
+    answer_error(responder, route_label(path), error);
   } catch (const std::exception& e) {
     spdlog::error("gateway: {} {} failed: {}", std::string(request.method_string()), path, e.what());
-    answer_error(responder, path, ApiError(500, "server_error", "internal", "internal error"));
+    answer_error(responder, route_label(path), ApiError(500, "server_error", "internal", "internal error"));
   }
 }
 
@@ -188,7 +201,8 @@ void Gateway::list_models(const std::shared_ptr<Responder>& responder, const std
 
 void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
                        const std::string& route) {
-  const nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+  // Ordered: tool definitions reach the chat template key by key, as the client wrote them.
+  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) throw invalid_request("the body is not valid JSON", std::nullopt, "invalid_json");
   RequestExtensions ext;
   ext.priority = integer_header(request, "x-flashq-priority");

@@ -122,6 +122,26 @@ TEST_F(FlashqUp, ServesAJobAndExitsZeroOnSigterm) {
             std::optional<double>(static_cast<double>(tokens.size())))
       << metrics.body;
 
+  // The embedded gateway (--gateway 127.0.0.1:0, the port printed) lists the model it serves,
+  // once it has asked the broker (every second).
+  const std::string log = up_->log();
+  const std::size_t at = log.find("gateway http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << log;
+  const int gateway_port = std::stoi(log.substr(at + std::string("gateway http://127.0.0.1:").size()));
+  HttpResponse models;
+  nlohmann::json listed;
+  const bool served = eventually(
+      [&] {
+        models = http_get(gateway_port, "/v1/models");
+        listed = nlohmann::json::parse(models.body, nullptr, false);
+        return models.status == 200 && listed.is_object() && !listed.at("data").empty();
+      },
+      milliseconds(10000));
+  ASSERT_TRUE(served) << models.status << " " << models.body;
+  ASSERT_EQ(listed.at("data").size(), 1u) << models.body;
+  EXPECT_EQ(listed.at("data")[0].at("id"), "target");
+  EXPECT_GT(listed.at("data")[0].at("max_model_len").get<int64_t>(), 0);
+
   up_->signal(SIGTERM);
   EXPECT_EQ(up_->wait_exit(milliseconds(20000)), std::optional<int>(0)) << "flashq up did not exit 0 within 20 s";
 }

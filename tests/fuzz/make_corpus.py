@@ -226,6 +226,38 @@ def chat_template_seeds():
         write("chat_template_fuzzer", "construct_" + case["id"], case["template"])
 
 
+def openai_request_seeds():
+    """Request bodies of /v1/chat/completions, /v1/completions and /v1/responses: each endpoint's
+    usual requests, tools and tool results, extensions, and fields that are refused."""
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    bodies = {
+        "chat": {"model": "qwen3", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16},
+        "chat_stream": {"model": "llama", "messages": [{"role": "system", "content": "Be brief."},
+                        {"role": "user", "content": [{"type": "text", "text": "Hi"}]}], "stream": True,
+                        "stream_options": {"include_usage": True}, "n": 2, "seed": 3, "stop": ["\n"]},
+        "chat_tools": {"model": "qwen3", "tools": [tool], "tool_choice": "auto", "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "18 C"}],
+            "chat_template_kwargs": {"enable_thinking": False}, "top_k": 20, "priority": 2},
+        "chat_refused": {"model": "qwen3", "messages": [{"role": "user", "content": "x"}],
+                         "response_format": {"type": "json_schema"}, "logprobs": True},
+        "completion": {"model": "llama", "prompt": "def add(a, b):", "max_tokens": 8, "temperature": 0},
+        "completion_ids": {"model": "qwen3", "prompt": [[1, 2, 3], [4, 5]], "echo": False, "best_of": 1},
+        "responses": {"model": "qwen3", "instructions": "Be brief.", "input": "Hello", "background": True,
+                      "max_output_tokens": 64, "metadata": {"k": "v"}, "reasoning": {"effort": "low"}},
+        "responses_items": {"model": "llama", "tools": [{"type": "function", "name": "get_weather",
+                            "parameters": tool["function"]["parameters"]}], "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "18 C"}], "stream": True},
+    }
+    for name, body in bodies.items():
+        write("openai_request_fuzzer", name, json.dumps(body))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny-tokenizer", help="tokenizer.json written by flashq-model make-tiny")
@@ -236,6 +268,7 @@ def main():
     tokenizer_seeds(args.tiny_tokenizer)
     safetensors_seeds()
     chat_template_seeds()
+    openai_request_seeds()
 
 
 if __name__ == "__main__":

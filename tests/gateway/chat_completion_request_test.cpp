@@ -8,7 +8,7 @@
 namespace flashq::gateway {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using testing::body;
 using testing::chat_error;
 using testing::test_models;
@@ -103,6 +103,16 @@ TEST(ChatCompletionRequest, StopAsOneStringMaxCompletionTokensAndNegativeSeeds) 
   expect_error(chat_error(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],
     "max_tokens": 42, "max_completion_tokens": 43})")),
                400, "invalid_request_error", "conflicting_values", "max_completion_tokens");
+}
+
+TEST(ChatCompletionRequest, HintsAndIdentifiersAreAcceptedAndChangeNothing) {
+  const GenerationRequest plain = read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}]})"));
+  const GenerationRequest hinted = read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}],
+    "user": "u-1", "safety_identifier": "s-1", "prompt_cache_key": "k", "prompt_cache_retention": "24h",
+    "prompt_cache_options": {}, "service_tier": "default", "store": false, "parallel_tool_calls": true,
+    "tool_choice": "auto", "stream": false, "stream_options": null, "logprobs": null, "response_format": null})"));
+  EXPECT_EQ(hinted.jobs, plain.jobs);
+  EXPECT_EQ(hinted.stream, plain.stream);
 }
 
 TEST(ChatCompletionRequest, TheGatewayDefaultMaxTokensApplies) {
@@ -310,7 +320,10 @@ TEST(ChatCompletionRequest, ToolsAndToolChoiceReachTheTemplate) {
   EXPECT_FALSE(r.parallel_tool_calls);
   EXPECT_EQ(r.output_format.tool_calls, ToolCallFormat::kHermes);
   ASSERT_TRUE(r.jobs[0].tools.has_value());
-  EXPECT_EQ(json::parse(*r.jobs[0].tools), json::parse(tools));
+  // Key by key as written (type before function, name before description): the template renders
+  // them in this order.
+  EXPECT_EQ(*r.jobs[0].tools, json::parse(tools).dump());
+  EXPECT_LT(r.jobs[0].tools->find("\"type\""), r.jobs[0].tools->find("\"function\""));
 
   // A named function: the template is given only that one.
   r = read(json{{"model", "qwen3"},

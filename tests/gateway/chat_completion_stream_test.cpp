@@ -324,6 +324,17 @@ TEST(ChatCompletionStream, ACharacterSplitBetweenEventsWaitsForItsEnd) {
   for (const std::string& c : chunks) EXPECT_EQ(c.find("\xEF\xBF\xBD"), std::string::npos) << "U+FFFD in " << c;
 }
 
+TEST(ChatCompletionStream, AModelThatLostItsWorkersIs503) {
+  ChatCompletionRenderer renderer(chat_request("plain", false), {"job-1"}, kCreated);
+  renderer.on_event(0, job_events({}, protocol::FinishReason::kRejected, {0, 0},
+                                  "no worker serves model 'plain'; models served: none")[0]);
+  ASSERT_TRUE(renderer.failure().has_value());
+  EXPECT_EQ(renderer.failure()->status(), 503);
+  EXPECT_EQ(renderer.failure()->type(), "server_error");
+  EXPECT_EQ(renderer.failure()->code(), "model_unavailable");
+  EXPECT_GT(renderer.failure()->retry_after_s(), 0);
+}
+
 TEST(ChatCompletionStream, ARendererNeedsOneJobIdPerChoice) {
   EXPECT_THROW(ChatCompletionRenderer(chat_request("plain", true, R"(, "n": 2)"), {"job-a"}, kCreated), Error);
 }

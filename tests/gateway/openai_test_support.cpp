@@ -15,12 +15,12 @@ ModelDirectory test_models() {
   return models;
 }
 
-nlohmann::json body(std::string_view json_text) { return nlohmann::json::parse(json_text); }
+nlohmann::ordered_json body(std::string_view json_text) { return nlohmann::ordered_json::parse(json_text); }
 
 namespace {
 
 template <typename Read>
-ApiError expect_error(Read read, const nlohmann::json& body, const RequestExtensions& ext) {
+ApiError expect_error(Read read, const nlohmann::ordered_json& body, const RequestExtensions& ext) {
   try {
     read(body, test_models(), ext);
   } catch (const ApiError& e) {
@@ -32,11 +32,11 @@ ApiError expect_error(Read read, const nlohmann::json& body, const RequestExtens
 
 }  // namespace
 
-ApiError chat_error(const nlohmann::json& body, const RequestExtensions& ext) {
+ApiError chat_error(const nlohmann::ordered_json& body, const RequestExtensions& ext) {
   return expect_error(read_chat_completion_request, body, ext);
 }
 
-ApiError completion_error(const nlohmann::json& body, const RequestExtensions& ext) {
+ApiError completion_error(const nlohmann::ordered_json& body, const RequestExtensions& ext) {
   return expect_error(read_completion_request, body, ext);
 }
 

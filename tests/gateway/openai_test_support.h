@@ -21,11 +21,12 @@ namespace flashq::gateway::testing {
 // context unknown).
 ModelDirectory test_models();
 
-nlohmann::json body(std::string_view json_text);
+// Parsed keeping key order, as the server parses a request body.
+nlohmann::ordered_json body(std::string_view json_text);
 
 // The ApiError reading `body` throws; fails the test (and returns a 0-status error) when none.
-ApiError chat_error(const nlohmann::json& body, const RequestExtensions& ext = {});
-ApiError completion_error(const nlohmann::json& body, const RequestExtensions& ext = {});
+ApiError chat_error(const nlohmann::ordered_json& body, const RequestExtensions& ext = {});
+ApiError completion_error(const nlohmann::ordered_json& body, const RequestExtensions& ext = {});
 
 // Events of one job: one per piece of text (seq 0, 1, ...), the last carrying the final result.
 std::vector<protocol::Event> job_events(const std::vector<std::string>& pieces,

@@ -274,6 +274,19 @@ TEST(ResponsesRequest, RecoveryNeedsNotTheModelToBeServedStill) {
   EXPECT_TRUE(recovered.settings.starts_in_reasoning);
 }
 
+// A job known only by its id and metadata, as a broker's STATUS_REPLY gives it, is recovered
+// with the model its metadata names.
+TEST(ResponsesRequest, AJobKnownByIdAndMetadataIsRecovered) {
+  protocol::Job made = read(R"({"model": "qwen3", "input": "x"})").job;
+  made.id = "resp_1";
+  protocol::Job known;
+  known.id = made.id;
+  known.metadata = made.metadata;
+  const ResponsesRequest recovered = recover_responses_request(known);
+  EXPECT_EQ(recovered.model, "qwen3");
+  EXPECT_EQ(recovered.settings, recover_responses_request(made).settings);
+}
+
 TEST(ResponsesRequest, AJobNotMadeByTheResponsesApiIsNotAResponse) {
   protocol::Job plain;
   plain.id = "job-1";
@@ -281,9 +294,7 @@ TEST(ResponsesRequest, AJobNotMadeByTheResponsesApiIsNotAResponse) {
   plain.prompt = std::string("hi");
   protocol::Job foreign = plain;
   foreign.metadata = protocol::pack_json_text(R"({"owner": "batch"})", "metadata");
-  protocol::Job no_model = read(R"({"model": "qwen3", "input": "x"})").job;
-  no_model.model.reset();
-  for (const protocol::Job& job : {plain, foreign, no_model}) {
+  for (const protocol::Job& job : {plain, foreign}) {
     try {
       recover_responses_request(job);
       ADD_FAILURE() << "recovered";

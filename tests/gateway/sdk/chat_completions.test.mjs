@@ -159,3 +159,22 @@ test('without a broker the answer is 503 with Retry-After', async () => {
     assert.equal((await lonely.stop()).code, 0, lonely.output());
   }
 });
+
+test('operations pages: health, readiness, and metrics counting what was answered', async () => {
+  const page = async (path) => {
+    const response = await fetch(`http://127.0.0.1:${gateway.port}${path}`);
+    return { status: response.status, text: await response.text() };
+  };
+  assert.equal((await page('/healthz')).status, 200);
+  assert.equal((await page('/readyz')).status, 200);
+  await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 });
+  await page('/v1/no/such/path/42');
+  const metrics = await page('/metrics');
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.text, /^flashq_gateway_requests_total\{route="\/v1\/chat\/completions",status="200"\} [1-9]/m);
+  // Unknown paths count under one label, whatever they are.
+  assert.match(metrics.text, /^flashq_gateway_requests_total\{route="other",status="40[14]"\} [1-9]/m);
+  assert.doesNotMatch(metrics.text, /no\/such\/path/);
+  assert.match(metrics.text, /^flashq_gateway_time_to_first_token_seconds_count [1-9]/m);
+  assert.match(metrics.text, /^flashq_gateway_open_streams 0$/m);
+});
