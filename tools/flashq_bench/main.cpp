@@ -2,6 +2,7 @@
 #include "shared/cli.h"
 #include "tools/flashq_bench/broker_bench.h"
 #include "tools/flashq_bench/engine_bench.h"
+#include "tools/flashq_bench/gateway_bench.h"
 #include "tools/flashq_bench/kernel_bench.h"
 #include "tools/flashq_bench/tokenizer_bench.h"
 
@@ -12,10 +13,12 @@ int main(int argc, char** argv) {
   auto kernels = flashq::add_kernel_bench(app);
   auto broker = flashq::add_broker_bench(app);
   auto tokenizer = flashq::add_tokenizer_bench(app);
+  auto gateway = flashq::add_gateway_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
     broker();
     tokenizer();
+    gateway();
   });
 }
