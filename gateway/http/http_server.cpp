@@ -78,7 +78,6 @@ class Exchange : public Responder {
   void write(std::string data) override;
   void end() override;
   void on_disconnect(std::function<void()> callback) override;
-  bool connected() const override;
 
  private:
   std::shared_ptr<Connection> connection_;
@@ -136,7 +135,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void set_disconnect(std::function<void()> callback) { on_disconnect_ = std::move(callback); }
-  bool is_closed() const { return closed_; }
 
  private:
   void read_request() {
@@ -205,11 +203,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // While an answer is pending the client sends nothing (no pipelining): a read that completes
   // is the client closing (or sending a next request early, which is kept for read_request).
   void watch_for_close() {
-    watching_ = true;
     socket_.async_wait(tcp::socket::wait_read,
                        net::bind_executor(strand_, [self = shared_from_this(), number = request_number_](beast::error_code ec) {
                          if (self->closed_ || number != self->request_number_) return;
-                         self->watching_ = false;
                          if (ec) return;
                          // Readable: end of file (the client left) or bytes of a next request.
                          char probe;
@@ -292,7 +288,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reading_request_ = false;
   bool answered_ = false;
   bool streaming_ = false;
-  bool watching_ = false;
   std::size_t writing_ = 0;  // pieces at the outbox's front in the write in flight
   std::atomic<bool> closed_{false};
   std::deque<std::string> outbox_;
@@ -325,8 +320,6 @@ void Exchange::on_disconnect(std::function<void()> callback) {
     c.set_disconnect(std::move(callback));
   });
 }
-
-bool Exchange::connected() const { return !connection_->is_closed(); }
 
 }  // namespace
 

@@ -36,8 +36,6 @@ class Responder {
   // Called once, on a server thread, when the client goes away (or is dropped as too slow)
   // before the answer ended. Set it before the answer can end.
   virtual void on_disconnect(std::function<void()> callback) = 0;
-  // False once the client is gone.
-  virtual bool connected() const = 0;
 };
 
 using HttpHandler = std::function<void(const HttpRequest&, std::shared_ptr<Responder>)>;
