@@ -87,6 +87,9 @@ void ModelWatch::ask_all() {
         answered_at_[i] = std::chrono::steady_clock::now();
       } else {
         per_link_[i].clear();
+        // Never answered yet (its connection is still being made, at start): ask again soon
+        // rather than a whole interval later.
+        if (answered_at_[i] == std::chrono::steady_clock::time_point()) retry_soon_ = true;
       }
       // Merged in link order: the first broker's view of a model wins, except that a context
       // length is the smallest any of them reports.
@@ -119,10 +122,13 @@ void ModelWatch::refresh(std::chrono::milliseconds timeout) {
 void ModelWatch::loop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
+    retry_soon_ = false;
     lock.unlock();
     ask_all();
     lock.lock();
-    changed_.wait_for(lock, interval_, [&] { return stopping_; });
+    constexpr auto kSoon = std::chrono::milliseconds(100);
+    changed_.wait_for(lock, kSoon, [&] { return stopping_; });
+    if (!retry_soon_) changed_.wait_for(lock, interval_ - kSoon, [&] { return stopping_; });
   }
 }
 

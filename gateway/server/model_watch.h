@@ -53,6 +53,7 @@ class ModelWatch {
   std::shared_ptr<const ModelDirectory> merged_;
   std::uint64_t answers_ = 0;
   std::size_t next_link_ = 0;
+  bool retry_soon_ = false;  // a broker never answered yet: the next round comes sooner
   bool stopping_ = false;
   std::thread thread_;
 };
