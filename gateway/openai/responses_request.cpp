@@ -8,6 +8,7 @@
 
 #include "gateway/openai/api_error.h"
 #include "gateway/openai/responses_input.h"
+#include "gateway/openai/shared_request_fields.h"
 #include "shared/error.h"
 #include "shared/protocol/chat_fields.h"
 #include "shared/protocol/field_reader.h"
@@ -392,6 +393,9 @@ ResponsesRequest read_responses_request(const ResponsesJson& body, const ModelDi
   if (!template_tools.empty()) job.tools = dump(template_tools);
   if (!template_kwargs.empty()) job.chat_template_kwargs = dump(template_kwargs);
   job.metadata = encode_settings(request);
+  // What the job map refuses (a tool name over its bound, say) is this request's 400, not the
+  // broker's refusal of the job.
+  check_job_limits({job});
   // The settings as any gateway reads them back from the job (msgpack writes 1.0 as 1, for
   // one), so the renderer of the first stream and that of a resumed one write the same bytes.
   request.settings = recover_responses_request(job).settings;

@@ -228,6 +228,16 @@ TEST(ResponsesRequest, EveryRefusalNamesItsField) {
       {R"({"model": "qwen3", "input": "x", "max_tool_calls": 2})", 400, "unsupported_parameter", "max_tool_calls"},
       {R"({"model": "qwen3", "input": "x", "chat_template_kwargs": {"messages": []}})", 400, "invalid_value", "chat_template_kwargs"},
   };
+  // What the job map refuses is refused here too, not by the broker after the answer began.
+  const std::string long_name = R"({"model": "qwen3", "input": "x", "tools": [{"type": "function", "name": ")" +
+                                std::string(300, 'f') + R"(", "parameters": {"type": "object"}}]})";
+  try {
+    read(long_name);
+    ADD_FAILURE() << "a tool name of 300 bytes was accepted";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.status(), 400) << error.what();
+    EXPECT_NE(std::string(error.what()).find("job limits"), std::string::npos) << error.what();
+  }
   for (const Refusal& refusal : refusals) {
     SCOPED_TRACE(refusal.body);
     try {
