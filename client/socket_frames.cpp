@@ -28,6 +28,16 @@ void send_frames(zmq::socket_t& socket, std::span<const std::string> frames, std
   }
 }
 
+std::optional<std::vector<std::string>> try_receive_frames(zmq::socket_t& socket) {
+  std::vector<zmq::message_t> parts;
+  // A ZeroMQ message arrives whole, so once one is there every frame is.
+  if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait)) return std::nullopt;
+  std::vector<std::string> frames;
+  frames.reserve(parts.size());
+  for (const zmq::message_t& part : parts) frames.push_back(part.to_string());
+  return frames;
+}
+
 std::optional<std::vector<std::string>> receive_frames(zmq::socket_t& socket, std::int64_t deadline_ms) {
   while (true) {
     std::chrono::milliseconds wait{-1};  // -1: no limit
@@ -36,14 +46,7 @@ std::optional<std::vector<std::string>> receive_frames(zmq::socket_t& socket, st
     }
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     if (zmq::poll(&item, 1, wait) > 0) {
-      std::vector<zmq::message_t> parts;
-      // A ZeroMQ message arrives whole, so once readable every frame is there.
-      if (zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
-        std::vector<std::string> frames;
-        frames.reserve(parts.size());
-        for (const zmq::message_t& part : parts) frames.push_back(part.to_string());
-        return frames;
-      }
+      if (auto frames = try_receive_frames(socket)) return frames;
     }
     if (deadline_ms != kNoDeadline && steady_now_ms() >= deadline_ms) return std::nullopt;
   }

@@ -331,14 +331,14 @@ void BrokerLink::run() {
       for (Command& command : commands) command();
     }
     // Everything waiting on each socket, so one busy job cannot starve the rest.
-    while (auto frames = receive_frames(dealer_, 0)) {
+    while (auto frames = try_receive_frames(dealer_)) {
       try {
         handle(protocol::from_frames(frame_views(*frames)));
       } catch (const Error& e) {
         spdlog::warn("broker {} sent a message that breaks the protocol: {}", endpoints_.frontend, e.what());
       }
     }
-    while (auto frames = receive_frames(sub_, 0)) {
+    while (auto frames = try_receive_frames(sub_)) {
       try {
         deliver(protocol::from_stream_frames(frame_views(*frames)));
       } catch (const Error& e) {
