@@ -200,18 +200,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  // While an answer is pending the client sends nothing (no pipelining): a read that completes
-  // is the client closing (or sending a next request early, which is kept for read_request).
+  // While an answer is pending the client sends nothing (no pipelining): the socket becoming
+  // readable is the client closing (or sending a next request early, which is kept for
+  // read_request). The look is a non-blocking peek: a wait that completed just before the next
+  // request's read took the bytes, or a spurious wake-up, must never block an I/O thread.
   void watch_for_close() {
     socket_.async_wait(tcp::socket::wait_read,
                        net::bind_executor(strand_, [self = shared_from_this(), number = request_number_](beast::error_code ec) {
-                         if (self->closed_ || number != self->request_number_) return;
-                         if (ec) return;
-                         // Readable: end of file (the client left) or bytes of a next request.
+                         if (ec || self->closed_ || number != self->request_number_ || self->answered_ ||
+                             self->reading_request_) {
+                           return;  // cancelled, or the answer ended: nothing to watch for
+                         }
                          char probe;
                          beast::error_code peek_error;
-                         const std::size_t n = self->socket_.receive(net::buffer(&probe, 1), tcp::socket::message_peek, peek_error);
-                         if (peek_error || n == 0) self->close();
+                         self->socket_.non_blocking(true, peek_error);
+                         const std::size_t n =
+                             self->socket_.receive(net::buffer(&probe, 1), tcp::socket::message_peek, peek_error);
+                         if (peek_error == net::error::would_block || peek_error == net::error::try_again) {
+                           self->watch_for_close();  // nothing there after all: keep watching
+                         } else if (peek_error || n == 0) {
+                           self->close();  // end of file or a reset: the client left
+                         }
+                         // n > 0: the next request's bytes, left for read_request.
                        }));
   }
 

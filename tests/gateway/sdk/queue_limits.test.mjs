@@ -7,7 +7,7 @@
 //   FLASHQ_BIN=build/bin node --test tests/gateway/sdk/queue_limits.test.mjs
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
+import { spawn } from 'node:child_process';
 
 import { OpenAI, client, startBroker, startGateway, startScriptedWorker, waitFor } from './harness.mjs';
 
@@ -89,16 +89,23 @@ test('a client that does not read its stream is dropped, and the gateway serves 
     return Number(text.match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1]);
   };
   const droppedBefore = await metric('flashq_gateway_clients_dropped_total');
-  // A raw connection that sends its request and never reads: the kernel's buffers fill, then the
-  // gateway's queue for it passes --max-queued-bytes.
+  // A raw connection that sends its request and never reads, with a small receive buffer so that
+  // the kernel holds little of the stream: the gateway's queue for it passes --max-queued-bytes.
   const body = JSON.stringify({ model: FLOOD_MODEL, prompt: 'flood', max_tokens: 100000, stream: true });
-  const idle = net.connect(gateway.port, '127.0.0.1');
-  await new Promise((resolve) => idle.once('connect', resolve));
-  idle.pause();
-  idle.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const request = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const idle = spawn('/usr/bin/python3', ['-c', [
+    'import socket, sys, time',
+    's = socket.socket()',
+    's.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)',
+    `s.connect(("127.0.0.1", ${gateway.port}))`,
+    's.sendall(sys.stdin.buffer.read())',
+    'time.sleep(600)',
+  ].join('\n')], { stdio: ['pipe', 'ignore', 'inherit'] });
+  idle.stdin.end(request);
   await waitFor(async () => (await metric('flashq_gateway_clients_dropped_total')) > droppedBefore, 60, 'the slow client to be dropped');
   // Meanwhile and after, others are served.
   const quick = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }] });
   assert.equal(quick.choices[0].message.content, 'Quick.');
-  idle.destroy();
+  idle.kill();
 });
