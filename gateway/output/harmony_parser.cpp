@@ -2,6 +2,7 @@
 #include "gateway/output/harmony_parser.h"
 
 #include <array>
+#include <optional>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -81,8 +82,16 @@ std::string_view trimmed(std::string_view text) {
   return text;
 }
 
-bool is_json_object(std::string_view text) {
-  return nlohmann::json::parse(text, nullptr, false).is_object();
+// A call's arguments from its body: the JSON object as written, or the object a JSON string holds
+// (how the chat template renders arguments given as a string); nullopt for anything else.
+std::optional<std::string> call_arguments(std::string_view body) {
+  body = trimmed(body);
+  const nlohmann::json value = nlohmann::json::parse(body, nullptr, false);
+  if (value.is_object()) return std::string(body);
+  if (!value.is_string()) return std::nullopt;
+  const std::string& held = value.get_ref<const std::string&>();
+  if (!nlohmann::json::parse(held, nullptr, false).is_object()) return std::nullopt;
+  return held;
 }
 
 }  // namespace
@@ -173,6 +182,7 @@ void HarmonyParser::open_message(OutputDeltas& out) {
     call_name_ = std::string(header.recipient.substr(kFunctions.size()));
     call_text_ = header_;
     arguments_.clear();
+    streamed_ = 0;
     if (mode_ == ArgumentStreaming::kIncremental) send_tool_call_start(out);
   }
   header_.clear();
@@ -201,12 +211,17 @@ void HarmonyParser::send_body(std::string_view text, OutputDeltas& out) {
     case Body::kContent:
     case Body::kAsWritten: append_text(out, DeltaKind::kContent, text); return;
     case Body::kReasoning: append_text(out, DeltaKind::kReasoning, text); return;
-    case Body::kToolCall:
+    case Body::kToolCall: {
       arguments_ += text;
-      if (mode_ == ArgumentStreaming::kIncremental) {
-        append_text(out, DeltaKind::kToolCallArguments, text, next_index_);
-      }
+      if (mode_ != ArgumentStreaming::kIncremental) return;
+      // Arguments written as a string are sent decoded, so whole at the end; leading whitespace
+      // waits to see which they are.
+      const std::string_view body = after_layout_space(arguments_);
+      if (body.empty() || body.front() == '"') return;
+      append_text(out, DeltaKind::kToolCallArguments, std::string_view(arguments_).substr(streamed_), next_index_);
+      streamed_ = arguments_.size();
       return;
+    }
   }
 }
 
@@ -226,19 +241,23 @@ void HarmonyParser::close_message(std::string_view end_tag, OutputDeltas& out) {
     return;
   }
   if (body_ != Body::kToolCall) return;
-  const bool valid = is_json_object(arguments_);
+  const std::optional<std::string> arguments = call_arguments(arguments_);
   if (mode_ == ArgumentStreaming::kValidated) {
-    if (!valid) {
+    if (!arguments) {
       // Not a call: the message is content, exactly as written.
       append_text(out, DeltaKind::kContent, call_text_ + arguments_ + std::string(end_tag));
       return;
     }
     send_tool_call_start(out);
-    append_text(out, DeltaKind::kToolCallArguments, trimmed(arguments_), next_index_);
+    append_text(out, DeltaKind::kToolCallArguments, *arguments, next_index_);
+  } else if (streamed_ == 0) {
+    // Nothing of the body was sent yet (a string, or only whitespace): the decoded arguments, or
+    // the body as written.
+    append_text(out, DeltaKind::kToolCallArguments, arguments ? *arguments : arguments_, next_index_);
   }
   // Incremental: the start and the arguments are sent; a call whose body is not one JSON object
   // ends without kToolCallEnd, and its index stays taken.
-  if (valid) {
+  if (arguments) {
     OutputDelta end;
     end.kind = DeltaKind::kToolCallEnd;
     end.index = next_index_;

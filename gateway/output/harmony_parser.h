@@ -18,8 +18,10 @@
 //   channel final or commentary          kContent (commentary without a recipient is a preamble
 //                                        meant for the user)
 //   recipient functions.NAME             a tool call: kToolCallStart (NAME), the body as its
-//                                        arguments, kToolCallEnd when the body is one JSON object;
-//                                        ArgumentStreaming as for the other formats
+//                                        arguments, kToolCallEnd when the body is one JSON object
+//                                        (or a JSON string holding one, as the template renders
+//                                        string arguments: sent decoded); ArgumentStreaming as for
+//                                        the other formats
 //   anything else                        content, exactly as written, header and tags included
 //                                        (another recipient such as `browser.search`, a tool call
 //                                        when the request has no tools, an unknown channel, an
@@ -83,6 +85,7 @@ class HarmonyParser final : public OutputParser {
   std::string call_name_;  // kToolCall: the function's name
   std::string call_text_;  // kToolCall: the header as written, then the body (validated mode)
   std::string arguments_;  // kToolCall: the body so far
+  std::size_t streamed_ = 0;  // kToolCall, incremental: bytes of arguments_ sent
   int next_index_ = 0;
 };
 
