@@ -183,6 +183,7 @@ void HarmonyParser::open_message(OutputDeltas& out) {
     call_text_ = header_;
     arguments_.clear();
     streamed_ = 0;
+    body_start_ = 0;
     if (mode_ == ArgumentStreaming::kIncremental) send_tool_call_start(out);
   }
   header_.clear();
@@ -216,8 +217,10 @@ void HarmonyParser::send_body(std::string_view text, OutputDeltas& out) {
       if (mode_ != ArgumentStreaming::kIncremental) return;
       // Arguments written as a string are sent decoded, so whole at the end; leading whitespace
       // waits to see which they are.
-      const std::string_view body = after_layout_space(arguments_);
-      if (body.empty() || body.front() == '"') return;
+      if (streamed_ == 0) {
+        while (body_start_ < arguments_.size() && is_layout_space(arguments_[body_start_])) ++body_start_;
+        if (body_start_ == arguments_.size() || arguments_[body_start_] == '"') return;
+      }
       append_text(out, DeltaKind::kToolCallArguments, std::string_view(arguments_).substr(streamed_), next_index_);
       streamed_ = arguments_.size();
       return;

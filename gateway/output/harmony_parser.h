@@ -85,7 +85,8 @@ class HarmonyParser final : public OutputParser {
   std::string call_name_;  // kToolCall: the function's name
   std::string call_text_;  // kToolCall: the header as written, then the body (validated mode)
   std::string arguments_;  // kToolCall: the body so far
-  std::size_t streamed_ = 0;  // kToolCall, incremental: bytes of arguments_ sent
+  std::size_t streamed_ = 0;    // kToolCall, incremental: bytes of arguments_ sent
+  std::size_t body_start_ = 0;  // kToolCall: the leading whitespace of arguments_ seen so far
   int next_index_ = 0;
 };
 

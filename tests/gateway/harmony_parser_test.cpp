@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "gateway/output/output_parser_factory.h"
 #include "tests/gateway/output_test_support.h"
@@ -203,6 +206,41 @@ TEST(HarmonyParser, TheFactoryBuildsItForTheHarmonyFormat) {
       parse_every_split([&] { return make_output_parser(harmony_format, OutputParserOptions{}); }, text);
   EXPECT_EQ(m.reasoning, "why");
   EXPECT_EQ(m.content, "because");
+}
+
+// Harmony's own pieces in random order (tags cut anywhere, headers with and without recipients,
+// JSON fragments): the parser takes all of it, the same way in every split, with a stream OpenAI
+// can send, and in the validated mode only calls whose arguments are one JSON object.
+TEST(HarmonyParser, RandomHarmonyPiecesParseTheSameInEverySplit) {
+  static const std::vector<std::string> pieces = {
+      "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>", "<|start|>", "<|constrain|>",
+      "<|chan", "<|", "assistant", "analysis", "final", "commentary", " to=functions.f", " to=browser.x",
+      " json", "{", "}", "\"a\"", ":", "1", "\"", " ", "\n", "x", "é",
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
+      "<|channel|>analysis<|message|>", "<|start|>assistant<|channel|>final<|message|>", "{\"location\":\"Paris\"}"};
+  std::mt19937 random(21);
+  int with_calls = 0, with_reasoning = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string text;
+    const int n = std::uniform_int_distribution<int>(0, 20)(random);
+    for (int i = 0; i < n; ++i) text += pieces[std::uniform_int_distribution<std::size_t>(0, pieces.size() - 1)(random)];
+    for (ArgumentStreaming mode : {ArgumentStreaming::kValidated, ArgumentStreaming::kIncremental}) {
+      AssistantMessage m;
+      ASSERT_NO_THROW(m = parse_every_split(harmony(mode), text)) << text;
+      with_calls += m.tool_calls.empty() ? 0 : 1;
+      with_reasoning += m.reasoning.empty() ? 0 : 1;
+      if (mode == ArgumentStreaming::kValidated) {
+        for (const ParsedToolCall& c : m.tool_calls) {
+          EXPECT_TRUE(c.complete) << text;
+          EXPECT_TRUE(nlohmann::json::parse(c.arguments, nullptr, false).is_object()) << text;
+        }
+      }
+      if (::testing::Test::HasFailure()) FAIL() << "text: " << text;
+    }
+  }
+  // The texts reach the calls and the reasoning, not only the content path.
+  EXPECT_GT(with_calls, 10);
+  EXPECT_GT(with_reasoning, 5);
 }
 
 }  // namespace
