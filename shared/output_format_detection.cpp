@@ -10,13 +10,13 @@ using protocol::ToolCallFormat;
 OutputFormat detect_output_format(std::string_view model_type, std::string_view chat_template) {
   auto mentions = [&](std::string_view s) { return chat_template.find(s) != std::string_view::npos; };
   OutputFormat format;
-  const bool harmony = mentions("<|channel|>");
+  if (mentions("<|channel|>")) return {ToolCallFormat::kHarmony, ReasoningFormat::kHarmony};
   if (mentions("<tool_call>")) {
     format.tool_calls = mentions("<function=") ? ToolCallFormat::kNone : ToolCallFormat::kHermes;
-  } else if (!harmony && (model_type == "llama" || mentions("<|python_tag|>"))) {
+  } else if (model_type == "llama" || mentions("<|python_tag|>")) {
     format.tool_calls = ToolCallFormat::kLlama3Json;
   }
-  if (!harmony && mentions("<think>")) format.reasoning = ReasoningFormat::kThinkTags;
+  if (mentions("<think>")) format.reasoning = ReasoningFormat::kThinkTags;
   return format;
 }
 

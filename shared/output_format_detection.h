@@ -3,12 +3,14 @@
 // detect them from a template directly.
 //
 // detect_output_format(model_type, chat_template) decides, in this order:
+//   harmony: a template that writes `<|channel|>` (gpt-oss) is kHarmony for both tool calls and
+//     reasoning, whatever else it mentions;
 //   tool calls: a template that writes `<tool_call>` with a JSON object inside is Hermes
 //     (Qwen2.5, Qwen3, Hermes, and the many templates copied from them); one that writes
 //     `<tool_call>` with `<function=` inside is Qwen3-Coder's XML form, which has no parser yet
-//     (kNone); a harmony template (`<|channel|>`, gpt-oss) has none yet either; a `llama`
-//     model_type, or a template that writes `<|python_tag|>`, is Llama 3.x JSON; else kNone.
-//   reasoning: a template that writes `<think>` (and is not harmony) is kThinkTags. Whether its
+//     (kNone); a `llama` model_type, or a template that writes `<|python_tag|>`, is Llama 3.x
+//     JSON; else kNone.
+//   reasoning: a template that writes `<think>` is kThinkTags. Whether its
 //     generation prompt already opens <think> (kThinkInPrompt) takes a rendering, which only the
 //     worker can do: it renders one user message and asks prompt_opens_reasoning().
 // kNone for tool calls means no parser knows the model's format: the gateway refuses a request

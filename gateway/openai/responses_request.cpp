@@ -197,14 +197,16 @@ double read_range(const ResponsesJson* value, const char* key, double low, doubl
 }
 
 ToolCallFormat tool_call_format_named(const std::string& name) {
-  for (ToolCallFormat format : {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json}) {
+  for (ToolCallFormat format :
+       {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kHarmony}) {
     if (tool_call_format_name(format) == name) return format;
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown tool-call format '" + name + "'");
 }
 
 ReasoningFormat reasoning_format_named(const std::string& name) {
-  for (ReasoningFormat format : {ReasoningFormat::kNone, ReasoningFormat::kThinkTags, ReasoningFormat::kThinkInPrompt}) {
+  for (ReasoningFormat format : {ReasoningFormat::kNone, ReasoningFormat::kThinkTags, ReasoningFormat::kThinkInPrompt,
+                                 ReasoningFormat::kHarmony}) {
     if (reasoning_format_name(format) == name) return format;
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown reasoning format '" + name + "'");

@@ -15,17 +15,8 @@
 //   Llama3JsonToolParser   Llama 3.x `{"name": ..., "parameters": {...}}` as the whole message,
 //                          after an optional <|python_tag|>, several joined by `;`
 //   ThinkTagParser         Qwen3 `<think>...</think>` reasoning, in front of any of the above
-//
-// gpt-oss's harmony format fits behind this same interface with no change to it: a HarmonyParser
-// reads the message headers the model writes (`<|channel|>analysis<|message|>`,
-// `<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>`,
-// `<|channel|>final<|message|>`) with the same held-back-tag matching as ThinkTagParser, and emits
-// the analysis channel's text as kReasoning, the final channel's as kContent, and a commentary
-// message addressed to `functions.NAME` as kToolCallStart (NAME) followed by its body as
-// kToolCallArguments fragments and kToolCallEnd at `<|call|>`; `<|end|>` / `<|return|>` close a
-// message. It needs the worker's text to keep those special tokens (decoding without
-// skip_special_tokens, as flashq's detokenizer does by default) and a line in the factory choosing
-// it for templates that speak harmony (`<|channel|>`).
+//   HarmonyParser          gpt-oss's harmony messages, by channel: analysis as reasoning, final
+//                          as content, commentary `to=functions.NAME` as tool calls
 #pragma once
 
 #include <functional>

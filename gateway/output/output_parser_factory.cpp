@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "gateway/output/harmony_parser.h"
 #include "gateway/output/hermes_tool_parser.h"
 #include "gateway/output/llama3_json_tool_parser.h"
 #include "gateway/output/plain_output_parser.h"
@@ -16,6 +17,11 @@ ToolCallIdGenerator index_tool_call_ids(std::string_view prefix) {
 
 std::unique_ptr<OutputParser> make_output_parser(const OutputFormat& format,
                                                  const OutputParserOptions& options) {
+  if (format.tool_calls == ToolCallFormat::kHarmony || format.reasoning == ReasoningFormat::kHarmony) {
+    // One parser reads harmony's channels: reasoning, content and tool calls alike.
+    return std::make_unique<HarmonyParser>(options.parse_tool_calls, options.parse_reasoning,
+                                           options.argument_streaming, options.make_tool_call_id);
+  }
   std::unique_ptr<OutputParser> parser;
   if (options.parse_tool_calls && format.tool_calls == ToolCallFormat::kHermes) {
     parser = std::make_unique<HermesToolParser>(options.argument_streaming,

@@ -10,8 +10,8 @@
 // request wants it split) in front of the tool-call parser (when the request has tools and its
 // tool_choice is not "none"), else PlainOutputParser. kThinkInPrompt parses as kThinkTags: whether
 // a request's output starts inside the reasoning is the request's (starts_in_reasoning), since a
-// request may turn thinking off. Adding gpt-oss is one ToolCallFormat (or an OutputFormat flag),
-// its detection line (shared/output_format_detection.cpp), and a HarmonyParser (output_parser.h).
+// request may turn thinking off. A harmony format (gpt-oss) is read by HarmonyParser alone, which
+// splits reasoning, content and tool calls by channel as the options ask.
 #pragma once
 
 #include <memory>

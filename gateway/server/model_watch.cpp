@@ -10,9 +10,10 @@ ServedModel served_model_of(const protocol::ModelInfo& info) {
   model.name = info.name;
   model.max_model_len = info.max_model_len;
   model.output_format.tool_calls = info.tool_call_format;
-  model.output_format.reasoning = info.reasoning_format == protocol::ReasoningFormat::kNone
-                                      ? protocol::ReasoningFormat::kNone
-                                      : protocol::ReasoningFormat::kThinkTags;
+  // think_in_prompt parses as think; whether the output starts inside it is the request's.
+  model.output_format.reasoning = info.reasoning_format == protocol::ReasoningFormat::kThinkInPrompt
+                                      ? protocol::ReasoningFormat::kThinkTags
+                                      : info.reasoning_format;
   model.reasoning_opens_in_prompt = info.reasoning_format == protocol::ReasoningFormat::kThinkInPrompt;
   return model;
 }

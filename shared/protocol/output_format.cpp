@@ -11,9 +11,10 @@
 namespace flashq::protocol {
 namespace {
 
-constexpr std::array kToolCallFormats = {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json};
+constexpr std::array kToolCallFormats = {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json,
+                                         ToolCallFormat::kHarmony};
 constexpr std::array kReasoningFormats = {ReasoningFormat::kNone, ReasoningFormat::kThinkTags,
-                                          ReasoningFormat::kThinkInPrompt};
+                                          ReasoningFormat::kThinkInPrompt, ReasoningFormat::kHarmony};
 
 // One name per format, by overload, for the templates below.
 std::string_view wire_name(ToolCallFormat format) {
@@ -21,6 +22,7 @@ std::string_view wire_name(ToolCallFormat format) {
     case ToolCallFormat::kNone: return "none";
     case ToolCallFormat::kHermes: return "hermes";
     case ToolCallFormat::kLlama3Json: return "llama3_json";
+    case ToolCallFormat::kHarmony: return "harmony";
   }
   return "unknown";
 }
@@ -30,6 +32,7 @@ std::string_view wire_name(ReasoningFormat format) {
     case ReasoningFormat::kNone: return "none";
     case ReasoningFormat::kThinkTags: return "think";
     case ReasoningFormat::kThinkInPrompt: return "think_in_prompt";
+    case ReasoningFormat::kHarmony: return "harmony";
   }
   return "unknown";
 }

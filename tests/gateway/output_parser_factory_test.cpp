@@ -46,13 +46,14 @@ TEST(OutputParserFactory, DetectsEachRealTemplatesFormat) {
   const OutputFormat llama32 = detect_output_format("llama", npm_template("tokenizer-llama3_2"));
   EXPECT_EQ(llama32.tool_calls, ToolCallFormat::kLlama3Json);
 
-  // Qwen3-Coder writes XML inside <tool_call> and gpt-oss speaks harmony: no parser yet, so
-  // requests with tools are refused for them rather than parsed wrong.
+  // Qwen3-Coder writes XML inside <tool_call>: no parser yet, so requests with tools are refused
+  // for it rather than parsed wrong.
   const OutputFormat coder = detect_output_format("qwen3_moe", read_text("tests/golden/templates/qwen3_coder.jinja"));
   EXPECT_EQ(coder.tool_calls, ToolCallFormat::kNone);
+  // gpt-oss speaks harmony: one format for its tool calls and its reasoning.
   const OutputFormat gpt_oss = detect_output_format("gpt_oss", read_text("tests/golden/templates/gpt_oss.jinja"));
-  EXPECT_EQ(gpt_oss.tool_calls, ToolCallFormat::kNone);
-  EXPECT_EQ(gpt_oss.reasoning, ReasoningFormat::kNone);
+  EXPECT_EQ(gpt_oss.tool_calls, ToolCallFormat::kHarmony);
+  EXPECT_EQ(gpt_oss.reasoning, ReasoningFormat::kHarmony);
 
   const OutputFormat gemma = detect_output_format("gemma3_text", npm_template("tokenizer-gemma3"));
   EXPECT_EQ(gemma.tool_calls, ToolCallFormat::kNone);

@@ -156,5 +156,71 @@ TEST(TemplateOutputs, Llama31InstructAssistantTurnsParseBackToTheirMessages) {
   EXPECT_EQ(checked_calls, 4);
 }
 
+// gpt-oss's assistant turns: one or more `<|start|>assistant` messages in a row (the analysis, then
+// a call or the final answer); the model writes a turn from after its first `<|start|>assistant`,
+// which is the generation prompt's. A trailing generation prompt has no message and is left out.
+std::vector<AssistantTurn> harmony_turns(const std::string& id) {
+  constexpr std::string_view kStart = "<|start|>";
+  constexpr std::string_view kAssistant = "<|start|>assistant";
+  std::vector<AssistantTurn> turns;
+  std::istringstream lines(read_text("tests/golden/templates/gpt_oss.golden.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const json record = json::parse(line);
+    if (record.at("conversation") != id) continue;
+    const std::string text = record.at("text");
+    std::vector<json> messages;
+    const json whole = conversation(id);
+    for (const json& m : whole.at("messages")) {
+      if (m.at("role") == "assistant") messages.push_back(m);
+    }
+    std::size_t at = 0;
+    for (const json& message : messages) {
+      at = text.find(kAssistant, at);
+      EXPECT_NE(at, std::string::npos) << id << ": an assistant turn is missing";
+      if (at == std::string::npos) break;
+      at += kAssistant.size();
+      std::size_t end = at;
+      do {
+        end = text.find(kStart, end + 1);
+      } while (end != std::string::npos && text.compare(end, kAssistant.size(), kAssistant) == 0);
+      turns.push_back({message, text.substr(at, end == std::string::npos ? end : end - at)});
+      at = end;
+    }
+  }
+  EXPECT_FALSE(turns.empty()) << "no rendering of " << id;
+  return turns;
+}
+
+TEST(TemplateOutputs, GptOssAssistantTurnsParseBackToTheirMessages) {
+  const OutputFormat format = detect_output_format("gpt_oss", read_text("tests/golden/templates/gpt_oss.jinja"));
+  ASSERT_EQ(format.tool_calls, ToolCallFormat::kHarmony);
+  ASSERT_EQ(format.reasoning, ReasoningFormat::kHarmony);
+  int checked_calls = 0;
+  int checked_reasoning = 0;
+  for (const std::string id : {"system_and_multi_turn", "multi_turn_without_generation_prompt",
+                               "tools_with_call_and_result", "tool_call_with_string_arguments",
+                               "parallel_tool_calls", "reasoning_content", "think_tags_in_content",
+                               "assistant_prefill_last", "tool_result_as_object", "single_tool_fully_typed"}) {
+    for (AssistantTurn turn : harmony_turns(id)) {
+      SCOPED_TRACE(id);
+      const bool calls = turn.message.contains("tool_calls");
+      // The template renders a turn's first call only, and a calling turn's content as its
+      // analysis; the analysis of other turns only for the last turn of a conversation that has
+      // no generation prompt.
+      if (calls) turn.message["tool_calls"] = json::array({turn.message["tool_calls"][0]});
+      const std::string content = calls ? "" : turn.message.value("content", "");
+      std::string reasoning = turn.message.value("thinking", "");
+      if (calls && !turn.message.value("content", "").empty()) reasoning = turn.message["content"];
+      if (!turn.text.starts_with("<|channel|>analysis<|message|>")) reasoning.clear();
+      expect_inverts(format, turn, content, reasoning);
+      checked_calls += calls ? 1 : 0;
+      checked_reasoning += reasoning.empty() ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(checked_calls, 5);
+  EXPECT_EQ(checked_reasoning, 3);
+}
+
 }  // namespace
 }  // namespace flashq::gateway

@@ -377,7 +377,7 @@ TEST(MessageRanges, ReadyModelFieldsAreAContextLengthAndKnownFormatNames) {
   body["max_model_len"] = -1;
   expect_error("READY", body, "max_model_len", "0..2147483647");
   body = ready;
-  body["tool_call_format"] = "harmony";
+  body["tool_call_format"] = "pythonic";
   expect_error("READY", body, "tool_call_format", "none, hermes, llama3_json");
   body = ready;
   body["reasoning_format"] = "think_tags";

@@ -106,20 +106,24 @@ TEST(ModelsReplyRoundTrip, EachModelIsAMapOfTheDocumentedFields) {
 }
 
 TEST(OutputFormatNames, EveryFormatHasItsWireNameBothWays) {
-  for (ToolCallFormat f : {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json}) {
+  for (ToolCallFormat f : {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json,
+                           ToolCallFormat::kHarmony}) {
     EXPECT_EQ(tool_call_format_from_name(tool_call_format_name(f)), f);
   }
-  for (ReasoningFormat f : {ReasoningFormat::kNone, ReasoningFormat::kThinkTags, ReasoningFormat::kThinkInPrompt}) {
+  for (ReasoningFormat f : {ReasoningFormat::kNone, ReasoningFormat::kThinkTags, ReasoningFormat::kThinkInPrompt,
+                            ReasoningFormat::kHarmony}) {
     EXPECT_EQ(reasoning_format_from_name(reasoning_format_name(f)), f);
   }
   EXPECT_EQ(tool_call_format_name(ToolCallFormat::kLlama3Json), "llama3_json");
   EXPECT_EQ(reasoning_format_name(ReasoningFormat::kThinkTags), "think");
   EXPECT_EQ(reasoning_format_name(ReasoningFormat::kThinkInPrompt), "think_in_prompt");
+  EXPECT_EQ(tool_call_format_name(ToolCallFormat::kHarmony), "harmony");
+  EXPECT_EQ(reasoning_format_name(ReasoningFormat::kHarmony), "harmony");
 }
 
 TEST(OutputFormatNames, AnUnknownNameIsAProtocolErrorListingTheKnownOnes) {
-  testing::expect_protocol_error([] { tool_call_format_from_name("harmony"); },
-                                 {"'harmony'", "none, hermes, llama3_json"});
+  testing::expect_protocol_error([] { tool_call_format_from_name("pythonic"); },
+                                 {"'pythonic'", "none, hermes, llama3_json, harmony"});
   testing::expect_protocol_error([] { reasoning_format_from_name("think_tags"); },
                                  {"'think_tags'", "none, think, think_in_prompt"});
   testing::expect_protocol_error([] { tool_call_format_from_name(""); }, {"''"});
