@@ -1,7 +1,7 @@
 // flashq-gateway: OpenAI's HTTP API (chat completions, completions, responses, models) over
 // flashq's brokers (docs/gateway.md).
-#include <spdlog/spdlog.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 
 #include <fstream>
 #include <thread>
@@ -24,7 +24,8 @@ void read_key_file(const std::string& path, std::set<std::string>& keys) {
     if (line.empty() || line[0] == '#') continue;
     keys.insert(line);
   }
-  if (keys.empty()) throw flashq::Error(flashq::ErrorCode::kInvalidArgument, "--api-key-file " + path + " holds no key");
+  if (keys.empty())
+    throw flashq::Error(flashq::ErrorCode::kInvalidArgument, "--api-key-file " + path + " holds no key");
 }
 
 }  // namespace
@@ -39,16 +40,21 @@ int main(int argc, char** argv) {
   std::int64_t default_max_tokens = 0;
   int wait_for_models_ms = 5000;
   app.add_option("--host", http.host, "address to listen on")->capture_default_str();
-  app.add_option("--port", http.port, "port to listen on (0: any free one, printed)")->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--port", http.port, "port to listen on (0: any free one, printed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   app.add_option("--threads", http.threads, "I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
-  app.add_option("--broker", frontends, "a broker's frontend endpoint; repeat for several brokers")->capture_default_str();
+  app.add_option("--broker", frontends, "a broker's frontend endpoint; repeat for several brokers")
+      ->capture_default_str();
   app.add_option("--stream", streams, "each broker's stream endpoint, in --broker's order")->capture_default_str();
   app.add_option("--api-key", api_keys, "a key clients must send (Authorization: Bearer); repeatable");
   app.add_option("--api-key-file", api_key_file, "FILE of keys, one per line");
   app.add_option("--curve-server-key", curve_server_key, "KEY|FILE: the brokers' CURVE public key");
   app.add_option("--curve-secret-key", curve_secret_key, "KEY|FILE: this gateway's CURVE secret key");
-  app.add_option("--max-body-bytes", http.max_body_bytes, "larger request bodies are answered 413")->capture_default_str();
-  app.add_option("--max-queued-bytes", http.max_queued_bytes, "bytes queued to one client before it is dropped as too slow")
+  app.add_option("--max-body-bytes", http.max_body_bytes, "larger request bodies are answered 413")
+      ->capture_default_str();
+  app.add_option("--max-queued-bytes", http.max_queued_bytes,
+                 "bytes queued to one client before it is dropped as too slow")
       ->capture_default_str();
   app.add_option("--default-max-tokens", default_max_tokens, "max_tokens of a request that gives none (0: 256)")
       ->capture_default_str();
@@ -57,8 +63,8 @@ int main(int argc, char** argv) {
   return flashq::run_cli(app, argc, argv, [&] {
     if (streams.size() != frontends.size()) {
       throw flashq::Error(flashq::ErrorCode::kInvalidArgument, "give one --stream per --broker (" +
-                                                                  std::to_string(frontends.size()) + " brokers, " +
-                                                                  std::to_string(streams.size()) + " streams)");
+                                                                   std::to_string(frontends.size()) + " brokers, " +
+                                                                   std::to_string(streams.size()) + " streams)");
     }
     flashq::gateway::GatewayOptions options;
     options.default_max_tokens = default_max_tokens;
@@ -69,9 +75,8 @@ int main(int argc, char** argv) {
 
     const int shutdown_fd = flashq::install_shutdown_signals();
     flashq::gateway::Gateway gateway(std::move(options));
-    flashq::gateway::HttpServer server(http, [&gateway](const auto& request, auto responder) {
-      gateway.handle(request, std::move(responder));
-    });
+    flashq::gateway::HttpServer server(
+        http, [&gateway](const auto& request, auto responder) { gateway.handle(request, std::move(responder)); });
     gateway.set_server(&server);
     gateway.wait_for_models(std::chrono::milliseconds(wait_for_models_ms));
     std::thread stopper([&server, shutdown_fd] {

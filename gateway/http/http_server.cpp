@@ -205,24 +205,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // read_request). The look is a non-blocking peek: a wait that completed just before the next
   // request's read took the bytes, or a spurious wake-up, must never block an I/O thread.
   void watch_for_close() {
-    socket_.async_wait(tcp::socket::wait_read,
-                       net::bind_executor(strand_, [self = shared_from_this(), number = request_number_](beast::error_code ec) {
-                         if (ec || self->closed_ || number != self->request_number_ || self->answered_ ||
-                             self->reading_request_) {
-                           return;  // cancelled, or the answer ended: nothing to watch for
-                         }
-                         char probe;
-                         beast::error_code peek_error;
-                         self->socket_.non_blocking(true, peek_error);
-                         const std::size_t n =
-                             self->socket_.receive(net::buffer(&probe, 1), tcp::socket::message_peek, peek_error);
-                         if (peek_error == net::error::would_block || peek_error == net::error::try_again) {
-                           self->watch_for_close();  // nothing there after all: keep watching
-                         } else if (peek_error || n == 0) {
-                           self->close();  // end of file or a reset: the client left
-                         }
-                         // n > 0: the next request's bytes, left for read_request.
-                       }));
+    socket_.async_wait(
+        tcp::socket::wait_read,
+        net::bind_executor(strand_, [self = shared_from_this(), number = request_number_](beast::error_code ec) {
+          if (ec || self->closed_ || number != self->request_number_ || self->answered_ || self->reading_request_) {
+            return;  // cancelled, or the answer ended: nothing to watch for
+          }
+          char probe;
+          beast::error_code peek_error;
+          self->socket_.non_blocking(true, peek_error);
+          const std::size_t n = self->socket_.receive(net::buffer(&probe, 1), tcp::socket::message_peek, peek_error);
+          if (peek_error == net::error::would_block || peek_error == net::error::try_again) {
+            self->watch_for_close();  // nothing there after all: keep watching
+          } else if (peek_error || n == 0) {
+            self->close();  // end of file or a reset: the client left
+          }
+          // n > 0: the next request's bytes, left for read_request.
+        }));
   }
 
   void queue(std::string data) {
@@ -308,8 +307,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 void Exchange::respond(int status, std::string content_type, std::string body, HttpHeaders headers) {
-  connection_->on_strand(number_, [status, type = std::move(content_type), body = std::move(body),
-                                   headers = std::move(headers)](Connection& c) { c.respond(status, type, body, headers); });
+  connection_->on_strand(number_,
+                         [status, type = std::move(content_type), body = std::move(body),
+                          headers = std::move(headers)](Connection& c) { c.respond(status, type, body, headers); });
 }
 
 void Exchange::start_stream(int status, std::string content_type, HttpHeaders headers) {
@@ -326,9 +326,8 @@ void Exchange::end() {
 }
 
 void Exchange::on_disconnect(std::function<void()> callback) {
-  connection_->on_strand(number_, [callback = std::move(callback)](Connection& c) mutable {
-    c.set_disconnect(std::move(callback));
-  });
+  connection_->on_strand(
+      number_, [callback = std::move(callback)](Connection& c) mutable { c.set_disconnect(std::move(callback)); });
 }
 
 }  // namespace
@@ -357,8 +356,8 @@ HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler) : state_(
   state_->acceptor.set_option(net::socket_base::reuse_address(true));
   state_->acceptor.bind(endpoint, ec);
   if (ec) {
-    throw Error(ErrorCode::kIo, "cannot listen on " + state_->options.host + ":" + std::to_string(state_->options.port) +
-                                    ": " + ec.message());
+    throw Error(ErrorCode::kIo, "cannot listen on " + state_->options.host + ":" +
+                                    std::to_string(state_->options.port) + ": " + ec.message());
   }
   state_->acceptor.listen(net::socket_base::max_listen_connections);
   state_->accept();

@@ -44,9 +44,9 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;  // 0: any free port (see HttpServer::port)
   int threads = 2;
-  std::size_t max_body_bytes = 16u << 20;       // larger: 413
-  std::size_t max_queued_bytes = 1u << 20;      // per connection; past it the client is dropped
-  int request_timeout_s = 60;                   // to read one request, and idle keep-alive
+  std::size_t max_body_bytes = 16u << 20;   // larger: 413
+  std::size_t max_queued_bytes = 1u << 20;  // per connection; past it the client is dropped
+  int request_timeout_s = 60;               // to read one request, and idle keep-alive
 };
 
 // Listens at construction (so the port is known and taken at once); serves from run() until

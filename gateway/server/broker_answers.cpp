@@ -25,10 +25,12 @@ ApiError rejection_error(const protocol::Rejected& reply) {
                     "deadline_ms");
   }
   if (reply.reason == "shutting_down" || reply.reason == "unavailable" || reply.retry_after_ms > 0) {
-    return ApiError(503, "server_error", reply.reason, "the broker cannot take jobs now (" + reply.reason + ")" + detail,
-                    std::nullopt, retry_after_seconds(reply.retry_after_ms));
+    return ApiError(503, "server_error", reply.reason,
+                    "the broker cannot take jobs now (" + reply.reason + ")" + detail, std::nullopt,
+                    retry_after_seconds(reply.retry_after_ms));
   }
-  return ApiError(400, "invalid_request_error", reply.reason, "the broker refused the job (" + reply.reason + ")" + detail);
+  return ApiError(400, "invalid_request_error", reply.reason,
+                  "the broker refused the job (" + reply.reason + ")" + detail);
 }
 
 ApiError broker_error(const protocol::ErrorReply& reply) {

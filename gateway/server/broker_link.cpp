@@ -35,7 +35,9 @@ struct BrokerLink::TrackedJob {
 };
 
 BrokerLink::BrokerLink(BrokerEndpoints endpoints)
-    : endpoints_(std::move(endpoints)), dealer_(context_, zmq::socket_type::dealer), sub_(context_, zmq::socket_type::sub) {
+    : endpoints_(std::move(endpoints)),
+      dealer_(context_, zmq::socket_type::dealer),
+      sub_(context_, zmq::socket_type::sub) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::kIo, "eventfd failed for the broker link");
   for (zmq::socket_t* socket : {&dealer_, &sub_}) {
@@ -316,9 +318,8 @@ void BrokerLink::expire_answers(std::int64_t now_ms) {
 
 void BrokerLink::run() {
   while (!stopping_) {
-    zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
-                               {sub_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+    zmq::pollitem_t items[] = {
+        {dealer_.handle(), 0, ZMQ_POLLIN, 0}, {sub_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
     zmq::poll(items, 3, std::chrono::milliseconds(kPollIntervalMs));
     if (items[2].revents & ZMQ_POLLIN) {
       std::uint64_t count = 0;

@@ -23,7 +23,6 @@
 #include <thread>
 #include <variant>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "gateway/server/job_listener.h"

@@ -17,10 +17,10 @@ EmbeddedGateway::EmbeddedGateway(const std::string& address, GatewayOptions opti
   }
   http.host = address.substr(0, colon);
   gateway_ = std::make_unique<Gateway>(std::move(options));
-  server_ = std::make_unique<HttpServer>(http, [gateway = gateway_.get()](const HttpRequest& request,
-                                                                          std::shared_ptr<Responder> responder) {
-    gateway->handle(request, std::move(responder));
-  });
+  server_ = std::make_unique<HttpServer>(
+      http, [gateway = gateway_.get()](const HttpRequest& request, std::shared_ptr<Responder> responder) {
+        gateway->handle(request, std::move(responder));
+      });
   gateway_->set_server(server_.get());
   thread_ = std::thread([server = server_.get()] { server->run(); });
 }

@@ -6,10 +6,10 @@
 #include <random>
 
 #include "gateway/openai/generation_request.h"
-#include "gateway/server/generation_call.h"
-#include "gateway/server/response_call.h"
 #include "gateway/server/broker_answers.h"
+#include "gateway/server/generation_call.h"
 #include "gateway/server/job_ids.h"
+#include "gateway/server/response_call.h"
 
 namespace flashq::gateway {
 namespace {
@@ -64,7 +64,7 @@ std::string route_label(const std::string& path) {
   }
   if (path.rfind("/v1/responses/", 0) == 0) {
     return path.size() > 7 && path.compare(path.size() - 7, 7, "/cancel") == 0 ? "/v1/responses/{id}/cancel"
-                                                                                : "/v1/responses/{id}";
+                                                                               : "/v1/responses/{id}";
   }
   return "other";
 }
@@ -107,7 +107,8 @@ void Gateway::answer_error(const std::shared_ptr<Responder>& responder, const st
 void Gateway::check_key(const HttpRequest& request) const {
   if (options_.api_keys.empty()) return;
   const auto it = request.find(http::field::authorization);
-  const std::string_view value = it == request.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+  const std::string_view value =
+      it == request.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
   constexpr std::string_view kBearer = "Bearer ";
   if (value.substr(0, kBearer.size()) == kBearer) {
     const std::string_view key = value.substr(kBearer.size());
@@ -179,7 +180,8 @@ void Gateway::route(const HttpRequest& request, const std::shared_ptr<Responder>
   if (path.rfind(kResponses, 0) == 0 && path.size() > kResponses.size()) {
     std::string id = path.substr(kResponses.size());
     constexpr std::string_view kCancel = "/cancel";
-    const bool cancel = id.size() > kCancel.size() && id.compare(id.size() - kCancel.size(), kCancel.size(), kCancel) == 0;
+    const bool cancel =
+        id.size() > kCancel.size() && id.compare(id.size() - kCancel.size(), kCancel.size(), kCancel) == 0;
     if (cancel) id.resize(id.size() - kCancel.size());
     if (cancel ? !post : !get) throw wrong_method(cancel ? "POST" : "GET");
     follow_response(request, responder, id, cancel);
@@ -202,7 +204,8 @@ void Gateway::list_models(const std::shared_ptr<Responder>& responder, const std
 void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
                        const std::string& route) {
   // Ordered: tool definitions reach the chat template key by key, as the client wrote them.
-  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::ordered_json body =
+      nlohmann::ordered_json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) throw invalid_request("the body is not valid JSON", std::nullopt, "invalid_json");
   RequestExtensions ext;
   ext.priority = integer_header(request, "x-flashq-priority");
@@ -262,8 +265,8 @@ void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<
   }
   const std::string route = cancel ? "/v1/responses/{id}/cancel" : "/v1/responses/{id}";
   find_response(id, 0, responder, route,
-                [this, how, starting_after, responder](const ResponsesRequest& found, const protocol::StatusReply& status,
-                                                       BrokerLink& link) {
+                [this, how, starting_after, responder](const ResponsesRequest& found,
+                                                       const protocol::StatusReply& status, BrokerLink& link) {
                   ResponseCall::follow(found, status, how, starting_after, link, metrics_, responder);
                 });
 }

@@ -19,7 +19,7 @@ namespace flashq::gateway {
 
 struct GatewayOptions {
   std::vector<BrokerEndpoints> brokers;
-  std::set<std::string> api_keys;  // empty: no key is asked for
+  std::set<std::string> api_keys;       // empty: no key is asked for
   std::int64_t default_max_tokens = 0;  // 0: the job map's default
 };
 
@@ -48,8 +48,8 @@ class Gateway {
   void generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& route);
   void create_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder);
   // GET /v1/responses/{id} and POST /v1/responses/{id}/cancel.
-  void follow_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
-                       const std::string& id, bool cancel);
+  void follow_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& id,
+                       bool cancel);
   // Asks the brokers in turn (from `link`) for response `id`: `found` with the request recovered
   // from its job and the broker's status, or a 404 when none knows it.
   using ResponseFound = std::function<void(const ResponsesRequest&, const protocol::StatusReply&, BrokerLink&)>;

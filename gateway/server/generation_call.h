@@ -56,7 +56,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   std::vector<bool> accepted_, ended_;
   std::size_t accepted_count_ = 0, ended_count_ = 0;
   bool stream_open_ = false;
-  bool done_ = false;  // the answer ended (or the client left)
+  bool done_ = false;              // the answer ended (or the client left)
   std::vector<std::string> held_;  // stream payloads rendered before the stream could open
   std::chrono::steady_clock::time_point arrived_, last_token_;
   bool saw_token_ = false;

@@ -49,8 +49,8 @@ void ResponseCall::create(ResponsesRequest request, BrokerLink& link, GatewayMet
 void ResponseCall::follow(const ResponsesRequest& request, const protocol::StatusReply& status, Follow how,
                           std::int64_t starting_after, BrokerLink& link, GatewayMetrics& metrics,
                           std::shared_ptr<Responder> responder) {
-  auto call = std::make_shared<ResponseCall>(request, link, metrics, responder,
-                                             how == Follow::kCancel ? "/v1/responses/{id}/cancel" : "/v1/responses/{id}");
+  auto call = std::make_shared<ResponseCall>(
+      request, link, metrics, responder, how == Follow::kCancel ? "/v1/responses/{id}/cancel" : "/v1/responses/{id}");
   call->known_final_ = status.final_result;
   std::lock_guard lock(call->mutex_);
   // The response as a client first saw it: its opening events, before any of the job's.
@@ -175,7 +175,8 @@ void ResponseCall::answer_error(int status_if_unsent, const std::string& code, c
   }
   done_ = true;
   link_.forget(id_, this);
-  const ApiError error(status_if_unsent, status_if_unsent >= 500 ? "server_error" : "invalid_request_error", code, message);
+  const ApiError error(status_if_unsent, status_if_unsent >= 500 ? "server_error" : "invalid_request_error", code,
+                       message);
   HttpHeaders headers;
   if (error.retry_after_s() > 0 || status_if_unsent == 503) headers.emplace_back("Retry-After", "1");
   responder_->respond(status_if_unsent, "application/json", api_error_body(error), headers);

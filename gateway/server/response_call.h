@@ -58,11 +58,11 @@ class ResponseCall : public JobListener, public std::enable_shared_from_this<Res
   GatewayMetrics& metrics_;
   std::shared_ptr<Responder> responder_;
   std::string route_;
-  bool owns_job_ = false;         // created here without background: cancelled if the client leaves
+  bool owns_job_ = false;  // created here without background: cancelled if the client leaves
   bool stream_ = false;
-  bool answer_when_accepted_ = false;  // background without stream: the queued object at once
-  std::int64_t starting_after_ = -1;   // stream: events up to this sequence number are not sent
-  std::int64_t answer_at_job_seq_ = -1;  // poll: answer once the events before this seq are in
+  bool answer_when_accepted_ = false;                 // background without stream: the queued object at once
+  std::int64_t starting_after_ = -1;                  // stream: events up to this sequence number are not sent
+  std::int64_t answer_at_job_seq_ = -1;               // poll: answer once the events before this seq are in
   std::optional<protocol::FinalResult> known_final_;  // the broker's final when the follow began
   bool stream_open_ = false;
   bool done_ = false;

@@ -6,13 +6,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stop_token>
 #include <thread>
-#include <iostream>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 #include <zmq_addon.hpp>
 
 #include "gateway/http/http_server.h"
@@ -27,6 +27,10 @@
 namespace flashq {
 namespace {
 
+// How long streams may take to open or end before a figure fails: generous, so that a loaded
+// machine (or a sanitizer build, several times slower) measures late rather than not at all.
+constexpr auto kStreamsWait = std::chrono::milliseconds(60000);
+
 using namespace std::chrono_literals;
 using namespace flashq::bench;
 using Json = nlohmann::ordered_json;
@@ -34,13 +38,13 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kModel = "synthetic";
 
 struct GatewayBenchOptions {
-  std::int64_t streams = 2000;             // held open at once
-  double hold_s = 2;                       // held this long before memory is read
+  std::int64_t streams = 2000;  // held open at once
+  double hold_s = 2;            // held this long before memory is read
   std::int64_t throughput_streams = 64;
   double throughput_s = 3;
-  std::int64_t window = 4096;              // events sent and not yet received, all streams together
+  std::int64_t window = 4096;  // events sent and not yet received, all streams together
   std::int64_t latency_streams = 100;
-  double latency_rate = 10000;             // token events/s in total
+  double latency_rate = 10000;  // token events/s in total
   double latency_s = 3;
   bool quick = false;
   bool json = false;
@@ -129,7 +133,8 @@ struct RunningGateway {
   explicit RunningGateway(const RunningBroker& broker) {
     gateway::GatewayOptions options;
     options.brokers.push_back({.frontend = broker.broker->frontend_endpoint(),
-                               .stream = broker.broker->stream_endpoint(), .curve = std::nullopt});
+                               .stream = broker.broker->stream_endpoint(),
+                               .curve = std::nullopt});
     gateway = std::make_unique<gateway::Gateway>(std::move(options));
     gateway::HttpServerOptions http;
     http.port = 0;
@@ -139,10 +144,12 @@ struct RunningGateway {
         });
     gateway->set_server(server.get());
     thread = std::thread([s = server.get()] { s->run(); });
-    const bool known = wait_until([&] {
-      gateway->wait_for_models(1000ms);
-      return gateway->models().directory()->count(kModel) > 0;
-    }, 10000ms);
+    const bool known = wait_until(
+        [&] {
+          gateway->wait_for_models(1000ms);
+          return gateway->models().directory()->count(kModel) > 0;
+        },
+        10000ms);
     if (!known) {
       stop();
       throw Error(ErrorCode::kIo, "the gateway did not learn the synthetic worker's model");
@@ -174,7 +181,8 @@ void check_clients(const SseClients& clients, RunningGateway& gateway, bool ok, 
   std::string counted;
   std::istringstream metrics(gateway.gateway->metrics().render(gateway.server->open_connections()));
   for (std::string line; std::getline(metrics, line);) {
-    if (line.rfind("flashq_gateway_requests", 0) == 0 || line.rfind("flashq_gateway_open", 0) == 0) counted += "; " + line;
+    if (line.rfind("flashq_gateway_requests", 0) == 0 || line.rfind("flashq_gateway_open", 0) == 0)
+      counted += "; " + line;
   }
   throw Error(ErrorCode::kIo, what + " (open " + std::to_string(clients.streams_open()) + ", flowing " +
                                   std::to_string(clients.streams_flowing()) + ", failed " +
@@ -200,21 +208,25 @@ Json measure_open_streams(const GatewayBenchOptions& o, bool through_gateway) {
   std::this_thread::sleep_for(100ms);
   Json report;
   const auto hold = std::chrono::milliseconds(static_cast<std::int64_t>(o.hold_s * 1000));
-  const auto open_timeout = std::chrono::milliseconds(20000 + o.streams * 10);
+  const auto open_timeout = kStreamsWait + std::chrono::milliseconds(o.streams * 10);
   if (through_gateway) {
     RunningGateway gateway(broker);
     SseClients clients(completion_requests(gateway.port()));
     const std::int64_t before = resident_bytes();
     clients.open(static_cast<int>(o.streams));
-    check_clients(clients, gateway, wait_until([&] { return clients.streams_flowing() == o.streams || clients.failures() > 0; },
-                                      open_timeout) && clients.failures() == 0,
-                  "the streams did not all open");
+    check_clients(
+        clients, gateway,
+        wait_until([&] { return clients.streams_flowing() == o.streams || clients.failures() > 0; }, open_timeout) &&
+            clients.failures() == 0,
+        "the streams did not all open");
     std::this_thread::sleep_for(hold);
     const std::int64_t open = resident_bytes();
-    report = {{"rss_before_bytes", before}, {"rss_open_bytes", open},
-              {"client_bytes", clients.held_bytes()}, {"connections", gateway.server->open_connections()}};
+    report = {{"rss_before_bytes", before},
+              {"rss_open_bytes", open},
+              {"client_bytes", clients.held_bytes()},
+              {"connections", gateway.server->open_connections()}};
     finish_all();
-    check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.streams; }, 20000ms),
+    check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.streams; }, kStreamsWait),
                   "the streams did not all end");
     return report;
   }
@@ -244,11 +256,12 @@ Json measure_open_streams(const GatewayBenchOptions& o, bool through_gateway) {
   };
   const auto end = Clock::now() + open_timeout;
   while (static_cast<std::int64_t>(flowing.size()) < o.streams && Clock::now() < end) drain(100ms);
-  if (static_cast<std::int64_t>(flowing.size()) < o.streams) throw Error(ErrorCode::kIo, "baseline jobs did not all stream");
+  if (static_cast<std::int64_t>(flowing.size()) < o.streams)
+    throw Error(ErrorCode::kIo, "baseline jobs did not all stream");
   drain(hold);
   report = {{"rss_before_bytes", before}, {"rss_open_bytes", resident_bytes()}};
   finish_all();
-  while (finals < o.streams && Clock::now() < end + 20s) drain(100ms);
+  while (finals < o.streams && Clock::now() < end + kStreamsWait) drain(100ms);
   return report;
 }
 
@@ -279,19 +292,24 @@ Json figure_open_streams(const GatewayBenchOptions& o) {
 Json figure_throughput(const GatewayBenchOptions& o) {
   zmq::context_t context;
   RunningBroker broker(context, 1000);
-  std::atomic<const SseClients*> receivers{nullptr};
-  StreamingWorker worker(context, broker.broker->backend_endpoint(),
-                         {.window = o.window, .delivered = [&receivers] {
-                            const SseClients* c = receivers.load();
-                            return c ? c->events() : std::int64_t{0};
-                          }});
+  // The worker's thread counts what the clients received; it holds them while it looks, so that
+  // clients going away (the figure failing, say) never leave it a dangling pointer.
+  std::atomic<std::shared_ptr<const SseClients>> receivers;
+  StreamingWorker worker(context, broker.broker->backend_endpoint(), {.window = o.window, .delivered = [&receivers] {
+                                                                        const std::shared_ptr<const SseClients> c =
+                                                                            receivers.load();
+                                                                        return c ? c->events() : std::int64_t{0};
+                                                                      }});
   std::this_thread::sleep_for(100ms);
   RunningGateway gateway(broker);
-  SseClients clients(completion_requests(gateway.port()));
-  receivers = &clients;
+  const auto shared_clients = std::make_shared<SseClients>(completion_requests(gateway.port()));
+  SseClients& clients = *shared_clients;
+  receivers = shared_clients;
   clients.open(static_cast<int>(o.throughput_streams));
-  check_clients(clients, gateway, wait_until([&] { return clients.streams_flowing() == o.throughput_streams || clients.failures() > 0; },
-                                    20000ms) && clients.failures() == 0,
+  check_clients(clients, gateway,
+                wait_until([&] { return clients.streams_flowing() == o.throughput_streams || clients.failures() > 0; },
+                           kStreamsWait) &&
+                    clients.failures() == 0,
                 "the streams did not all open");
   std::this_thread::sleep_for(300ms);  // warm
   const std::int64_t first = clients.events();
@@ -300,12 +318,16 @@ Json figure_throughput(const GatewayBenchOptions& o) {
   const std::int64_t received = clients.events() - first;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   worker.finish_all();
-  check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.throughput_streams; }, 20000ms) &&
-                             clients.failures() == 0,
+  check_clients(clients, gateway,
+                wait_until([&] { return clients.streams_done() == o.throughput_streams; }, kStreamsWait) &&
+                    clients.failures() == 0,
                 "the streams did not all end");
-  receivers = nullptr;
-  return {{"streams", o.throughput_streams}, {"window_events", o.window}, {"seconds", seconds},
-          {"token_events", received}, {"token_events_per_s", static_cast<double>(received) / seconds}};
+  receivers.store(nullptr);
+  return {{"streams", o.throughput_streams},
+          {"window_events", o.window},
+          {"seconds", seconds},
+          {"token_events", received},
+          {"token_events_per_s", static_cast<double>(received) / seconds}};
 }
 
 // Figure 3: at a fixed total rate, each event's latency from the worker's send to the SSE
@@ -340,8 +362,10 @@ Json figure_latency(const GatewayBenchOptions& o) {
   requests.record_send_times = true;
   SseClients clients(requests);
   clients.open(static_cast<int>(o.latency_streams));
-  check_clients(clients, gateway, wait_until([&] { return clients.streams_flowing() == o.latency_streams || clients.failures() > 0; },
-                                    20000ms) && clients.failures() == 0,
+  check_clients(clients, gateway,
+                wait_until([&] { return clients.streams_flowing() == o.latency_streams || clients.failures() > 0; },
+                           kStreamsWait) &&
+                    clients.failures() == 0,
                 "the streams did not all open");
   std::this_thread::sleep_for(500ms);  // warm
   const std::int64_t from_ns = now_ns();
@@ -350,9 +374,10 @@ Json figure_latency(const GatewayBenchOptions& o) {
   std::this_thread::sleep_for(200ms);  // the last events in the window arrive
   worker.finish_all();
   std::vector<EventTiming> through_gateway = clients.take_timings();
-  check_clients(clients, gateway, wait_until([&] { return clients.streams_done() == o.latency_streams; }, 20000ms) &&
-                             clients.failures() == 0,
-                "the streams did not all end");
+  check_clients(
+      clients, gateway,
+      wait_until([&] { return clients.streams_done() == o.latency_streams; }, kStreamsWait) && clients.failures() == 0,
+      "the streams did not all end");
   reader.request_stop();
   reader.join();
   std::unordered_map<std::int64_t, std::int64_t> direct_at;  // send time -> receipt
@@ -391,7 +416,8 @@ void print_table(const Json& r) {
   const Json& l = r["latency"];
   std::printf("\n%-44s %s\n", "figure", "value");
   std::printf("%-44s %lld\n", "open SSE streams held", static_cast<long long>(m["streams"].get<std::int64_t>()));
-  std::printf("%-44s %.1f MiB\n", "  process RSS growth with them open", m["rss_growth_bytes"].get<double>() / 1048576.0);
+  std::printf("%-44s %.1f MiB\n", "  process RSS growth with them open",
+              m["rss_growth_bytes"].get<double>() / 1048576.0);
   std::printf("%-44s %.1f MiB\n", "  of which broker+worker (baseline run)",
               m["baseline_rss_growth_bytes"].get<double>() / 1048576.0);
   std::printf("%-44s %.1f MiB\n", "  of which HTTP clients", m["client_bytes"].get<double>() / 1048576.0);
