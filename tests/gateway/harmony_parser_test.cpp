@@ -5,10 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "gateway/output/output_parser_factory.h"
 #include "tests/gateway/output_test_support.h"
@@ -20,22 +19,15 @@ using testing::feed_pieces;
 using testing::parse_every_split;
 
 testing::ParserMaker harmony(ArgumentStreaming mode, bool tools = true, bool reasoning = true) {
-  return [=] {
-    return std::make_unique<HarmonyParser>(tools, reasoning, mode, index_tool_call_ids("call_job9_"));
-  };
+  return [=] { return std::make_unique<HarmonyParser>(tools, reasoning, mode, index_tool_call_ids("call_job9_")); };
 }
 
 // Both modes give the same message for well-formed output.
 AssistantMessage parse_both(std::string_view text) {
-  const AssistantMessage validated = parse_every_split(harmony(ArgumentStreaming::kValidated), text);
-  const AssistantMessage incremental = parse_every_split(harmony(ArgumentStreaming::kIncremental), text);
-  EXPECT_EQ(validated, incremental);
-  return validated;
+  return testing::parse_in_both_modes([](ArgumentStreaming mode) { return harmony(mode); }, text);
 }
 
-ParsedToolCall call(std::string id, std::string name, std::string arguments) {
-  return {std::move(id), std::move(name), std::move(arguments), true};
-}
+const auto call = testing::complete_call;
 
 TEST(HarmonyParser, AnalysisIsReasoningAndFinalIsContent) {
   // As OpenAI's harmony guide shows the output after `<|start|>assistant`, with the <|return|>
@@ -128,8 +120,7 @@ TEST(HarmonyParser, ACallIsStreamedAsItComesInIncrementalMode) {
 }
 
 TEST(HarmonyParser, MalformedCallArgumentsAreContentAsWrittenInValidatedMode) {
-  const std::string text =
-      "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": 1<|call|>";
+  const std::string text = "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": 1<|call|>";
   const AssistantMessage validated = parse_every_split(harmony(ArgumentStreaming::kValidated), text);
   EXPECT_EQ(validated.content, text);
   EXPECT_TRUE(validated.tool_calls.empty());
@@ -213,17 +204,43 @@ TEST(HarmonyParser, TheFactoryBuildsItForTheHarmonyFormat) {
 // can send, and in the validated mode only calls whose arguments are one JSON object.
 TEST(HarmonyParser, RandomHarmonyPiecesParseTheSameInEverySplit) {
   static const std::vector<std::string> pieces = {
-      "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>", "<|start|>", "<|constrain|>",
-      "<|chan", "<|", "assistant", "analysis", "final", "commentary", " to=functions.f", " to=browser.x",
-      " json", "{", "}", "\"a\"", ":", "1", "\"", " ", "\n", "x", "é",
+      "<|channel|>",
+      "<|message|>",
+      "<|end|>",
+      "<|return|>",
+      "<|call|>",
+      "<|start|>",
+      "<|constrain|>",
+      "<|chan",
+      "<|",
+      "assistant",
+      "analysis",
+      "final",
+      "commentary",
+      " to=functions.f",
+      " to=browser.x",
+      " json",
+      "{",
+      "}",
+      "\"a\"",
+      ":",
+      "1",
+      "\"",
+      " ",
+      "\n",
+      "x",
+      "é",
       "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
-      "<|channel|>analysis<|message|>", "<|start|>assistant<|channel|>final<|message|>", "{\"location\":\"Paris\"}"};
+      "<|channel|>analysis<|message|>",
+      "<|start|>assistant<|channel|>final<|message|>",
+      "{\"location\":\"Paris\"}"};
   std::mt19937 random(21);
   int with_calls = 0, with_reasoning = 0;
   for (int trial = 0; trial < 200; ++trial) {
     std::string text;
     const int n = std::uniform_int_distribution<int>(0, 20)(random);
-    for (int i = 0; i < n; ++i) text += pieces[std::uniform_int_distribution<std::size_t>(0, pieces.size() - 1)(random)];
+    for (int i = 0; i < n; ++i)
+      text += pieces[std::uniform_int_distribution<std::size_t>(0, pieces.size() - 1)(random)];
     for (ArgumentStreaming mode : {ArgumentStreaming::kValidated, ArgumentStreaming::kIncremental}) {
       AssistantMessage m;
       ASSERT_NO_THROW(m = parse_every_split(harmony(mode), text)) << text;

@@ -20,16 +20,9 @@ testing::ParserMaker hermes(ArgumentStreaming mode) {
 }
 
 // Both modes give the same message for well-formed output.
-AssistantMessage parse_both(std::string_view text) {
-  const AssistantMessage validated = parse_every_split(hermes(ArgumentStreaming::kValidated), text);
-  const AssistantMessage incremental = parse_every_split(hermes(ArgumentStreaming::kIncremental), text);
-  EXPECT_EQ(validated, incremental);
-  return validated;
-}
+AssistantMessage parse_both(std::string_view text) { return testing::parse_in_both_modes(hermes, text); }
 
-ParsedToolCall call(std::string id, std::string name, std::string arguments) {
-  return {std::move(id), std::move(name), std::move(arguments), true};
-}
+const auto call = testing::complete_call;
 
 TEST(HermesToolParser, TextWithoutCallsIsContent) {
   const AssistantMessage m = parse_both("Hello! I am <b>fine</b>, thanks < > <tool_cal> done.");
@@ -39,8 +32,8 @@ TEST(HermesToolParser, TextWithoutCallsIsContent) {
 }
 
 TEST(HermesToolParser, OneCallBecomesToolCallWithModelsArguments) {
-  const AssistantMessage m = parse_both(
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n</tool_call>");
+  const AssistantMessage m =
+      parse_both("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n</tool_call>");
   EXPECT_EQ(m.content, "");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_EQ(m.tool_calls[0], call("call_job7_0", "get_weather", "{\"location\": \"Paris\"}"));
@@ -58,8 +51,8 @@ TEST(HermesToolParser, ContentBeforeSeveralCallsLosesOnlyLayoutWhitespace) {
 }
 
 TEST(HermesToolParser, ContentAfterACallIsContent) {
-  const AssistantMessage m = parse_both(
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n\nCalled it.  \n");
+  const AssistantMessage m =
+      parse_both("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n\nCalled it.  \n");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_EQ(m.tool_calls[0], call("call_job7_0", "f", "{}"));
   EXPECT_EQ(m.content, "Called it.  \n");
@@ -68,8 +61,7 @@ TEST(HermesToolParser, ContentAfterACallIsContent) {
 TEST(HermesToolParser, ArgumentsKeepBracesTagsEscapesAndUnicodeInStrings) {
   const std::string args =
       R"({"code": "if (a) { b(); } </tool_call> ]", "q": "say \"hi\\\"", "list": [1, [2, {"x": null}]], "city": "Zürich 東京 🚀"})";
-  const AssistantMessage m =
-      parse_both("<tool_call>\n{\"name\": \"run\", \"arguments\": " + args + "}\n</tool_call>");
+  const AssistantMessage m = parse_both("<tool_call>\n{\"name\": \"run\", \"arguments\": " + args + "}\n</tool_call>");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_EQ(m.tool_calls[0].arguments, args);
   EXPECT_TRUE(nlohmann::json::accept(m.tool_calls[0].arguments));
@@ -86,8 +78,8 @@ TEST(HermesToolParser, CompactJsonParametersKeyAndEscapedNameAreRead) {
 TEST(HermesToolParser, CompleteCallWithoutClosingTagStands) {
   // A stop string or the end of generation can cut </tool_call>.
   for (std::string_view end : {"", "\n", "\n</tool_", "\n</tool_call"}) {
-    const AssistantMessage m = parse_both(
-        std::string("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}") + std::string(end));
+    const AssistantMessage m =
+        parse_both(std::string("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}") + std::string(end));
     ASSERT_EQ(m.tool_calls.size(), 1u) << end;
     EXPECT_TRUE(m.tool_calls[0].complete);
     EXPECT_EQ(m.content, "") << end;
@@ -110,8 +102,8 @@ TEST(HermesToolParser, PartialTagAtTheEndIsContent) {
 }
 
 TEST(HermesToolParser, IdsComeFromTheGivenGenerator) {
-  auto parser = std::make_unique<HermesToolParser>(
-      ArgumentStreaming::kValidated, [](int i) { return "call_abc_" + std::to_string(i * 10); });
+  auto parser = std::make_unique<HermesToolParser>(ArgumentStreaming::kValidated,
+                                                   [](int i) { return "call_abc_" + std::to_string(i * 10); });
   const OutputDeltas d = feed_pieces(*parser, {"<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"
                                                "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>"});
   const AssistantMessage m = testing::fold(d);
@@ -174,7 +166,8 @@ TEST(HermesToolParser, UnterminatedBlockIsContent) {
 }
 
 TEST(HermesToolParser, InvalidJsonInsideIsContent) {
-  expect_content_as_written("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": Paris}}\n</tool_call>");
+  expect_content_as_written(
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": Paris}}\n</tool_call>");
   expect_content_as_written("<tool_call>\n{name: \"get_weather\", arguments: {}}\n</tool_call>");
   expect_content_as_written("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2}}\n</tool_call>");
   expect_content_as_written("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1,}}\n</tool_call>");
@@ -204,9 +197,9 @@ TEST(HermesToolParser, MalformedBlockDoesNotStopLaterCalls) {
 }
 
 TEST(HermesToolParser, IncrementalCallCutInItsArgumentsStaysIncomplete) {
-  const AssistantMessage m = parse_every_split(
-      hermes(ArgumentStreaming::kIncremental),
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Pa");
+  const AssistantMessage m =
+      parse_every_split(hermes(ArgumentStreaming::kIncremental),
+                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Pa");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_FALSE(m.tool_calls[0].complete);
   EXPECT_EQ(m.tool_calls[0].arguments, "{\"location\": \"Pa");
@@ -214,16 +207,16 @@ TEST(HermesToolParser, IncrementalCallCutInItsArgumentsStaysIncomplete) {
 }
 
 TEST(HermesToolParser, IncrementalCallBrokenAfterItsStartLeavesTheRestAsContent) {
-  const AssistantMessage m = parse_every_split(
-      hermes(ArgumentStreaming::kIncremental),
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1}, \"b\": 2}\n</tool_call>");
+  const AssistantMessage m =
+      parse_every_split(hermes(ArgumentStreaming::kIncremental),
+                        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1}, \"b\": 2}\n</tool_call>");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_FALSE(m.tool_calls[0].complete);
   EXPECT_EQ(m.tool_calls[0].arguments, "{\"a\": [1");
   EXPECT_EQ(m.content, "}, \"b\": 2}\n</tool_call>");
   // Before the start, the incremental mode gives a block back as content like the validated one.
-  const AssistantMessage early = parse_every_split(hermes(ArgumentStreaming::kIncremental),
-                                                   "<tool_call>\n{\"nam\": 1}</tool_call>");
+  const AssistantMessage early =
+      parse_every_split(hermes(ArgumentStreaming::kIncremental), "<tool_call>\n{\"nam\": 1}</tool_call>");
   EXPECT_EQ(early.content, "<tool_call>\n{\"nam\": 1}</tool_call>");
 }
 

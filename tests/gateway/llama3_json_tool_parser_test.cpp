@@ -16,16 +16,10 @@ testing::ParserMaker llama(ArgumentStreaming mode) {
   return [mode] { return std::make_unique<Llama3JsonToolParser>(mode, index_tool_call_ids()); };
 }
 
-AssistantMessage parse_both(std::string_view text) {
-  const AssistantMessage validated = parse_every_split(llama(ArgumentStreaming::kValidated), text);
-  const AssistantMessage incremental = parse_every_split(llama(ArgumentStreaming::kIncremental), text);
-  EXPECT_EQ(validated, incremental);
-  return validated;
-}
+// Both modes give the same message for well-formed output.
+AssistantMessage parse_both(std::string_view text) { return testing::parse_in_both_modes(llama, text); }
 
-ParsedToolCall call(std::string id, std::string name, std::string arguments) {
-  return {std::move(id), std::move(name), std::move(arguments), true};
-}
+const auto call = testing::complete_call;
 
 TEST(Llama3JsonToolParser, PlainAnswerIsContent) {
   const AssistantMessage m = parse_both("  The capital of France is Paris. {not json} ; ok");
@@ -45,8 +39,7 @@ TEST(Llama3JsonToolParser, WholeMessageCallWithParameters) {
   const AssistantMessage m = parse_both(
       "{\"name\": \"get_weather\", \"parameters\": {\"location\": \"Paris, France\", \"unit\": \"celsius\"}}");
   ASSERT_EQ(m.tool_calls.size(), 1u);
-  EXPECT_EQ(m.tool_calls[0],
-            call("call_0", "get_weather", "{\"location\": \"Paris, France\", \"unit\": \"celsius\"}"));
+  EXPECT_EQ(m.tool_calls[0], call("call_0", "get_weather", "{\"location\": \"Paris, France\", \"unit\": \"celsius\"}"));
   EXPECT_EQ(m.content, "");
 }
 
@@ -74,16 +67,15 @@ TEST(Llama3JsonToolParser, SeveralCallsJoinedBySemicolons) {
 
 TEST(Llama3JsonToolParser, ArgumentsWrittenAsAStringHoldingAnObjectAreDecoded) {
   // Llama 3.1's template renders arguments given as a string with tojson: a JSON string.
-  const AssistantMessage m = parse_both(
-      "{\"name\": \"search_files\", \"parameters\": \"{\\\"patterns\\\": [\\\"*.cpp\\\"]}\"}");
+  const AssistantMessage m =
+      parse_both("{\"name\": \"search_files\", \"parameters\": \"{\\\"patterns\\\": [\\\"*.cpp\\\"]}\"}");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_EQ(m.tool_calls[0], call("call_0", "search_files", "{\"patterns\": [\"*.cpp\"]}"));
   EXPECT_EQ(m.content, "");
 }
 
 TEST(Llama3JsonToolParser, TextAfterTheCallsIsContent) {
-  const AssistantMessage m =
-      parse_both("{\"name\": \"f\", \"parameters\": {\"s\": \"}{;\"}}\n\nDone, see above.");
+  const AssistantMessage m = parse_both("{\"name\": \"f\", \"parameters\": {\"s\": \"}{;\"}}\n\nDone, see above.");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_EQ(m.tool_calls[0].arguments, "{\"s\": \"}{;\"}");
   EXPECT_EQ(m.content, "Done, see above.");
@@ -103,9 +95,9 @@ TEST(Llama3JsonToolParser, JsonThatIsNotACallIsContent) {
 
 TEST(Llama3JsonToolParser, MalformedCallIsContentAsWritten) {
   for (std::string_view text : {
-           "{\"name\": \"get_weather\", \"parameters\": {\"location\": \"Par",  // cut by max_tokens
+           "{\"name\": \"get_weather\", \"parameters\": {\"location\": \"Par",    // cut by max_tokens
            "{\"name\": \"get_weather\", \"parameters\": {\"location\": Paris}}",  // invalid JSON
-           "{\"parameters\": {\"location\": \"Paris\"}}",                          // no name
+           "{\"parameters\": {\"location\": \"Paris\"}}",                         // no name
            "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": 1}",          // no closing brace
        }) {
     const AssistantMessage m = parse_every_split(llama(ArgumentStreaming::kValidated), text);
@@ -115,9 +107,9 @@ TEST(Llama3JsonToolParser, MalformedCallIsContentAsWritten) {
 }
 
 TEST(Llama3JsonToolParser, MalformedSecondCallLeavesTheFirstAndTheRestAsContent) {
-  const AssistantMessage m = parse_every_split(
-      llama(ArgumentStreaming::kValidated),
-      "{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {\"a\": nope}}");
+  const AssistantMessage m =
+      parse_every_split(llama(ArgumentStreaming::kValidated),
+                        "{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {\"a\": nope}}");
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_EQ(m.tool_calls[0], call("call_0", "f", "{}"));
   EXPECT_EQ(m.content, "{\"name\": \"g\", \"parameters\": {\"a\": nope}}");

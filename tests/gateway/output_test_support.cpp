@@ -92,4 +92,15 @@ AssistantMessage parse_every_split(const ParserMaker& make, std::string_view tex
   return expected;
 }
 
+AssistantMessage parse_in_both_modes(const std::function<ParserMaker(ArgumentStreaming)>& make, std::string_view text) {
+  const AssistantMessage validated = parse_every_split(make(ArgumentStreaming::kValidated), text);
+  const AssistantMessage incremental = parse_every_split(make(ArgumentStreaming::kIncremental), text);
+  EXPECT_EQ(validated, incremental);
+  return validated;
+}
+
+ParsedToolCall complete_call(std::string id, std::string name, std::string arguments) {
+  return {std::move(id), std::move(name), std::move(arguments), true};
+}
+
 }  // namespace flashq::gateway::testing

@@ -25,6 +25,13 @@ AssistantMessage fold(const OutputDeltas& deltas);
 // into the same message; returns that message.
 AssistantMessage parse_every_split(const ParserMaker& make, std::string_view text);
 
+// Parses the text with parse_every_split in both argument-streaming modes (`make` builds the
+// parser for a mode) and expects the same message of each, as for well-formed output; returns it.
+AssistantMessage parse_in_both_modes(const std::function<ParserMaker(ArgumentStreaming)>& make, std::string_view text);
+
+// A call the model completed, as the folded message holds it.
+ParsedToolCall complete_call(std::string id, std::string name, std::string arguments);
+
 // The stream rules of OpenAI's delta.tool_calls: calls start in index order 0, 1, ...; a call's
 // first delta is its start (with id and name), the later ones arguments only, an end last; no
 // delta without text where text is its point.
