@@ -15,6 +15,9 @@ namespace {
 
 constexpr int kPollIntervalMs = 100;  // how often answers awaited are checked for their timeout
 constexpr int kSocketQueueMessages = 1'000'000;
+// Messages read from one socket per round of the loop: a stream flooding in as fast as it is
+// read must not starve the other socket, the requests posted to the link, or the timeouts.
+constexpr int kMessagesPerRound = 256;
 
 protocol::ErrorReply unavailable(const std::string& what, std::optional<std::string> id = std::nullopt) {
   return {"unavailable", what, std::move(id)};
@@ -331,15 +334,20 @@ void BrokerLink::run() {
       }
       for (Command& command : commands) command();
     }
-    // Everything waiting on each socket, so one busy job cannot starve the rest.
-    while (auto frames = try_receive_frames(dealer_)) {
+    // A bounded batch from each socket (ZeroMQ's poll reports the rest at once next round), so
+    // neither socket, nor the commands, nor the timeouts wait behind a flood on the other.
+    for (int n = 0; n < kMessagesPerRound; ++n) {
+      auto frames = try_receive_frames(dealer_);
+      if (!frames) break;
       try {
         handle(protocol::from_frames(frame_views(*frames)));
       } catch (const Error& e) {
         spdlog::warn("broker {} sent a message that breaks the protocol: {}", endpoints_.frontend, e.what());
       }
     }
-    while (auto frames = try_receive_frames(sub_)) {
+    for (int n = 0; n < kMessagesPerRound; ++n) {
+      auto frames = try_receive_frames(sub_);
+      if (!frames) break;
       try {
         deliver(protocol::from_stream_frames(frame_views(*frames)));
       } catch (const Error& e) {

@@ -28,8 +28,8 @@ class UnknownModelTest : public ::testing::Test {
     options.heartbeat_ms = 200;
     options.drain_timeout_ms = 0;
     options.unknown_model_grace_ms = grace_ms;
+    started_ = Clock::now();  // before the broker, whose grace period starts when it is made
     broker_ = std::make_unique<Broker>(context_, options);
-    started_ = Clock::now();
     thread_ = std::thread([this] { broker_->run(stop_); });
   }
   ~UnknownModelTest() override {
