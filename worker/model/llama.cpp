@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "worker/model/dense_decoder.h"
+#include "worker/model/decoder_model.h"
 
 namespace flashq {
 
@@ -20,7 +20,7 @@ ModelFamily llama_family() {
           .qk_norm = false,
           .reads_mlp_bias = true,
           .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
-            return std::make_unique<DenseDecoderModel>(std::move(config), weights, backend);
+            return std::make_unique<DecoderModel>(std::move(config), weights, backend);
           }};
 }
 

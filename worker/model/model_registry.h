@@ -1,7 +1,7 @@
 // The target-model families this build implements, and the one place that turns a model
 // directory into a TargetModel of the family its config.json names. Adding a family is its
 // file pair (its ModelFamily: defaults, layer options, loader; see qwen3.h and llama.h) and one
-// line in model_registry.cpp; the dense decoder (dense_decoder.h) runs every family here.
+// line in model_registry.cpp; the decoder model (decoder_model.h) runs every family here.
 #pragma once
 
 #include <filesystem>

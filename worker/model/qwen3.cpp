@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "worker/model/dense_decoder.h"
+#include "worker/model/decoder_model.h"
 
 namespace flashq {
 
@@ -18,7 +18,7 @@ ModelFamily qwen3_family() {
           .qk_norm = true,
           .reads_mlp_bias = false,
           .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
-            return std::make_unique<DenseDecoderModel>(std::move(config), weights, backend);
+            return std::make_unique<DecoderModel>(std::move(config), weights, backend);
           }};
 }
 

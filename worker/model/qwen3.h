@@ -1,6 +1,6 @@
 // The Qwen3 dense family (docs/dflash.md §1): model_type qwen3, Qwen3ForCausalLM, with Hugging
 // Face's Qwen3Config defaults. Its layers norm each q and k head; it has no MLP biases. The
-// dense decoder (dense_decoder.h) runs it.
+// decoder model (decoder_model.h) runs it.
 #pragma once
 
 #include "worker/model/model_registry.h"

@@ -24,11 +24,11 @@
 
 namespace flashq {
 
-class DenseDecoderModel final : public TargetModel {
+class DecoderModel final : public TargetModel {
  public:
   // The weights `config` names, read from `weights` onto `backend` (kBadCheckpoint naming a
   // tensor that is missing or of the wrong shape).
-  DenseDecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend);
+  DecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend);
 
   const ModelConfig& config() const override { return config_; }
   Backend& backend() const override { return backend_; }

@@ -1,4 +1,4 @@
-#include "worker/model/dense_decoder.h"
+#include "worker/model/decoder_model.h"
 
 #include <algorithm>
 #include <string>
@@ -12,7 +12,7 @@ std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i)
 
 }  // namespace
 
-DenseDecoderModel::DenseDecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend)
+DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend)
     : config_(std::move(config)), backend_(backend), workspace_(backend), recorder_(backend) {
   const int64_t hidden = config_.hidden_size;
   embed_tokens_ = load_weight(weights, "model.embed_tokens.weight", {config_.vocab_size, hidden}, backend_);
@@ -30,12 +30,12 @@ DenseDecoderModel::DenseDecoderModel(ModelConfig config, const WeightStore& weig
   }
 }
 
-KvCache DenseDecoderModel::make_cache(int64_t max_length) const {
+KvCache DecoderModel::make_cache(int64_t max_length) const {
   return KvCache(backend_, config_.num_layers, config_.num_kv_heads, config_.head_dim,
                  std::min(max_length, config_.max_position_embeddings));
 }
 
-ForwardOutput DenseDecoderModel::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
   std::vector<int32_t> ids, positions, key_counts;
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
@@ -79,7 +79,7 @@ ForwardOutput DenseDecoderModel::forward(std::span<const SequenceChunk> chunks, 
   return out;
 }
 
-DenseDecoderModel::PassKey DenseDecoderModel::pass_key(std::span<const SequenceChunk> chunks,
+DecoderModel::PassKey DecoderModel::pass_key(std::span<const SequenceChunk> chunks,
                                                        const ForwardOptions& options) const {
   PassKey key{.logits = options.logits, .tap_layers = options.tap_layers, .workspace = workspace_.generation()};
   for (const SequenceChunk& chunk : chunks) {
@@ -90,7 +90,7 @@ DenseDecoderModel::PassKey DenseDecoderModel::pass_key(std::span<const SequenceC
   return key;
 }
 
-ForwardOutput DenseDecoderModel::run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
+ForwardOutput DecoderModel::run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
                                           const Tensor& id_tensor, const Tensor& position_tensor,
                                           const Tensor& key_count_tensor, const Tensor& last_rows) {
   const int64_t hidden = config_.hidden_size, rows = id_tensor.numel();
@@ -123,7 +123,7 @@ ForwardOutput DenseDecoderModel::run_pass(std::span<const SequenceChunk> chunks,
   return out;
 }
 
-void DenseDecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
+void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
                                       std::span<const SequenceChunk> chunks, const Tensor& normed,
                                       const Tensor& positions, const Tensor& key_counts, Tensor& attention_out) {
   const int64_t rows = normed.dim(0), head_dim = config_.head_dim;
@@ -147,7 +147,7 @@ void DenseDecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_i
   project_attention_out(backend_, layer, attended, attention_out);
 }
 
-Tensor DenseDecoderModel::compute_logits(const Tensor& hidden, const Tensor& last_rows) {
+Tensor DecoderModel::compute_logits(const Tensor& hidden, const Tensor& last_rows) {
   Tensor selected = hidden;
   if (last_rows.defined()) {
     selected = workspace_.get("last_hidden", DType::kF32, {last_rows.numel(), config_.hidden_size});
