@@ -69,6 +69,17 @@ void Backend::matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& u
   swiglu(out, scratch, out);
 }
 
+void Backend::linear(const Tensor& x, const LinearWeight& w, Tensor& y) {
+  const std::string backend = name();
+  OpChecks(device(), backend.c_str()).linear(x, w, y);
+  if (w.mxfp4()) {
+    matmul_mxfp4(x, w.weight, w.scales, y);
+  } else {
+    matmul(x, w.weight, y);
+  }
+  if (w.bias.defined()) add_bias(y, w.bias);
+}
+
 void Backend::store_kv(const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks, const Tensor& store_at,
                        const QkNormRope* norm_rope) {
   require_chunks_cover(chunks, k.rank() > 0 ? k.dim(0) : 0, "store_kv");

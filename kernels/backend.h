@@ -17,6 +17,8 @@
 #include <span>
 #include <string>
 
+#include "kernels/linear_weight.h"   // LinearWeight, MXFP4
+#include "kernels/moe.h"             // MoeRouting, ExpertWeights, ExpertActivation
 #include "kernels/rope_frequency.h"  // RopeOptions, RopeScaling
 #include "kernels/tensor.h"
 
@@ -103,6 +105,29 @@ class Backend {
   // the three calls. `scratch` (out's shape) is where a backend may keep x * up^T; a GPU backend
   // does it all in one launch for up to 128 rows and never writes scratch there.
   virtual void matmul_swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, Tensor& out, Tensor& scratch);
+
+  // ---- mixture of experts and MXFP4 weights (kernels/linear_weight.h, kernels/moe.h) ----
+  // y[M, N] = x[M, K] * W^T with W in MXFP4: `blocks` u8 [N, K / 2], `scales` u8 [N, K / 32],
+  // decoded inside the kernel (never expanded to a dense copy of W); K a multiple of 32.
+  virtual void matmul_mxfp4(const Tensor& x, const Tensor& blocks, const Tensor& scales, Tensor& y) = 0;
+  // y = x * W^T (+ bias): matmul or matmul_mxfp4, then add_bias where the layer has a bias.
+  void linear(const Tensor& x, const LinearWeight& w, Tensor& y);
+  // The experts of each row of router logits [M, E]: expert_ids [M, k] int32 in descending weight
+  // order, expert_weights [M, k] float32, k = routing.top_k in [1, E]. Ties go to the lower expert
+  // index. kSoftmaxThenTopK picks by the logits (the order softmax keeps) and weighs with the
+  // softmax over all E, divided by the sum of the k with normalize_top_k; kTopKThenSoftmax weighs
+  // with the softmax over the k picked logits.
+  virtual void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids,
+                         Tensor& expert_weights) = 0;
+  // out[m] = sum_j expert_weights[m, j] * down(act(gate(x[m]), up(x[m]))) of expert
+  // expert_ids[m, j], each product with its bias when it has one; x and out [M, H] float32, out
+  // overwritten, the sum over j in order. `experts` [E] share one layout and shape. Rows are
+  // grouped by expert, so each expert's weights are read once per call for all the rows routed to
+  // it; an expert no row routes to is not read. Ids outside [0, E) are an error (on a GPU found
+  // when the op runs and thrown at the next copy_to_host).
+  virtual void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
+                           std::span<const ExpertWeights> experts, const ExpertActivation& activation,
+                           Tensor& out) = 0;
   // y = x * rsqrt(mean(x^2) + eps) * w, row by row over the last dimension (w has that length).
   virtual void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
   // h += delta, then y = rmsnorm(h) * w (the residual add fused with the next norm).

@@ -24,6 +24,11 @@ inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     "matmul",
     "matmul_many",
     "matmul_swiglu",
+    // mixture of experts and MXFP4 weights
+    "matmul_mxfp4",
+    "linear",
+    "moe_route",
+    "moe_experts",
     // norms, positions, element-wise
     "rmsnorm",
     "add_rmsnorm",

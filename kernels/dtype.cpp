@@ -10,6 +10,7 @@ size_t dtype_size(DType dtype) {
     case DType::kF16: return 2;
     case DType::kBF16: return 2;
     case DType::kI32: return 4;
+    case DType::kU8: return 1;
   }
   return 0;
 }
@@ -20,6 +21,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::kF16: return "F16";
     case DType::kBF16: return "BF16";
     case DType::kI32: return "I32";
+    case DType::kU8: return "U8";
   }
   return "?";
 }

@@ -1,6 +1,7 @@
 // Element types of tensors and the conversions between them. Compute is float32 everywhere on
 // the CPU; weights may stay in their checkpoint dtype (bf16, f16, f32) and are widened on load
-// into registers.
+// into registers. kU8 is raw bytes: MXFP4 weights (FP4 blocks and E8M0 scales,
+// kernels/linear_weight.h) are kept as their checkpoint stores them and decoded inside the kernels.
 #pragma once
 
 #include <bit>
@@ -10,7 +11,7 @@
 
 namespace flashq {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kI32 };
+enum class DType : uint8_t { kF32, kF16, kBF16, kI32, kU8 };
 
 size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);

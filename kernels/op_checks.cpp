@@ -26,7 +26,8 @@ void OpChecks::f32(const Tensor& t, const char* name) const {
 
 void OpChecks::weight(const Tensor& w, const char* name) const {
   on_device(w, name);
-  require(w.dtype() != DType::kI32, [&] { return std::string(name) + " must be f32, f16 or bf16"; });
+  require(w.dtype() != DType::kI32 && w.dtype() != DType::kU8,
+          [&] { return std::string(name) + " must be f32, f16 or bf16"; });
 }
 
 void OpChecks::copy_rows(const Tensor& src, const Tensor& dst, int64_t first_row) const {

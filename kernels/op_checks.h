@@ -63,6 +63,25 @@ class OpChecks {
   void argmax(const Tensor& logits, const Tensor& ids) const;
   void sample(const Tensor& logits, const Tensor& params, const Tensor& ids) const;
 
+  // ---- mixture of experts and MXFP4 weights (kernels/op_checks_moe.cpp) ----
+  // x [M, K] and y [M, N] float32, blocks u8 [N, K / 2], scales u8 [N, K / 32], K a multiple of 32.
+  void matmul_mxfp4(const Tensor& x, const Tensor& blocks, const Tensor& scales, const Tensor& y) const;
+  // A dense weight [out, in] or MXFP4 blocks and scales, and a bias of [out] when it has one;
+  // `name` names it in messages.
+  void linear_weight(const LinearWeight& w, const std::string& name) const;
+  // linear_weight, x [M, in] and y [M, out] float32.
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor& y) const;
+  // logits [M, E] float32, top_k in [1, E], expert_ids [M, k] int32, expert_weights [M, k]
+  // float32, normalize_top_k only with kSoftmaxThenTopK.
+  void moe_route(const Tensor& logits, const MoeRouting& routing, const Tensor& expert_ids,
+                 const Tensor& expert_weights) const;
+  // x and out [M, H] float32, expert_ids [M, k] int32, expert_weights [M, k] float32, at least
+  // one expert, all of one layout (gate and up, or gate_up) and of shapes [I, H] (gate_up
+  // [2I, H]) and down [H, I] with the same I, and a usable activation. Returns I.
+  int64_t moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
+                      std::span<const ExpertWeights> experts, const ExpertActivation& activation,
+                      const Tensor& out) const;
+
  private:
   // A weight or norm vector: on the device, f32, f16 or bf16.
   void weight(const Tensor& w, const char* name) const;

@@ -18,6 +18,9 @@
 #include "kernels/cpu/head_norm_rope.h"
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_mxfp4.h"
+#include "kernels/cpu/moe_experts.h"
+#include "kernels/cpu/moe_route.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/sampling.h"
@@ -104,6 +107,43 @@ class CpuBackend final : public Backend {
   void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
     kChecks.matmul(x, w, y);
     run([x, w, y] { cpu::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1)); });
+  }
+
+  // ---- mixture of experts and MXFP4 weights ----
+  void matmul_mxfp4(const Tensor& x, const Tensor& blocks, const Tensor& scales, Tensor& y) override {
+    kChecks.matmul_mxfp4(x, blocks, scales, y);
+    run([x, blocks, scales, y] {
+      cpu::matmul_mxfp4(x.data<float>(), blocks.data<uint8_t>(), scales.data<uint8_t>(), y.data<float>(), x.rows(),
+                        blocks.dim(0), x.cols());
+    });
+  }
+
+  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids,
+                 Tensor& expert_weights) override {
+    kChecks.moe_route(logits, routing, expert_ids, expert_weights);
+    run([logits, routing, expert_ids, expert_weights] {
+      cpu::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
+                     expert_weights.data<float>());
+    });
+  }
+
+  void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
+                   std::span<const ExpertWeights> experts, const ExpertActivation& activation, Tensor& out) override {
+    const int64_t intermediate = kChecks.moe_experts(x, expert_ids, expert_weights, experts, activation, out);
+    const cpu::MoeShape shape{x.dim(0), expert_ids.dim(1), x.dim(1), intermediate};
+    auto op = [x, expert_ids, expert_weights, activation, out, shape](std::span<const ExpertWeights> held) {
+      const int32_t* ids = expert_ids.data<int32_t>();  // read when the op runs, as on a GPU
+      const auto count = static_cast<int64_t>(held.size());
+      for (int64_t s = 0; s < expert_ids.numel(); ++s) {
+        kChecks.require(ids[s] >= 0 && ids[s] < count, [&] {
+          return "moe_experts: expert id " + std::to_string(ids[s]) + " outside [0, " + std::to_string(count) + ")";
+        });
+      }
+      cpu::moe_experts(x.data<float>(), ids, expert_weights.data<float>(), shape, held, activation, out.data<float>());
+    };
+    if (recording_ == nullptr) return op(experts);
+    // Recorded, the closure holds the experts' tensors, as every recorded op holds its own.
+    run([op, held = std::vector<ExpertWeights>(experts.begin(), experts.end())] { op(held); });
   }
 
   void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {

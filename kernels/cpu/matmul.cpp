@@ -132,7 +132,8 @@ void matmul(const float* x, const void* w, DType w_dtype, float* y, int64_t m, i
       }
       return matmul_typed(x, static_cast<const uint16_t*>(w), y, m, n, k);
     case DType::kF16: return matmul_typed(x, static_cast<const F16*>(w), y, m, n, k);
-    case DType::kI32: break;
+    case DType::kI32:
+    case DType::kU8: break;
   }
   throw Error(ErrorCode::kInternal, "matmul: weights must be f32, f16 or bf16");
 }
@@ -144,7 +145,8 @@ void matmul_reference(const float* x, const void* w, DType w_dtype, float* y, in
       case DType::kF32: return static_cast<const float*>(w)[j * k + p];
       case DType::kBF16: return bf16_to_f32(static_cast<const uint16_t*>(w)[j * k + p]);
       case DType::kF16: return f16_to_f32(static_cast<const uint16_t*>(w)[j * k + p]);
-      case DType::kI32: break;
+      case DType::kI32:
+      case DType::kU8: break;
     }
     return 0.0;
   };

@@ -17,7 +17,8 @@ struct WeightVector {
       case DType::kF32: return static_cast<const float*>(data)[i];
       case DType::kBF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
       case DType::kF16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
-      case DType::kI32: break;
+      case DType::kI32:
+      case DType::kU8: break;
     }
     return 0.0f;
   }

@@ -35,6 +35,9 @@
 #include "kernels/cuda/kv_store.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/matmul_bf16_rows.h"
+#include "kernels/cuda/matmul_mxfp4.h"
+#include "kernels/cuda/moe_experts.h"
+#include "kernels/cuda/moe_route.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sampling.h"
@@ -118,6 +121,10 @@ class DeviceContext {
     if (found.kind == cuda::kGatherRowOutsideSource) {
       throw Error(ErrorCode::kInternal, "cuda backend: a row gathered from " + std::to_string(found.value) +
                                             ", outside the " + std::to_string(found.limit) + " rows of its source");
+    }
+    if (found.kind == cuda::kExpertIdOutsideRange) {
+      throw Error(ErrorCode::kInternal, "cuda backend: moe_experts: expert id " + std::to_string(found.value) +
+                                            " outside [0, " + std::to_string(found.limit) + ")");
     }
     if (found.kind == cuda::kStoreRowOutsideCache) {
       throw Error(ErrorCode::kInternal, "cuda backend: a row stored at " + std::to_string(found.value) +
@@ -258,6 +265,34 @@ class CudaBackend final : public Backend {
     void* rounded = grow_scratch(cuda::bf16_rows_scratch_bytes(x.rows(), x.cols()));
     cuda::matmul_bf16_rows_swiglu(x.data<float>(), gate.data<__nv_bfloat16>(), up.data<__nv_bfloat16>(),
                                   out.data<float>(), x.rows(), gate.dim(0), x.cols(), rounded, stream());
+  }
+
+  // ---- mixture of experts and MXFP4 weights ----
+  void matmul_mxfp4(const Tensor& x, const Tensor& blocks, const Tensor& scales, Tensor& y) override {
+    kChecks.matmul_mxfp4(x, blocks, scales, y);
+    cuda::matmul_mxfp4(x.data<float>(), blocks.data<uint8_t>(), scales.data<uint8_t>(), y.data<float>(), x.rows(),
+                       blocks.dim(0), x.cols(), stream());
+  }
+
+  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids,
+                 Tensor& expert_weights) override {
+    kChecks.moe_route(logits, routing, expert_ids, expert_weights);
+    cuda::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
+                    expert_weights.data<float>(), stream());
+  }
+
+  void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
+                   std::span<const ExpertWeights> experts, const ExpertActivation& activation, Tensor& out) override {
+    const int64_t intermediate = kChecks.moe_experts(x, expert_ids, expert_weights, experts, activation, out);
+    const cuda::MoeShape shape{x.dim(0), expert_ids.dim(1), x.dim(1), intermediate};
+    device_experts_.clear();
+    for (const ExpertWeights& e : experts) {
+      device_experts_.push_back({device_linear(e.gate), device_linear(e.up), device_linear(e.gate_up),
+                                 device_linear(e.down)});
+    }
+    void* scratch = grow_scratch(cuda::moe_experts_scratch_bytes(shape));
+    cuda::moe_experts(x.data<float>(), expert_ids.data<int32_t>(), expert_weights.data<float>(), shape,
+                      device_experts_, activation, scratch, out.data<float>(), context_->report(), stream());
   }
 
   void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
@@ -418,6 +453,17 @@ class CudaBackend final : public Backend {
     });
   }
 
+  // A layer's pointers for the kernels; all null for a layer the expert does not have.
+  static cuda::DeviceLinear device_linear(const LinearWeight& w) {
+    if (!w.weight.defined()) return {};
+    return {w.weight.raw(),
+            w.weight.dtype(),
+            w.mxfp4() ? w.scales.data<uint8_t>() : nullptr,
+            w.bias.defined() ? w.bias.raw() : nullptr,
+            w.bias.defined() ? w.bias.dtype() : DType::kF32,
+            w.in_features()};
+  }
+
   // Whether cuda::matmul would take the tensor-core kernel for few rows: the only one that
   // runs several products, or the MLP's fused one, in a launch.
   static bool takes_bf16_rows_kernel(const Tensor& x, const Tensor& w) {
@@ -547,6 +593,7 @@ class CudaBackend final : public Backend {
   std::vector<void*> retired_scratch_;
   std::vector<cuda::Bf16RowsProduct> bf16_products_;  // matmul_many's table, kept to allocate once
   std::vector<cuda::KvStore> kv_stores_;              // store_group's table, likewise
+  std::vector<cuda::DeviceExpert> device_experts_;   // moe_experts' table, likewise
   bool capturing_ = false;
   bool captured_any_ = false;
 };

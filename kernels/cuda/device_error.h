@@ -14,6 +14,7 @@ enum DeviceErrorKind : int32_t {
   kKeyCountBeyondKeys = 2,   // attention: value = the count, limit = rows of k and v
   kStoreRowOutsideCache = 3, // store_rows, store_and_attend: value = the row, limit = the cache's rows
   kGatherRowOutsideSource = 4, // gather_rows: value = the row, limit = the source's rows
+  kExpertIdOutsideRange = 5,   // moe_experts: value = the id, limit = the number of experts
 };
 
 struct DeviceErrorReport {

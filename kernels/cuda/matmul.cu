@@ -167,7 +167,8 @@ void matmul_streaming(const float* x, const void* w, DType w_dtype, float* y, in
     case DType::kF32: return launch_streaming(x, static_cast<const float*>(w), y, m, n, k, stream);
     case DType::kBF16: return launch_streaming(x, static_cast<const __nv_bfloat16*>(w), y, m, n, k, stream);
     case DType::kF16: return launch_streaming(x, static_cast<const __half*>(w), y, m, n, k, stream);
-    case DType::kI32: break;
+    case DType::kI32:
+    case DType::kU8: break;
   }
   throw Error(ErrorCode::kInternal, "matmul: weights must be f32, f16 or bf16");
 }

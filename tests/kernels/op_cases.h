@@ -22,6 +22,8 @@ std::vector<OpCase> attention_op_cases();
 // add_bias, and RoPE with linear and llama3 scaling in rope, head_norm_rope, store_and_attend
 // and store_kv (the Llama family's).
 std::vector<OpCase> llama_op_cases();
+// matmul_mxfp4, linear, moe_route, moe_experts (mixture-of-experts layers and MXFP4 weights).
+std::vector<OpCase> moe_op_cases();
 
 // Every case, made once.
 const std::vector<OpCase>& op_table();

@@ -34,6 +34,9 @@ Tensor host_tensor(const std::vector<float>& values, DType dtype, Shape shape) {
       case DType::kI32:
         t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
         break;
+      case DType::kU8:  // raw bytes (MXFP4 blocks and scales), given as 0..255
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(values[i]);
+        break;
     }
   }
   return t;
@@ -136,6 +139,9 @@ std::vector<float> OpDevice::read(const Tensor& t) {
         break;
       case DType::kI32:
         values[i] = static_cast<float>(host.data<int32_t>()[i]);
+        break;
+      case DType::kU8:
+        values[i] = static_cast<float>(host.data<uint8_t>()[i]);
         break;
     }
   }

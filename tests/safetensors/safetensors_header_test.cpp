@@ -142,12 +142,27 @@ TEST_F(HeaderTest, RefusesF8WithUnsupported) {
 }
 
 TEST_F(HeaderTest, RefusesEveryRealDtypeWeDoNotLoadWithUnsupported) {
-  for (std::string dtype : {"F64", "I64", "U64", "I16", "U16", "U32", "I8", "U8", "BOOL", "F8_E5M2", "F8_E4M3"}) {
+  for (std::string dtype : {"F64", "I64", "U64", "I16", "U16", "U32", "I8", "BOOL", "F8_E5M2", "F8_E4M3"}) {
     std::string header = entry_with(R"("dtype": ")" + dtype + R"(", "shape": [1], "data_offsets": [0, 1])");
     EXPECT_TRUE(open_fails(write_header(header, 8), ErrorCode::kUnsupported,
                            {"tensor 'w'", "dtype " + dtype + " is not supported"}))
         << dtype;
   }
+}
+
+// U8 holds MXFP4 weights (FP4 blocks and E8M0 scales): loaded as raw bytes, one per element.
+TEST_F(HeaderTest, LoadsU8AsRawBytes) {
+  std::filesystem::path path = dir_ / "bytes.safetensors";
+  write_file(path, make_image(entry_with(R"("dtype": "U8", "shape": [2, 3], "data_offsets": [0, 6])"),
+                              std::string("\x01\x7f\x80\xff\x00\x2a", 6)));
+  std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(path);
+  const Tensor w = file->tensor("w");
+  EXPECT_EQ(w.dtype(), DType::kU8);
+  EXPECT_EQ(w.shape(), (Shape{2, 3}));
+  EXPECT_EQ(w.nbytes(), 6u);
+  EXPECT_EQ(w.data<uint8_t>()[0], 0x01);
+  EXPECT_EQ(w.data<uint8_t>()[3], 0xff);
+  EXPECT_EQ(w.data<uint8_t>()[5], 0x2a);
 }
 
 /* Shapes. */

@@ -21,7 +21,8 @@ std::string RandomWeights::fill(DType dtype, int64_t count, float center, float 
         std::memcpy(out + i * 2, &bits, 2);
         break;
       }
-      case DType::kI32: break;
+      case DType::kI32:
+      case DType::kU8: break;
     }
   }
   return bytes;

@@ -119,7 +119,7 @@ json parse_json_strict(std::string_view text, const std::string& label, const st
 // rather than as a broken file.
 const std::set<std::string>& unloaded_dtype_names() {
   static const std::set<std::string> names = {
-      "BOOL", "U8", "I8", "I16", "U16", "U32", "I64", "U64", "F64", "C64",
+      "BOOL", "I8", "I16", "U16", "U32", "I64", "U64", "F64", "C64",
       "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4"};
   return names;
 }
@@ -127,11 +127,11 @@ const std::set<std::string>& unloaded_dtype_names() {
 DType parse_dtype(const json& value, const std::string& label, const std::string& name) {
   if (!value.is_string()) fail_tensor(label, name, "dtype is " + describe_json(value) + ", not a string");
   const std::string& text = value.get_ref<const std::string&>();
-  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32}) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kU8}) {
     if (text == dtype_name(dtype)) return dtype;
   }
   if (unloaded_dtype_names().count(text)) {
-    fail_tensor(label, name, "dtype " + text + " is not supported (flashq loads F32, F16, BF16, I32)",
+    fail_tensor(label, name, "dtype " + text + " is not supported (flashq loads F32, F16, BF16, I32, U8)",
                 ErrorCode::kUnsupported);
   }
   fail_tensor(label, name, "unknown dtype " + describe_json(value));
