@@ -2,8 +2,10 @@
 // available backend (the CPU always, CUDA where a GPU is visible): bad input refused with a
 // flashq::Error that says what is wrong (an expert id outside the experts when the op runs: on a
 // GPU at the next copy_to_host), a row's result independent of the rows beside it, and the two
-// gate/up layouts giving the same bits.
+// gate/up layouts giving the same bits; and on the CPU, the table's MXFP4 and experts cases on
+// every matmul path this CPU has (the chosen one alone runs in backend_ops_test).
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
@@ -13,7 +15,9 @@
 
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
+#include "kernels/cpu/matmul_path.h"
 #include "shared/error.h"
+#include "tests/kernels/op_cases.h"
 #include "tests/kernels/op_harness.h"
 
 namespace flashq {
@@ -224,6 +228,32 @@ TEST(MoeOps, ARowDoesNotDependOnItsNeighboursOrOnTheGateUpLayout) {
     EXPECT_EQ(std::vector<float>(all_rows.begin(), all_rows.begin() + hidden), first_alone) << backend->name();
     EXPECT_EQ(all_rows, pairs) << backend->name();
   }
+}
+
+TEST(MoeOps, EveryCpuMatmulPathMatchesTheReference) {
+  const cpu::MatmulPath chosen = cpu::matmul_path();
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  for (cpu::MatmulPath path : cpu::all_matmul_paths()) {
+    const std::string name(cpu::matmul_path_name(path));
+    if (const std::string why = cpu::matmul_path_unsupported(path); !why.empty()) {
+      std::printf("%s: skipped, %s\n", name.c_str(), why.c_str());
+      continue;
+    }
+    // avx512bf16-round rounds activations to bf16 (up to 2^-9 each, only on request), beyond these
+    // cases' float32 tolerance; cpu_matmul_paths_test holds it to its own bound.
+    if (path == cpu::MatmulPath::kAvx512Bf16Round) continue;
+    cpu::set_matmul_path(path);
+    std::vector<CaseReport> report;
+    for (const OpCase& c : op_table()) {
+      if (c.op != "matmul_mxfp4" && c.op != "linear" && c.op != "moe_experts") continue;
+      OpDevice device(*cpu);
+      const std::vector<Expected> expected = c.reference();
+      report.push_back(check_outputs(c, "cpu " + name, "reference", expected, reference_values(expected),
+                                     run_case(c, device).outputs));
+    }
+    print_report(report);
+  }
+  cpu::set_matmul_path(chosen);
 }
 
 }  // namespace
