@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_mxfp4_avx512.h"
+#include "kernels/cpu/matmul_path.h"
 #include "kernels/cpu/simd.h"
 
 namespace flashq::cpu {
@@ -143,6 +145,7 @@ void matmul_mxfp4(const float* x, const uint8_t* blocks, const uint8_t* scales, 
                   int64_t k) {
   if (m == 0 || n == 0) return;
   if (m <= kStreamingMaxRows || k == 0) {
+    if (matmul_path() != MatmulPath::kAvx2) return matmul_mxfp4_avx512(x, blocks, scales, y, m, n, k);
     stream_rows(x, blocks, scales, y, m, n, k);
     return;
   }

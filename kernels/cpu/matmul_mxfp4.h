@@ -8,8 +8,9 @@
 // rows into float32 (about 1 MiB at a time, never the whole matrix) for OpenBLAS sgemm, as the
 // dense matmul does (kernels/cpu/matmul.h).
 //
-// AVX2 only: the x86-64-v3 baseline, so the same kernel on every host. A product of few rows
-// reads 17 bytes per 32 weights and is bound by memory on the hosts measured (docs/perf.md).
+// Few rows take the AVX-512 kernel where matmul_path() chose an AVX-512 path
+// (kernels/cpu/matmul_mxfp4_avx512.h: a 16-entry lookup per 16 lanes), else this file's AVX2
+// kernel (the x86-64-v3 baseline: the doubled E2M1 values as int8 by vpshufb, widened).
 //
 // Every output element below kStreamingMaxRows rows is one 8-lane accumulator over K in order,
 // then a horizontal sum, whatever M and whichever tile it falls in: a row's result does not

@@ -53,6 +53,16 @@ class CountingBackend final : public Backend {
     sampled_rows += logits.rows();
     inner_->sample(logits, params, ids);
   }
+  void matmul_mxfp4(const Tensor& x, const Tensor& blocks, const Tensor& scales, Tensor& y) override {
+    inner_->matmul_mxfp4(x, blocks, scales, y);
+  }
+  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& ids, Tensor& weights) override {
+    inner_->moe_route(logits, routing, ids, weights);
+  }
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, std::span<const ExpertWeights> experts,
+                   const ExpertActivation& activation, Tensor& out) override {
+    inner_->moe_experts(x, ids, weights, experts, activation, out);
+  }
 
   int64_t sampled_rows = 0;
   int64_t float_rows_to_host = 0;  // logits (and any other float rows) copied out

@@ -159,6 +159,10 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void embedding(const Tensor&, const Tensor&, Tensor&) override {}
     void argmax(const Tensor&, Tensor&) override {}
     void sample(const Tensor&, const Tensor&, Tensor&) override {}
+    void matmul_mxfp4(const Tensor&, const Tensor&, const Tensor&, Tensor&) override {}
+    void moe_route(const Tensor&, const MoeRouting&, Tensor&, Tensor&) override {}
+    void moe_experts(const Tensor&, const Tensor&, const Tensor&, std::span<const ExpertWeights>,
+                     const ExpertActivation&, Tensor&) override {}
   } plain;
   try {
     plain.capture([] {});

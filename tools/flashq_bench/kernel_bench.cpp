@@ -16,6 +16,7 @@
 #include "kernels/cpu/matmul_path.h"
 #include "kernels/tensor.h"
 #include "tools/flashq_bench/cpu_peak.h"
+#include "tools/flashq_bench/moe_bench.h"
 
 namespace flashq {
 namespace {
@@ -36,6 +37,7 @@ struct KernelBenchOptions {
   // "all", or names; each M runs every path in turn, so their ratios are side by side.
   std::vector<std::string> cpu_matmul_paths = {"chosen"};
   bool cpu_matmul_only = false;
+  bool moe_only = false;  // CPU: the read bandwidth and the mixture-of-experts lines only
 };
 
 // Runs `body` until min_seconds have passed; returns seconds per call.
@@ -55,8 +57,9 @@ double time_per_call(double min_seconds, F&& body) {
 }
 
 // The floor for weight-streaming kernels: how fast this machine reads memory it did not just
-// write (a 1 GiB buffer, far beyond the caches), with the same threads the kernels use.
-void report_read_bandwidth(double min_seconds) {
+// write (a 1 GiB buffer, far beyond the caches), with the same threads the kernels use. Returns
+// it in GB/s.
+double report_read_bandwidth(double min_seconds) {
   const int64_t count = int64_t{1} << 28;  // 4-byte words: 1 GiB
   std::vector<uint32_t> buffer(static_cast<size_t>(count), 1u);
   uint32_t sink = 0;
@@ -69,6 +72,7 @@ void report_read_bandwidth(double min_seconds) {
   nlohmann::json row = {{"kernel", "read_bandwidth"}, {"bytes", count * 4}, {"gb_per_s", count * 4.0 / seconds / 1e9},
                         {"checksum", sink}};
   std::cout << row.dump() << std::endl;
+  return count * 4.0 / seconds / 1e9;
 }
 
 // Sampling one token per row of a Qwen3 vocabulary (151,936), for 1 and 16 rows: temperature
@@ -214,12 +218,16 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   std::cout << nlohmann::json{{"kernel", "cpu_matmul_path"}, {"path", cpu::matmul_path_name(cpu::matmul_path())}}.dump()
             << std::endl;
   std::cout << measure_cpu_peak(omp_get_max_threads()).dump() << std::endl;
-  if (!o.cpu_matmul_only) report_read_bandwidth(o.min_seconds);
+  const double read_gb_per_s =
+      o.cpu_matmul_only && !o.moe_only ? 0.0 : report_read_bandwidth(o.min_seconds);
+  const TimePerCall time_cpu = [&](const std::function<void()>& body) { return time_per_call(o.min_seconds, body); };
+  if (o.moe_only) return report_cpu_moe(time_cpu, read_gb_per_s);
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
+  report_cpu_moe(time_cpu, read_gb_per_s);
 }
 
 // GPU timing through the Backend interface: launches are queued in batches and the clock stops
@@ -479,6 +487,9 @@ std::function<void()> add_kernel_bench(CLI::App& app) {
                   "CPU matmul paths to time side by side: chosen, all, or avx2 avx512 avx512bf16 avx512bf16-round")
       ->capture_default_str();
   cmd->add_flag("--cpu-matmul-only", o->cpu_matmul_only, "CPU: time the matmul paths only");
+  cmd->add_flag("--moe-only", o->moe_only,
+                "CPU: time the mixture-of-experts kernels only (MXFP4 products, experts of gpt-oss-20b and "
+                "Qwen3-30B-A3B)");
   return [cmd, o] {
     if (*cmd) run_kernel_bench(*o);
   };

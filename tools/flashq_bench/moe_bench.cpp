@@ -1,0 +1,178 @@
+#include "tools/flashq_bench/moe_bench.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/backend.h"
+
+namespace flashq {
+namespace {
+
+// Weights are spread over more memory than the last-level cache holds, and the calls go round
+// them (several copies of one product, several routings of a layer), so they come from memory
+// as a model's do.
+constexpr int64_t kSpreadBytes = int64_t{256} << 20;
+constexpr int kRoutings = 16;
+
+// A host buffer of pseudo-random bytes; MXFP4 scales are kept in 120..124 so values stay finite.
+Tensor random_bytes(Shape shape, uint32_t seed, int low = 0, int high = 255) {
+  Tensor t = Tensor::zeros_cpu(DType::kU8, std::move(shape));
+  uint32_t state = seed * 2654435761u + 1;
+  auto* bytes = t.data<uint8_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    bytes[i] = static_cast<uint8_t>(low + (state >> 24) % static_cast<uint32_t>(high - low + 1));
+  }
+  return t;
+}
+
+LinearWeight mxfp4_weight(int64_t out, int64_t in, uint32_t seed) {
+  return {random_bytes({out, in / 2}, seed), random_bytes({out, in / 32}, seed + 1, 120, 124), {}};
+}
+
+LinearWeight bf16_weight(int64_t out, int64_t in, uint32_t seed) {
+  Tensor w = Tensor::zeros_cpu(DType::kBF16, {out, in});
+  uint32_t state = seed;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    w.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>(state >> 8) * 0x1p-24f * 0.1f - 0.05f);
+  }
+  return {w, {}, {}};
+}
+
+int64_t weight_bytes(const LinearWeight& w) {
+  return static_cast<int64_t>(w.weight.nbytes() + (w.mxfp4() ? w.scales.nbytes() : 0) +
+                              (w.bias.defined() ? w.bias.nbytes() : 0));
+}
+
+void report_matmul_mxfp4(Backend& cpu, const TimePerCall& time, double read_gb_per_s) {
+  struct Product {
+    const char* name;
+    int64_t n, k;
+  };
+  for (const Product& p : {Product{"gpt-oss-20b gate_up", 5760, 2880}, Product{"gpt-oss-20b down", 2880, 2880}}) {
+    const int64_t bytes = p.n * p.k * 17 / 32;
+    const int64_t copies = std::max<int64_t>(kSpreadBytes / bytes, 1);
+    std::vector<LinearWeight> weights;
+    for (int64_t c = 0; c < copies; ++c) weights.push_back(mxfp4_weight(p.n, p.k, static_cast<uint32_t>(c + 1)));
+    for (int64_t m : {1, 4, 16}) {
+      Tensor x = Tensor::zeros_cpu(DType::kF32, {m, p.k}), y = Tensor::zeros_cpu(DType::kF32, {m, p.n});
+      std::fill(x.data<float>(), x.data<float>() + x.numel(), 0.01f);
+      size_t next = 0;
+      const double seconds = time([&] {
+        const LinearWeight& w = weights[next++ % weights.size()];
+        cpu.matmul_mxfp4(x, w.weight, w.scales, y);
+      });
+      const double gb_per_s = static_cast<double>(bytes) / seconds / 1e9;
+      std::cout << nlohmann::json{{"kernel", "matmul_mxfp4"},
+                                  {"shape", p.name},
+                                  {"m", m},
+                                  {"n", p.n},
+                                  {"k", p.k},
+                                  {"us_per_call", seconds * 1e6},
+                                  {"weight_bytes", bytes},
+                                  {"weight_gb_per_s", gb_per_s},
+                                  {"floor_us", static_cast<double>(bytes) / read_gb_per_s / 1e3},
+                                  {"fraction_of_read_bandwidth", gb_per_s / read_gb_per_s}}
+                       .dump()
+                << std::endl;
+    }
+  }
+}
+
+struct MoeModel {
+  const char* name;
+  int64_t experts, top_k, hidden, intermediate;
+  bool mxfp4;  // else bf16, gate and up separate
+};
+
+void report_moe_experts(Backend& cpu, const MoeModel& model, const TimePerCall& time, double read_gb_per_s) {
+  std::vector<ExpertWeights> experts(static_cast<size_t>(model.experts));
+  int64_t expert_bytes = 0;
+  for (int64_t e = 0; e < model.experts; ++e) {
+    ExpertWeights& w = experts[static_cast<size_t>(e)];
+    const auto seed = static_cast<uint32_t>(3 * e + 1);
+    if (model.mxfp4) {
+      // gpt-oss: interleaved gate_up and down, each with a bias.
+      w.gate_up = mxfp4_weight(2 * model.intermediate, model.hidden, seed);
+      w.gate_up.bias = Tensor::zeros_cpu(DType::kBF16, {2 * model.intermediate});
+      w.down = mxfp4_weight(model.hidden, model.intermediate, seed + 2);
+      w.down.bias = Tensor::zeros_cpu(DType::kBF16, {model.hidden});
+      expert_bytes = weight_bytes(w.gate_up) + weight_bytes(w.down);
+    } else {
+      w.gate = bf16_weight(model.intermediate, model.hidden, seed);
+      w.up = bf16_weight(model.intermediate, model.hidden, seed + 1);
+      w.down = bf16_weight(model.hidden, model.intermediate, seed + 2);
+      expert_bytes = weight_bytes(w.gate) + weight_bytes(w.up) + weight_bytes(w.down);
+    }
+  }
+  const ExpertActivation activation{
+      model.mxfp4 ? ExpertActivationKind::kClampedSwiglu : ExpertActivationKind::kSwiglu, 1.702f, 7.0f};
+  std::mt19937 rng(7);
+  for (int64_t rows : {1, 4, 16}) {
+    Tensor x = Tensor::zeros_cpu(DType::kF32, {rows, model.hidden}), out = Tensor::zeros_cpu(DType::kF32, {rows, model.hidden});
+    std::fill(x.data<float>(), x.data<float>() + x.numel(), 0.01f);
+    Tensor weights = Tensor::zeros_cpu(DType::kF32, {rows, model.top_k});
+    std::fill(weights.data<float>(), weights.data<float>() + weights.numel(), 1.0f / static_cast<float>(model.top_k));
+    // Routings of distinct random experts per row, as a router's top k are.
+    std::vector<Tensor> routings;
+    double distinct = 0.0;
+    std::vector<int32_t> all(static_cast<size_t>(model.experts));
+    for (int r = 0; r < kRoutings; ++r) {
+      Tensor ids = Tensor::zeros_cpu(DType::kI32, {rows, model.top_k});
+      std::set<int32_t> touched;
+      for (int64_t m = 0; m < rows; ++m) {
+        std::iota(all.begin(), all.end(), 0);
+        std::shuffle(all.begin(), all.end(), rng);
+        for (int64_t j = 0; j < model.top_k; ++j) {
+          ids.data<int32_t>()[m * model.top_k + j] = all[static_cast<size_t>(j)];
+          touched.insert(all[static_cast<size_t>(j)]);
+        }
+      }
+      distinct += static_cast<double>(touched.size()) / kRoutings;
+      routings.push_back(ids);
+    }
+    size_t next = 0;
+    const double seconds = time([&] {
+      cpu.moe_experts(x, routings[next++ % routings.size()], weights, experts, activation, out);
+    });
+    const double bytes = distinct * static_cast<double>(expert_bytes);
+    const double gb_per_s = bytes / seconds / 1e9;
+    std::cout << nlohmann::json{{"kernel", "moe_experts"},
+                                {"model", model.name},
+                                {"weights", model.mxfp4 ? "mxfp4" : "bf16"},
+                                {"experts", model.experts},
+                                {"top_k", model.top_k},
+                                {"hidden", model.hidden},
+                                {"intermediate", model.intermediate},
+                                {"rows", rows},
+                                {"distinct_experts", distinct},
+                                {"bytes_read", bytes},
+                                {"us_per_call", seconds * 1e6},
+                                {"weight_gb_per_s", gb_per_s},
+                                {"floor_us", bytes / read_gb_per_s / 1e3},
+                                {"fraction_of_read_bandwidth", gb_per_s / read_gb_per_s}}
+                     .dump()
+              << std::endl;
+  }
+}
+
+}  // namespace
+
+void report_cpu_moe(const TimePerCall& time, double read_gb_per_s) {
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  report_matmul_mxfp4(*cpu, time, read_gb_per_s);
+  report_moe_experts(*cpu, {"gpt-oss-20b", 32, 4, 2880, 2880, true}, time, read_gb_per_s);
+  report_moe_experts(*cpu, {"qwen3-30b-a3b", 128, 8, 2048, 768, false}, time, read_gb_per_s);
+}
+
+}  // namespace flashq
