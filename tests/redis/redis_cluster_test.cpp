@@ -188,9 +188,6 @@ TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
     Cluster& home = name == "w3" ? other : *cluster_;
     return home.start_worker(name, target_dir(), drafter_dir(), 1);
   };
-  for (const char* name : {"w1", "w2", "w3"}) worker_on(name);
-  ASSERT_TRUE(cluster_->wait_for_workers(2));
-  ASSERT_TRUE(other.wait_for_workers(1));
 
   // Long outputs (the tiny model writes thousands of tokens a second), so the kills land mid-stream.
   constexpr int64_t kTokens = 300;
@@ -211,6 +208,11 @@ TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
       ASSERT_NO_THROW((i % 4 == 1 ? *client_a : client_b).submit(job, 20000)) << ids.back();
     }
   }
+  // The workers come once every job is queued (a worker runs a 300-token job in some 15 ms, so
+  // jobs would finish while the rest are being submitted), so the kills below land mid-run.
+  for (const char* name : {"w1", "w2", "w3"}) worker_on(name);
+  ASSERT_TRUE(cluster_->wait_for_workers(2));
+  ASSERT_TRUE(other.wait_for_workers(1));
   std::mt19937 random(42);
   // Broker a dies with jobs in flight; b claims its entries once they idle past 1.5 s.
   std::this_thread::sleep_for(milliseconds(300));
