@@ -1,11 +1,12 @@
 // Lossless speculative decoding (docs/dflash.md §2.4): at temperature 0 the output with DFlash equals
 // the output without it, token for token, for many prompts over several random target/drafter
-// pairs (Qwen3 and Llama targets), block sizes 2..16, alone and in mixed batches where sequences
+// pairs (Qwen3, Llama and Qwen3-MoE targets), block sizes 2..16, alone and in mixed batches where sequences
 // join and leave.
 #include <gtest/gtest.h>
 
 #include "tests/engine/dflash_test_pair.h"
 #include "tests/engine/llama_targets.h"
+#include "tests/engine/moe_targets.h"
 
 namespace flashq::testing {
 namespace {
@@ -117,11 +118,21 @@ TEST_P(Lossless, AutoSequencesThatPauseAndResumeDraftingStayLossless) {
 
 INSTANTIATE_TEST_SUITE_P(
     RandomPairs, Lossless,
-    ::testing::Values(PairCase{"Gqa3Layers", f32_target(41), 1}, PairCase{"Mha4Layers", f32_target(42, 4, 48, 4, 4, 12), 2},
+    ::testing::Values(PairCase{"Gqa3Layers", f32_target(41), 1},
+                      PairCase{"Mha4Layers", f32_target(42, 4, 48, 4, 4, 12), 2},
                       PairCase{"OneKvHead2Layers", f32_target(43, 2, 32, 8, 1, 8), 1},
                       PairCase{"LlamaGqaBiasesLlama3Rope", llama_f32_target(47), 1},
                       PairCase{"LlamaOneKvHeadPlainRope2Layers",
-                               llama_f32_target(45, 2, 32, 8, 1, 8, {.biases = false, .llama3_rope = false}), 2}),
+                               llama_f32_target(45, 2, 32, 8, 1, 8, {.biases = false, .llama3_rope = false}), 2},
+                      PairCase{"Qwen3MoeTop2Of8", qwen3_moe_f32_target(48), 1},
+                      PairCase{"Qwen3MoeTop4Of16EveryOtherLayerUnnormalised",
+                               qwen3_moe_f32_target(49, 4, 64, 4, 2, 16,
+                                                    {.experts = 16,
+                                                     .experts_per_token = 4,
+                                                     .sparse_step = 2,
+                                                     .dense_layers = {3},
+                                                     .norm_topk_prob = false}),
+                               2}),
     [](const ::testing::TestParamInfo<PairCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

@@ -32,6 +32,21 @@ std::string layer_options(const ModelConfig& c) {
   return options.empty() ? "none" : options;
 }
 
+// The mixture of experts, e.g. "128 on 48 of 48 layers, 8 per token (softmax then top-k,
+// renormalised), intermediate 768"; "none" for dense models.
+std::string experts(const ModelConfig& c) {
+  const MoeConfig& moe = c.moe;
+  if (moe.num_experts == 0) return "none";
+  int64_t sparse = 0;
+  for (int64_t layer = 0; layer < c.num_layers; ++layer) sparse += moe.sparse_layer(layer) ? 1 : 0;
+  std::string routing =
+      moe.routing_order == RoutingOrder::kSoftmaxThenTopK ? "softmax then top-k" : "top-k then softmax";
+  if (moe.normalize_top_k) routing += ", renormalised";
+  return std::to_string(moe.num_experts) + " on " + std::to_string(sparse) + " of " + std::to_string(c.num_layers) +
+         " layers, " + std::to_string(moe.experts_per_token) + " per token (" + routing + "), intermediate " +
+         std::to_string(moe.intermediate_size);
+}
+
 }  // namespace
 
 void inspect_model(const std::filesystem::path& dir, std::ostream& out) {
@@ -39,8 +54,8 @@ void inspect_model(const std::filesystem::path& dir, std::ostream& out) {
   out << "model " << dir.string() << "\n"
       << "  architecture " << c.architecture << " (family " << c.model_type << ")\n"
       << "  layer options " << layer_options(c) << "\n"
-      << "  layers " << c.num_layers << ", hidden " << c.hidden_size << ", intermediate " << c.intermediate_size
-      << "\n"
+      << "  layers " << c.num_layers << ", hidden " << c.hidden_size << ", intermediate " << c.intermediate_size << "\n"
+      << "  experts " << experts(c) << "\n"
       << "  heads " << c.num_heads << " (kv " << c.num_kv_heads << "), head_dim " << c.head_dim << "\n"
       << "  vocab " << c.vocab_size << ", context " << c.max_position_embeddings << ", rope_theta " << c.rope_theta
       << ", rms_norm_eps " << c.rms_norm_eps << "\n"

@@ -26,12 +26,14 @@ int main(int argc, char** argv) {
 
   flashq::TinyModelSpec spec;
   std::string out_dir, preset, dtype = "bf16";
-  CLI::App* make_tiny = app.add_subcommand("make-tiny", "write a random Qwen3 or Llama model directory, or a drafter");
+  CLI::App* make_tiny = app.add_subcommand(
+      "make-tiny", "write a random Qwen3, Llama, Qwen3-MoE or gpt-oss model directory, or a drafter");
   make_tiny->add_option("--out", out_dir, "directory to write")->required();
   make_tiny->add_option("--seed", spec.seed, "random seed")->capture_default_str();
   make_tiny->add_option("--preset", preset,
-                        "real shapes with random weights: qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b");
-  make_tiny->add_option("--family", spec.family, "qwen3 or llama")->capture_default_str();
+                        "real shapes with random weights: qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b, "
+                        "qwen3-30b-a3b, gpt-oss-20b (with --layers N: a preset's first N layers)");
+  make_tiny->add_option("--family", spec.family, "qwen3, llama, qwen3-moe or gpt-oss")->capture_default_str();
   make_tiny->add_option("--layers", spec.layers)->capture_default_str();
   make_tiny->add_option("--hidden", spec.hidden)->capture_default_str();
   make_tiny->add_option("--heads", spec.heads)->capture_default_str();
@@ -50,6 +52,21 @@ int main(int argc, char** argv) {
   make_tiny->add_option("--low-freq-factor", spec.low_freq_factor)->capture_default_str();
   make_tiny->add_option("--high-freq-factor", spec.high_freq_factor)->capture_default_str();
   make_tiny->add_option("--original-max-position", spec.original_max_position)->capture_default_str();
+  make_tiny->add_option("--experts", spec.experts, "qwen3-moe, gpt-oss: experts per sparse layer")
+      ->capture_default_str();
+  make_tiny->add_option("--experts-per-token", spec.experts_per_token, "qwen3-moe, gpt-oss: experts routed per token")
+      ->capture_default_str();
+  make_tiny->add_option("--expert-inter", spec.expert_inter, "qwen3-moe: an expert's intermediate size")
+      ->capture_default_str();
+  make_tiny->add_flag("--norm-topk-prob,!--no-norm-topk-prob", spec.norm_topk_prob,
+                      "qwen3-moe: the chosen experts' weights renormalised to sum to 1 (default on)");
+  make_tiny->add_option("--sparse-step", spec.sparse_step, "qwen3-moe: every n-th layer is sparse")
+      ->capture_default_str();
+  make_tiny->add_option("--dense-layers", spec.dense_layers, "qwen3-moe: layers whose MLP stays dense");
+  make_tiny->add_option("--sliding-window", spec.sliding_window, "gpt-oss: the window of its sliding layers")
+      ->capture_default_str();
+  make_tiny->add_option("--yarn-factor", spec.yarn_factor, "gpt-oss: YaRN RoPE scaling over --original-max-position")
+      ->capture_default_str();
   make_tiny->add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str();
   std::string drafter_for;
   int64_t block_size = 16;
@@ -80,8 +97,10 @@ int main(int argc, char** argv) {
     } else if (*make_tiny) {
       if (!preset.empty()) {
         uint64_t seed = spec.seed;
+        const int64_t layers = spec.layers;
         spec = flashq::preset_spec(preset);
         spec.seed = seed;
+        if (make_tiny->count("--layers")) spec.layers = layers;  // a preset's first layers, to fit memory
       } else {
         spec.dtype = parse_dtype(dtype);
       }

@@ -24,9 +24,24 @@ void validate(const TinyModelSpec& s) {
   if (s.heads % s.kv_heads != 0) fail("--kv-heads must divide --heads");
   if (s.head_dim % 2 != 0) fail("--head-dim must be even");
   if (s.vocab < 301) fail("--vocab must be at least 301 (300 tokenizer ids and one padding row)");
-  if (s.family != "qwen3" && s.family != "llama") fail("--family must be qwen3 or llama, got '" + s.family + "'");
-  if (s.family == "qwen3" && (s.attention_bias || s.mlp_bias || s.rope_scaling_factor > 0.0)) {
+  if (s.family != "qwen3" && s.family != "llama" && s.family != "qwen3-moe" && s.family != "gpt-oss") {
+    fail("--family must be qwen3, llama, qwen3-moe or gpt-oss, got '" + s.family + "'");
+  }
+  if (s.family != "llama" && (s.attention_bias || s.mlp_bias || s.rope_scaling_factor > 0.0)) {
     fail("biases and RoPE scaling are Llama options (--family llama)");
+  }
+  if (s.family == "gpt-oss" && (s.hidden % 32 != 0 || s.inter % 32 != 0 || s.sliding_window <= 0 ||
+                                s.yarn_factor < 1.0 || s.swiglu_limit <= 0.0)) {
+    fail(
+        "gpt-oss needs --hidden and --inter multiples of 32 (MXFP4 blocks), a positive window and limit, and a "
+        "YaRN factor >= 1");
+  }
+  if ((s.family == "qwen3-moe" || s.family == "gpt-oss") &&
+      (s.experts <= 0 || s.expert_inter <= 0 || s.sparse_step <= 0 || s.experts_per_token <= 0 ||
+       s.experts_per_token > s.experts)) {
+    fail(
+        "experts need positive --experts, --expert-inter and a sparse step, and 1 <= --experts-per-token <= "
+        "--experts");
   }
   if (s.rope_scaling_factor > 0.0 &&
       (s.rope_scaling_factor < 1.0 || !(s.low_freq_factor > 0.0 && s.low_freq_factor < s.high_freq_factor) ||
@@ -55,6 +70,10 @@ struct SpecialIds {
 // Writes the family's tokenizer into `out`.
 SpecialIds write_tokenizer(const TinyModelSpec& s, const std::filesystem::path& out) {
   const auto max_vocab = static_cast<int32_t>(std::min<int64_t>(s.vocab - 1, 4096));
+  if (s.family == "gpt-oss") {  // gpt-oss-20b's: <|return|> ends a config's generation, <|call|> too
+    const TinyHarmonyTokenizerIds ids = write_tiny_harmony_tokenizer(out, max_vocab);
+    return {ids.startoftext, ids.return_token, {ids.return_token, ids.endoftext, ids.call}};
+  }
   if (s.family == "llama") {
     const TinyLlama3TokenizerIds ids = write_tiny_llama3_tokenizer(out, max_vocab);
     const nlohmann::json eos = {ids.end_of_text, ids.eot_id};
@@ -103,8 +122,99 @@ nlohmann::json llama_config_json(const TinyModelSpec& s, const SpecialIds& ids) 
   };
 }
 
+// As Hugging Face writes Qwen3MoeConfig: Qwen3-30B-A3B's config.json has these keys.
+nlohmann::json qwen3_moe_config_json(const TinyModelSpec& s, const SpecialIds& ids) {
+  return {
+      {"architectures", {"Qwen3MoeForCausalLM"}},
+      {"attention_bias", false},
+      {"attention_dropout", 0.0},
+      {"bos_token_id", ids.bos},
+      {"decoder_sparse_step", s.sparse_step},
+      {"eos_token_id", ids.eos},
+      {"head_dim", s.head_dim},
+      {"hidden_act", "silu"},
+      {"hidden_size", s.hidden},
+      {"initializer_range", 0.02},
+      {"intermediate_size", s.inter},
+      {"max_position_embeddings", s.max_position},
+      {"max_window_layers", s.layers},
+      {"mlp_only_layers", s.dense_layers},
+      {"model_type", "qwen3_moe"},
+      {"moe_intermediate_size", s.expert_inter},
+      {"norm_topk_prob", s.norm_topk_prob},
+      {"num_attention_heads", s.heads},
+      {"num_experts", s.experts},
+      {"num_experts_per_tok", s.experts_per_token},
+      {"num_hidden_layers", s.layers},
+      {"num_key_value_heads", s.kv_heads},
+      {"output_router_logits", false},
+      {"rms_norm_eps", 1e-6},
+      {"rope_scaling", nullptr},
+      {"rope_theta", s.rope_theta},
+      {"router_aux_loss_coef", 0.001},
+      {"sliding_window", nullptr},
+      {"tie_word_embeddings", s.tie_embeddings},
+      {"torch_dtype", dtype_torch_name(s.dtype)},
+      {"transformers_version", "4.51.0"},
+      {"use_cache", true},
+      {"use_sliding_window", false},
+      {"vocab_size", s.vocab},
+  };
+}
+
+// As Hugging Face writes GptOssConfig: gpt-oss-20b's config.json has these keys.
+nlohmann::json gpt_oss_config_json(const TinyModelSpec& s, const SpecialIds& ids) {
+  nlohmann::json layer_types = nlohmann::json::array();
+  for (int64_t i = 0; i < s.layers; ++i) layer_types.push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  return {
+      {"architectures", {"GptOssForCausalLM"}},
+      {"attention_bias", true},
+      {"attention_dropout", 0.0},
+      {"eos_token_id", ids.eos},
+      {"experts_per_token", s.experts_per_token},
+      {"head_dim", s.head_dim},
+      {"hidden_act", "silu"},
+      {"hidden_size", s.hidden},
+      {"initial_context_length", s.original_max_position},
+      {"initializer_range", 0.02},
+      {"intermediate_size", s.inter},
+      {"layer_types", layer_types},
+      {"max_position_embeddings", s.max_position},
+      {"model_type", "gpt_oss"},
+      {"num_attention_heads", s.heads},
+      {"num_experts_per_tok", s.experts_per_token},
+      {"num_hidden_layers", s.layers},
+      {"num_key_value_heads", s.kv_heads},
+      {"num_local_experts", s.experts},
+      {"output_router_logits", false},
+      {"quantization_config",
+       {{"modules_to_not_convert",
+         {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}},
+        {"quant_method", "mxfp4"}}},
+      {"rms_norm_eps", 1e-5},
+      {"rope_scaling",
+       {{"beta_fast", 32.0},
+        {"beta_slow", 1.0},
+        {"factor", s.yarn_factor},
+        {"original_max_position_embeddings", s.original_max_position},
+        {"rope_type", "yarn"},
+        {"truncate", false}}},
+      {"rope_theta", s.rope_theta},
+      {"router_aux_loss_coef", 0.9},
+      {"sliding_window", s.sliding_window},
+      {"swiglu_limit", s.swiglu_limit},
+      {"tie_word_embeddings", s.tie_embeddings},
+      {"torch_dtype", dtype_torch_name(s.dtype)},
+      {"transformers_version", "4.55.0.dev0"},
+      {"use_cache", true},
+      {"vocab_size", s.vocab},
+  };
+}
+
 nlohmann::json model_config_json(const TinyModelSpec& s, const SpecialIds& ids) {
   if (s.family == "llama") return llama_config_json(s, ids);
+  if (s.family == "gpt-oss") return gpt_oss_config_json(s, ids);
+  if (s.family == "qwen3-moe") return qwen3_moe_config_json(s, ids);
   return {
       {"architectures", {"Qwen3ForCausalLM"}},
       {"attention_bias", false},
@@ -154,7 +264,44 @@ struct RandomTensors {
   void bias(const std::string& name, int64_t size) {
     writer.add(name, dtype, {size}, random.fill(dtype, size, 0.0f, 0.5f));
   }
-  void add_layer(const std::string& p, const ModelConfig& c) {
+  // An MXFP4 weight of every expert, [experts, out, in] in blocks and scales as gpt-oss stores
+  // it: random codes, and scales that give the elements a spread near sqrt(3 / in), as matrix()'s.
+  void mxfp4_experts(const std::string& name, int64_t experts, int64_t out, int64_t in) {
+    const int64_t groups = in / 32;
+    std::string blocks(static_cast<size_t>(experts * out * in / 2), '\0');
+    for (char& byte : blocks) byte = static_cast<char>(random.next() & 0xff);
+    // E2M1 codes drawn uniformly have a root mean square of about 2.93.
+    const int base = 127 + static_cast<int>(std::lround(std::log2(1.0 / (2.93 * std::sqrt(static_cast<double>(in))))));
+    std::string scales(static_cast<size_t>(experts * out * groups), '\0');
+    for (char& scale : scales) scale = static_cast<char>(base + static_cast<int>(random.next() % 3) - 1);
+    writer.add(name + "_blocks", DType::kU8, {experts, out, groups, 16}, std::move(blocks));
+    writer.add(name + "_scales", DType::kU8, {experts, out, groups}, std::move(scales));
+  }
+  // gpt-oss's MLP: a router with bias, and every expert's gate_up and down stacked, in MXFP4.
+  void add_mxfp4_experts(const std::string& p, const ModelConfig& c) {
+    const int64_t hidden = c.hidden_size, inter = c.moe.intermediate_size, experts = c.moe.num_experts;
+    matrix(p + "mlp.router.weight", experts, hidden);
+    bias(p + "mlp.router.bias", experts);
+    mxfp4_experts(p + "mlp.experts.gate_up_proj", experts, 2 * inter, hidden);
+    writer.add(p + "mlp.experts.gate_up_proj_bias", dtype, {experts, 2 * inter},
+               random.fill(dtype, experts * 2 * inter, 0.0f, 0.5f));
+    mxfp4_experts(p + "mlp.experts.down_proj", experts, hidden, inter);
+    writer.add(p + "mlp.experts.down_proj_bias", dtype, {experts, hidden},
+               random.fill(dtype, experts * hidden, 0.0f, 0.5f));
+  }
+  // Qwen3-MoE's sparse MLP: the router and each expert's three projections.
+  void add_experts(const std::string& p, const ModelConfig& c) {
+    if (c.moe.layout == ExpertLayout::kStackedMxfp4) return add_mxfp4_experts(p, c);
+    const int64_t hidden = c.hidden_size, inter = c.moe.intermediate_size;
+    matrix(p + "mlp.gate.weight", c.moe.num_experts, hidden);
+    for (int64_t e = 0; e < c.moe.num_experts; ++e) {
+      const std::string expert = p + "mlp.experts." + std::to_string(e) + ".";
+      matrix(expert + "gate_proj.weight", inter, hidden);
+      matrix(expert + "up_proj.weight", inter, hidden);
+      matrix(expert + "down_proj.weight", hidden, inter);
+    }
+  }
+  void add_layer(const std::string& p, const ModelConfig& c, bool sparse_mlp = false) {
     const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
     const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim;
     norm(p + "input_layernorm.weight", hidden);
@@ -168,11 +315,15 @@ struct RandomTensors {
       bias(p + "self_attn.v_proj.bias", kv_width);
       bias(p + "self_attn.o_proj.bias", hidden);
     }
+    // Sink logits about the size of a row's scores, so that they take a visible share.
+    if (c.attention_sinks)
+      writer.add(p + "self_attn.sinks", dtype, {c.num_heads}, random.fill(dtype, c.num_heads, 0.0f, 2.0f));
     if (c.qk_norm) {
       norm(p + "self_attn.q_norm.weight", c.head_dim);
       norm(p + "self_attn.k_norm.weight", c.head_dim);
     }
     norm(p + "post_attention_layernorm.weight", hidden);
+    if (sparse_mlp) return add_experts(p, c);
     matrix(p + "mlp.gate_proj.weight", inter, hidden);
     matrix(p + "mlp.up_proj.weight", inter, hidden);
     matrix(p + "mlp.down_proj.weight", hidden, inter);
@@ -212,9 +363,23 @@ TinyModelSpec preset_spec(const std::string& name) {
       s.hidden = 4096, s.inter = 14336, s.layers = 32, s.heads = 32, s.kv_heads = 8, s.head_dim = 128;
       s.tie_embeddings = false, s.rope_scaling_factor = 8.0;
     }
+  } else if (name == "qwen3-30b-a3b") {
+    // Qwen/Qwen3-30B-A3B's config.json (docs/models.md); --layers N keeps the first N of its 48.
+    s.family = "qwen3-moe";
+    s.hidden = 2048, s.inter = 6144, s.layers = 48, s.heads = 32, s.kv_heads = 4, s.tie_embeddings = false;
+    s.experts = 128, s.experts_per_token = 8, s.expert_inter = 768, s.norm_topk_prob = true;
+    s.rope_theta = 1e6;
+  } else if (name == "gpt-oss-20b") {
+    // openai/gpt-oss-20b's config.json (docs/models.md): experts in MXFP4, about 13 GB.
+    s.family = "gpt-oss";
+    s.hidden = 2880, s.inter = 2880, s.layers = 24, s.heads = 64, s.kv_heads = 8, s.head_dim = 64;
+    s.vocab = 201088, s.max_position = 131072, s.tie_embeddings = false;
+    s.experts = 32, s.experts_per_token = 4, s.sliding_window = 128, s.swiglu_limit = 7.0;
+    s.rope_theta = 150000.0, s.yarn_factor = 32.0, s.original_max_position = 4096;
   } else {
-    throw Error(ErrorCode::kInvalidArgument,
-                "unknown preset '" + name + "' (qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b)");
+    throw Error(ErrorCode::kInvalidArgument, "unknown preset '" + name +
+                                                 "' (qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b, "
+                                                 "qwen3-30b-a3b, gpt-oss-20b)");
   }
   return s;
 }
@@ -235,7 +400,9 @@ void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out) 
   RandomTensors tensors{writer, random, s.dtype};
   writer.add("model.embed_tokens.weight", s.dtype, {s.vocab, s.hidden},
              random.fill(s.dtype, s.vocab * s.hidden, 0.0f, 1.0f));
-  for (int64_t i = 0; i < s.layers; ++i) tensors.add_layer("model.layers." + std::to_string(i) + ".", layout);
+  for (int64_t i = 0; i < s.layers; ++i) {
+    tensors.add_layer("model.layers." + std::to_string(i) + ".", layout, layout.moe.sparse_layer(i));
+  }
   tensors.norm("model.norm.weight", s.hidden);
   if (!s.tie_embeddings) tensors.matrix("lm_head.weight", s.vocab, s.hidden);
   writer.set_metadata("format", "pt");
@@ -287,6 +454,13 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
   config["tie_word_embeddings"] = false;
   config["head_dim"] = target.head_dim;  // a drafter's layers read an absent head_dim as Qwen3Config does
   config.erase("mlp_bias");              // z-lab's drafter layers have Qwen3's MLP, without biases
+  if (target.moe.num_experts > 0) {      // and dense: a mixture-of-experts target's drafter is Qwen3
+    config["model_type"] = "qwen3";
+    for (const char* key : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob",
+                            "decoder_sparse_step", "mlp_only_layers", "output_router_logits", "router_aux_loss_coef"}) {
+      config.erase(key);
+    }
+  }
   config["dflash_config"] = {{"mask_token_id", target.vocab_size - 1}, {"target_layer_ids", taps}};
   const DrafterConfig layout = parse_drafter_config(config, (out / "config.json").string(), target);
   for (int64_t i = 0; i < spec.layers; ++i) tensors.add_layer("layers." + std::to_string(i) + ".", layout.layers);

@@ -1,5 +1,5 @@
 // `flashq-model make-tiny`: writes a complete random model directory of a family this build runs
-// (Qwen3 or Llama: config.json as Hugging Face writes it, generation_config.json,
+// (Qwen3, Llama, Qwen3-MoE or gpt-oss: config.json as Hugging Face writes it, generation_config.json,
 // model.safetensors, a small self-consistent tokenizer) for tests, or real shapes with random
 // weights (presets) for benchmarks; and random DFlash drafters for such targets.
 #pragma once
@@ -14,7 +14,7 @@
 namespace flashq {
 
 struct TinyModelSpec {
-  std::string family = "qwen3";  // "qwen3" or "llama"
+  std::string family = "qwen3";  // "qwen3", "llama", "qwen3-moe" or "gpt-oss"
   int64_t layers = 2;
   int64_t hidden = 64;
   int64_t heads = 4;
@@ -34,12 +34,26 @@ struct TinyModelSpec {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position = 8192;
+  // qwen3-moe only (Qwen3MoeConfig's keys): `experts` SwiGLU experts of `expert_inter`,
+  // `experts_per_token` per token, on every `sparse_step`-th layer but those of `dense_layers`.
+  int64_t experts = 8;
+  int64_t experts_per_token = 2;
+  int64_t expert_inter = 32;
+  bool norm_topk_prob = true;
+  int64_t sparse_step = 1;
+  std::vector<int64_t> dense_layers;
+  // gpt-oss only (GptOssConfig's keys): experts (`experts`, `experts_per_token`, of `inter`) in
+  // MXFP4, layers alternating sliding (this window) and full attention, sinks, YaRN RoPE of
+  // `yarn_factor` over `original_max_position`, and the clamped SwiGLU's limit.
+  int64_t sliding_window = 4;
+  double yarn_factor = 32.0;
+  double swiglu_limit = 7.0;
   DType dtype = DType::kBF16;
   uint64_t seed = 0;
 };
 
 // Real shapes: "qwen3-0.6b", "qwen3-4b", "qwen3-8b" (docs/dflash.md §1), "llama3.2-1b",
-// "llama3.1-8b" (docs/models.md). kInvalidArgument otherwise.
+// "llama3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b" (docs/models.md). kInvalidArgument otherwise.
 TinyModelSpec preset_spec(const std::string& name);
 
 // Writes the directory (created if needed). kInvalidArgument for impossible shapes.

@@ -44,6 +44,21 @@ constexpr const char* kLlama3ChatTemplate =
     "'<|end_header_id|>\\n\\n' + message.content + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt "
     "%}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
 
+// gpt-oss's special tokens (its o200k_harmony tokenizer.json names them): the harmony format's
+// markers, with <|startoftext|> and <|endoftext|>.
+constexpr const char* kHarmonySpecialTokens[] = {"<|startoftext|>", "<|endoftext|>", "<|start|>",
+                                                 "<|end|>",         "<|message|>",   "<|channel|>",
+                                                 "<|constrain|>",   "<|return|>",    "<|call|>"};
+
+// The shape of the harmony format for plain messages: an assistant's answer in the final channel,
+// and the generation prompt that leaves the channel to the model. (gpt-oss checkpoints ship their
+// own template, with tools and reasoning; tests that need it copy it next to the tokenizer.)
+constexpr const char* kHarmonyChatTemplate =
+    "{%- for message in messages %}{%- if message.role == 'assistant' %}{{- '<|start|>assistant<|channel|>final"
+    "<|message|>' + message.content + '<|end|>' }}{%- else %}{{- '<|start|>' + message.role + '<|message|>' + "
+    "message.content + '<|end|>' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- "
+    "'<|start|>assistant' }}{%- endif %}";
+
 // ChatML for plain messages; another role is refused (raise_exception) rather than written.
 constexpr const char* kChatTemplate =
     "{%- for message in messages %}{%- if message.role not in ['system', 'user', 'assistant'] %}"
@@ -289,6 +304,67 @@ TinyLlama3TokenizerIds write_tiny_llama3_tokenizer(const std::filesystem::path& 
       {"tokenizer_class", "PreTrainedTokenizerFast"}};
   write_files(dir, tokenizer, config);
   return ids;
+}
+
+TinyHarmonyTokenizerIds write_tiny_harmony_tokenizer(const std::filesystem::path& dir, int32_t max_vocab) {
+  constexpr auto kCount = static_cast<int32_t>(std::size(kHarmonySpecialTokens));
+  LearnedBpe bpe = learn_bpe(max_vocab, kCount);
+  const int32_t first = bpe.next_id;
+  ordered_json added_tokens = ordered_json::array();
+  ordered_json added_tokens_decoder = ordered_json::object();
+  for (int32_t i = 0; i < kCount; ++i) {
+    ordered_json token = added_token_json(first + i, kHarmonySpecialTokens[i]);
+    added_tokens.push_back(token);
+    token.erase("id");
+    added_tokens_decoder[std::to_string(first + i)] = token;
+  }
+  const ordered_json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
+  ordered_json tokenizer = {{"version", "1.0"},
+                            {"truncation", nullptr},
+                            {"padding", nullptr},
+                            {"added_tokens", added_tokens},
+                            {"normalizer", nullptr},
+                            {"pre_tokenizer",
+                             {{"type", "Sequence"},
+                              {"pretokenizers",
+                               {{{"type", "Split"},
+                                 {"pattern", {{"Regex", kLlama3SplitPattern}}},
+                                 {"behavior", "Isolated"},
+                                 {"invert", false}},
+                                byte_level}}}},
+                            {"post_processor", nullptr},
+                            {"decoder", byte_level},
+                            {"model",
+                             {{"type", "BPE"},
+                              {"dropout", nullptr},
+                              {"unk_token", nullptr},
+                              {"continuing_subword_prefix", nullptr},
+                              {"end_of_word_suffix", nullptr},
+                              {"fuse_unk", false},
+                              {"byte_fallback", false},
+                              {"ignore_merges", true},
+                              {"vocab", bpe.vocab},
+                              {"merges", bpe.merges}}}};
+  ordered_json config = {{"added_tokens_decoder", added_tokens_decoder},
+                         {"bos_token", "<|startoftext|>"},
+                         {"chat_template", kHarmonyChatTemplate},
+                         {"clean_up_tokenization_spaces", false},
+                         {"eos_token", "<|return|>"},
+                         {"model_input_names", {"input_ids", "attention_mask"}},
+                         {"model_max_length", 131072},
+                         {"pad_token", "<|endoftext|>"},
+                         {"tokenizer_class", "PreTrainedTokenizerFast"}};
+  write_files(dir, tokenizer, config);
+  return {.startoftext = first,
+          .endoftext = first + 1,
+          .start = first + 2,
+          .end = first + 3,
+          .message = first + 4,
+          .channel = first + 5,
+          .constrain = first + 6,
+          .return_token = first + 7,
+          .call = first + 8};
 }
 
 }  // namespace flashq

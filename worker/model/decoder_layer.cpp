@@ -21,15 +21,16 @@ Tensor load_bias(const WeightStore& weights, const std::string& name, int64_t si
 
 Tensor load_weight(const WeightStore& weights, const std::string& name, const Shape& shape, Backend& backend) {
   Tensor host = weights.get(name, shape);
-  if (host.dtype() == DType::kI32) {
-    throw Error(ErrorCode::kBadCheckpoint,
-                "tensor '" + name + "' in " + weights.dir().string() + " is I32; weights must be F32, F16 or BF16");
+  if (host.dtype() == DType::kI32 || host.dtype() == DType::kU8) {
+    throw Error(ErrorCode::kBadCheckpoint, "tensor '" + name + "' in " + weights.dir().string() + " is " +
+                                               std::string(dtype_name(host.dtype())) +
+                                               "; weights must be F32, F16 or BF16");
   }
   return backend.upload_weight(host);
 }
 
 DecoderLayer load_decoder_layer(const WeightStore& weights, const std::string& p, const ModelConfig& c,
-                                Backend& backend) {
+                                Backend& backend, bool sparse_mlp) {
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
   const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim;
   auto w = [&](const std::string& name, const Shape& shape) { return load_weight(weights, p + name, shape, backend); };
@@ -47,13 +48,18 @@ DecoderLayer load_decoder_layer(const WeightStore& weights, const std::string& p
       .v_bias = bias("self_attn.v_proj.bias", kv_width, c.attention_bias),
       .o_bias = bias("self_attn.o_proj.bias", hidden, c.attention_bias),
       .post_attention_norm = w("post_attention_layernorm.weight", {hidden}),
-      .gate_proj = w("mlp.gate_proj.weight", {inter, hidden}),
-      .up_proj = w("mlp.up_proj.weight", {inter, hidden}),
-      .down_proj = w("mlp.down_proj.weight", {hidden, inter}),
-      .gate_bias = bias("mlp.gate_proj.bias", inter, c.mlp_bias),
-      .up_bias = bias("mlp.up_proj.bias", inter, c.mlp_bias),
-      .down_bias = bias("mlp.down_proj.bias", hidden, c.mlp_bias),
   };
+  if (sparse_mlp) {
+    layer.moe = load_moe_mlp(weights, p, c, backend);
+  } else {
+    layer.gate_proj = w("mlp.gate_proj.weight", {inter, hidden});
+    layer.up_proj = w("mlp.up_proj.weight", {inter, hidden});
+    layer.down_proj = w("mlp.down_proj.weight", {hidden, inter});
+    layer.gate_bias = bias("mlp.gate_proj.bias", inter, c.mlp_bias);
+    layer.up_bias = bias("mlp.up_proj.bias", inter, c.mlp_bias);
+    layer.down_bias = bias("mlp.down_proj.bias", hidden, c.mlp_bias);
+  }
+  if (c.attention_sinks) layer.sinks = w("self_attn.sinks", {c.num_heads});
   if (c.qk_norm) {
     layer.q_norm = w("self_attn.q_norm.weight", {c.head_dim});
     layer.k_norm = w("self_attn.k_norm.weight", {c.head_dim});
@@ -106,6 +112,15 @@ void run_swiglu_mlp(Backend& backend, Workspace& workspace, const DecoderLayer& 
   }
   backend.matmul(gate, layer.down_proj, out);
   if (layer.down_bias.defined()) backend.add_bias(out, layer.down_bias);
+}
+
+void run_mlp(Backend& backend, Workspace& workspace, const DecoderLayer& layer, const ModelConfig& config,
+             const Tensor& normed, Tensor& out) {
+  if (layer.moe) {
+    run_moe_mlp(backend, workspace, *layer.moe, config, normed, out);
+  } else {
+    run_swiglu_mlp(backend, workspace, layer, config.intermediate_size, normed, out);
+  }
 }
 
 }  // namespace flashq

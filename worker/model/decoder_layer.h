@@ -1,14 +1,16 @@
-// One pre-norm decoder layer of the dense families (Qwen3, Llama): its weights and the parts of
-// its computation that do not depend on what attention sees. The families differ only in
-// options the config decides (ModelConfig): Qwen3's per-head q/k norm, Llama's optional
-// attention and MLP biases, and RoPE's scaling. Shared by the target (causal over its KV cache)
-// and the DFlash drafter (non-causal over the draft block and the injected context).
+// One pre-norm decoder layer (Qwen3, Llama, Qwen3-MoE): its weights and the parts of its
+// computation that do not depend on what attention sees. The families differ only in options
+// the config decides (ModelConfig): Qwen3's per-head q/k norm, Llama's optional attention and
+// MLP biases, RoPE's scaling, and a mixture of experts in place of the dense MLP. Shared by the target (causal over its
+// KV cache) and the DFlash drafter (non-causal over the draft block and the injected context).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "kernels/backend.h"
 #include "worker/model/model_config.h"
+#include "worker/model/moe_mlp.h"
 #include "worker/model/safetensors.h"
 #include "worker/model/workspace.h"
 
@@ -19,18 +21,22 @@ struct DecoderLayer {
   Tensor input_norm, q_proj, k_proj, v_proj, o_proj;
   Tensor q_norm, k_norm;                  // config.qk_norm
   Tensor q_bias, k_bias, v_bias, o_bias;  // config.attention_bias
+  Tensor sinks;                           // config.attention_sinks: [heads]
   Tensor post_attention_norm, gate_proj, up_proj, down_proj;
   Tensor gate_bias, up_bias, down_bias;  // config.mlp_bias
+  std::optional<MoeMlp> moe;             // a sparse layer's experts, in place of gate/up/down
 };
 
-// A weight of `shape` for `backend`; kBadCheckpoint when it is not f32, f16 or bf16.
+// A weight of `shape` for `backend`; kBadCheckpoint when it is not f32, f16 or bf16 (MXFP4's
+// bytes are read by moe_mlp.h).
 Tensor load_weight(const WeightStore& weights, const std::string& name, const Shape& shape, Backend& backend);
 
 // Tensors `prefix`input_layernorm.weight, `prefix`self_attn.q_proj.weight, ..., with the norms
-// and biases the config names. kBadCheckpoint for a bias tensor the config does not name (it
-// would be silently dropped otherwise); kNotFound, as for any tensor, for a named one missing.
+// and biases the config names; with `sparse_mlp`, the experts (load_moe_mlp) in place of the
+// dense MLP. kBadCheckpoint for a bias tensor the config does not name (it would be silently
+// dropped otherwise); kNotFound, as for any tensor, for a named one missing.
 DecoderLayer load_decoder_layer(const WeightStore& weights, const std::string& prefix, const ModelConfig& config,
-                                Backend& backend);
+                                Backend& backend, bool sparse_mlp = false);
 
 // q[M, Hq, D], k[M, Hkv, D], v[M, Hkv, D]: the projections of `normed` rows (with their biases).
 // The q/k norm and RoPE come next, in Backend::store_and_attend (qk_norm_rope).
@@ -47,5 +53,9 @@ void project_attention_out(Backend& backend, const DecoderLayer& layer, const Te
 // out = down(silu(gate(normed)) * up(normed)), each product with its bias when it has one.
 void run_swiglu_mlp(Backend& backend, Workspace& workspace, const DecoderLayer& layer, int64_t intermediate_size,
                     const Tensor& normed, Tensor& out);
+
+// out = the layer's MLP of `normed`: its experts when it has them, else the dense SwiGLU MLP.
+void run_mlp(Backend& backend, Workspace& workspace, const DecoderLayer& layer, const ModelConfig& config,
+             const Tensor& normed, Tensor& out);
 
 }  // namespace flashq

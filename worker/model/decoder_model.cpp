@@ -26,7 +26,7 @@ DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backe
                 "tensor 'lm_head.weight' not found in " + weights.dir().string() + " and tie_word_embeddings is false");
   }
   for (int64_t i = 0; i < config_.num_layers; ++i) {
-    layers_.push_back(load_decoder_layer(weights, layer_prefix(i), config_, backend_));
+    layers_.push_back(load_decoder_layer(weights, layer_prefix(i), config_, backend_, config_.moe.sparse_layer(i)));
   }
 }
 
@@ -108,7 +108,7 @@ ForwardOutput DecoderModel::run_pass(std::span<const SequenceChunk> chunks, cons
     const DecoderLayer& layer = layers_[l];
     run_attention(layer, l, chunks, normed, position_tensor, key_count_tensor, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, config_.rms_norm_eps, normed);
-    run_swiglu_mlp(backend_, workspace_, layer, config_.intermediate_size, normed, delta);
+    run_mlp(backend_, workspace_, layer, config_, normed, delta);
     // The residual add is fused with the next layer's input norm; the last layer adds plainly.
     if (l + 1 < config_.num_layers) {
       backend_.add_rmsnorm(h, delta, layers_[l + 1].input_norm, config_.rms_norm_eps, normed);

@@ -1,6 +1,7 @@
-// The dense decoder-only target model on any backend: the TargetModel of every family here
-// (Qwen3, Llama 3; docs/models.md), whose layers (decoder_layer.h) differ only in options their
-// config decides: the q/k norm, biases, RoPE scaling, tied embeddings.
+// The decoder-only target model on any backend: the TargetModel of every family here (Qwen3,
+// Llama 3, Qwen3-MoE; docs/models.md), whose layers (decoder_layer.h) differ only in options
+// their config decides: the q/k norm, biases, RoPE scaling, tied embeddings, and a mixture of
+// experts (moe_mlp.h) in place of the dense MLP on sparse layers.
 // One forward pass runs a batch of sequence chunks together: every chunk's tokens are appended
 // on top of its own KV cache, the projections run once over all rows, attention runs per
 // chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.

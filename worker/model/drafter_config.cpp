@@ -47,6 +47,7 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
   config.layers = parse_model_config(layer_json, label);
   config.layers.qk_norm = true;
   config.layers.mlp_bias = false;
+  config.layers.moe = MoeConfig{};  // dense layers, whatever experts the target has
   config.block_size = dflash_reader.has("block_size") ? dflash_reader.positive_int("block_size")
                                                       : reader.positive_int("block_size", 16);
   if (!dflash_reader.has("mask_token_id")) dflash_reader.fail("mask_token_id", "is missing");

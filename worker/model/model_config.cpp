@@ -86,14 +86,30 @@ const ModelFamily& read_family(const ConfigReader& reader, const std::string& ar
 
 // Keys no family here implements yet. When one does, its refusal becomes that family's option
 // (a ModelConfig field the family reads, and an option of the backend op that applies it).
-void refuse_unimplemented(const ConfigReader& reader) {
+void refuse_unimplemented(const ConfigReader& reader, const ModelFamily& family) {
   reader.refuse_if(reader.boolean("use_sliding_window", false), "use_sliding_window", "true (sliding-window attention)");
   std::string act = reader.string("hidden_act", "silu");
   reader.refuse_if(act != "silu", "hidden_act", "'" + act + "'");
-  if (reader.has("layer_types")) {
+  if (reader.has("layer_types") && !family.reads_layer_types) {
+    if (!reader.raw("layer_types").is_array()) reader.fail("layer_types", "must be a list");
     for (const auto& type : reader.raw("layer_types")) {
       reader.refuse_if(type != "full_attention", "layer_types", "entry " + type.dump());
     }
+  }
+}
+
+// layer_types of a family that has sliding layers: one entry per layer, each full_attention or
+// sliding_attention (an absent list is the family's own default, read by the family).
+void read_layer_types(const ConfigReader& reader, ModelConfig& config) {
+  if (!reader.has("layer_types")) return;
+  const nlohmann::json& types = reader.raw("layer_types");
+  if (!types.is_array() || static_cast<int64_t>(types.size()) != config.num_layers) {
+    reader.fail("layer_types", "must list one type per layer (" + std::to_string(config.num_layers) + ")");
+  }
+  config.sliding_layers.clear();
+  for (const auto& type : types) {
+    reader.refuse_if(type != "full_attention" && type != "sliding_attention", "layer_types", "entry " + type.dump());
+    config.sliding_layers.push_back(type == "sliding_attention");
   }
 }
 
@@ -109,7 +125,7 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
   }
   const ModelFamily& family = read_family(reader, config.architecture);
   config.model_type = family.model_type;
-  refuse_unimplemented(reader);
+  refuse_unimplemented(reader, family);
 
   const ModelConfigDefaults& defaults = family.config_defaults;
   config.hidden_size = reader.positive_int("hidden_size");
@@ -134,10 +150,12 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
   config.rms_norm_eps = static_cast<float>(eps);
   read_rope(reader, label, defaults.rope_theta, config);
   config.qk_norm = family.qk_norm;
-  config.attention_bias = reader.boolean("attention_bias", false);
+  config.attention_bias = reader.boolean("attention_bias", defaults.attention_bias);
   config.mlp_bias = family.reads_mlp_bias && reader.boolean("mlp_bias", false);
   config.tie_word_embeddings = reader.boolean("tie_word_embeddings", false);
   collect_eos_ids(reader, config.eos_token_ids);
+  if (family.read_family_options != nullptr) family.read_family_options(reader, config);
+  if (family.reads_layer_types) read_layer_types(reader, config);
 
   if (config.num_heads % config.num_kv_heads != 0) {
     reader.fail("num_key_value_heads", "must divide num_attention_heads (" + std::to_string(config.num_heads) + ")");
@@ -145,6 +163,16 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
   if (config.head_dim % 2 != 0) reader.fail("head_dim", "must be even for rotary embeddings");
   if (config.vocab_size > INT32_MAX) reader.fail("vocab_size", "is too large");
   return config;
+}
+
+int64_t attention_window(const ModelConfig& config, int64_t layer) {
+  const auto index = static_cast<size_t>(layer);
+  return index < config.sliding_layers.size() && config.sliding_layers[index] ? config.sliding_window : 0;
+}
+
+bool MoeConfig::sparse_layer(int64_t layer) const {
+  return num_experts > 0 && (layer + 1) % sparse_step == 0 &&
+         std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
 }
 
 RopeOptions rope_options(const ModelConfig& c) {

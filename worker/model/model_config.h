@@ -17,6 +17,31 @@
 
 namespace flashq {
 
+// How a family stores its experts' tensors (moe_mlp.h).
+enum class ExpertLayout : uint8_t {
+  kPerExpert,     // Qwen3-MoE: mlp.gate.weight, mlp.experts.{e}.{gate,up,down}_proj.weight
+  kStackedMxfp4,  // gpt-oss: mlp.router.{weight,bias}, mlp.experts.{gate_up,down}_proj_{blocks,scales,bias}
+};
+
+// The mixture-of-experts MLPs of a family that has them (num_experts 0: every MLP is dense).
+struct MoeConfig {
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;      // num_experts_per_tok
+  int64_t intermediate_size = 0;      // an expert's: moe_intermediate_size (gpt-oss: intermediate_size)
+  bool normalize_top_k = false;       // norm_topk_prob (softmax-then-top-k routing only)
+  int64_t sparse_step = 1;            // decoder_sparse_step: every step-th layer is sparse
+  std::vector<int64_t> dense_layers;  // mlp_only_layers: dense whatever the step
+  RoutingOrder routing_order = RoutingOrder::kSoftmaxThenTopK;
+  ExpertActivation activation;
+  ExpertLayout layout = ExpertLayout::kPerExpert;
+
+  // Whether layer `layer`'s MLP is the experts (Qwen3MoeDecoderLayer's rule).
+  bool sparse_layer(int64_t layer) const;
+  MoeRouting routing() const {
+    return {.top_k = experts_per_token, .order = routing_order, .normalize_top_k = normalize_top_k};
+  }
+};
+
 struct ModelConfig {
   std::string model_type;    // the family, e.g. qwen3
   std::string architecture;  // architectures[0], e.g. Qwen3ForCausalLM
@@ -40,8 +65,17 @@ struct ModelConfig {
   bool attention_bias = false;  // q, k, v and o projections have biases
   bool mlp_bias = false;        // gate, up and down projections have biases (Llama's mlp_bias)
   bool tie_word_embeddings = false;
+  // gpt-oss's attention: a learned logit per head that joins each softmax (self_attn.sinks), and
+  // layers (layer_types "sliding_attention") that attend only the last sliding_window positions.
+  bool attention_sinks = false;
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;  // per layer; empty: none
+  MoeConfig moe;
   std::vector<int32_t> eos_token_ids;  // config.json and generation_config.json, deduplicated
 };
+
+// The window layer `layer` attends over (0: every position before it).
+int64_t attention_window(const ModelConfig& config, int64_t layer);
 
 // The RoPE the config asks for, as the backend ops take it.
 RopeOptions rope_options(const ModelConfig& config);
@@ -54,6 +88,7 @@ struct ModelConfigDefaults {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
+  bool attention_bias = false;
 };
 
 // Parses a config.json object; `label` (the file path) prefixes every error message.

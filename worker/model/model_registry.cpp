@@ -5,6 +5,7 @@
 #include "shared/error.h"
 #include "worker/model/llama.h"
 #include "worker/model/qwen3.h"
+#include "worker/model/qwen3_moe.h"
 
 namespace flashq {
 
@@ -12,6 +13,7 @@ std::span<const ModelFamily> model_families() {
   static const ModelFamily families[] = {
       qwen3_family(),
       llama_family(),
+      qwen3_moe_family(),
   };
   return families;
 }

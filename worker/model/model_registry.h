@@ -1,7 +1,8 @@
 // The target-model families this build implements, and the one place that turns a model
 // directory into a TargetModel of the family its config.json names. Adding a family is its
-// file pair (its ModelFamily: defaults, layer options, loader; see qwen3.h and llama.h) and one
-// line in model_registry.cpp; the decoder model (decoder_model.h) runs every family here.
+// file pair (its ModelFamily: defaults, layer options, loader; see qwen3.h, llama.h and
+// qwen3_moe.h) and one line in model_registry.cpp; the decoder model (decoder_model.h) runs every
+// family here.
 #pragma once
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "worker/model/config_reader.h"
 #include "worker/model/model_config.h"
 #include "worker/model/safetensors.h"
 #include "worker/model/target_model.h"
@@ -23,6 +25,10 @@ struct ModelFamily {
   ModelConfigDefaults config_defaults;     // for the keys its config.json may leave out
   bool qk_norm = false;                    // its layers norm each q and k head (Qwen3)
   bool reads_mlp_bias = false;             // config.json's mlp_bias applies (LlamaConfig has it, Qwen3Config not)
+  bool reads_layer_types = false;          // layer_types may name sliding_attention layers (gpt-oss)
+  // The keys only this family has (its experts, say), read into `config` after the common ones;
+  // null when it has none.
+  void (*read_family_options)(const ConfigReader& reader, ModelConfig& config) = nullptr;
   // The model, its weights read from `weights` onto `backend` (kBadCheckpoint naming a tensor
   // that is missing or of the wrong shape).
   std::unique_ptr<TargetModel> (*load)(ModelConfig config, const WeightStore& weights, Backend& backend);

@@ -78,7 +78,7 @@ LoadedChatTemplate family_default(const std::filesystem::path& model_dir) {
                                      ? config["model_type"].get<std::string>()
                                      : "";
   LoadedChatTemplate out;
-  if (model_type == "qwen3") {
+  if (model_type == "qwen3" || model_type == "qwen3_moe") {
     out = {std::shared_ptr<const ChatTemplate>(&chatml_template(), [](const ChatTemplate*) {}), "the ChatML default"};
   } else if (model_type == "llama") {
     out = {std::shared_ptr<const ChatTemplate>(&llama3_template(), [](const ChatTemplate*) {}), "the Llama 3 default"};
@@ -87,7 +87,7 @@ LoadedChatTemplate family_default(const std::filesystem::path& model_dir) {
                 model_dir.string() +
                     ": no chat template (tokenizer_config.json chat_template or chat_template.jinja) "
                     "and no default for model_type \"" +
-                    model_type + "\" (defaults: qwen3, llama)");
+                    model_type + "\" (defaults: qwen3, qwen3_moe, llama)");
   }
   spdlog::warn(
       "{}: no chat template in the checkpoint (tokenizer_config.json chat_template or chat_template.jinja); "

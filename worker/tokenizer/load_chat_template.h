@@ -3,8 +3,9 @@
 //      [{name, template}, ...], of which `default` renders requests without tools and `tool_use`
 //      (when present, else `default`) requests with tools; the other named ones are not used;
 //   2. chat_template.jinja in the directory;
-//   3. the family default by config.json's model_type (qwen3: ChatML, llama: Llama 3), with a
-//      warning in the log, since a fine-tuned checkpoint may expect another format;
+//   3. the family default by config.json's model_type (qwen3 and qwen3_moe: ChatML, llama:
+//      Llama 3), with a warning in the log, since a fine-tuned checkpoint may expect another
+//      format (gpt-oss checkpoints ship their harmony template and have no default);
 //   4. none: kUnsupported naming the model type.
 // A template the Jinja engine does not implement is refused here (kUnsupported naming the
 // construct and the file), so a process fails to start rather than render prompts wrong.
