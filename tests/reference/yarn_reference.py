@@ -23,8 +23,9 @@ attention logit q.k of a rotated pair scales by attention_factor^2.
 
 gpt-oss writes {"rope_type": "yarn", "factor": 32, "beta_fast": 32, "beta_slow": 1, "truncate":
 false, "original_max_position_embeddings": 4096} with rope_theta 150000 and
-max_position_embeddings 131072 (= 32 * 4096; transformers 4.55 took factor from that ratio, later
-versions from "factor": configs written here keep the two equal so that both readings agree).
+max_position_embeddings 131072 (= 32 * 4096). transformers 4.x took the factor from that ratio
+whenever original_max_position_embeddings is given, transformers 5 from "factor" (as here): the
+configs written here keep the two equal so that both readings agree.
 """
 
 import math
