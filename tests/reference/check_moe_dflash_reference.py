@@ -164,6 +164,33 @@ def check_config_reading(tmp, drafter_dir, drafter_config):
         check(ok, f"load: refuses {label} ({needle})")
 
 
+# z-lab/gpt-oss-20b-DFlash's config.json as public code copies it (one copy adds the YaRN below).
+GPT_OSS_20B_DFLASH = {
+    "architectures": ["DFlashDraftModel"], "attention_bias": True, "attention_dropout": 0.0, "block_size": 8,
+    "bos_token_id": 199998, "dflash_config": {"mask_token_id": 200000, "target_layer_ids": [1, 6, 11, 16, 21]},
+    "dtype": "bfloat16", "eos_token_id": 200002, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880,
+    "initial_context_length": 4096, "initializer_range": 0.02, "intermediate_size": 7680, "max_position_embeddings": 131072,
+    "model_type": "gpt_oss", "num_attention_heads": 64, "num_hidden_layers": 8, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-5, "rope_theta": 150000, "vocab_size": 201088}
+
+
+def check_published_drafter_config(tmp):
+    for label, config in (("as copied", GPT_OSS_20B_DFLASH),
+                          ("with YaRN", dict(GPT_OSS_20B_DFLASH, rope_scaling={"rope_type": "yarn", "factor": 32.0,
+                                                                              "original_max_position_embeddings": 4096}))):
+        path = os.path.join(tmp, "gpt_oss_20b_dflash_" + label.replace(" ", "_"))
+        os.makedirs(path)
+        json.dump(config, open(os.path.join(path, "config.json"), "w"))
+        c = dflash.read_dflash_config(path, num_target_layers=24)
+        yarn_ok = (c.layers.rope_scaling is None) if label == "as copied" else (c.layers.rope_scaling.factor == 32.0
+                                                                                and c.layers.rope_scaling.truncate)
+        check(c.block_size == 8 and c.mask_token_id == 200000 and c.target_layer_ids == (1, 6, 11, 16, 21)
+              and c.layers.num_hidden_layers == 8 and c.layers.head_dim == 64 and c.layers.attention_bias
+              and all(a == dflash.LayerAttention() for a in c.layer_attention) and yarn_ok,
+              f"gpt-oss-20b-DFlash's config.json ({label}): block 8, MASK 200000, taps 1, 6, 11, 16, 21 of 24, "
+              "8 full bidirectional layers with attention biases")
+
+
 def check_one_step(name, target_dir, target_config, target_stored, drafter_dir, drafter_config, drafter_stored,
                    committed, x, block_size):
     target = targets.load_target(target_dir)
@@ -229,6 +256,7 @@ def main():
     rng = np.random.default_rng(20251126)
     with tempfile.TemporaryDirectory() as tmp:
         check_masks_by_hand()
+        check_published_drafter_config(tmp)
 
         g_dir, g_drafter_dir = os.path.join(tmp, "gptoss"), os.path.join(tmp, "gptoss_drafter")
         g_config, g_stored = make_target("gpt-oss", g_dir, seed=7, num_layers=4)

@@ -535,12 +535,66 @@ def check_gptoss(tmp):
             "multiple of 32")
 
 
+# The published config.json files (values as public code copies them), read without weights.
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 151643,
+    "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+    "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": True,
+    "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
+    "num_key_value_heads": 4, "output_router_logits": False, "rms_norm_eps": 1e-06, "rope_scaling": None,
+    "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": None, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": True, "use_sliding_window": False,
+    "vocab_size": 151936}
+GPT_OSS_120B = {
+    "architectures": ["GptOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.0, "eos_token_id": 200002,
+    "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880, "initial_context_length": 4096,
+    "initializer_range": 0.02, "intermediate_size": 2880, "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072, "model_type": "gpt_oss", "num_attention_heads": 64, "num_experts_per_tok": 4,
+    "num_hidden_layers": 36, "num_key_value_heads": 8, "num_local_experts": 128, "output_router_logits": False,
+    "pad_token_id": 199999,
+    "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                       "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"},
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096,
+                     "rope_type": "yarn", "truncate": False},
+    "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+    "tie_word_embeddings": False, "transformers_version": "4.55.0.dev0", "use_cache": True, "vocab_size": 201088}
+
+
+def check_published_configs(tmp):
+    path = os.path.join(tmp, "qwen3_30b_a3b")
+    os.makedirs(path)
+    json.dump(QWEN3_30B_A3B, open(os.path.join(path, "config.json"), "w"))
+    c = qmoe.read_qwen3_moe_config(path)
+    check(c.head_dim == 128 and c.num_key_value_heads == 4 and c.num_experts == 128 and c.num_experts_per_tok == 8
+          and c.norm_topk_prob and all(c.is_sparse(i) for i in range(48)) and c.rope_scaling is None,
+          "Qwen3-30B-A3B's config.json: 48 sparse layers, 8 of 128 experts renormalised, head_dim 128, 4 kv heads")
+    path = os.path.join(tmp, "gpt_oss_120b")
+    os.makedirs(path)
+    json.dump(GPT_OSS_120B, open(os.path.join(path, "config.json"), "w"))
+    c = gptoss.read_gptoss_config(path)
+    check(c.num_local_experts == 128 and c.num_experts_per_tok == 4 and c.window(0) == 128 and c.window(1) is None
+          and c.window(34) == 128 and c.rope_theta == 150000.0 and c.rope_scaling == yarn.read_yarn(gptoss.DEFAULT_ROPE)
+          and c.swiglu_limit == 7.0 and c.attention_bias and c.head_dim == 64 and c.num_key_value_heads == 8
+          and mxfp4.expected_shapes(128, 2880, 2880)["gate_up_proj_blocks"] == (128, 5760, 90, 16),
+          "gpt-oss-120b's config.json: even layers slide over 128 keys, YaRN x32 over 4096 untruncated, 4 of 128 "
+          "experts, gate_up blocks [128, 5760, 90, 16]")
+    twenty = dict(GPT_OSS_120B, num_hidden_layers=24, num_local_experts=32,
+                  layer_types=["sliding_attention", "full_attention"] * 12)
+    path = os.path.join(tmp, "gpt_oss_20b")
+    os.makedirs(path)
+    json.dump(twenty, open(os.path.join(path, "config.json"), "w"))
+    check(gptoss.read_gptoss_config(path).num_local_experts == 32, "gpt-oss-20b's shape (24 layers, 32 experts) reads")
+
+
 def main():
     check_mxfp4_by_hand()
     check_routing_by_hand()
     check_attention_by_hand()
     check_yarn_by_hand()
     with tempfile.TemporaryDirectory() as tmp:
+        check_published_configs(tmp)
         check_qwen3_moe(tmp)
         check_gptoss(tmp)
         check(targets.family_of(os.path.join(tmp, "gptoss_a")) is gptoss and targets.family_of(os.path.join(tmp, "qmoe_a")) is qmoe,
