@@ -38,7 +38,8 @@ start + j) sees the keys at positions p <= start + j, and only the last W of the
 W applies only when use_sliding_window is true (else the layer is causal without a window), and
 use_sliding_window without an explicit layer_types list is refused (the list would otherwise
 derive from max_window_layers). A config-level is_causal, when present, makes every layer causal
-(true) or none (false), as z-lab's code reads it.
+(true) or none (false), as z-lab's code reads it; a non-causal sliding layer then sees the
+positions less than W away on either side.
 
 Import: load_drafter(dir) -> DFlashDrafter; draft_block(...) for one step;
 speculative_generate(target, drafter, prompt, block_size, num_steps) for the loop.
