@@ -41,7 +41,12 @@ def float32_to_bf16_bits(values):
 
 
 def encode_tensor(dtype, values):
-    """Returns (bytes, the float32 values those bytes hold)."""
+    """Returns (bytes, the float32 values those bytes hold; for U8 the bytes themselves)."""
+    if dtype == "U8":  # raw bytes (MXFP4 blocks and scales), never converted
+        stored = np.asarray(values)
+        if stored.dtype != np.uint8:
+            raise ValueError("U8 tensors are written from uint8 arrays")
+        return stored.tobytes(), stored.copy()
     values = np.asarray(values, dtype=np.float32)
     if dtype == "F32":
         return values.astype("<f4").tobytes(), values.copy()

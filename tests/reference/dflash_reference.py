@@ -3,10 +3,11 @@
 
 Read it next to docs/dflash.md: §3 (the drafter directory) first because everything else needs it, then
 §2.1 context features, §2.2 KV injection, §2.3 one draft step, §2.4 the greedy loop. The target is
-a Qwen3 (qwen3_reference.py) or Llama (llama_reference.py) checkpoint, chosen by its model_type
-(target_reference.py). The drafter's layers are Qwen3 layers whatever the target's family (the
+a Qwen3, Llama, Qwen3-MoE or gpt-oss checkpoint, chosen by its model_type (target_reference.py).
+The drafter's layers are Qwen3 layers whatever the target's family (the
 published DFlashDraftModel is built from Qwen3 layers: q_norm/k_norm, an MLP without biases, q/k/v/o
-biases when its attention_bias says so), with the RoPE its own config.json states (plain, linear or llama3, rope_reference.py); this file reuses
+biases when its attention_bias says so), with the RoPE its own config.json states (plain, linear,
+llama3 or yarn: rope_reference.py, yarn_reference.py); this file reuses
 qwen3_reference.py's building blocks (linear, rms_norm, apply_rope, attention, MLP) so that the
 drafter differs from a target layer only where docs/dflash.md says it does.
 
@@ -29,6 +30,17 @@ writes
 --block-size defaults to the drafter's block_size; any 2 <= B <= block_size is accepted, since the
 block attends to itself without a mask.
 
+Attention inside the drafter (z-lab's DFlashDraftModel, Qwen3DFlashAttention): a layer whose
+layer_types entry is "full_attention" (the default) sees every context row before the block and
+every block row, with no mask. A "sliding_attention" layer is causal: block row j (position
+start + j) sees the keys at positions p <= start + j, and only the last W of them
+(start + j - p < W, itself included) where W is the config's sliding_window; as in Qwen3Config,
+W applies only when use_sliding_window is true (else the layer is causal without a window), and
+use_sliding_window without an explicit layer_types list is refused (the list would otherwise
+derive from max_window_layers). A config-level is_causal, when present, makes every layer causal
+(true) or none (false), as z-lab's code reads it; a non-causal sliding layer then sees the
+positions less than W away on either side.
+
 Import: load_drafter(dir) -> DFlashDrafter; draft_block(...) for one step;
 speculative_generate(target, drafter, prompt, block_size, num_steps) for the loop.
 """
@@ -44,6 +56,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qwen3_reference as qwen3  # noqa: E402
 import target_reference as targets  # noqa: E402
+import yarn_reference as yarn  # noqa: E402
 from qwen3_reference import COMPUTE, linear, rms_norm, apply_rope, swiglu_mlp  # noqa: E402
 from safetensors_numpy import load_safetensors  # noqa: E402
 
@@ -53,12 +66,20 @@ from safetensors_numpy import load_safetensors  # noqa: E402
 # ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class LayerAttention:
+    """Which keys a drafter layer's block rows see (module docstring)."""
+    causal: bool = False          # block row j sees positions <= start + j only
+    window: int = None            # and only the last `window` of those (itself included)
+
+
+@dataclass(frozen=True)
 class DFlashConfig:
     layers: qwen3.Qwen3Config     # the drafter's own Qwen3 keys: heads, head_dim, RoPE, eps
     block_size: int               # the block size it was trained with
     mask_token_id: int
     target_layer_ids: tuple       # 0-based target layers tapped, in concatenation order
     num_target_layers: int        # None when config.json does not say
+    layer_attention: tuple = ()   # LayerAttention per drafter layer; () means all full
 
 
 def default_target_layer_ids(num_target_layers, num_draft_layers):
@@ -78,8 +99,15 @@ def read_dflash_config(drafter_dir, num_target_layers=None):
     architectures = raw.get("architectures") or []
     if "DFlashDraftModel" not in architectures:
         raise ValueError(f"config: architectures {architectures} does not contain DFlashDraftModel")
-    layers = qwen3.read_qwen3_config(drafter_dir)  # also refuses sliding windows
+    layer_attention = read_layer_attention(raw)
+    # The Qwen3 keys without the attention pattern (read above), with YaRN allowed.
+    layer_keys = {k: v for k, v in raw.items() if k not in ("layer_types", "use_sliding_window", "sliding_window")}
+    layers = qwen3.qwen3_config_from_dict(layer_keys, read_rope=yarn.read_rope_with_yarn)
     dflash = raw.get("dflash_config") or {}
+    for key, neutral in (("input_embedding_scale", 1.0), ("output_multiplier", 1.0), ("final_logit_softcapping", None)):
+        value = dflash.get(key, raw.get(key))
+        if value is not None and value != neutral and not (neutral is None and float(value) <= 0):
+            raise ValueError(f"config: {key} = {value} is not implemented")
     if "mask_token_id" not in dflash:
         raise ValueError("config: missing dflash_config.mask_token_id")
     block_size = raw.get("block_size", dflash.get("block_size"))
@@ -103,7 +131,35 @@ def read_dflash_config(drafter_dir, num_target_layers=None):
         if bad:
             raise ValueError(f"config: target_layer_ids {bad} outside [0, {num_target_layers})")
     return DFlashConfig(layers=layers, block_size=int(block_size), mask_token_id=int(dflash["mask_token_id"]),
-                        target_layer_ids=tuple(target_layer_ids), num_target_layers=num_target_layers)
+                        target_layer_ids=tuple(target_layer_ids), num_target_layers=num_target_layers,
+                        layer_attention=layer_attention)
+
+
+def read_layer_attention(raw):
+    """LayerAttention per drafter layer from layer_types, use_sliding_window, sliding_window and
+    is_causal (module docstring)."""
+    num_layers = int(raw.get("num_hidden_layers", 0))
+    layer_types = raw.get("layer_types")
+    use_sliding_window = bool(raw.get("use_sliding_window", False))
+    if layer_types is None:
+        if use_sliding_window:
+            raise ValueError("config: use_sliding_window = true without an explicit layer_types list is not implemented")
+        layer_types = ["full_attention"] * num_layers
+    bad = sorted({t for t in layer_types if t not in ("full_attention", "sliding_attention")})
+    if bad:
+        raise ValueError(f"config: layer_types {bad} are not implemented (full_attention, sliding_attention are)")
+    if len(layer_types) != num_layers:
+        raise ValueError(f"config: {len(layer_types)} layer_types for {num_layers} layers")
+    window = raw.get("sliding_window") if use_sliding_window else None
+    if window is not None and int(window) < 1:
+        raise ValueError(f"config: sliding_window {window} must be >= 1")
+    is_causal = raw.get("is_causal")
+    attention = []
+    for kind in layer_types:
+        sliding = kind == "sliding_attention"
+        attention.append(LayerAttention(causal=sliding if is_causal is None else bool(is_causal),
+                                        window=int(window) if sliding and window is not None else None))
+    return tuple(attention)
 
 
 @dataclass
@@ -205,6 +261,10 @@ class DraftContextCache:
         seen = self.positions < start
         return [(k[seen], v[seen]) for k, v in zip(self.keys, self.values)]
 
+    def positions_before(self, start):
+        """The positions of rows_before(start), in the same order."""
+        return self.positions[self.positions < start]
+
 
 def inject_committed(cache, drafter, target_hidden_states, positions):
     """Appends the context rows of committed tokens, whose target hidden states are rows
@@ -217,27 +277,46 @@ def inject_committed(cache, drafter, target_hidden_states, positions):
 # §2.3  One draft step
 # ---------------------------------------------------------------------------------------------
 
-def drafter_layer(layer, h, positions, context_kv, config):
+def block_attention_mask(block_positions, context_positions, attention):
+    """allowed[block row, key] over keys [context rows ; block rows]: everything for a full layer
+    (bidirectional inside the block); causal and windowed for a sliding one (LayerAttention)."""
+    query = np.asarray(block_positions)[:, None]
+    key = np.concatenate([np.asarray(context_positions), np.asarray(block_positions)])[None, :]
+    allowed = np.ones((query.shape[0], key.shape[1]), dtype=bool)
+    if attention.causal:
+        allowed &= key <= query
+    if attention.window is not None:
+        allowed &= query - key < attention.window
+        if not attention.causal:
+            allowed &= key - query < attention.window
+    return allowed
+
+
+def drafter_layer(layer, h, positions, context_kv, config, attention=LayerAttention(), context_positions=None):
     """One drafter layer over the block rows h [B, hidden]: a Qwen3 layer whose attention reads
-    [context rows ; block rows] with no mask at all."""
+    [context rows ; block rows], with no mask at all for a full layer. context_positions: those of
+    the context rows (default 0, 1, ...: the cache holds every position before the block)."""
     n = rms_norm(h, layer["input_layernorm"], config.rms_norm_eps)
     q, k, v = qwen3.project_qkv(layer, n, positions, config)
     context_k, context_v = context_kv
     keys = np.concatenate([context_k, k])
     values = np.concatenate([context_v, v])
-    every_key = np.ones((h.shape[0], keys.shape[0]), dtype=bool)  # bidirectional inside the block
-    attn = qwen3.grouped_query_attention(q, keys, values, every_key, config)
+    if context_positions is None:
+        context_positions = np.arange(context_k.shape[0])
+    allowed = block_attention_mask(positions, context_positions, attention)
+    attn = qwen3.grouped_query_attention(q, keys, values, allowed, config)
     h = h + qwen3.project(layer, "self_attn.o_proj", attn)
     m = rms_norm(h, layer["post_attention_layernorm"], config.rms_norm_eps)
     return h + swiglu_mlp(layer, m)
 
 
-def drafter_forward(drafter, block_hidden, positions, context_kv_per_layer):
+def drafter_forward(drafter, block_hidden, positions, context_kv_per_layer, context_positions=None):
     """The drafter stack over the block rows, then its own final norm. Returns [B, hidden]."""
     c = drafter.config.layers
+    attention = drafter.config.layer_attention or (LayerAttention(),) * len(drafter.layers)
     h = block_hidden
-    for layer, context_kv in zip(drafter.layers, context_kv_per_layer):
-        h = drafter_layer(layer, h, positions, context_kv, c)
+    for layer, context_kv, layer_attention in zip(drafter.layers, context_kv_per_layer, attention):
+        h = drafter_layer(layer, h, positions, context_kv, c, layer_attention, context_positions)
     return rms_norm(h, drafter.norm, c.rms_norm_eps)
 
 
@@ -248,7 +327,7 @@ def draft_block(target, drafter, cache, start, last_token, block_size):
     block_ids = [last_token] + [drafter.config.mask_token_id] * (block_size - 1)
     positions = np.arange(start, start + block_size)
     block_hidden = qwen3.embed(target, block_ids)
-    final = drafter_forward(drafter, block_hidden, positions, cache.rows_before(start))
+    final = drafter_forward(drafter, block_hidden, positions, cache.rows_before(start), cache.positions_before(start))
     logits = linear(final[1:], target.lm_head)
     draft = [int(np.argmax(row)) for row in logits]  # lowest id on ties
     return draft, logits
@@ -313,7 +392,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="NumPy reference of greedy DFlash speculative decoding")
-    parser.add_argument("--target", required=True, help="target checkpoint directory (Qwen3 or Llama)")
+    parser.add_argument("--target", required=True, help="target checkpoint directory (Qwen3, Llama, Qwen3-MoE or gpt-oss)")
     parser.add_argument("--drafter", required=True, help="DFlash drafter directory")
     parser.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
     parser.add_argument("--steps", required=True, type=int, help="number of draft-and-verify steps")

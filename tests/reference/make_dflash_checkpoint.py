@@ -6,7 +6,9 @@ z-lab layout of docs/dflash.md §3, for the self-checks of dflash_reference.py.
         [--layers 2] [--block-size 16] [--seed 0] [--dtype BF16]
 
 config.json: the drafter's Qwen3 keys (its layers are Qwen3 layers whatever the target's family), architectures ["DFlashDraftModel"], block_size (top level,
-or inside dflash_config), num_target_layers, dflash_config {mask_token_id, target_layer_ids}.
+or inside dflash_config), num_target_layers, dflash_config {mask_token_id, target_layer_ids};
+optionally rope_scaling (e.g. a gpt-oss target's YaRN), attention_bias, and sliding-window layers
+(layer_types, use_sliding_window, sliding_window) as dflash_reference.py reads them.
 MASK is the target's last embedding row (vocab_size - 1), beyond any tokenizer id the checks use.
 model.safetensors: fc.weight [hidden, K * hidden], hidden_norm.weight, norm.weight and
 layers.{i}.* with Qwen3 layer names (q/k/v/o biases when attention_bias), no "model." prefix.
@@ -29,10 +31,12 @@ from dflash_reference import default_target_layer_ids  # noqa: E402
 def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=None, num_heads=None,
                    num_kv_heads=None, head_dim=None, intermediate_size=None, rope_theta=None,
                    write_target_layer_ids=True, block_size_in_dflash_config=False, rope_scaling=None,
-                   attention_bias=False):
-    """Shapes default to the target's (Qwen3 or Llama); the checks override some so that a reader
+                   attention_bias=False, layer_types=None, sliding_window=None, max_position_embeddings=None):
+    """Shapes default to the target's (any family); the checks override some so that a reader
     taking them from the target instead of the drafter fails. rope_scaling: a rope_scaling dict
-    for the drafter's own RoPE (none by default); attention_bias: q/k/v/o biases in its layers."""
+    for the drafter's own RoPE (none by default); attention_bias: q/k/v/o biases in its layers;
+    layer_types with sliding_window: sliding-window layers (use_sliding_window true, as
+    Qwen3Config needs for the window to apply)."""
     t = target_config
     target_theta = t.get("rope_theta", (t.get("rope_parameters") or {}).get("rope_theta"))
     target_head_dim = t.get("head_dim") or t["hidden_size"] // t["num_attention_heads"]
@@ -55,6 +59,12 @@ def drafter_config(target_config, num_layers=2, block_size=16, target_layer_ids=
     }
     if rope_scaling is not None:
         config["rope_scaling"] = rope_scaling
+    if max_position_embeddings is not None:
+        config["max_position_embeddings"] = max_position_embeddings
+    if layer_types is not None:
+        config["layer_types"] = list(layer_types)
+        config["use_sliding_window"] = sliding_window is not None
+        config["sliding_window"] = sliding_window
     if write_target_layer_ids:
         config["dflash_config"]["target_layer_ids"] = list(ids)
     if block_size_in_dflash_config:

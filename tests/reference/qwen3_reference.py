@@ -41,6 +41,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_numpy import load_safetensors  # noqa: E402
 import rope_reference as rope  # noqa: E402
+import yarn_reference as yarn  # noqa: E402
 
 COMPUTE = np.float64
 
@@ -72,7 +73,12 @@ _REQUIRED_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_
 
 def read_qwen3_config(model_dir):
     with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
-        raw = json.load(f)
+        return qwen3_config_from_dict(json.load(f))
+
+
+def qwen3_config_from_dict(raw, read_rope=rope.read_rope):
+    """The Qwen3Config of a config.json dict. read_rope: how RoPE settings are read (a DFlash
+    drafter's may name YaRN, yarn_reference.read_rope_with_yarn)."""
     for key in _REQUIRED_KEYS:
         if key not in raw:
             raise ValueError(f"config: missing {key}")
@@ -85,7 +91,7 @@ def read_qwen3_config(model_dir):
         raise ValueError(f"config: hidden_act {raw['hidden_act']!r} is not implemented (only silu)")
 
     # RoPE settings: plain, linear or llama3 (rope_reference.py); 10000 is HF's default theta.
-    rope_theta, rope_scaling = rope.read_rope(raw, default_theta=10000.0)
+    rope_theta, rope_scaling = read_rope(raw, default_theta=10000.0)
     num_heads = int(raw["num_attention_heads"])
     # HF: a missing num_key_value_heads takes the class default (32), an explicit null means MHA.
     num_kv_heads = raw.get("num_key_value_heads", 32)
@@ -217,13 +223,14 @@ def rms_norm(x, weight, eps):
 def apply_rope(x, positions, theta, scaling=None):
     """Rotate-half RoPE on x [T, heads, head_dim]: element i and element i + head_dim/2 form the
     pair rotated by angle positions[t] * inv_freq[i] (inv_freq of rope_reference.py: plain, or
-    scaled when `scaling` is given)."""
+    scaled when `scaling` is given; YaRN's of yarn_reference.py, whose attention factor also
+    multiplies cos and sin)."""
     head_dim = x.shape[-1]
     half = head_dim // 2
-    inv_freq = rope.inverse_frequencies(head_dim, theta, scaling)
+    inv_freq, magnitude = yarn.rope_frequencies(head_dim, theta, scaling)
     angle = np.asarray(positions, dtype=COMPUTE)[:, None] * inv_freq[None, :]
-    cos = np.cos(angle)[:, None, :]  # [T, 1, half]: the same rotation for every head
-    sin = np.sin(angle)[:, None, :]
+    cos = magnitude * np.cos(angle)[:, None, :]  # [T, 1, half]: the same rotation for every head
+    sin = magnitude * np.sin(angle)[:, None, :]
     first, second = x[..., :half], x[..., half:]
     return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
 
@@ -340,8 +347,9 @@ def _int_list(text):
     return [int(x) for x in text.split(",") if x.strip() != ""]
 
 
-def run_cli(argv, family, load_model_fn, forward_fn):
-    """The command line of module docstring, shared by the families (llama_reference.py too)."""
+def run_cli(argv, family, load_model_fn, forward_fn, extra_info=None):
+    """The command line of module docstring, shared by the families (llama_reference.py too).
+    extra_info(model, tokens): more entries for PREFIX.json (the MoE families' routing)."""
     parser = argparse.ArgumentParser(description=f"NumPy reference forward of a {family} checkpoint")
     parser.add_argument("--model", required=True, help="checkpoint directory (config.json + safetensors)")
     parser.add_argument("--tokens", required=True, help="comma-separated token ids")
@@ -378,6 +386,8 @@ def run_cli(argv, family, load_model_fn, forward_fn):
         gather_taps(hidden_states, taps).astype("<f4").tofile(args.out + ".taps.f32")
         info["taps"] = {"layers": taps, "shape": [len(tokens), len(taps) * c.hidden_size],
                         "file": os.path.basename(args.out) + ".taps.f32"}
+    if extra_info is not None:
+        info.update(extra_info(model, tokens))
     with open(args.out + ".json", "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1)
     return 0

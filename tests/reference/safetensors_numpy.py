@@ -1,4 +1,4 @@
-"""Minimal .safetensors reader for the NumPy reference; every tensor comes back as float32.
+"""Minimal .safetensors reader for the NumPy reference; every float tensor comes back as float32.
 
 Written from the file format alone (not from flashq's C++ loader), so that the two can disagree:
 
@@ -9,8 +9,10 @@ from the first byte after the header; an optional "__metadata__" entry holds str
 A sharded checkpoint is a directory with model.safetensors.index.json whose "weight_map" maps
 tensor name -> shard file name.
 
-Only F32, F16 and BF16 are read: they are what model weights are stored in, and each converts to
+F32, F16 and BF16 are read: they are what model weights are stored in, and each converts to
 float32 exactly (bf16 is the top half of a float32; every f16 value is a float32 value).
+U8 is read too, as raw uint8 (never converted): MXFP4 checkpoints store their packed FP4 blocks
+and E8M0 scales that way (mxfp4_reference.py decodes them).
 """
 
 import json
@@ -23,6 +25,7 @@ _STORAGE = {
     "F32": (np.dtype("<f4"), 4),
     "F16": (np.dtype("<f2"), 2),
     "BF16": (np.dtype("<u2"), 2),  # kept as raw bits, widened below
+    "U8": (np.dtype("u1"), 1),     # kept as raw bytes: packed MXFP4 blocks and scales
 }
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -54,7 +57,7 @@ def bf16_bits_to_float32(bits):
 def _decode(name, entry, data, path):
     dtype = entry["dtype"]
     if dtype not in _STORAGE:
-        raise ValueError(f"{path}: tensor {name} has dtype {dtype}; only F32, F16, BF16 are read")
+        raise ValueError(f"{path}: tensor {name} has dtype {dtype}; only F32, F16, BF16, U8 are read")
     storage, itemsize = _STORAGE[dtype]
     shape = tuple(int(d) for d in entry["shape"])
     begin, end = (int(o) for o in entry["data_offsets"])
@@ -66,13 +69,15 @@ def _decode(name, entry, data, path):
     raw = np.asarray(data[begin:end]).view(storage)
     if dtype == "BF16":
         values = bf16_bits_to_float32(raw)
+    elif dtype == "U8":
+        values = raw.copy()
     else:
         values = raw.astype(np.float32)  # copies: the result must not alias the mapped file
     return values.reshape(shape)
 
 
 def load_safetensors_file(path, names=None):
-    """All tensors of one file (or only `names`) as {name: float32 ndarray}."""
+    """All tensors of one file (or only `names`) as {name: float32 ndarray, or uint8 for U8}."""
     header, data_start = read_header(path)
     wanted = header.keys() if names is None else names
     missing = [n for n in wanted if n not in header]
@@ -86,7 +91,7 @@ def load_safetensors_file(path, names=None):
 
 def load_safetensors(path):
     """Tensors of a .safetensors file, or of a checkpoint directory (sharded via the index, or a
-    single model.safetensors), as {name: float32 ndarray}."""
+    single model.safetensors), as {name: float32 ndarray, or uint8 for U8}."""
     if os.path.isfile(path):
         return load_safetensors_file(path)
     index_path = os.path.join(path, INDEX_NAME)

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """The reference target of any supported family, chosen by config.json's model_type: "qwen3"
-(qwen3_reference.py) or "llama" (llama_reference.py). Used where the family does not matter, such
-as the DFlash loop of dflash_reference.py.
+(qwen3_reference.py), "llama" (llama_reference.py), "qwen3_moe" (qwen3_moe_reference.py) or
+"gpt_oss" (gptoss_reference.py). Used where the family does not matter, such as the DFlash loop
+of dflash_reference.py.
 
-Command line: the same as qwen3_reference.py's, for a checkpoint of either family:
+Command line: the same as qwen3_reference.py's, for a checkpoint of any family (PREFIX.json also holds
+"moe" for the MoE families, see qwen3_moe_reference.py):
   /usr/bin/python3 tests/reference/target_reference.py --model DIR --tokens 1,2,3 \
       [--greedy N] [--taps 0,2] --out PREFIX
 """
@@ -13,10 +15,16 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gptoss_reference  # noqa: E402
 import llama_reference  # noqa: E402
+import qwen3_moe_reference  # noqa: E402
 import qwen3_reference  # noqa: E402
 
-FAMILIES = {"qwen3": qwen3_reference, "llama": llama_reference}
+FAMILIES = {"qwen3": qwen3_reference, "llama": llama_reference, "qwen3_moe": qwen3_moe_reference,
+            "gpt_oss": gptoss_reference}
+# The module of each family's model class, for dispatching on a loaded model.
+_MODULE_OF_MODEL = {qwen3_reference.Qwen3Model: qwen3_reference, llama_reference.LlamaModel: llama_reference,
+                    qwen3_moe_reference.Qwen3MoeModel: qwen3_moe_reference, gptoss_reference.GptOssModel: gptoss_reference}
 
 
 def family_of(model_dir):
@@ -33,7 +41,7 @@ def load_target(model_dir):
 
 
 def _module(model):
-    return llama_reference if isinstance(model, llama_reference.LlamaModel) else qwen3_reference
+    return _MODULE_OF_MODEL[type(model)]
 
 
 def forward(model, tokens):
@@ -45,7 +53,14 @@ def greedy_continuation(model, tokens, num_new):
 
 
 def main(argv=None):
-    return qwen3_reference.run_cli(argv, "Qwen3 or Llama", load_target, forward)
+    return qwen3_reference.run_cli(argv, "Qwen3, Llama, Qwen3-MoE or gpt-oss", load_target, forward,
+                                   extra_info=_routing_info)
+
+
+def _routing_info(model, tokens):
+    """The MoE families' routing record (PREFIX.json "moe"); nothing for dense families."""
+    module = _module(model)
+    return module.routing_info(model, tokens) if hasattr(module, "routing_info") else {}
 
 
 if __name__ == "__main__":
