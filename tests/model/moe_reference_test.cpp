@@ -1,0 +1,99 @@
+// The CPU runtime on mixture-of-experts checkpoints against the independent NumPy reference
+// (tests/reference/target_reference.py, which reads the family from config.json) on random tiny
+// checkpoints: logits of every position, the DFlash taps and the greedy continuation. Qwen3-MoE
+// cases cover every layer sparse or some dense (decoder_sparse_step, mlp_only_layers),
+// renormalised or raw top-k weights, one to four experts per token, bf16 and f32. Each case
+// checks that its routing really spreads rows over several experts and that no row's choice is
+// within float noise of a tie (the reference reports the smallest top-k margin), so a routing
+// difference cannot hide and a near-tie cannot fail the comparison by chance.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "shared/json_file.h"
+#include "tests/model/tiny_model.h"
+#include "tests/support/reference_files.h"
+#include "tests/support/run_command.h"
+#include "worker/engine/generate.h"
+
+namespace flashq::testing {
+namespace {
+
+struct MoeCase {
+  std::string name;
+  TinyModelSpec spec;
+};
+
+// Logits of every position, the taps of the last and first layer, and 8 greedy tokens of the
+// model loaded from `dir`, against the reference on the same directory.
+void expect_matches_numpy(const std::string& name, const std::filesystem::path& dir, TargetModel& model,
+                          const TinyModelSpec& spec) {
+  const std::vector<int32_t> tokens =
+      some_tokens(21, static_cast<int32_t>(spec.vocab), static_cast<uint32_t>(spec.seed));
+  const std::vector<int64_t> taps = {spec.layers - 1, 0};
+  const int greedy_steps = 8;
+  const std::string prefix = (dir / "reference").string();
+  CommandResult ref = run_command("/usr/bin/python3 tests/reference/target_reference.py --model " + dir.string() +
+                                  " --tokens " + join(tokens) + " --greedy " + std::to_string(greedy_steps) +
+                                  " --taps " + std::to_string(spec.layers - 1) + ",0 --out " + prefix);
+  ASSERT_EQ(ref.exit_code, 0) << ref.output;
+  const nlohmann::json meta = nlohmann::json::parse(read_text_file(prefix + ".json"));
+  const nlohmann::json& routing = meta.at("moe");
+  EXPECT_GT(routing.at("min_margin").get<double>(), 1e-4) << name << ": a routing this close to a tie tests nothing";
+  std::set<int64_t> experts_used;
+  for (const auto& layer : routing.at("experts")) {
+    for (const auto& row : layer) {
+      for (const auto& expert : row) experts_used.insert(expert.get<int64_t>());
+    }
+  }
+  EXPECT_GT(static_cast<int64_t>(experts_used.size()), spec.experts_per_token) << name << ": rows share their experts";
+
+  KvCache cache = model.make_cache(64);
+  SequenceChunk chunk{tokens, &cache};
+  ForwardOutput out = model.forward({&chunk, 1}, {.logits = LogitRows::kAll, .tap_layers = taps});
+  const std::vector<float> logits = to_host(model.backend(), out.logits);
+  const std::vector<float> got_taps = to_host(model.backend(), out.taps);
+  ASSERT_EQ(got_taps.size(), tokens.size() * 2 * static_cast<size_t>(spec.hidden));
+  EXPECT_LT(max_normalized_error(logits, read_f32(prefix + ".logits.f32")), 1e-4) << name << ": logits";
+  EXPECT_LT(max_normalized_error(got_taps, read_f32(prefix + ".taps.f32")), 1e-4) << name << ": taps";
+
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
+  GenerationRequest request;
+  request.prompt_tokens = tokens;
+  request.max_tokens = greedy_steps;
+  request.ignore_eos = true;
+  const GenerationResult result = generate(model, *tokenizer, request);
+  EXPECT_EQ(result.tokens, meta.at("greedy").get<std::vector<int32_t>>()) << name << ": greedy";
+}
+
+TinyModelSpec qwen3_moe(int64_t layers, int64_t experts, int64_t top_k, bool normalize, int64_t sparse_step,
+                        std::vector<int64_t> dense_layers, DType dtype, uint64_t seed) {
+  TinyModelSpec s;
+  s.family = "qwen3-moe";
+  s.layers = layers, s.hidden = 64, s.heads = 4, s.kv_heads = 2, s.head_dim = 16, s.inter = 128, s.vocab = 512;
+  s.experts = experts, s.experts_per_token = top_k, s.expert_inter = 32, s.norm_topk_prob = normalize;
+  s.sparse_step = sparse_step, s.dense_layers = std::move(dense_layers);
+  s.dtype = dtype, s.seed = seed;
+  return s;
+}
+
+class MoeReferenceNumerics : public ::testing::TestWithParam<MoeCase> {};
+
+TEST_P(MoeReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
+  const TinyModelSpec& spec = GetParam().spec;
+  LoadedTinyModel tiny(spec);
+  expect_matches_numpy(GetParam().name, tiny.dir.path(), *tiny.model, spec);
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyMoeTargets, MoeReferenceNumerics,
+                         ::testing::Values(MoeCase{"Qwen3MoeTop2Of8Bf16",
+                                                   qwen3_moe(2, 8, 2, true, 1, {}, DType::kBF16, 61)},
+                                           MoeCase{"Qwen3MoeTop4Of16F32EveryOtherLayerOneDenseRaw",
+                                                   qwen3_moe(4, 16, 4, false, 2, {3}, DType::kF32, 62)},
+                                           MoeCase{"Qwen3MoeTop1Of4Bf16DenseFirstLayer",
+                                                   qwen3_moe(3, 4, 1, true, 1, {0}, DType::kBF16, 63)}),
+                         [](const ::testing::TestParamInfo<MoeCase>& param_info) { return param_info.param.name; });
+
+}  // namespace
+}  // namespace flashq::testing
