@@ -217,13 +217,14 @@ def rms_norm(x, weight, eps):
 def apply_rope(x, positions, theta, scaling=None):
     """Rotate-half RoPE on x [T, heads, head_dim]: element i and element i + head_dim/2 form the
     pair rotated by angle positions[t] * inv_freq[i] (inv_freq of rope_reference.py: plain, or
-    scaled when `scaling` is given)."""
+    scaled when `scaling` is given), cos and sin times the scaling's attention factor (yarn's)."""
     head_dim = x.shape[-1]
     half = head_dim // 2
     inv_freq = rope.inverse_frequencies(head_dim, theta, scaling)
     angle = np.asarray(positions, dtype=COMPUTE)[:, None] * inv_freq[None, :]
-    cos = np.cos(angle)[:, None, :]  # [T, 1, half]: the same rotation for every head
-    sin = np.sin(angle)[:, None, :]
+    factor = rope.attention_factor(scaling)  # yarn's; 1 for the other kinds
+    cos = np.cos(angle)[:, None, :] * factor  # [T, 1, half]: the same rotation for every head
+    sin = np.sin(angle)[:, None, :] * factor
     first, second = x[..., :half], x[..., half:]
     return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
 
