@@ -491,6 +491,40 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                 << std::endl;
     }
   }
+
+  // gpt-oss's attention (64 query heads over 8 KV heads of 64, bf16 sinks) at a context of 4096:
+  // a sliding layer (window 128 over a ring of 144 rows) and a full one, on the simple kernel
+  // those options take.
+  const int64_t oss_q_heads = 64, oss_kv_heads = 8, oss_head_dim = 64, context = 4096, window = 128;
+  Tensor sinks = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {oss_q_heads}));
+  for (const int64_t layer_window : {window, int64_t{0}}) {
+    const int64_t keys = layer_window > 0 ? window + 16 : context;
+    for (int64_t rows : {int64_t{1}, int64_t{16}}) {
+      Tensor q = gpu->allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
+      Tensor k = gpu->allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
+      Tensor v = gpu->allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
+      Tensor out = gpu->allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
+      Tensor counts = gpu->allocate(DType::kI32, {rows});
+      std::vector<int32_t> causal(static_cast<size_t>(rows));
+      for (int64_t m = 0; m < rows; ++m) causal[static_cast<size_t>(m)] = static_cast<int32_t>(context - rows + 1 + m);
+      gpu->copy_from_host(causal.data(), counts);
+      const AttentionOptions options{&sinks, layer_window};
+      const double seconds =
+          time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q, k, v, counts, out, options); });
+      const double attended = static_cast<double>(layer_window > 0 ? layer_window : context);
+      const double kv_gb_per_s = 2.0 * attended * oss_kv_heads * oss_head_dim * sizeof(float) / seconds / 1e9;
+      std::cout << nlohmann::json{{"kernel", "cuda_attention_gpt_oss"},
+                                  {"layer", layer_window > 0 ? "sliding" : "full"},
+                                  {"window", layer_window},
+                                  {"rows", rows},
+                                  {"context", context},
+                                  {"us_per_call", seconds * 1e6},
+                                  {"kv_gb_per_s", kv_gb_per_s},
+                                  {"fraction_of_copy_bandwidth", kv_gb_per_s / copy_gb_per_s}}
+                       .dump()
+                << std::endl;
+    }
+  }
 }
 
 void run_kernel_bench(const KernelBenchOptions& o) {
