@@ -11,7 +11,6 @@ const std::vector<OpCase>& op_table() {
     for (auto* group : {&memory_op_cases, &dense_op_cases, &token_op_cases, &attention_op_cases, &llama_op_cases}) {
       for (OpCase& c : group()) cases.push_back(std::move(c));
     }
-    for (OpCase& c : gptoss_attention_op_cases()) cases.push_back(std::move(c));
     return cases;
   }();
   return table;
