@@ -44,6 +44,41 @@ void require_rope(const RopeOptions& rope, const char* op) {
                                           ": llama3 RoPE needs a positive original context and "
                                           "0 < low_freq_factor < high_freq_factor");
   }
+  if (rope.scaling == RopeScaling::kYarn && !(rope.original_max_position > 0.0f && rope.beta_slow > 0.0f &&
+                                              rope.beta_fast >= rope.beta_slow && rope.attention_factor >= 0.0f)) {
+    throw Error(ErrorCode::kInternal, std::string(op) +
+                                          ": yarn RoPE needs a positive original context, 0 < beta_slow <= "
+                                          "beta_fast and an attention factor >= 0 (0: the default)");
+  }
+}
+
+void require_attention_options(const AttentionOptions& options, const Tensor& q, int64_t capacity, Device device,
+                               const char* op) {
+  const std::string where(op);
+  if (options.sinks != nullptr) {
+    const Tensor& sinks = *options.sinks;
+    if (!sinks.defined() || sinks.device() != device) {
+      throw Error(ErrorCode::kInternal, where + ": the attention sinks must be a tensor on the op's device");
+    }
+    if (sinks.dtype() != DType::kF32 && sinks.dtype() != DType::kBF16) {
+      throw Error(ErrorCode::kInternal,
+                  where + ": the attention sinks must be f32 or bf16, not " + std::string(dtype_name(sinks.dtype())));
+    }
+    const int64_t q_heads = q.rank() == 3 ? q.dim(1) : -1;
+    if (sinks.rank() != 1 || sinks.dim(0) != q_heads) {
+      throw Error(ErrorCode::kInternal, where + ": the attention sinks must hold one logit per query head (" +
+                                            std::to_string(q_heads) + "), not " + shape_to_string(sinks.shape()));
+    }
+  }
+  if (options.sliding_window < 0) {
+    throw Error(ErrorCode::kInternal,
+                where + ": a sliding window of " + std::to_string(options.sliding_window) + " keys (must be >= 0)");
+  }
+  if (options.sliding_window > 0 && capacity < options.sliding_window) {
+    throw Error(ErrorCode::kInternal, where + ": a cache of " + std::to_string(capacity) +
+                                          " rows cannot hold a sliding window of " +
+                                          std::to_string(options.sliding_window));
+  }
 }
 
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op) {
@@ -97,8 +132,12 @@ void Backend::store_kv(const Tensor& k, const Tensor& v, std::span<const CacheCh
 
 void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
                                const Tensor& store_at, const Tensor& key_counts, Tensor& out,
-                               const QkNormRope* norm_rope) {
+                               const QkNormRope* norm_rope, const AttentionOptions& options) {
   require_chunks_cover(chunks, q.rank() > 0 ? q.dim(0) : 0, "store_and_attend");
+  for (const CacheChunk& chunk : chunks) {
+    require_attention_options(options, q, chunk.keys->rank() > 0 ? chunk.keys->dim(0) : 0, device(),
+                              "store_and_attend");
+  }
   if (norm_rope != nullptr) {
     require_norm_rope(*norm_rope, /*with_q=*/true, "store_and_attend");
     Tensor q_heads = q;  // a view: normed and rotated in place, as documented
@@ -108,7 +147,7 @@ void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v
   for (const CacheChunk& chunk : chunks) {
     Tensor chunk_out = out.slice_rows(chunk.first_row, chunk.rows);
     attention(q.slice_rows(chunk.first_row, chunk.rows), *chunk.keys, *chunk.values,
-              key_counts.slice_rows(chunk.first_row, chunk.rows), chunk_out);
+              key_counts.slice_rows(chunk.first_row, chunk.rows), chunk_out, options);
   }
 }
 

@@ -35,8 +35,8 @@ struct CacheChunk {
 // What Backend::store_and_attend and store_kv apply to q and k before they are stored and
 // attended: an optional per-head RMS norm (q with q_norm, k with k_norm, as head_norm_rope does;
 // Qwen3 has it, families without it leave both null), then RoPE at `positions` (store_kv has no
-// q). V is never touched. Attention biases, sliding windows and attention sinks, when a family
-// needs them, are options of the attention ops beside this one.
+// q). V is never touched. Attention biases are add_bias; sliding windows and attention sinks are
+// AttentionOptions, beside this one.
 struct QkNormRope {
   const Tensor* q_norm = nullptr;  // both norms or neither: neither is RoPE only
   const Tensor* k_norm = nullptr;
@@ -45,13 +45,35 @@ struct QkNormRope {
   RopeOptions rope;
 };
 
+// What the attention ops (Backend::attention, store_and_attend) add for families that need it
+// (gpt-oss, docs/models.md); the defaults are plain attention, on the unchanged fast paths.
+struct AttentionOptions {
+  // A learned logit per query head, [Hq] f32 or bf16 (none: no sink). It joins each query row's
+  // softmax as one more score without a value: exp(sink - max) is added to the denominator (max
+  // taken over the scores and the sink), so it only scales the weights down.
+  const Tensor* sinks = nullptr;
+  // 0: query row m attends keys [0, key_counts[m]). W > 0: row m with key_counts[m] = c
+  // (positions [0, c) exist) attends only positions [max(0, c - W), c), position p read at row
+  // p % T of its keys [T, Hkv, D]: the cache of a sliding layer is a ring that keeps the window,
+  // so c may exceed T, and T >= W (T >= W + the most rows stored in one pass, so that rows
+  // stored and later truncated never overwrote a key still attended).
+  int64_t sliding_window = 0;
+};
+
+// Throws unless `options` suit attention of q [M, Hq, D] against caches of `capacity` rows
+// (the smallest, when there are several): sinks f32 or bf16 of [Hq] on `device`, a window >= 0
+// and, when windowed, capacity >= window. `op` names the caller.
+void require_attention_options(const AttentionOptions& options, const Tensor& q, int64_t capacity, Device device,
+                               const char* op);
+
 // Throws unless `norm_rope` can be applied: positions given, norms both or neither (`with_q`;
 // without q only k_norm is read), a positive theta and usable scaling parameters
 // (require_rope). `op` names the caller.
 void require_norm_rope(const QkNormRope& norm_rope, bool with_q, const char* op);
 
 // Throws unless `rope` has a positive theta and, when scaled, a factor >= 1 (and for llama3 a
-// positive original context and low_freq_factor < high_freq_factor). `op` names the caller.
+// positive original context and low_freq_factor < high_freq_factor; for yarn a positive original
+// context, 0 < beta_slow <= beta_fast and an attention factor >= 0). `op` names the caller.
 void require_rope(const RopeOptions& rope, const char* op);
 
 // Throws unless `chunks` cover rows [0, rows) in order, each with a cache; `op` names the caller.
@@ -150,9 +172,10 @@ class Backend {
   // linear layer that has one (Llama's attention_bias and mlp_bias), after its matmul.
   virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
   // Grouped-query attention. q[M, Hq, D]; k, v[T, Hkv, D]; query row m attends keys
-  // [0, key_counts[m]), which expresses causal, non-causal and context-only masks alike.
-  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
-                         Tensor& out) = 0;
+  // [0, key_counts[m]), which expresses causal, non-causal and context-only masks alike; with
+  // `options`, sinks join the softmax and a window limits (and wraps) the keys attended.
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out,
+                         const AttentionOptions& options = {}) = 0;
   // dst[rows[i]] = src[i] (float32 rows; `rows` int32 on the device, checked when the op runs).
   virtual void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) = 0;
   // dst[i] = src[rows[i]], store_rows the other way: rows picked out of a pass in one launch
@@ -165,10 +188,11 @@ class Backend {
   // read from device tensors (store_at, key_counts, positions), so a captured call stays right as
   // the caches fill. Chunks cover q's rows in order. The default is store_kv, then attention chunk by chunk; a GPU
   // backend does all chunks in a few launches, since launches per sequence per layer bound
-  // batched decoding.
+  // batched decoding. `options` are attention's (sinks, a window over ring caches: every cache
+  // then holds at least the window); a ring cache's store_at is the caller's (position % capacity).
   virtual void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
                                 const Tensor& store_at, const Tensor& key_counts, Tensor& out,
-                                const QkNormRope* norm_rope = nullptr);
+                                const QkNormRope* norm_rope = nullptr, const AttentionOptions& options = {});
   // The KV half of store_and_attend, for rows that attend nothing (the drafter's context
   // injection): row i of k and v stored into its chunk's cache at row store_at[i], k first normed
   // (when it has a k_norm) and rotated in place with `norm_rope` (whose q_norm is not read). The

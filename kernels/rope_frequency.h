@@ -3,7 +3,10 @@
 // input kernels) on every backend forms the same angles. The scaling kinds follow Hugging Face's
 // rope_type (docs/models.md): `linear` divides every frequency by `factor` (positions / factor);
 // `llama3` divides the low frequencies by `factor`, keeps the high ones, and interpolates
-// smoothly between, over wavelengths set by the original context.
+// smoothly between, over wavelengths set by the original context; `yarn` (gpt-oss) blends each
+// frequency between kept and divided by `factor` along a linear ramp over the pair index, between
+// the pairs that turn beta_fast and beta_slow times over the original context, and multiplies cos
+// and sin by an attention factor (rope_attention_factor).
 #pragma once
 
 #include <cmath>
@@ -17,17 +20,28 @@
 
 namespace flashq {
 
-enum class RopeScaling { kNone, kLinear, kLlama3 };
+enum class RopeScaling { kNone, kLinear, kLlama3, kYarn };
 
 // Rotate-half RoPE's parameters. Trivially copyable: CUDA kernels take it by value.
 struct RopeOptions {
   float theta = 0.0f;  // base of the inverse frequencies; positive
   RopeScaling scaling = RopeScaling::kNone;
-  float factor = 1.0f;                    // linear, llama3: how much longer the context became; >= 1
+  float factor = 1.0f;                    // linear, llama3, yarn: how much longer the context became; >= 1
   float low_freq_factor = 1.0f;           // llama3: wavelengths above original / low are divided by factor
   float high_freq_factor = 4.0f;          // llama3: wavelengths below original / high are kept
-  float original_max_position = 8192.0f;  // llama3: the context the model was first trained for
+  float original_max_position = 8192.0f;  // llama3, yarn: the context the model was first trained for
+  float beta_fast = 32.0f;                // yarn: pairs turning more often than this over the original are kept
+  float beta_slow = 1.0f;                 // yarn: pairs turning less often than this are divided by factor
+  bool truncate = true;                   // yarn: the ramp's ends rounded out to whole pair indices
+  float attention_factor = 0.0f;          // yarn: multiplies cos and sin; 0: 0.1 ln(factor) + 1
 };
+
+// yarn: the (fractional) pair index that turns `rotations` times over the original context.
+FLASHQ_HOST_DEVICE inline double yarn_correction_pair(const RopeOptions& rope, double rotations, int64_t head_dim) {
+  return static_cast<double>(head_dim) *
+         log(static_cast<double>(rope.original_max_position) / (rotations * 2.0 * 3.14159265358979323846)) /
+         (2.0 * log(static_cast<double>(rope.theta)));
+}
 
 // inv_freq of pair i (0 <= i < head_dim / 2), in double; the kernels round it to float once, as
 // a float32 reference holds its inverse frequencies.
@@ -49,8 +63,33 @@ FLASHQ_HOST_DEVICE inline double rope_inverse_frequency(const RopeOptions& rope,
       const double smooth = (original / wavelength - low) / (high - low);
       return (1.0 - smooth) * inv_freq / factor + smooth * inv_freq;
     }
+    case RopeScaling::kYarn: {
+      // Pairs below `low` keep their frequency (extrapolated), pairs above `high` are divided by
+      // factor (interpolated), and the ramp between is linear in the pair index.
+      double low = yarn_correction_pair(rope, rope.beta_fast, head_dim);
+      double high = yarn_correction_pair(rope, rope.beta_slow, head_dim);
+      if (rope.truncate) {
+        low = floor(low);
+        high = ceil(high);
+      }
+      low = low > 0.0 ? low : 0.0;
+      high = high < static_cast<double>(head_dim - 1) ? high : static_cast<double>(head_dim - 1);
+      if (low == high) high += 0.001;  // no division by zero
+      double ramp = (static_cast<double>(i) - low) / (high - low);
+      ramp = ramp < 0.0 ? 0.0 : (ramp > 1.0 ? 1.0 : ramp);
+      return inv_freq / factor * ramp + inv_freq * (1.0 - ramp);
+    }
   }
   return inv_freq;
+}
+
+// What cos and sin are multiplied by: yarn's attention factor (the given one, else
+// 0.1 ln(factor) + 1, and 1 for a factor up to 1), 1 for every other kind.
+FLASHQ_HOST_DEVICE inline float rope_attention_factor(const RopeOptions& rope) {
+  if (rope.scaling != RopeScaling::kYarn) return 1.0f;
+  if (rope.attention_factor > 0.0f) return rope.attention_factor;
+  if (rope.factor <= 1.0f) return 1.0f;
+  return static_cast<float>(0.1 * log(static_cast<double>(rope.factor)) + 1.0);
 }
 
 }  // namespace flashq

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/simd.h"
@@ -184,27 +185,52 @@ float fold_block(float* weights, int64_t keys, RunningSoftmax& state) {
   return correction;
 }
 
-// Folds keys [first, first + keys) into the `group` query vectors of one row that share a KV
-// head (consecutive heads: rows of q and out head_dim apart): two by two (each key and value
-// load serves both, the same bits as one by one), an odd one alone. w0 and w1 hold a block of
-// weights each.
+// A block of keys as rows of k and v: `keys` rows from row `first`, of which the first `split`
+// are rows [first, first + split) and the rest wrap around to rows [0, keys - split) (a ring
+// cache's window; split == keys when nothing wraps).
+struct KeyRows {
+  int64_t first, keys, split;
+};
+
+// Folds a block of keys into the `group` query vectors of one row that share a KV head
+// (consecutive heads: rows of q and out head_dim apart): two by two (each key and value load
+// serves both, the same bits as one by one), an odd one alone. w0 and w1 hold a block of weights
+// each. A wrapped block is scored and summed in its two runs of rows, softmaxed as one block.
 void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state, int64_t group, const float* kh,
-                  const float* vh, int64_t first, int64_t keys, int64_t kv_stride, int64_t head_dim, float scale,
-                  float* w0, float* w1) {
-  const float* values = vh + first * kv_stride;
+                  const float* vh, KeyRows b, int64_t kv_stride, int64_t head_dim, float scale, float* w0, float* w1) {
+  const float* values = vh + b.first * kv_stride;
+  const int64_t rest = b.keys - b.split;  // wrapped keys, from row 0
   int64_t g = 0;
   for (; g + 2 <= group; g += 2) {
     const float* q0 = q_heads + g * head_dim;
     float* o0 = out_heads + g * head_dim;
-    score_keys_pair(q0, q0 + head_dim, kh, first, keys, kv_stride, head_dim, scale, w0, w1);
-    const float c0 = fold_block(w0, keys, state[g]), c1 = fold_block(w1, keys, state[g + 1]);
-    add_values_pair(o0, o0 + head_dim, c0, c1, w0, w1, keys, values, kv_stride, head_dim);
+    score_keys_pair(q0, q0 + head_dim, kh, b.first, b.split, kv_stride, head_dim, scale, w0, w1);
+    if (rest > 0) {
+      score_keys_pair(q0, q0 + head_dim, kh, 0, rest, kv_stride, head_dim, scale, w0 + b.split, w1 + b.split);
+    }
+    const float c0 = fold_block(w0, b.keys, state[g]), c1 = fold_block(w1, b.keys, state[g + 1]);
+    add_values_pair(o0, o0 + head_dim, c0, c1, w0, w1, b.split, values, kv_stride, head_dim);
+    // A correction of 1 leaves the sums so far exact.
+    if (rest > 0) {
+      add_values_pair(o0, o0 + head_dim, 1.0f, 1.0f, w0 + b.split, w1 + b.split, rest, vh, kv_stride, head_dim);
+    }
   }
   for (; g < group; ++g) {
-    score_keys(q_heads + g * head_dim, kh, first, keys, kv_stride, head_dim, scale, w0);
-    const float c = fold_block(w0, keys, state[g]);
-    add_values(out_heads + g * head_dim, c, w0, keys, values, kv_stride, head_dim);
+    score_keys(q_heads + g * head_dim, kh, b.first, b.split, kv_stride, head_dim, scale, w0);
+    if (rest > 0) score_keys(q_heads + g * head_dim, kh, 0, rest, kv_stride, head_dim, scale, w0 + b.split);
+    const float c = fold_block(w0, b.keys, state[g]);
+    add_values(out_heads + g * head_dim, c, w0, b.split, values, kv_stride, head_dim);
+    if (rest > 0) add_values(out_heads + g * head_dim, 1.0f, w0 + b.split, rest, vh, kv_stride, head_dim);
   }
+}
+
+// The keys row m attends: positions [begin, end), begin > 0 only with a window.
+struct KeySpan {
+  int64_t begin, end;
+};
+
+KeySpan key_span(int64_t count, int64_t window) {
+  return {window > 0 ? std::max<int64_t>(0, count - window) : 0, count};
 }
 
 // Rows a task takes together with all query heads of one KV head, so that each block of keys
@@ -213,12 +239,19 @@ constexpr int64_t kRowTile = 4;
 
 }  // namespace
 
-void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out,
-               AttentionShape s) {
+void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out, AttentionShape s,
+               const AttentionExtras& extras) {
   const int64_t group = s.q_heads / s.kv_heads;
   const int64_t kv_stride = s.kv_heads * s.head_dim;  // floats between one key row and the next
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  const int64_t max_keys = s.rows > 0 ? *std::max_element(key_counts, key_counts + s.rows) : 0;
+  const int64_t window = extras.sliding_window;
+  // Rows of the ring the keys are read from; without a window no key wraps.
+  const int64_t ring = window > 0 ? extras.ring_rows : std::numeric_limits<int64_t>::max();
+  int64_t max_keys = 0;
+  for (int64_t m = 0; m < s.rows; ++m) {
+    const KeySpan span = key_span(key_counts[m], window);
+    max_keys = std::max(max_keys, span.end - span.begin);
+  }
   const int64_t tiles = (s.rows + kRowTile - 1) / kRowTile;
 #pragma omp parallel if (s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18))
   {
@@ -235,17 +268,31 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
         // Query vector (m, g): row m, head kv_head * group + g.
         auto head_offset = [&](int64_t m, int64_t g) { return (m * s.q_heads + kv_head * group + g) * s.head_dim; };
         states.assign(static_cast<size_t>((m1 - m0) * group), RunningSoftmax{});
+        if (extras.sinks != nullptr) {
+          // The sink is one more score, with no value: the softmax starts from it (its max is the
+          // sink, its total exp(0)), so every later max includes it.
+          for (int64_t m = m0; m < m1; ++m) {
+            for (int64_t g = 0; g < group; ++g) {
+              states[static_cast<size_t>((m - m0) * group + g)] = {extras.sinks[kv_head * group + g], 1.0f};
+            }
+          }
+        }
         int64_t tile_keys = 0;
         for (int64_t m = m0; m < m1; ++m) {
-          tile_keys = std::max<int64_t>(tile_keys, key_counts[m]);
+          const KeySpan span = key_span(key_counts[m], window);
+          tile_keys = std::max<int64_t>(tile_keys, span.end - span.begin);
           for (int64_t g = 0; g < group; ++g) std::memset(out + head_offset(m, g), 0, sizeof(float) * s.head_dim);
         }
-        for (int64_t first = 0; first < tile_keys; first += kKeyBlock) {
+        // Each row's keys in blocks from its first (key 0 without a window): a row's sums depend
+        // on its own count alone.
+        for (int64_t offset = 0; offset < tile_keys; offset += kKeyBlock) {
           for (int64_t m = m0; m < m1; ++m) {
-            const int64_t keys = std::min<int64_t>(kKeyBlock, key_counts[m] - first);
+            const KeySpan span = key_span(key_counts[m], window);
+            const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
             if (keys <= 0) continue;
+            const int64_t first = (span.begin + offset) % ring;
             attend_block(q + head_offset(m, 0), out + head_offset(m, 0), states.data() + (m - m0) * group, group, kh,
-                         vh, first, keys, kv_stride, s.head_dim, scale, w0, w1);
+                         vh, {first, keys, std::min(keys, ring - first)}, kv_stride, s.head_dim, scale, w0, w1);
           }
         }
         for (int64_t m = m0; m < m1; ++m) {

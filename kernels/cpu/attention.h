@@ -1,6 +1,7 @@
 // Grouped-query attention on the CPU. q[M, Hq, D]; k, v[T, Hkv, D]; query row m attends keys
 // [0, key_counts[m]). Causal verification blocks, non-causal draft blocks and plain decode are
-// all this one operation with different key counts (twin: kernels/cuda/attention.cu).
+// all this one operation with different key counts (twin: kernels/cuda/attention.cu; with sinks
+// or a window, kernels/cuda/attention_windowed.cu).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,17 @@ struct AttentionShape {
   int64_t head_dim;  // D
 };
 
+// What gpt-oss adds (kernels/backend.h, AttentionOptions): a sink logit per query head (null:
+// none), and a window (0: none) over keys that are a ring of `ring_rows` rows: position p at row
+// p % ring_rows.
+struct AttentionExtras {
+  const float* sinks = nullptr;  // [Hq]
+  int64_t sliding_window = 0;
+  int64_t ring_rows = 0;  // T, at least the window; read only with one
+};
+
+// With a window W, row m with key_counts[m] = c attends positions [max(0, c - W), c).
 void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out,
-               AttentionShape shape);
+               AttentionShape shape, const AttentionExtras& extras = {});
 
 }  // namespace flashq::cpu

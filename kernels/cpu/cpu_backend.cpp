@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -187,14 +188,32 @@ class CpuBackend final : public Backend {
     run([y, bias] { cpu::add_bias(y.data<float>(), weight_vector(bias), y.rows(), y.cols()); });
   }
 
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
-                 Tensor& out) override {
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out,
+                 const AttentionOptions& options) override {
     kChecks.attention(q, k, v, key_counts, out);
-    run([q, k, v, key_counts, out] {
+    require_attention_options(options, q, k.dim(0), Device::kCpu, "attention");
+    const int64_t window = options.sliding_window;
+    // The sinks as floats, read when the op runs (a weight's contents, like the key counts).
+    const std::optional<Tensor> sinks = options.sinks != nullptr ? std::optional(*options.sinks) : std::nullopt;
+    run([q, k, v, key_counts, out, window, sinks] {
       const int32_t* counts = key_counts.data<int32_t>();  // read when the op runs, as on a GPU
-      for (int64_t m = 0; m < q.dim(0); ++m) kChecks.require(counts[m] <= k.dim(0), "attention key count beyond keys");
+      // A window reads a ring: any count, its last `window` positions wrapped into the keys.
+      if (window == 0) {
+        for (int64_t m = 0; m < q.dim(0); ++m) {
+          kChecks.require(counts[m] <= k.dim(0), "attention key count beyond keys");
+        }
+      }
+      std::vector<float> sink_logits;
+      if (sinks) {
+        sink_logits.resize(static_cast<size_t>(sinks->numel()));
+        for (int64_t h = 0; h < sinks->numel(); ++h) {
+          sink_logits[h] =
+              sinks->dtype() == DType::kBF16 ? bf16_to_f32(sinks->data<uint16_t>()[h]) : sinks->data<float>()[h];
+        }
+      }
       cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(),
-                     {q.dim(0), q.dim(1), k.dim(1), q.dim(2)});
+                     {q.dim(0), q.dim(1), k.dim(1), q.dim(2)},
+                     {sinks ? sink_logits.data() : nullptr, window, k.dim(0)});
     });
   }
 

@@ -7,6 +7,7 @@ namespace flashq::cpu {
 
 void rope(float* x, const int32_t* positions, const RopeOptions& rope, int64_t rows, int64_t heads, int64_t head_dim) {
   const int64_t half = head_dim / 2;
+  const float attention_factor = rope_attention_factor(rope);  // 1 but for yarn: exact then
   std::vector<double> inv_freq(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
     inv_freq[i] = rope_inverse_frequency(rope, i, head_dim);
@@ -17,8 +18,8 @@ void rope(float* x, const int32_t* positions, const RopeOptions& rope, int64_t r
     for (int64_t i = 0; i < half; ++i) {
       // The angle in double, then rounded, as the float32 reference computes pos * inv_freq.
       const float angle = static_cast<float>(positions[r] * static_cast<double>(static_cast<float>(inv_freq[i])));
-      cos_v[i] = std::cos(angle);
-      sin_v[i] = std::sin(angle);
+      cos_v[i] = std::cos(angle) * attention_factor;
+      sin_v[i] = std::sin(angle) * attention_factor;
     }
     for (int64_t h = 0; h < heads; ++h) {
       float* v = x + (r * heads + h) * head_dim;

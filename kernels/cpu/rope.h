@@ -1,6 +1,6 @@
 // Rotary position embedding, rotate-half (NeoX) pairing: element i pairs with i + head_dim/2,
-// inv_freq[i] = rope_inverse_frequency(rope, i, head_dim), theta^(-2i/head_dim) when unscaled
-// (twin: kernels/cuda/rope.cu).
+// inv_freq[i] = rope_inverse_frequency(rope, i, head_dim), theta^(-2i/head_dim) when unscaled,
+// cos and sin multiplied by rope_attention_factor(rope) (twin: kernels/cuda/rope.cu).
 #pragma once
 
 #include <cstdint>

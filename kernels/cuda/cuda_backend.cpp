@@ -26,6 +26,7 @@
 
 #include "kernels/cuda/argmax.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_windowed.h"
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_error.h"
@@ -330,21 +331,26 @@ class CudaBackend final : public Backend {
     cuda::add_bias(y.data<float>(), bias.raw(), bias.dtype(), y.rows(), y.cols(), stream());
   }
 
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out) override {
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out,
+                 const AttentionOptions& options) override {
     kChecks.attention(q, k, v, key_counts, out);
     require_supported_head_dim(q);
+    require_attention_options(options, q, k.dim(0), Device::kCuda, "attention");
     const cuda::KvChunk chunk{k.data<float>(), v.data<float>(), 0, k.dim(0)};
-    attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0));
+    attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0), options);
   }
 
   // One launch stores every chunk's new rows, one attends all of them (and one merges the key
   // slices), in groups of as many chunks as a launch takes.
   void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
-                        const Tensor& store_at, const Tensor& key_counts, Tensor& out,
-                        const QkNormRope* norm_rope) override {
+                        const Tensor& store_at, const Tensor& key_counts, Tensor& out, const QkNormRope* norm_rope,
+                        const AttentionOptions& options) override {
     require_attention_inputs(q, key_counts, out);
     require_kv_inputs(k, v, chunks, store_at, q.dim(0), "store_and_attend");
     require(q.dim(2) == k.dim(2) && q.dim(1) % k.dim(1) == 0, "store_and_attend shapes");
+    for (const CacheChunk& chunk : chunks) {
+      require_attention_options(options, q, chunk.keys->dim(0), Device::kCuda, "store_and_attend");
+    }
     if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, q.dim(2), q.dim(0), true);
     static_assert(cuda::kMaxKvChunks <= cuda::kMaxKvStores, "a group of chunks is stored in one launch");
     std::vector<cuda::KvChunk> attended;
@@ -362,7 +368,8 @@ class CudaBackend final : public Backend {
         most_keys = std::max(most_keys, capacity);
       }
       Tensor group_out = out.slice_rows(first, rows);
-      attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys);
+      attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys,
+             options);
     }
   }
 
@@ -556,9 +563,18 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // Sinks or a window take their own simple kernel; the default options the fast ones.
   void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, const Tensor& key_counts, Tensor& out,
-              int64_t kv_heads, int64_t most_keys) {
+              int64_t kv_heads, int64_t most_keys, const AttentionOptions& options) {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
+    if (options.sinks != nullptr || options.sliding_window > 0) {
+      const cuda::AttentionSinksAndWindow extras{options.sinks != nullptr ? options.sinks->raw() : nullptr,
+                                                 options.sinks != nullptr ? options.sinks->dtype() : DType::kF32,
+                                                 options.sliding_window};
+      cuda::attention_with_sinks_and_window(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(),
+                                            shape, extras, context_->report(), stream());
+      return;
+    }
     void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape, chunks));
     cuda::attention(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(), shape, attention_kernels_,
                     scratch, slice_counters_.data<int32_t>(), context_->report(), stream());

@@ -34,6 +34,8 @@ __device__ inline void norm_rope_head(const float* head, float* out, float* also
     const float angle = static_cast<float>(position * static_cast<double>(static_cast<float>(inv_freq)));
     float sin_a, cos_a;
     sincosf(angle, &sin_a, &cos_a);
+    sin_a *= rope_attention_factor(rope);  // 1 but for yarn: exact then
+    cos_a *= rope_attention_factor(rope);
     const float a = normed[i], b = normed[i + half];
     const float first = a * cos_a - b * sin_a, second = b * cos_a + a * sin_a;
     out[i] = first;

@@ -18,6 +18,8 @@ __global__ void rotate_half(float* x, const int32_t* __restrict__ positions, Rop
   const float angle = static_cast<float>(positions[r] * static_cast<double>(static_cast<float>(inv_freq)));
   float sin_a, cos_a;
   sincosf(angle, &sin_a, &cos_a);
+  sin_a *= rope_attention_factor(rope);  // 1 but for yarn: exact then
+  cos_a *= rope_attention_factor(rope);
   for (int64_t h = 0; h < heads; ++h) {
     float* v = x + (r * heads + h) * head_dim;
     const float a = v[i], b = v[i + half];

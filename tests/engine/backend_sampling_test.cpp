@@ -43,8 +43,9 @@ class CountingBackend final : public Backend {
     inner_->head_norm_rope(x, w, eps, positions, rope);
   }
   void add_bias(Tensor& y, const Tensor& bias) override { inner_->add_bias(y, bias); }
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out) override {
-    inner_->attention(q, k, v, key_counts, out);
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out,
+                 const AttentionOptions& options) override {
+    inner_->attention(q, k, v, key_counts, out, options);
   }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override { inner_->swiglu(gate, up, out); }
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override { inner_->embedding(table, ids, out); }

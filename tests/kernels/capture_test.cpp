@@ -154,7 +154,8 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void rope(Tensor&, const Tensor&, const RopeOptions&) override {}
     void head_norm_rope(Tensor&, const Tensor&, float, const Tensor&, const RopeOptions&) override {}
     void add_bias(Tensor&, const Tensor&) override {}
-    void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) override {}
+    void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&,
+                   const AttentionOptions&) override {}
     void swiglu(const Tensor&, const Tensor&, Tensor&) override {}
     void embedding(const Tensor&, const Tensor&, Tensor&) override {}
     void argmax(const Tensor&, Tensor&) override {}

@@ -19,6 +19,10 @@ std::vector<OpCase> dense_op_cases();
 std::vector<OpCase> token_op_cases();
 // rope, head_norm_rope, attention, store_and_attend, store_kv.
 std::vector<OpCase> attention_op_cases();
+// What gpt-oss adds (op_cases_gptoss.cpp, part of attention_op_cases): attention and
+// store_and_attend with sinks and sliding windows over ring caches, and YaRN RoPE in rope,
+// head_norm_rope, store_and_attend and store_kv.
+std::vector<OpCase> gptoss_attention_op_cases();
 // add_bias, and RoPE with linear and llama3 scaling in rope, head_norm_rope, store_and_attend
 // and store_kv (the Llama family's).
 std::vector<OpCase> llama_op_cases();

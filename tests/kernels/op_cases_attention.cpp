@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -449,6 +450,7 @@ std::vector<OpCase> attention_op_cases() {
   for (const AttentionCaseShape& shape : attention_shapes()) cases.push_back(attention_case(shape));
   for (QkPrep prep : {QkPrep::kNone, QkPrep::kNormRope, QkPrep::kRope}) cases.push_back(store_and_attend_case(prep));
   for (QkPrep prep : {QkPrep::kNormRope, QkPrep::kNone, QkPrep::kRope}) cases.push_back(store_kv_case(prep));
+  for (OpCase& c : gptoss_attention_op_cases()) cases.push_back(std::move(c));
   return cases;
 }
 

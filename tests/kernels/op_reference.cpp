@@ -249,6 +249,92 @@ int32_t sample_row(const float* logits, const float* params, int64_t vocab) {
 
 }  // namespace
 
+std::vector<float> attention_with_options(const std::vector<float>& q, const std::vector<float>& k,
+                                          const std::vector<float>& v, const std::vector<int32_t>& key_counts,
+                                          int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                                          const std::vector<float>& sinks, int64_t window) {
+  std::vector<float> out(q.size(), 0.0f);
+  const int64_t group = q_heads / kv_heads, rows_of_keys = static_cast<int64_t>(k.size()) / (kv_heads * head_dim);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  for (size_t row = 0; row < key_counts.size(); ++row) {
+    const int64_t count = key_counts[row];
+    const int64_t first = window > 0 ? std::max<int64_t>(0, count - window) : 0;
+    std::vector<int64_t> key_rows;  // the positions seen, as rows of k and v
+    for (int64_t p = first; p < count; ++p) key_rows.push_back(window > 0 ? p % rows_of_keys : p);
+    for (int64_t h = 0; h < q_heads; ++h) {
+      const float* query = &q[(row * q_heads + h) * head_dim];
+      const int64_t kv = h / group;
+      std::vector<double> logits;
+      for (int64_t r : key_rows) {
+        double dot = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d)
+          dot += static_cast<double>(query[d]) * k[(r * kv_heads + kv) * head_dim + d];
+        logits.push_back(dot * scale);
+      }
+      if (!sinks.empty()) logits.push_back(sinks[h]);  // the sink, last, as HF concatenates it
+      if (key_rows.empty()) continue;                  // zeros
+      const double top = *std::max_element(logits.begin(), logits.end());
+      double total = 0.0;
+      for (double& s : logits) total += (s = std::exp(s - top));
+      for (int64_t d = 0; d < head_dim; ++d) {
+        double sum = 0.0;  // over the keys only: the sink's weight is dropped
+        for (size_t j = 0; j < key_rows.size(); ++j)
+          sum += logits[j] / total * v[(key_rows[j] * kv_heads + kv) * head_dim + d];
+        out[(row * q_heads + h) * head_dim + d] = static_cast<float>(sum);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> yarn_inverse_frequencies(double theta, int64_t head_dim, double factor, double beta_fast,
+                                             double beta_slow, double original, bool truncate) {
+  const double pi = std::acos(-1.0), dim = static_cast<double>(head_dim);
+  const auto correction_dim = [&](double rotations) {
+    return dim * std::log(original / (rotations * 2.0 * pi)) / (2.0 * std::log(theta));
+  };
+  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+  if (truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, dim - 1.0);
+  if (low == high) high += 0.001;
+  std::vector<double> f;
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double extrapolated = 1.0 / std::pow(theta, 2.0 * static_cast<double>(i) / dim);
+    const double interpolated = extrapolated / factor;
+    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    const double extrapolation_weight = 1.0 - ramp;
+    f.push_back(interpolated * (1.0 - extrapolation_weight) + extrapolated * extrapolation_weight);
+  }
+  return f;
+}
+
+double yarn_attention_factor(double factor) { return factor <= 1.0 ? 1.0 : 0.1 * std::log(factor) + 1.0; }
+
+std::vector<float> rope_with_frequencies(const std::vector<float>& x, const std::vector<int32_t>& positions,
+                                         int64_t heads, int64_t head_dim, const std::vector<double>& inv_freq,
+                                         double attention_factor) {
+  std::vector<float> y = x;
+  const int64_t half = head_dim / 2;
+  const auto factor = static_cast<float>(attention_factor);  // a float32 tensor's factor, as in HF
+  for (size_t row = 0; row < positions.size(); ++row) {
+    for (int64_t i = 0; i < half; ++i) {
+      const auto angle = static_cast<float>(positions[row] * static_cast<double>(static_cast<float>(inv_freq[i])));
+      const double c = std::cos(static_cast<double>(angle)) * factor, s = std::sin(static_cast<double>(angle)) * factor;
+      for (int64_t h = 0; h < heads; ++h) {
+        const size_t at = (row * heads + h) * head_dim + i;
+        const double a = x[at], b = x[at + half];
+        y[at] = static_cast<float>(a * c - b * s);
+        y[at + half] = static_cast<float>(b * c + a * s);
+      }
+    }
+  }
+  return y;
+}
+
 std::vector<int32_t> argmax(const std::vector<float>& logits, int64_t vocab) {
   std::vector<int32_t> ids;
   for (size_t start = 0; start < logits.size(); start += static_cast<size_t>(vocab)) {

@@ -82,4 +82,31 @@ std::vector<int32_t> argmax(const std::vector<float>& logits, int64_t vocab);
 // top_k, top_p, u} per row.
 std::vector<int32_t> sample(const std::vector<float>& logits, const std::vector<float>& params, int64_t vocab);
 
+// ---- gpt-oss: attention sinks, sliding windows, YaRN RoPE ----
+
+// attention() as Hugging Face's gpt-oss computes it (eager_attention_forward with its sinks and
+// masking_utils' sliding-window mask): each head's sink sinks[h] (none when `sinks` is empty)
+// joins the scores as one more logit, the softmax is taken over scores and sink (max included),
+// and the sink's weight is dropped. With window W > 0, row m with count c attends positions
+// [max(0, c - W), c) (a key is seen when query position - key position < W), position p read at
+// row p % T of k and v [T, kv_heads, head_dim]. A row that sees no key gets zeros.
+std::vector<float> attention_with_options(const std::vector<float>& q, const std::vector<float>& k,
+                                          const std::vector<float>& v, const std::vector<int32_t>& key_counts,
+                                          int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                                          const std::vector<float>& sinks, int64_t window);
+
+// YaRN's inverse frequencies (modeling_rope_utils' _compute_yarn_parameters): with
+// dim(r) = head_dim ln(original / (2 pi r)) / (2 ln theta), low = dim(beta_fast), high = dim(beta_slow)
+// (floor and ceil when `truncate`), clamped to [0, head_dim - 1] (high + 0.001 when equal), and
+// ramp(i) = clamp((i - low) / (high - low), 0, 1): f(i) / factor * ramp + f(i) * (1 - ramp).
+std::vector<double> yarn_inverse_frequencies(double theta, int64_t head_dim, double factor, double beta_fast,
+                                             double beta_slow, double original, bool truncate);
+// YaRN's attention factor when none is given: 0.1 ln(factor) + 1 (1 for factor <= 1).
+double yarn_attention_factor(double factor);
+
+// rope_with_frequencies with cos and sin multiplied by attention_factor (YaRN's).
+std::vector<float> rope_with_frequencies(const std::vector<float>& x, const std::vector<int32_t>& positions,
+                                         int64_t heads, int64_t head_dim, const std::vector<double>& inv_freq,
+                                         double attention_factor);
+
 }  // namespace flashq::reference

@@ -102,7 +102,7 @@ TEST(LlamaConfig, ReadsRopeParametersAsTransformers5WritesThem) {
 }
 
 TEST(LlamaConfig, RefusesScalingKindsNotImplementedNamingTheKind) {
-  for (const char* kind : {"dynamic", "yarn", "longrope"}) {
+  for (const char* kind : {"dynamic", "proportional", "longrope"}) {
     auto json = llama3_1_8b_config();
     json["rope_scaling"] = {{"rope_type", kind}, {"factor", 4.0}};
     std::string message;
@@ -204,13 +204,13 @@ TEST(LlamaConfig, DrafterForALlamaTargetHasQwen3LayersWithItsOwnRope) {
   json["model_type"] = "qwen3_dflash";  // no family here: Qwen3Config's head_dim 128
   EXPECT_EQ(parse_drafter_config(json, "drafter/config.json", target).layers.head_dim, 128);
   json["model_type"] = "llama";
-  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  json["rope_scaling"] = {{"rope_type", "longrope"}, {"factor", 4.0}};
   try {
     parse_drafter_config(json, "drafter/config.json", target);
-    ADD_FAILURE() << "a yarn-scaled drafter was accepted";
+    ADD_FAILURE() << "a longrope-scaled drafter was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("yarn"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("longrope"), std::string::npos) << e.what();
   }
 }
 

@@ -173,6 +173,28 @@ TEST_F(LlamaRopeFromConfig, OlderLlama3SpellingMatchesNumpy) {
   expect_matches_numpy("llama3 (type)", dir_.path(), *model, spec_.layers, spec_.hidden, spec_.vocab, 37);
 }
 
+// YaRN as gpt-oss states it (factor, betas, truncate false) with an original context of 256 at
+// theta 1e4 and head_dim 16: pairs 0-3 blend, the rest are divided by the factor, and cos and
+// sin grow by 0.1 ln 8 + 1; the NumPy reference reads the same keys (rope_reference.py).
+TEST_F(LlamaRopeFromConfig, YarnScalingMatchesNumpy) {
+  set_rope_scaling({{"rope_type", "yarn"},
+                    {"factor", 8.0},
+                    {"beta_fast", 32.0},
+                    {"beta_slow", 1.0},
+                    {"original_max_position_embeddings", 256},
+                    {"truncate", false}});
+  std::unique_ptr<TargetModel> model = load_target_model(dir_.path(), *backend_);
+  expect_matches_numpy("yarn", dir_.path(), *model, spec_.layers, spec_.hidden, spec_.vocab, 38);
+}
+
+// YaRN's defaults (betas 32 and 1, truncate true, the original context from
+// max_position_embeddings) with an attention factor given.
+TEST_F(LlamaRopeFromConfig, YarnDefaultsWithAGivenAttentionFactorMatchNumpy) {
+  set_rope_scaling({{"type", "yarn"}, {"factor", 4.0}, {"attention_factor", 1.2}});
+  std::unique_ptr<TargetModel> model = load_target_model(dir_.path(), *backend_);
+  expect_matches_numpy("yarn (defaults)", dir_.path(), *model, spec_.layers, spec_.hidden, spec_.vocab, 39);
+}
+
 TEST_F(LlamaRopeFromConfig, DynamicScalingIsRefusedByName) {
   set_rope_scaling({{"rope_type", "dynamic"}, {"factor", 2.0}});
   try {

@@ -63,7 +63,7 @@ TEST(ModelConfig, RefusesUnimplementedFeaturesNamingTheKey) {
     const char* key;
     nlohmann::json value;
   };
-  for (const Case& c : {Case{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}},
+  for (const Case& c : {Case{"rope_scaling", {{"rope_type", "longrope"}, {"factor", 4.0}}},
                         Case{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}},
                         Case{"use_sliding_window", true}, Case{"hidden_act", "gelu"}, Case{"model_type", "mistral"},
                         Case{"layer_types", {"sliding_attention", "full_attention"}}}) {

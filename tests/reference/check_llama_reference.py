@@ -307,7 +307,7 @@ def refused(tmp, label, config, weights, needle, loader=llama.load_model):
 
 def check_config_reading(tmp, config, stored):
     refused(tmp, "rope type dynamic", dict(config, rope_scaling={"rope_type": "dynamic", "factor": 2.0}), stored, "dynamic")
-    refused(tmp, "rope type yarn", dict(config, rope_scaling={"type": "yarn", "factor": 2.0}), stored, "yarn")
+    refused(tmp, "rope type longrope", dict(config, rope_scaling={"type": "longrope", "factor": 2.0}), stored, "longrope")
     refused(tmp, "llama3 rope without low_freq_factor",
             dict(config, rope_scaling={k: v for k, v in LLAMA3_TINY.items() if k != "low_freq_factor"}), stored, "low_freq_factor")
     refused(tmp, "attention_bias without bias tensors", dict(config, attention_bias=True), stored, "q_proj.bias")

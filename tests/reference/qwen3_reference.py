@@ -223,8 +223,8 @@ def rms_norm(x, weight, eps):
 def apply_rope(x, positions, theta, scaling=None):
     """Rotate-half RoPE on x [T, heads, head_dim]: element i and element i + head_dim/2 form the
     pair rotated by angle positions[t] * inv_freq[i] (inv_freq of rope_reference.py: plain, or
-    scaled when `scaling` is given; YaRN's of yarn_reference.py, whose attention factor also
-    multiplies cos and sin)."""
+    scaled when `scaling` is given; YaRN's, of rope_reference.py or yarn_reference.py, with the
+    attention factor that also multiplies cos and sin)."""
     head_dim = x.shape[-1]
     half = head_dim // 2
     inv_freq, magnitude = yarn.rope_frequencies(head_dim, theta, scaling)

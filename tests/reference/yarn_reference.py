@@ -124,4 +124,5 @@ def rope_frequencies(head_dim, theta, scaling=None):
     """(inverse frequencies, cos/sin multiplier) of any RoPE kind the reference knows."""
     if isinstance(scaling, YarnScaling):
         return yarn_inverse_frequencies(head_dim, theta, scaling), scaling.attention_factor
-    return rope.inverse_frequencies(head_dim, theta, scaling), 1.0
+    # rope_reference.py's kinds, its own yarn included (whose attention factor is not 1).
+    return rope.inverse_frequencies(head_dim, theta, scaling), rope.attention_factor(scaling)

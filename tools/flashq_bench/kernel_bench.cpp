@@ -154,6 +154,45 @@ void report_cpu_attention(const std::vector<int64_t>& keys_list, double min_seco
   }
 }
 
+// Attention at gpt-oss's shape (64 query heads over 8 KV heads of 64) at a context of `context`
+// positions: a sliding layer (window 128 over a ring of 144 rows, sinks) and a full layer (sinks,
+// every key), each for one decode row and a verification block of 16 rows. GB/s counts the keys
+// and values a call reads once.
+void report_cpu_gpt_oss_attention(int64_t context, double min_seconds) {
+  const int64_t q_heads = 64, kv_heads = 8, head_dim = 64, window = 128, ring = window + 16;
+  std::vector<float> sinks(static_cast<size_t>(q_heads));
+  for (int64_t h = 0; h < q_heads; ++h) sinks[static_cast<size_t>(h)] = 0.1f * static_cast<float>(h % 7);
+  for (const int64_t layer_window : {window, int64_t{0}}) {
+    const int64_t keys = layer_window > 0 ? ring : context;
+    const std::vector<float> k(static_cast<size_t>(keys * kv_heads * head_dim), 0.01f), v = k;
+    for (const int64_t rows : {int64_t{1}, int64_t{16}}) {
+      const cpu::AttentionShape shape{rows, q_heads, kv_heads, head_dim};
+      std::vector<float> q(static_cast<size_t>(rows * q_heads * head_dim), 0.02f), out(q.size());
+      std::vector<int32_t> counts(static_cast<size_t>(rows));
+      for (int64_t m = 0; m < rows; ++m) counts[static_cast<size_t>(m)] = static_cast<int32_t>(context - rows + 1 + m);
+      const int64_t attended = layer_window > 0 ? std::min(layer_window, context) : context;  // keys the last row reads
+      const cpu::AttentionExtras extras{sinks.data(), layer_window, keys};
+      const double seconds = time_per_call(min_seconds, [&] {
+        cpu::attention(q.data(), k.data(), v.data(), counts.data(), out.data(), shape, extras);
+      });
+      const double bytes = 2.0 * static_cast<double>(attended * kv_heads * head_dim) * sizeof(float);
+      std::cout << nlohmann::json{{"kernel", "attention_gpt_oss"},
+                                  {"layer", layer_window > 0 ? "sliding" : "full"},
+                                  {"window", layer_window},
+                                  {"sinks", true},
+                                  {"rows", rows},
+                                  {"context", context},
+                                  {"q_heads", q_heads},
+                                  {"kv_heads", kv_heads},
+                                  {"head_dim", head_dim},
+                                  {"us_per_call", seconds * 1e6},
+                                  {"kv_gb_per_s", bytes / seconds / 1e9}}
+                       .dump()
+                << std::endl;
+    }
+  }
+}
+
 // The paths the options name, in their order; a path this CPU cannot run prints why and is left
 // out.
 std::vector<cpu::MatmulPath> cpu_matmul_paths(const KernelBenchOptions& o) {
@@ -225,6 +264,7 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);
+  report_cpu_gpt_oss_attention(4096, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
   report_cpu_moe(time_cpu, read_gb_per_s);
@@ -453,6 +493,40 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                                   {"head_dim", head_dim},
                                   {"us_per_call", seconds * 1e6},
                                   {"us_one_row_kernel", one_row * 1e6},
+                                  {"kv_gb_per_s", kv_gb_per_s},
+                                  {"fraction_of_copy_bandwidth", kv_gb_per_s / copy_gb_per_s}}
+                       .dump()
+                << std::endl;
+    }
+  }
+
+  // gpt-oss's attention (64 query heads over 8 KV heads of 64, bf16 sinks) at a context of 4096:
+  // a sliding layer (window 128 over a ring of 144 rows) and a full one, on the simple kernel
+  // those options take.
+  const int64_t oss_q_heads = 64, oss_kv_heads = 8, oss_head_dim = 64, context = 4096, window = 128;
+  Tensor sinks = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {oss_q_heads}));
+  for (const int64_t layer_window : {window, int64_t{0}}) {
+    const int64_t keys = layer_window > 0 ? window + 16 : context;
+    for (int64_t rows : {int64_t{1}, int64_t{16}}) {
+      Tensor q = gpu->allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
+      Tensor k = gpu->allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
+      Tensor v = gpu->allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
+      Tensor out = gpu->allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
+      Tensor counts = gpu->allocate(DType::kI32, {rows});
+      std::vector<int32_t> causal(static_cast<size_t>(rows));
+      for (int64_t m = 0; m < rows; ++m) causal[static_cast<size_t>(m)] = static_cast<int32_t>(context - rows + 1 + m);
+      gpu->copy_from_host(causal.data(), counts);
+      const AttentionOptions options{&sinks, layer_window};
+      const double seconds =
+          time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q, k, v, counts, out, options); });
+      const double attended = static_cast<double>(layer_window > 0 ? layer_window : context);
+      const double kv_gb_per_s = 2.0 * attended * oss_kv_heads * oss_head_dim * sizeof(float) / seconds / 1e9;
+      std::cout << nlohmann::json{{"kernel", "cuda_attention_gpt_oss"},
+                                  {"layer", layer_window > 0 ? "sliding" : "full"},
+                                  {"window", layer_window},
+                                  {"rows", rows},
+                                  {"context", context},
+                                  {"us_per_call", seconds * 1e6},
                                   {"kv_gb_per_s", kv_gb_per_s},
                                   {"fraction_of_copy_bandwidth", kv_gb_per_s / copy_gb_per_s}}
                        .dump()

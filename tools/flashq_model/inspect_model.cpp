@@ -29,6 +29,11 @@ std::string layer_options(const ModelConfig& c) {
     add("llama3 RoPE scaling x" + number(c.rope_factor) + " (low " + number(c.rope_low_freq_factor) + ", high " +
         number(c.rope_high_freq_factor) + ", original " + std::to_string(c.rope_original_max_position) + ")");
   }
+  if (c.rope_scaling == RopeScaling::kYarn) {
+    add("yarn RoPE scaling x" + number(c.rope_factor) + " (beta_fast " + number(c.rope_beta_fast) + ", beta_slow " +
+        number(c.rope_beta_slow) + ", original " + std::to_string(c.rope_original_max_position) +
+        (c.rope_truncate ? "" : ", not truncated") + ", attention factor " + number(c.rope_attention_factor) + ")");
+  }
   return options.empty() ? "none" : options;
 }
 

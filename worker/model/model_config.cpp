@@ -1,6 +1,7 @@
 #include "worker/model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "shared/json_file.h"
@@ -28,14 +29,48 @@ void collect_eos_ids(const ConfigReader& reader, std::vector<int32_t>& ids) {
   }
 }
 
+// yarn's keys as _compute_yarn_parameters reads them (the factor already read): beta_fast and
+// beta_slow default to 32 and 1 (also when 0), the original context to max_position_embeddings,
+// truncate to true; the attention factor is the one given, else from mscale and mscale_all_dim
+// when both are set, else 0.1 ln(factor) + 1 (1 for a factor of 1).
+template <typename FloatNumber>
+void read_yarn(const ConfigReader& rope, const FloatNumber& float_number, ModelConfig& config) {
+  // A key that is absent, null or 0 takes its default, as the published `or` does.
+  auto given = [&rope](const char* name) {
+    return rope.has(name) && !(rope.raw(name).is_number() && rope.raw(name).get<double>() == 0.0);
+  };
+  config.rope_scaling = RopeScaling::kYarn;
+  config.rope_beta_fast = given("beta_fast") ? float_number("beta_fast") : 32.0;
+  config.rope_beta_slow = given("beta_slow") ? float_number("beta_slow") : 1.0;
+  if (config.rope_beta_fast < config.rope_beta_slow) rope.fail("beta_fast", "must be at least beta_slow");
+  if (given("original_max_position_embeddings")) {
+    config.rope_original_max_position = rope.positive_int("original_max_position_embeddings");
+  } else if (config.max_position_embeddings > 0) {
+    config.rope_original_max_position = config.max_position_embeddings;
+  } else {
+    rope.fail("original_max_position_embeddings", "is needed by yarn RoPE when max_position_embeddings is absent");
+  }
+  config.rope_truncate = rope.boolean("truncate", true);
+  const auto mscale = [&](double m) {
+    return config.rope_factor <= 1.0 ? 1.0 : 0.1 * m * std::log(config.rope_factor) + 1.0;
+  };
+  if (given("attention_factor")) {
+    config.rope_attention_factor = float_number("attention_factor");
+  } else if (given("mscale") && given("mscale_all_dim")) {
+    config.rope_attention_factor = mscale(float_number("mscale")) / mscale(float_number("mscale_all_dim"));
+  } else {
+    config.rope_attention_factor = mscale(1.0);
+  }
+}
+
 // The scaling of one rope_scaling / rope_parameters object, as transformers' rope_type names it
-// (older configs say `type`): default, linear and llama3 with the keys their functions in
+// (older configs say `type`): default, linear, llama3 and yarn with the keys their functions in
 // modeling_rope_utils.py require; any other kind is refused naming it.
 void read_rope_scaling(const ConfigReader& rope, const std::string& key, ModelConfig& config) {
   const std::string kind = rope.has("rope_type") ? rope.string("rope_type", "") : rope.string("type", "default");
   if (kind == "default") return;
-  rope.refuse_if(kind != "linear" && kind != "llama3", "rope_type",
-                 "'" + kind + "' (" + key + "; implemented: default, linear, llama3)");
+  rope.refuse_if(kind != "linear" && kind != "llama3" && kind != "yarn", "rope_type",
+                 "'" + kind + "' (" + key + "; implemented: default, linear, llama3, yarn)");
   // The kernels hold these as floats (RopeOptions): a value a float cannot hold is refused.
   auto float_number = [&rope](const char* name) {
     const double x = rope.positive_number(name);
@@ -46,6 +81,10 @@ void read_rope_scaling(const ConfigReader& rope, const std::string& key, ModelCo
   if (config.rope_factor < 1.0) rope.fail("factor", "must be at least 1");
   if (kind == "linear") {
     config.rope_scaling = RopeScaling::kLinear;
+    return;
+  }
+  if (kind == "yarn") {
+    read_yarn(rope, float_number, config);
     return;
   }
   config.rope_scaling = RopeScaling::kLlama3;
@@ -176,12 +215,17 @@ bool MoeConfig::sparse_layer(int64_t layer) const {
 }
 
 RopeOptions rope_options(const ModelConfig& c) {
-  return {.theta = static_cast<float>(c.rope_theta),
-          .scaling = c.rope_scaling,
-          .factor = static_cast<float>(c.rope_factor),
-          .low_freq_factor = static_cast<float>(c.rope_low_freq_factor),
-          .high_freq_factor = static_cast<float>(c.rope_high_freq_factor),
-          .original_max_position = static_cast<float>(c.rope_original_max_position)};
+  return {
+      .theta = static_cast<float>(c.rope_theta),
+      .scaling = c.rope_scaling,
+      .factor = static_cast<float>(c.rope_factor),
+      .low_freq_factor = static_cast<float>(c.rope_low_freq_factor),
+      .high_freq_factor = static_cast<float>(c.rope_high_freq_factor),
+      .original_max_position = static_cast<float>(c.rope_original_max_position),
+      .beta_fast = static_cast<float>(c.rope_beta_fast),
+      .beta_slow = static_cast<float>(c.rope_beta_slow),
+      .truncate = c.rope_truncate,
+      .attention_factor = c.rope_scaling == RopeScaling::kYarn ? static_cast<float>(c.rope_attention_factor) : 0.0f};
 }
 
 ModelConfig load_model_config(const std::filesystem::path& dir) {

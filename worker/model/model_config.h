@@ -55,12 +55,16 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   float rms_norm_eps = 1e-6f;
   double rope_theta = 1e6;
-  // rope_scaling (or rope_parameters): none, linear or llama3; other kinds are refused.
+  // rope_scaling (or rope_parameters): none, linear, llama3 or yarn; other kinds are refused.
   RopeScaling rope_scaling = RopeScaling::kNone;
-  double rope_factor = 1.0;             // linear, llama3
+  double rope_factor = 1.0;             // linear, llama3, yarn
   double rope_low_freq_factor = 1.0;    // llama3
   double rope_high_freq_factor = 4.0;   // llama3
-  int64_t rope_original_max_position = 8192;  // llama3: original_max_position_embeddings
+  int64_t rope_original_max_position = 8192;  // llama3, yarn: original_max_position_embeddings
+  double rope_beta_fast = 32.0;               // yarn
+  double rope_beta_slow = 1.0;                // yarn
+  bool rope_truncate = true;                  // yarn
+  double rope_attention_factor = 1.0;         // yarn: what cos and sin are multiplied by (given or derived)
   bool qk_norm = false;         // the family's per-head q/k RMSNorm (Qwen3)
   bool attention_bias = false;  // q, k, v and o projections have biases
   bool mlp_bias = false;        // gate, up and down projections have biases (Llama's mlp_bias)

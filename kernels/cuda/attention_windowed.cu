@@ -1,0 +1,119 @@
+#include "kernels/cuda/attention_windowed.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/attention_split.cuh"
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kernel_launch.h"
+#include "shared/error.h"
+
+namespace flashq::cuda {
+namespace {
+
+constexpr int kThreads = 128;  // also the keys taken in one step: a thread scores one
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kDimsPerThread = static_cast<int>(kMaxAttentionHeadDim) / kThreads;
+
+// The block's largest or summed value; every thread gets it. `partials` kWarps floats of
+// shared memory, free on entry and on return.
+__device__ float block_reduce(float v, bool largest, float* partials) {
+  v = largest ? warp_max(v) : warp_sum(v);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  if (threadIdx.x % kWarpSize == 0) partials[warp] = v;
+  __syncthreads();
+  float result = partials[0];
+  for (int w = 1; w < kWarps; ++w) result = largest ? fmaxf(result, partials[w]) : result + partials[w];
+  __syncthreads();
+  return result;
+}
+
+// Grid (rows, q_heads): one query vector a block. Thread t owns output elements t and t + 128.
+__global__ void __launch_bounds__(kThreads)
+    attend_with_sinks_and_window(const float* __restrict__ q, const __grid_constant__ KvChunkTable table,
+                                 const int32_t* __restrict__ key_counts, float* __restrict__ out, AttentionShape s,
+                                 AttentionSinksAndWindow options, float scale, DeviceErrorReport* report) {
+  __shared__ float query[kMaxAttentionHeadDim];
+  __shared__ float weights[kThreads];
+  __shared__ float partials[kWarps];
+  begin_after_previous_grid();
+
+  const int64_t m = blockIdx.x, head = blockIdx.y;
+  const int64_t kv_head = head / (s.q_heads / s.kv_heads), kv_stride = s.kv_heads * s.head_dim;
+  const KvChunk& chunk = table.chunk[chunk_index_of(table, m)];
+  const int64_t ring = chunk.keys;
+  int64_t count = key_counts[m];
+  if (options.sliding_window == 0 && count > ring) {
+    if (head == 0 && threadIdx.x == 0) report_device_error(report, kKeyCountBeyondKeys, key_counts[m], ring);
+    count = ring;
+  }
+  const int64_t begin = options.sliding_window > 0 ? max(count - options.sliding_window, int64_t{0}) : 0;
+
+  const float* query_in = q + (m * s.q_heads + head) * s.head_dim;
+  for (int64_t d = threadIdx.x; d < s.head_dim; d += kThreads) query[d] = query_in[d];
+  // The sink is a score without a value: the softmax starts from it.
+  float running_max = -INFINITY, total = 0.0f;
+  if (options.sinks != nullptr) {
+    running_max = weight_at(options.sinks, options.sinks_dtype, head);
+    total = 1.0f;
+  }
+  float acc[kDimsPerThread];
+  for (float& a : acc) a = 0.0f;
+  __syncthreads();
+
+  for (int64_t start = begin; start < count; start += kThreads) {
+    const int64_t n = min(static_cast<int64_t>(kThreads), count - start);
+    float score = -INFINITY;
+    if (threadIdx.x < n) {
+      const float* key = chunk.k + ((start + threadIdx.x) % ring) * kv_stride + kv_head * s.head_dim;
+      float dot = 0.0f;
+      for (int64_t d = 0; d < s.head_dim; ++d) dot = fmaf(query[d], key[d], dot);
+      score = dot * scale;
+    }
+    const float new_max = fmaxf(running_max, block_reduce(score, true, partials));
+    const float weight = threadIdx.x < n ? expf(score - new_max) : 0.0f;
+    weights[threadIdx.x] = weight;
+    const float step_total = block_reduce(weight, false, partials);  // also orders weights[] before the reads
+    const float correction = running_max == -INFINITY ? 0.0f : expf(running_max - new_max);
+    total = total * correction + step_total;
+    running_max = new_max;
+    for (int i = 0; i < kDimsPerThread; ++i) {
+      const int64_t d = threadIdx.x + static_cast<int64_t>(i) * kThreads;
+      if (d >= s.head_dim) break;
+      float sum = acc[i] * correction;
+      for (int64_t j = 0; j < n; ++j) {
+        sum = fmaf(weights[j], chunk.v[((start + j) % ring) * kv_stride + kv_head * s.head_dim + d], sum);
+      }
+      acc[i] = sum;
+    }
+    __syncthreads();  // weights[] is rewritten by the next step
+  }
+
+  float* out_row = out + (m * s.q_heads + head) * s.head_dim;
+  for (int i = 0; i < kDimsPerThread; ++i) {
+    const int64_t d = threadIdx.x + static_cast<int64_t>(i) * kThreads;
+    if (d < s.head_dim) out_row[d] = count > begin ? acc[i] / total : 0.0f;
+  }
+}
+
+}  // namespace
+
+void attention_with_sinks_and_window(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts,
+                                     float* out, AttentionShape shape, const AttentionSinksAndWindow& options,
+                                     DeviceErrorReport* report, cudaStream_t stream) {
+  if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
+  if (chunks.size() > static_cast<size_t>(kMaxKvChunks)) {
+    throw Error(ErrorCode::kInternal, "attention: more chunks than one launch takes");
+  }
+  if (shape.head_dim > kMaxAttentionHeadDim) throw Error(ErrorCode::kUnsupported, "attention: head_dim above 256");
+  KvChunkTable table{};
+  std::copy(chunks.begin(), chunks.end(), table.chunk);
+  table.count = static_cast<int>(chunks.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  launch_kernel("attention (sinks, window)", attend_with_sinks_and_window,
+                dim3(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.q_heads)), kThreads, 0, stream, q,
+                table, key_counts, out, shape, options, scale, report);
+}
+
+}  // namespace flashq::cuda
