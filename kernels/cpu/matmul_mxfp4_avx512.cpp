@@ -24,7 +24,7 @@ constexpr int64_t kBlock = 32;
 constexpr int64_t kBlockBytes = 16;
 
 // The 16 E2M1 values, codes 0-15.
-constexpr float kE2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                              -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 struct Operands {
@@ -73,10 +73,17 @@ FLASHQ_AVX512 void multiply_weight_rows(const Operands& o, int64_t m, int64_t j)
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) multiply_tile<4, C>(o, i, j);
   switch (m - i) {
-    case 3: multiply_tile<3, C>(o, i, j); break;
-    case 2: multiply_tile<2, C>(o, i, j); break;
-    case 1: multiply_tile<1, C>(o, i, j); break;
-    default: break;
+    case 3:
+      multiply_tile<3, C>(o, i, j);
+      break;
+    case 2:
+      multiply_tile<2, C>(o, i, j);
+      break;
+    case 1:
+      multiply_tile<1, C>(o, i, j);
+      break;
+    default:
+      break;
   }
 }
 
@@ -107,8 +114,8 @@ std::vector<float>& split_buffer() {
 
 }  // namespace
 
-void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m,
-                         int64_t n, int64_t k) {
+void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m, int64_t n,
+                         int64_t k) {
   std::vector<float>& split = split_buffer();
   if (split.size() < static_cast<size_t>(m * k)) split.resize(static_cast<size_t>(m * k));
   for (int64_t i = 0; i < m; ++i) split_even_odd(x + i * k, split.data() + i * k, k);

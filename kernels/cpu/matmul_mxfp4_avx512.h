@@ -15,7 +15,7 @@
 namespace flashq::cpu {
 
 // m rows (any number; the caller takes this path up to its streaming limit).
-void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m,
-                         int64_t n, int64_t k);
+void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m, int64_t n,
+                         int64_t k);
 
 }  // namespace flashq::cpu

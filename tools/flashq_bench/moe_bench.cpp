@@ -4,13 +4,12 @@
 #include <cstdint>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kernels/backend.h"
 
@@ -115,11 +114,12 @@ void report_moe_experts(Backend& cpu, const MoeModel& model, const TimePerCall& 
       expert_bytes = weight_bytes(w.gate) + weight_bytes(w.up) + weight_bytes(w.down);
     }
   }
-  const ExpertActivation activation{
-      model.mxfp4 ? ExpertActivationKind::kClampedSwiglu : ExpertActivationKind::kSwiglu, 1.702f, 7.0f};
+  const ExpertActivation activation{model.mxfp4 ? ExpertActivationKind::kClampedSwiglu : ExpertActivationKind::kSwiglu,
+                                    1.702f, 7.0f};
   std::mt19937 rng(7);
   for (int64_t rows : {1, 4, 16}) {
-    Tensor x = Tensor::zeros_cpu(DType::kF32, {rows, model.hidden}), out = Tensor::zeros_cpu(DType::kF32, {rows, model.hidden});
+    Tensor x = Tensor::zeros_cpu(DType::kF32, {rows, model.hidden}),
+           out = Tensor::zeros_cpu(DType::kF32, {rows, model.hidden});
     std::fill(x.data<float>(), x.data<float>() + x.numel(), 0.01f);
     Tensor weights = Tensor::zeros_cpu(DType::kF32, {rows, model.top_k});
     std::fill(weights.data<float>(), weights.data<float>() + weights.numel(), 1.0f / static_cast<float>(model.top_k));
@@ -142,9 +142,8 @@ void report_moe_experts(Backend& cpu, const MoeModel& model, const TimePerCall& 
       routings.push_back(ids);
     }
     size_t next = 0;
-    const double seconds = time([&] {
-      cpu.moe_experts(x, routings[next++ % routings.size()], weights, experts, activation, out);
-    });
+    const double seconds =
+        time([&] { cpu.moe_experts(x, routings[next++ % routings.size()], weights, experts, activation, out); });
     const double bytes = distinct * static_cast<double>(expert_bytes);
     const double gb_per_s = bytes / seconds / 1e9;
     std::cout << nlohmann::json{{"kernel", "moe_experts"},
