@@ -150,8 +150,8 @@ void gemm_by_panels(const float* x, const uint8_t* blocks, const uint8_t* scales
 void matmul_mxfp4(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m, int64_t n,
                   int64_t k) {
   if (m == 0 || n == 0) return;
+  if (matmul_path() != MatmulPath::kAvx2) return matmul_mxfp4_avx512(x, blocks, scales, y, m, n, k);
   if (m <= kStreamingMaxRows || k == 0) {
-    if (matmul_path() != MatmulPath::kAvx2) return matmul_mxfp4_avx512(x, blocks, scales, y, m, n, k);
     stream_rows(x, blocks, scales, y, m, n, k);
     return;
   }
