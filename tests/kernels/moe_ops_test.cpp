@@ -259,6 +259,51 @@ TEST(MoeOps, ARowDoesNotDependOnItsNeighboursOrOnTheGateUpLayout) {
   }
 }
 
+// A captured router and experts read the logits and ids when replayed (on a GPU a CUDA graph: the
+// ids never leave the device), so one captured layer serves every step.
+TEST(MoeOps, CapturedRoutingAndExpertsReadTheirInputsWhenReplayed) {
+  std::mt19937 rng(8);
+  const int64_t rows = 4, hidden = 64, width = 32, expert_count = 8, top_k = 2;
+  const std::vector<float> x_values = random_floats(static_cast<size_t>(rows * hidden), rng);
+  const std::vector<float> first_logits = random_floats(static_cast<size_t>(rows * expert_count), rng, 3.0f);
+  const std::vector<float> second_logits = random_floats(static_cast<size_t>(rows * expert_count), rng, 3.0f);
+  for (auto& backend : available_backends()) {
+    OpDevice dev(*backend);
+    std::mt19937 weights_rng(9);
+    std::vector<ExpertWeights> experts(expert_count);
+    for (ExpertWeights& e : experts) {
+      e.gate_up = mxfp4_layer(dev, 2 * width, hidden, weights_rng);
+      e.down = mxfp4_layer(dev, hidden, width, weights_rng);
+    }
+    const MoeRouting routing{top_k, RoutingOrder::kTopKThenSoftmax, false};
+    const ExpertActivation act{ExpertActivationKind::kClampedSwiglu, 1.702f, 7.0f};
+    Tensor x = dev.upload(x_values, {rows, hidden}), logits = dev.upload(first_logits, {rows, expert_count});
+    Tensor ids = dev.poisoned_ints(rows * top_k).reshape({rows, top_k}), weights = dev.poisoned({rows, top_k});
+    Tensor out = dev.poisoned({rows, hidden});
+    auto layer = [&] {
+      backend->moe_route(logits, routing, ids, weights);
+      backend->moe_experts(x, ids, weights, experts, act, out);
+    };
+    layer();  // once before capturing, so that a GPU's scratch has its size
+    std::unique_ptr<CapturedOps> captured;
+    try {
+      captured = backend->capture(layer);
+    } catch (const Error& e) {
+      ADD_FAILURE() << backend->name() << " could not capture the layer: " << e.what();
+      continue;
+    }
+    backend->copy_from_host(second_logits.data(), logits);
+    backend->replay(*captured);
+    const std::vector<float> replayed = dev.read(out), replayed_ids = dev.read(ids);
+    layer();
+    EXPECT_EQ(replayed, dev.read(out)) << backend->name();
+    EXPECT_EQ(replayed_ids, dev.read(ids)) << backend->name();
+    backend->copy_from_host(first_logits.data(), logits);
+    layer();
+    EXPECT_NE(replayed_ids, dev.read(ids)) << backend->name() << ": the two routings should differ";
+  }
+}
+
 TEST(MoeOps, EveryCpuMatmulPathMatchesTheReference) {
   const cpu::MatmulPath chosen = cpu::matmul_path();
   std::unique_ptr<Backend> cpu = make_cpu_backend();
