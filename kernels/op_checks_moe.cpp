@@ -97,11 +97,10 @@ int64_t OpChecks::moe_experts(const Tensor& x, const Tensor& expert_ids, const T
   f32(expert_weights, "moe_experts expert_weights");
   require(x.rank() == 2 && out.shape() == x.shape(), [&] { return "moe_experts: x and out " + shapes(x, out); });
   require(expert_ids.dtype() == DType::kI32, "moe_experts: expert_ids must be int32");
-  require(expert_ids.rank() == 2 && expert_ids.dim(0) == x.dim(0) && expert_weights.shape() == expert_ids.shape(),
-          [&] {
-            return "moe_experts: expert_ids and expert_weights " + shapes(expert_ids, expert_weights) +
-                   " must both be [rows of x, k]";
-          });
+  require(expert_ids.rank() == 2 && expert_ids.dim(0) == x.dim(0) && expert_weights.shape() == expert_ids.shape(), [&] {
+    return "moe_experts: expert_ids and expert_weights " + shapes(expert_ids, expert_weights) +
+           " must both be [rows of x, k]";
+  });
   require(!experts.empty(), "moe_experts: no experts");
   require(activation.kind == ExpertActivationKind::kSwiglu || activation.limit > 0.0f,
           "moe_experts: the clamped SwiGLU needs a positive limit");
@@ -125,9 +124,8 @@ int64_t OpChecks::moe_experts(const Tensor& x, const Tensor& expert_ids, const T
       require(w.weight.defined(), [&] { return name + ": no " + layer + " weight"; });
       linear_weight(w, name + " " + layer);
       require(w.out_features() == out_features && w.in_features() == in_features, [&] {
-        return name + " " + layer + ": " + std::to_string(w.out_features()) + " x " +
-               std::to_string(w.in_features()) + ", want " + std::to_string(out_features) + " x " +
-               std::to_string(in_features);
+        return name + " " + layer + ": " + std::to_string(w.out_features()) + " x " + std::to_string(w.in_features()) +
+               ", want " + std::to_string(out_features) + " x " + std::to_string(in_features);
       });
     };
     if (interleaved) {

@@ -43,7 +43,7 @@ inline DecodedBlock decode_block(const uint8_t* codes, float half_scale) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
   const __m128i even = _mm_shuffle_epi8(doubled, _mm_and_si128(bytes, nibble));
   const __m128i odd = _mm_shuffle_epi8(doubled, _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
-  const __m128i first = _mm_unpacklo_epi8(even, odd);  // elements 0-15 in order
+  const __m128i first = _mm_unpacklo_epi8(even, odd);   // elements 0-15 in order
   const __m128i second = _mm_unpackhi_epi8(even, odd);  // 16-31
   const __m256 scale = _mm256_set1_ps(half_scale);
   auto widen = [&](__m128i eight) { return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight)), scale); };
@@ -63,8 +63,7 @@ inline void multiply_tile(const float* x, const uint8_t* blocks, const uint8_t* 
   }
   for (int64_t b = 0; b < row_scales; ++b) {
     for (int c = 0; c < C; ++c) {
-      const DecodedBlock w =
-          decode_block(blocks + c * row_bytes + b * kBlockBytes, half[scales[c * row_scales + b]]);
+      const DecodedBlock w = decode_block(blocks + c * row_bytes + b * kBlockBytes, half[scales[c * row_scales + b]]);
       for (int r = 0; r < R; ++r) {
         const float* xr = x + r * k + b * kBlock;
         for (int q = 0; q < 4; ++q) acc[r][c] = _mm256_fmadd_ps(w.w[q], _mm256_loadu_ps(xr + 8 * q), acc[r][c]);
@@ -78,17 +77,24 @@ inline void multiply_tile(const float* x, const uint8_t* blocks, const uint8_t* 
 
 // All rows of x, in groups of up to 4, against C weight rows starting at row j.
 template <int C>
-void multiply_weight_rows(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m,
-                          int64_t n, int64_t k, int64_t j) {
+void multiply_weight_rows(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m, int64_t n,
+                          int64_t k, int64_t j) {
   const uint8_t* bj = blocks + j * (k / 2);
   const uint8_t* sj = scales + j * (k / kBlock);
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) multiply_tile<4, C>(x + i * k, bj, sj, y + i * n + j, n, k);
   switch (m - i) {
-    case 3: multiply_tile<3, C>(x + i * k, bj, sj, y + i * n + j, n, k); break;
-    case 2: multiply_tile<2, C>(x + i * k, bj, sj, y + i * n + j, n, k); break;
-    case 1: multiply_tile<1, C>(x + i * k, bj, sj, y + i * n + j, n, k); break;
-    default: break;
+    case 3:
+      multiply_tile<3, C>(x + i * k, bj, sj, y + i * n + j, n, k);
+      break;
+    case 2:
+      multiply_tile<2, C>(x + i * k, bj, sj, y + i * n + j, n, k);
+      break;
+    case 1:
+      multiply_tile<1, C>(x + i * k, bj, sj, y + i * n + j, n, k);
+      break;
+    default:
+      break;
   }
 }
 
@@ -126,15 +132,15 @@ void gemm_by_panels(const float* x, const uint8_t* blocks, const uint8_t* scales
       const int64_t rows = std::min(panel_rows, n - j0);
       for (int64_t j = 0; j < rows; ++j) {
         for (int64_t b = 0; b < k / kBlock; ++b) {
-          const DecodedBlock w = decode_block(blocks + (j0 + j) * (k / 2) + b * kBlockBytes,
-                                              half[scales[(j0 + j) * (k / kBlock) + b]]);
+          const DecodedBlock w =
+              decode_block(blocks + (j0 + j) * (k / 2) + b * kBlockBytes, half[scales[(j0 + j) * (k / kBlock) + b]]);
           float* to = panel.data() + j * k + b * kBlock;
           for (int q = 0; q < 4; ++q) _mm256_storeu_ps(to + 8 * q, w.w[q]);
         }
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(rows),
-                  static_cast<int>(k), 1.0f, x, static_cast<int>(k), panel.data(), static_cast<int>(k), 0.0f,
-                  y + j0, static_cast<int>(n));
+                  static_cast<int>(k), 1.0f, x, static_cast<int>(k), panel.data(), static_cast<int>(k), 0.0f, y + j0,
+                  static_cast<int>(n));
     }
   }
 }
@@ -144,8 +150,8 @@ void gemm_by_panels(const float* x, const uint8_t* blocks, const uint8_t* scales
 void matmul_mxfp4(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m, int64_t n,
                   int64_t k) {
   if (m == 0 || n == 0) return;
+  if (matmul_path() != MatmulPath::kAvx2) return matmul_mxfp4_avx512(x, blocks, scales, y, m, n, k);
   if (m <= kStreamingMaxRows || k == 0) {
-    if (matmul_path() != MatmulPath::kAvx2) return matmul_mxfp4_avx512(x, blocks, scales, y, m, n, k);
     stream_rows(x, blocks, scales, y, m, n, k);
     return;
   }

@@ -8,13 +8,14 @@
 // rows into float32 (about 1 MiB at a time, never the whole matrix) for OpenBLAS sgemm, as the
 // dense matmul does (kernels/cpu/matmul.h).
 //
-// Few rows take the AVX-512 kernel where matmul_path() chose an AVX-512 path
-// (kernels/cpu/matmul_mxfp4_avx512.h: a 16-entry lookup per 16 lanes), else this file's AVX2
-// kernel (the x86-64-v3 baseline: the doubled E2M1 values as int8 by vpshufb, widened).
+// Where matmul_path() chose an AVX-512 path, every M takes the AVX-512 kernel
+// (kernels/cpu/matmul_mxfp4_avx512.h: a 16-entry lookup per 16 lanes, faster than sgemm on decoded
+// panels at every M measured). Elsewhere few rows take this file's AVX2 kernel (the x86-64-v3
+// baseline: the doubled E2M1 values as int8 by vpshufb, widened) and many rows sgemm.
 //
-// Every output element below kStreamingMaxRows rows is one 8-lane accumulator over K in order,
-// then a horizontal sum, whatever M and whichever tile it falls in: a row's result does not
-// depend on the rows beside it.
+// On the AVX2 kernel every output element is one 8-lane accumulator over K in order, then a
+// horizontal sum, whatever M (up to kStreamingMaxRows) and whichever tile it falls in: a row's
+// result does not depend on the rows beside it.
 #pragma once
 
 #include <cstdint>

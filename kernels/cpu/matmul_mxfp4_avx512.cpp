@@ -22,9 +22,11 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 constexpr int64_t kBlockBytes = 16;
+// Rows of x taken together while weight tiles go by: 64 rows of K = 2880 are 720 KiB.
+constexpr int64_t kRowBlock = 64;
 
 // The 16 E2M1 values, codes 0-15.
-constexpr float kE2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                              -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 struct Operands {
@@ -67,16 +69,24 @@ FLASHQ_INLINE FLASHQ_AVX512 void multiply_tile(const Operands& o, int64_t i0, in
   }
 }
 
-// Weight rows [j, j + C) against every row of x, in groups of up to 4.
+// Weight rows [j, j + C) against rows [i0, i0 + rows) of x, in groups of up to 4.
 template <int C>
-FLASHQ_AVX512 void multiply_weight_rows(const Operands& o, int64_t m, int64_t j) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) multiply_tile<4, C>(o, i, j);
-  switch (m - i) {
-    case 3: multiply_tile<3, C>(o, i, j); break;
-    case 2: multiply_tile<2, C>(o, i, j); break;
-    case 1: multiply_tile<1, C>(o, i, j); break;
-    default: break;
+FLASHQ_AVX512 void multiply_weight_rows(const Operands& o, int64_t i0, int64_t rows, int64_t j) {
+  const int64_t end = i0 + rows;
+  int64_t i = i0;
+  for (; i + 4 <= end; i += 4) multiply_tile<4, C>(o, i, j);
+  switch (end - i) {
+    case 3:
+      multiply_tile<3, C>(o, i, j);
+      break;
+    case 2:
+      multiply_tile<2, C>(o, i, j);
+      break;
+    case 1:
+      multiply_tile<1, C>(o, i, j);
+      break;
+    default:
+      break;
   }
 }
 
@@ -107,26 +117,36 @@ std::vector<float>& split_buffer() {
 
 }  // namespace
 
-void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m,
-                         int64_t n, int64_t k) {
+void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m, int64_t n,
+                         int64_t k) {
   std::vector<float>& split = split_buffer();
   if (split.size() < static_cast<size_t>(m * k)) split.resize(static_cast<size_t>(m * k));
-  for (int64_t i = 0; i < m; ++i) split_even_odd(x + i * k, split.data() + i * k, k);
-  const Operands o{split.data(), blocks, scales, scale_values(), y, n, k};
+  float* split_x = split.data();
+  const Operands o{split_x, blocks, scales, scale_values(), y, n, k};
   // One row (decode) takes 8 weight rows a tile, so 8 independent sums hide the FMA latency;
   // more rows take 4 (4 x 4 accumulators).
   const int64_t tile = m == 1 ? 8 : 4;
   const int64_t tiles = n / tile;
   // Below about a million multiply-adds, waking a second thread costs more than it saves.
-#pragma omp parallel for schedule(static) if (m * n * k >= (int64_t{1} << 20))
-  for (int64_t t = 0; t < tiles; ++t) {
-    if (m == 1) {
-      multiply_weight_rows<8>(o, m, t * tile);
-    } else {
-      multiply_weight_rows<4>(o, m, t * tile);
+#pragma omp parallel if (m * n * k >= (int64_t{1} << 20))
+  {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; ++i) split_even_odd(x + i * k, split_x + i * k, k);
+    // Rows in blocks that stay in L2 while a thread's weight tiles go by; a static schedule gives
+    // a thread the same tiles in every block, and blocks write apart, so none waits for another.
+    for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
+      const int64_t rows = std::min(kRowBlock, m - i0);
+#pragma omp for schedule(static) nowait
+      for (int64_t t = 0; t < tiles; ++t) {
+        if (m == 1) {
+          multiply_weight_rows<8>(o, i0, rows, t * tile);
+        } else {
+          multiply_weight_rows<4>(o, i0, rows, t * tile);
+        }
+      }
     }
   }
-  for (int64_t j = tiles * tile; j < n; ++j) multiply_weight_rows<1>(o, m, j);
+  for (int64_t j = tiles * tile; j < n; ++j) multiply_weight_rows<1>(o, 0, m, j);
 }
 
 }  // namespace flashq::cpu

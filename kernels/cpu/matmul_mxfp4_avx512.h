@@ -14,8 +14,10 @@
 
 namespace flashq::cpu {
 
-// m rows (any number; the caller takes this path up to its streaming limit).
-void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m,
-                         int64_t n, int64_t k);
+// Any number of rows: decoding a block costs about what two rows' multiply-adds do, so from a
+// few rows on this kernel is bound by arithmetic, and at every M measured it beat decoding
+// panels for sgemm (docs/perf.md); every row's result is the same bits at any M.
+void matmul_mxfp4_avx512(const float* x, const uint8_t* blocks, const uint8_t* scales, float* y, int64_t m, int64_t n,
+                         int64_t k);
 
 }  // namespace flashq::cpu

@@ -1,6 +1,7 @@
 #include "kernels/cpu/moe_experts.h"
 
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -108,9 +109,20 @@ void moe_experts(const float* x, const int32_t* ids, const float* weights, const
     std::memcpy(gathered + grouped_at[static_cast<size_t>(s)] * hidden, x + (s / shape.top_k) * hidden,
                 static_cast<size_t>(hidden) * sizeof(float));
   }
+  std::vector<int64_t> chosen;  // experts with rows, in order
   for (int64_t e = 0; e < expert_count; ++e) {
+    if (first[static_cast<size_t>(e + 1)] > first[static_cast<size_t>(e)]) chosen.push_back(e);
+  }
+  // With at least as many chosen experts as threads, each thread takes whole experts (the
+  // products inside run on it alone, OpenMP not nesting): one join per call instead of one per
+  // product, which a neighbour holding a core makes cost a time slice each. Fewer experts than
+  // threads: one at a time, each product spread over the threads. Either way each expert's
+  // results are the same bits.
+  const auto count = static_cast<int64_t>(chosen.size());
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1 && count >= omp_get_max_threads())
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t e = chosen[static_cast<size_t>(i)];
     const int64_t at = first[static_cast<size_t>(e)], rows = first[static_cast<size_t>(e + 1)] - at;
-    if (rows == 0) continue;
     const ExpertWeights& expert = experts[static_cast<size_t>(e)];
     const float* xe = gathered + at * hidden;
     float* pe = products + at * 2 * width;

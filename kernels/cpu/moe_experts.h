@@ -4,7 +4,8 @@
 // The ids are on the host, so rows are grouped by expert here: every (row, slot) routed to an
 // expert is gathered into one contiguous block, and each expert's products run once over its
 // block through the fast matmul paths (kernels/cpu/matmul.h, matmul_mxfp4.h), which read its
-// weights once for all of them; an expert without rows is skipped. The down products land in
+// weights once for all of them; an expert without rows is skipped. With as many chosen experts
+// as threads, the threads take whole experts; with fewer, each product is spread over them. The down products land in
 // slot order's own buffer, and each row's output is their weighted sum in slot order, so a row's
 // result does not depend on which rows share the call (below the matmul's streaming limit).
 //

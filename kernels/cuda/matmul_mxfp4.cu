@@ -1,8 +1,7 @@
-#include "kernels/cuda/matmul_mxfp4.h"
-
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
+#include "kernels/cuda/matmul_mxfp4.h"
 #include "kernels/cuda/mxfp4.cuh"
 
 namespace flashq::cuda {
@@ -45,8 +44,7 @@ void matmul_mxfp4(const float* x, const uint8_t* blocks, const uint8_t* scales, 
                   int64_t k, cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   const auto grid = static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  launch_kernel("matmul_mxfp4", mxfp4_rows, grid, kWarpsPerBlock * kWarpSize, 0, stream, x, blocks, scales, y, m, n,
-                k);
+  launch_kernel("matmul_mxfp4", mxfp4_rows, grid, kWarpsPerBlock * kWarpSize, 0, stream, x, blocks, scales, y, m, n, k);
 }
 
 }  // namespace flashq::cuda

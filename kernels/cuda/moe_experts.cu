@@ -1,10 +1,9 @@
-#include "kernels/cuda/moe_experts.h"
-
 #include <algorithm>
 
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
+#include "kernels/cuda/moe_experts.h"
 #include "kernels/cuda/mxfp4.cuh"
 
 namespace flashq::cuda {
@@ -32,8 +31,8 @@ __global__ void expert_gate_up(const float* __restrict__ x, const int32_t* __res
   for (int64_t s = 0; s < shape.rows * shape.top_k; ++s) {
     if (ids[s] != expert) continue;  // the same for every lane
     const float* row = x + (s / shape.top_k) * shape.hidden;
-    const float g = interleaved ? warp_linear_row(weights.gate_up, 2 * c, row, lane)
-                                : warp_linear_row(weights.gate, c, row, lane);
+    const float g =
+        interleaved ? warp_linear_row(weights.gate_up, 2 * c, row, lane) : warp_linear_row(weights.gate, c, row, lane);
     const float u = interleaved ? warp_linear_row(weights.gate_up, 2 * c + 1, row, lane)
                                 : warp_linear_row(weights.up, c, row, lane);
     if (lane == 0) act[s * shape.intermediate + c] = activate(g, u, activation);
@@ -93,8 +92,8 @@ void moe_experts(const float* x, const int32_t* ids, const float* weights, const
   float* down = act + shape.rows * shape.top_k * shape.intermediate;
   const unsigned threads = kWarpsPerBlock * kWarpSize;
   for (size_t e = 0; e < experts.size(); ++e) {
-    launch_kernel("moe_experts (gate, up)", expert_gate_up, warp_blocks(shape.intermediate), threads, 0, stream, x,
-                  ids, shape, static_cast<int32_t>(e), experts[e], activation, act);
+    launch_kernel("moe_experts (gate, up)", expert_gate_up, warp_blocks(shape.intermediate), threads, 0, stream, x, ids,
+                  shape, static_cast<int32_t>(e), experts[e], activation, act);
     launch_kernel("moe_experts (down)", expert_down, warp_blocks(shape.hidden), threads, 0, stream, act, ids, shape,
                   static_cast<int32_t>(e), experts[e].down, down);
   }

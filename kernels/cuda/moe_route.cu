@@ -1,7 +1,6 @@
-#include "kernels/cuda/moe_route.h"
-
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
+#include "kernels/cuda/moe_route.h"
 
 namespace flashq::cuda {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/device_linear.h"
+#include "kernels/cuda/device_math.cuh"
 
 namespace flashq::cuda {
 
@@ -20,8 +20,7 @@ __device__ inline float e2m1_value(unsigned code) {
 
 // Element (row, p) of MXFP4 blocks [rows, k / 2] with scales [rows, k / 32]: byte p / 2 of the
 // row, its low nibble for even p, times 2^(scale - 127).
-__device__ inline float mxfp4_weight(const uint8_t* blocks, const uint8_t* scales, int64_t row, int64_t p,
-                                     int64_t k) {
+__device__ inline float mxfp4_weight(const uint8_t* blocks, const uint8_t* scales, int64_t row, int64_t p, int64_t k) {
   const uint8_t byte = blocks[row * (k / 2) + p / 2];
   const unsigned code = (p & 1) ? byte >> 4 : byte & 0x0fu;
   return ldexpf(e2m1_value(code), static_cast<int>(scales[row * (k / 32) + p / 32]) - 127);

@@ -4,14 +4,14 @@
 // GPU at the next copy_to_host), a row's result independent of the rows beside it, and the two
 // gate/up layouts giving the same bits; and on the CPU, the table's MXFP4 and experts cases on
 // every matmul path this CPU has (the chosen one alone runs in backend_ops_test).
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
@@ -78,19 +78,24 @@ TEST(MoeOps, MatmulMxfp4RefusesBadShapesAndDtypes) {
     Tensor x48 = dev.upload(random_floats(48, rng), {1, 48});
     Tensor blocks48 = dev.weight(bytes(4 * 24, rng), DType::kU8, {4, 24});
     Tensor scales48 = dev.weight(bytes(4, rng), DType::kU8, {4, 1});
-    expect_refused(*backend, y, [&] { backend->matmul_mxfp4(x48, blocks48, scales48, y); }, "multiple of 32");
+    expect_refused(
+        *backend, y, [&] { backend->matmul_mxfp4(x48, blocks48, scales48, y); }, "multiple of 32");
 
     Tensor x = dev.upload(random_floats(64, rng), {1, 64});
     Tensor blocks = dev.weight(bytes(4 * 32, rng), DType::kU8, {4, 32});
     Tensor scales = dev.weight(bytes(8, rng), DType::kU8, {4, 2});
     Tensor bf16_blocks = dev.weight(std::vector<float>(4 * 32, 1.0f), DType::kBF16, {4, 32});
-    expect_refused(*backend, y, [&] { backend->matmul_mxfp4(x, bf16_blocks, scales, y); }, "u8");
+    expect_refused(
+        *backend, y, [&] { backend->matmul_mxfp4(x, bf16_blocks, scales, y); }, "u8");
     Tensor short_scales = dev.weight(bytes(4, rng), DType::kU8, {4, 1});
-    expect_refused(*backend, y, [&] { backend->matmul_mxfp4(x, blocks, short_scales, y); }, "matmul_mxfp4 shapes");
+    expect_refused(
+        *backend, y, [&] { backend->matmul_mxfp4(x, blocks, short_scales, y); }, "matmul_mxfp4 shapes");
     Tensor wide_y = dev.poisoned({1, 5});
-    expect_refused(*backend, y, [&] { backend->matmul_mxfp4(x, blocks, scales, wide_y); }, "matmul_mxfp4 shapes");
+    expect_refused(
+        *backend, y, [&] { backend->matmul_mxfp4(x, blocks, scales, wide_y); }, "matmul_mxfp4 shapes");
     // A dense matmul does not take bytes for a weight.
-    expect_refused(*backend, y, [&] { backend->matmul(x, blocks, y); }, "must be f32, f16 or bf16");
+    expect_refused(
+        *backend, y, [&] { backend->matmul(x, blocks, y); }, "must be f32, f16 or bf16");
   }
 }
 
@@ -101,7 +106,8 @@ TEST(MoeOps, LinearRefusesABiasOfAnotherLength) {
     LinearWeight w = mxfp4_layer(dev, 4, 64, rng);
     w.bias = dev.weight(std::vector<float>(5, 0.5f), DType::kBF16, {5});
     Tensor x = dev.upload(random_floats(64, rng), {1, 64}), y = dev.poisoned({1, 4});
-    expect_refused(*backend, y, [&] { backend->linear(x, w, y); }, "must be [out]");
+    expect_refused(
+        *backend, y, [&] { backend->linear(x, w, y); }, "must be [out]");
   }
 }
 
@@ -114,21 +120,33 @@ TEST(MoeOps, MoeRouteRefusesTopKOutsideTheExpertsAndNormalizingAfterTopK) {
     for (int64_t k : {0, 9}) {
       Tensor ids_k = dev.poisoned_ints(2 * std::max<int64_t>(k, 1)).reshape({2, std::max<int64_t>(k, 1)});
       Tensor weights_k = dev.poisoned({2, std::max<int64_t>(k, 1)});
-      expect_refused(*backend, weights_k,
-                     [&] { backend->moe_route(logits, {k, RoutingOrder::kTopKThenSoftmax, false}, ids_k, weights_k); },
-                     "top_k " + std::to_string(k) + " outside [1, 8]");
+      expect_refused(
+          *backend, weights_k,
+          [&] {
+            backend->moe_route(logits, {k, RoutingOrder::kTopKThenSoftmax, false}, ids_k, weights_k);
+          },
+          "top_k " + std::to_string(k) + " outside [1, 8]");
     }
-    expect_refused(*backend, weights,
-                   [&] { backend->moe_route(logits, {2, RoutingOrder::kTopKThenSoftmax, true}, ids, weights); },
-                   "normalize_top_k");
+    expect_refused(
+        *backend, weights,
+        [&] {
+          backend->moe_route(logits, {2, RoutingOrder::kTopKThenSoftmax, true}, ids, weights);
+        },
+        "normalize_top_k");
     Tensor float_ids = dev.poisoned({2, 2});
-    expect_refused(*backend, weights,
-                   [&] { backend->moe_route(logits, {2, RoutingOrder::kSoftmaxThenTopK, false}, float_ids, weights); },
-                   "int32");
+    expect_refused(
+        *backend, weights,
+        [&] {
+          backend->moe_route(logits, {2, RoutingOrder::kSoftmaxThenTopK, false}, float_ids, weights);
+        },
+        "int32");
     Tensor three_wide = dev.poisoned({2, 3});
-    expect_refused(*backend, weights,
-                   [&] { backend->moe_route(logits, {2, RoutingOrder::kSoftmaxThenTopK, false}, ids, three_wide); },
-                   "must be [2, 2]");
+    expect_refused(
+        *backend, weights,
+        [&] {
+          backend->moe_route(logits, {2, RoutingOrder::kSoftmaxThenTopK, false}, ids, three_wide);
+        },
+        "must be [2, 2]");
   }
 }
 
@@ -147,32 +165,38 @@ TEST(MoeOps, MoeExpertsRefusesBadExpertsAndIdsOutsideThem) {
     const ExpertActivation act{ExpertActivationKind::kClampedSwiglu, 1.702f, 7.0f};
     for (int32_t bad : {4, -1}) {
       Tensor ids = dev.ints({0, 1, 2, bad}).reshape({2, 2});
-      expect_refused(*backend, out, [&] { backend->moe_experts(x, ids, weights, experts, act, out); },
-                     "expert id " + std::to_string(bad) + " outside [0, 4)");
+      expect_refused(
+          *backend, out, [&] { backend->moe_experts(x, ids, weights, experts, act, out); },
+          "expert id " + std::to_string(bad) + " outside [0, 4)");
     }
     Tensor ids = dev.ints({0, 1, 2, 3}).reshape({2, 2});
-    expect_refused(*backend, out, [&] { backend->moe_experts(x, ids, weights, {}, act, out); }, "no experts");
+    expect_refused(
+        *backend, out, [&] { backend->moe_experts(x, ids, weights, {}, act, out); }, "no experts");
 
     std::vector<ExpertWeights> mixed = experts;
     mixed[2].gate = bf16_layer(dev, width, hidden, rng);
     mixed[2].up = bf16_layer(dev, width, hidden, rng);
     mixed[2].gate_up = {};
-    expect_refused(*backend, out, [&] { backend->moe_experts(x, ids, weights, mixed, act, out); },
-                   "expert 2: every expert needs gate and up, or gate_up alone");
+    expect_refused(
+        *backend, out, [&] { backend->moe_experts(x, ids, weights, mixed, act, out); },
+        "expert 2: every expert needs gate and up, or gate_up alone");
 
     std::vector<ExpertWeights> short_down = experts;
     short_down[3].down = mxfp4_layer(dev, hidden, 2 * width, rng);
-    expect_refused(*backend, out, [&] { backend->moe_experts(x, ids, weights, short_down, act, out); },
-                   "expert 3 down: 64 x 64, want 64 x 32");
+    expect_refused(
+        *backend, out, [&] { backend->moe_experts(x, ids, weights, short_down, act, out); },
+        "expert 3 down: 64 x 64, want 64 x 32");
 
     Tensor float_ids = dev.upload({0, 1, 2, 3}, {2, 2});
-    expect_refused(*backend, out, [&] { backend->moe_experts(x, float_ids, weights, experts, act, out); }, "int32");
+    expect_refused(
+        *backend, out, [&] { backend->moe_experts(x, float_ids, weights, experts, act, out); }, "int32");
     Tensor narrow_weights = dev.upload({0.5f, 0.5f}, {2, 1});
-    expect_refused(*backend, out, [&] { backend->moe_experts(x, ids, narrow_weights, experts, act, out); },
-                   "must both be [rows of x, k]");
+    expect_refused(
+        *backend, out, [&] { backend->moe_experts(x, ids, narrow_weights, experts, act, out); },
+        "must both be [rows of x, k]");
     const ExpertActivation no_limit{ExpertActivationKind::kClampedSwiglu, 1.702f, 0.0f};
-    expect_refused(*backend, out, [&] { backend->moe_experts(x, ids, weights, experts, no_limit, out); },
-                   "positive limit");
+    expect_refused(
+        *backend, out, [&] { backend->moe_experts(x, ids, weights, experts, no_limit, out); }, "positive limit");
   }
 }
 
@@ -186,7 +210,8 @@ TEST(MoeOps, ARowDoesNotDependOnItsNeighboursOrOnTheGateUpLayout) {
   std::vector<int32_t> id_values;
   std::vector<float> weight_values;
   for (int64_t m = 0; m < rows; ++m) {
-    id_values.insert(id_values.end(), {static_cast<int32_t>(m % expert_count), static_cast<int32_t>((m + 1) % expert_count)});
+    id_values.insert(id_values.end(),
+                     {static_cast<int32_t>(m % expert_count), static_cast<int32_t>((m + 1) % expert_count)});
     weight_values.insert(weight_values.end(), {0.75f, 0.25f});
   }
   for (auto& backend : available_backends()) {
@@ -200,11 +225,14 @@ TEST(MoeOps, ARowDoesNotDependOnItsNeighboursOrOnTheGateUpLayout) {
       std::vector<float> gate_scales(static_cast<size_t>(width * hidden / 32), 121.0f), up_scales = gate_scales;
       std::vector<float> both, both_scales;
       for (int64_t i = 0; i < width; ++i) {
-        const auto row = static_cast<std::ptrdiff_t>(i * hidden / 2), scale_row = static_cast<std::ptrdiff_t>(i * hidden / 32);
+        const auto row = static_cast<std::ptrdiff_t>(i * hidden / 2),
+                   scale_row = static_cast<std::ptrdiff_t>(i * hidden / 32);
         both.insert(both.end(), gate.begin() + row, gate.begin() + row + hidden / 2);
         both.insert(both.end(), up.begin() + row, up.begin() + row + hidden / 2);
-        both_scales.insert(both_scales.end(), gate_scales.begin() + scale_row, gate_scales.begin() + scale_row + hidden / 32);
-        both_scales.insert(both_scales.end(), up_scales.begin() + scale_row, up_scales.begin() + scale_row + hidden / 32);
+        both_scales.insert(both_scales.end(), gate_scales.begin() + scale_row,
+                           gate_scales.begin() + scale_row + hidden / 32);
+        both_scales.insert(both_scales.end(), up_scales.begin() + scale_row,
+                           up_scales.begin() + scale_row + hidden / 32);
       }
       ExpertWeights& s = separate[static_cast<size_t>(e)];
       s.gate.weight = dev.weight(gate, DType::kU8, {width, hidden / 2});
@@ -220,13 +248,59 @@ TEST(MoeOps, ARowDoesNotDependOnItsNeighboursOrOnTheGateUpLayout) {
     const ExpertActivation act{};
     Tensor x = dev.upload(x_values, {rows, hidden}), ids = dev.ints(id_values).reshape({rows, top_k});
     Tensor weights = dev.upload(weight_values, {rows, top_k});
-    Tensor all = dev.poisoned({rows, hidden}), alone = dev.poisoned({1, hidden}), as_pairs = dev.poisoned({rows, hidden});
+    Tensor all = dev.poisoned({rows, hidden}), alone = dev.poisoned({1, hidden}),
+           as_pairs = dev.poisoned({rows, hidden});
     backend->moe_experts(x, ids, weights, separate, act, all);
     backend->moe_experts(x.slice_rows(0, 1), ids.slice_rows(0, 1), weights.slice_rows(0, 1), separate, act, alone);
     backend->moe_experts(x, ids, weights, interleaved, act, as_pairs);
     const std::vector<float> all_rows = dev.read(all), first_alone = dev.read(alone), pairs = dev.read(as_pairs);
     EXPECT_EQ(std::vector<float>(all_rows.begin(), all_rows.begin() + hidden), first_alone) << backend->name();
     EXPECT_EQ(all_rows, pairs) << backend->name();
+  }
+}
+
+// A captured router and experts read the logits and ids when replayed (on a GPU a CUDA graph: the
+// ids never leave the device), so one captured layer serves every step.
+TEST(MoeOps, CapturedRoutingAndExpertsReadTheirInputsWhenReplayed) {
+  std::mt19937 rng(8);
+  const int64_t rows = 4, hidden = 64, width = 32, expert_count = 8, top_k = 2;
+  const std::vector<float> x_values = random_floats(static_cast<size_t>(rows * hidden), rng);
+  const std::vector<float> first_logits = random_floats(static_cast<size_t>(rows * expert_count), rng, 3.0f);
+  const std::vector<float> second_logits = random_floats(static_cast<size_t>(rows * expert_count), rng, 3.0f);
+  for (auto& backend : available_backends()) {
+    OpDevice dev(*backend);
+    std::mt19937 weights_rng(9);
+    std::vector<ExpertWeights> experts(expert_count);
+    for (ExpertWeights& e : experts) {
+      e.gate_up = mxfp4_layer(dev, 2 * width, hidden, weights_rng);
+      e.down = mxfp4_layer(dev, hidden, width, weights_rng);
+    }
+    const MoeRouting routing{top_k, RoutingOrder::kTopKThenSoftmax, false};
+    const ExpertActivation act{ExpertActivationKind::kClampedSwiglu, 1.702f, 7.0f};
+    Tensor x = dev.upload(x_values, {rows, hidden}), logits = dev.upload(first_logits, {rows, expert_count});
+    Tensor ids = dev.poisoned_ints(rows * top_k).reshape({rows, top_k}), weights = dev.poisoned({rows, top_k});
+    Tensor out = dev.poisoned({rows, hidden});
+    auto layer = [&] {
+      backend->moe_route(logits, routing, ids, weights);
+      backend->moe_experts(x, ids, weights, experts, act, out);
+    };
+    layer();  // once before capturing, so that a GPU's scratch has its size
+    std::unique_ptr<CapturedOps> captured;
+    try {
+      captured = backend->capture(layer);
+    } catch (const Error& e) {
+      ADD_FAILURE() << backend->name() << " could not capture the layer: " << e.what();
+      continue;
+    }
+    backend->copy_from_host(second_logits.data(), logits);
+    backend->replay(*captured);
+    const std::vector<float> replayed = dev.read(out), replayed_ids = dev.read(ids);
+    layer();
+    EXPECT_EQ(replayed, dev.read(out)) << backend->name();
+    EXPECT_EQ(replayed_ids, dev.read(ids)) << backend->name();
+    backend->copy_from_host(first_logits.data(), logits);
+    layer();
+    EXPECT_NE(replayed_ids, dev.read(ids)) << backend->name() << ": the two routings should differ";
   }
 }
 

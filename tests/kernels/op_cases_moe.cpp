@@ -6,10 +6,14 @@
 // get every row and experts that get none). References: tests/kernels/op_reference_moe.h.
 // Tolerances: 1e-4 normalised for float32 sums against double; ids exact.
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -23,7 +27,8 @@ constexpr double kTolerance = 1e-4;
 
 std::string shape_name(std::initializer_list<std::pair<const char*, int64_t>> dims) {
   std::string name;
-  for (const auto& [label, value] : dims) name += (name.empty() ? "" : " ") + std::string(label) + "=" + std::to_string(value);
+  for (const auto& [label, value] : dims)
+    name += (name.empty() ? "" : " ") + std::string(label) + "=" + std::to_string(value);
   return name;
 }
 
@@ -101,14 +106,16 @@ OpCase matmul_mxfp4_case(int64_t m, int64_t n, int64_t k, int scale_low, int sca
             Tensor blocks = dev.weight(d->blocks, DType::kU8, {n, k / 2});
             Tensor scales = dev.weight(d->scales, DType::kU8, {n, k / 32});
             Tensor y = dev.poisoned({m, n});
-            return PreparedRun{[&dev, x, blocks, scales, y]() mutable { dev.backend().matmul_mxfp4(x, blocks, scales, y); },
-                               [&dev, y] { return Outputs{dev.read(y)}; }};
+            return PreparedRun{
+                [&dev, x, blocks, scales, y]() mutable { dev.backend().matmul_mxfp4(x, blocks, scales, y); },
+                [&dev, y] { return Outputs{dev.read(y)}; }};
           },
           [=] {
             const std::vector<float> w = reference::decode_mxfp4(as_bytes(d->blocks), as_bytes(d->scales), n, k);
             std::vector<float> y;
             for (int64_t r = 0; r < m; ++r) {
-              for (double v : reference::linear_row(d->x.data() + r * k, {w, {}, n, k})) y.push_back(static_cast<float>(v));
+              for (double v : reference::linear_row(d->x.data() + r * k, {w, {}, n, k}))
+                y.push_back(static_cast<float>(v));
             }
             return std::vector<Expected>{{"y", y, kTolerance}};
           }};
@@ -124,7 +131,8 @@ OpCase linear_case(int64_t m, int64_t n, int64_t k, bool mxfp4, bool with_bias) 
   d->x = random_floats(static_cast<size_t>(m * k), rng);
   d->layer = random_linear(n, k, mxfp4, DType::kBF16, with_bias, rng, 0.5f);
   return {"linear",
-          std::string(mxfp4 ? "mxfp4" : "BF16") + (with_bias ? " +bias " : " ") + shape_name({{"m", m}, {"n", n}, {"k", k}}),
+          std::string(mxfp4 ? "mxfp4" : "BF16") + (with_bias ? " +bias " : " ") +
+              shape_name({{"m", m}, {"n", n}, {"k", k}}),
           [=](OpDevice& dev) {
             Tensor x = dev.upload(d->x, {m, k});
             LinearWeight w = upload_linear(dev, d->layer);
@@ -135,7 +143,8 @@ OpCase linear_case(int64_t m, int64_t n, int64_t k, bool mxfp4, bool with_bias) 
           [=] {
             std::vector<float> y;
             for (int64_t r = 0; r < m; ++r) {
-              for (double v : reference::linear_row(d->x.data() + r * k, d->layer.dense)) y.push_back(static_cast<float>(v));
+              for (double v : reference::linear_row(d->x.data() + r * k, d->layer.dense))
+                y.push_back(static_cast<float>(v));
             }
             return std::vector<Expected>{{"y", y, kTolerance}};
           }};
@@ -166,7 +175,9 @@ OpCase moe_route_case(int64_t rows, int64_t experts, int64_t top_k, RoutingOrder
             Tensor weights = dev.poisoned({rows, top_k});
             return PreparedRun{
                 [&dev, l, routing, ids, weights]() mutable { dev.backend().moe_route(l, routing, ids, weights); },
-                [&dev, ids, weights] { return Outputs{dev.read(ids), dev.read(weights)}; }};
+                [&dev, ids, weights] {
+                  return Outputs{dev.read(ids), dev.read(weights)};
+                }};
           },
           [=] {
             const reference::Routing r = reference::moe_route(*logits, experts, top_k, softmax_first, normalize);
@@ -177,8 +188,8 @@ OpCase moe_route_case(int64_t rows, int64_t experts, int64_t top_k, RoutingOrder
 // ---- moe_experts ----
 
 enum class Spread {
-  kRandom,      // k distinct experts of all E per row
-  kConcentrated // every row among experts 0..k (one more than k): the rest get none
+  kRandom,       // k distinct experts of all E per row
+  kConcentrated  // every row among experts 0..k (one more than k): the rest get none
 };
 
 struct ExpertsShape {
@@ -219,56 +230,56 @@ OpCase moe_experts_case(const ExpertsShape& s) {
   }
   const ExpertActivation activation{s.clamped ? ExpertActivationKind::kClampedSwiglu : ExpertActivationKind::kSwiglu,
                                     1.702f, 7.0f};
-  const std::string name = std::string(s.mxfp4 ? "mxfp4" : "BF16") + (s.interleaved ? " gate_up" : " gate+up") +
-                           (s.clamped ? " clamped" : " swiglu") + (s.biases ? " +bias" : "") +
-                           (s.spread == Spread::kConcentrated ? " concentrated " : " ") +
-                           shape_name({{"rows", s.rows}, {"E", s.experts}, {"k", s.top_k}, {"H", s.hidden},
-                                       {"I", s.intermediate}});
-  return {"moe_experts", name,
-          [=](OpDevice& dev) {
-            Tensor x = dev.upload(d->x, {s.rows, s.hidden});
-            Tensor ids = dev.ints(d->ids).reshape({s.rows, s.top_k});
-            Tensor weights = dev.upload(d->weights, {s.rows, s.top_k});
-            Tensor out = dev.poisoned({s.rows, s.hidden});
-            auto experts = std::make_shared<std::vector<ExpertWeights>>();
-            for (int64_t e = 0; e < s.experts; ++e) {
-              const auto i = static_cast<size_t>(e);
-              ExpertWeights w;
-              if (s.interleaved) {
-                w.gate_up = upload_linear(dev, d->gate_up[i]);
-              } else {
-                w.gate = upload_linear(dev, d->gate[i]);
-                w.up = upload_linear(dev, d->up[i]);
-              }
-              w.down = upload_linear(dev, d->down[i]);
-              experts->push_back(w);
-            }
-            return PreparedRun{[&dev, x, ids, weights, experts, activation, out]() mutable {
-                                 dev.backend().moe_experts(x, ids, weights, *experts, activation, out);
-                               },
-                               [&dev, out] { return Outputs{dev.read(out)}; }};
-          },
-          [=] {
-            std::vector<reference::DenseExpert> experts;
-            for (int64_t e = 0; e < s.experts; ++e) {
-              const auto i = static_cast<size_t>(e);
-              reference::DenseExpert x;
-              x.interleaved = s.interleaved;
-              if (s.interleaved) {
-                x.gate_up = d->gate_up[i].dense;
-              } else {
-                x.gate = d->gate[i].dense;
-                x.up = d->up[i].dense;
-              }
-              x.down = d->down[i].dense;
-              experts.push_back(std::move(x));
-            }
-            return std::vector<Expected>{{"out",
-                                          reference::moe_experts(d->x, s.rows, s.hidden, d->ids, d->weights, s.top_k,
-                                                                 experts, s.clamped, activation.alpha,
-                                                                 activation.limit),
-                                          kTolerance}};
-          }};
+  const std::string name =
+      std::string(s.mxfp4 ? "mxfp4" : "BF16") + (s.interleaved ? " gate_up" : " gate+up") +
+      (s.clamped ? " clamped" : " swiglu") + (s.biases ? " +bias" : "") +
+      (s.spread == Spread::kConcentrated ? " concentrated " : " ") +
+      shape_name({{"rows", s.rows}, {"E", s.experts}, {"k", s.top_k}, {"H", s.hidden}, {"I", s.intermediate}});
+  return {
+      "moe_experts", name,
+      [=](OpDevice& dev) {
+        Tensor x = dev.upload(d->x, {s.rows, s.hidden});
+        Tensor ids = dev.ints(d->ids).reshape({s.rows, s.top_k});
+        Tensor weights = dev.upload(d->weights, {s.rows, s.top_k});
+        Tensor out = dev.poisoned({s.rows, s.hidden});
+        auto experts = std::make_shared<std::vector<ExpertWeights>>();
+        for (int64_t e = 0; e < s.experts; ++e) {
+          const auto i = static_cast<size_t>(e);
+          ExpertWeights w;
+          if (s.interleaved) {
+            w.gate_up = upload_linear(dev, d->gate_up[i]);
+          } else {
+            w.gate = upload_linear(dev, d->gate[i]);
+            w.up = upload_linear(dev, d->up[i]);
+          }
+          w.down = upload_linear(dev, d->down[i]);
+          experts->push_back(w);
+        }
+        return PreparedRun{[&dev, x, ids, weights, experts, activation, out]() mutable {
+                             dev.backend().moe_experts(x, ids, weights, *experts, activation, out);
+                           },
+                           [&dev, out] { return Outputs{dev.read(out)}; }};
+      },
+      [=] {
+        std::vector<reference::DenseExpert> experts;
+        for (int64_t e = 0; e < s.experts; ++e) {
+          const auto i = static_cast<size_t>(e);
+          reference::DenseExpert x;
+          x.interleaved = s.interleaved;
+          if (s.interleaved) {
+            x.gate_up = d->gate_up[i].dense;
+          } else {
+            x.gate = d->gate[i].dense;
+            x.up = d->up[i].dense;
+          }
+          x.down = d->down[i].dense;
+          experts.push_back(std::move(x));
+        }
+        return std::vector<Expected>{{"out",
+                                      reference::moe_experts(d->x, s.rows, s.hidden, d->ids, d->weights, s.top_k,
+                                                             experts, s.clamped, activation.alpha, activation.limit),
+                                      kTolerance}};
+      }};
 }
 
 }  // namespace

@@ -8,8 +8,7 @@ namespace flashq::reference {
 
 double e2m1(int code) {
   const int sign = (code >> 3) & 1, exponent = (code >> 1) & 3, mantissa = code & 1;
-  const double magnitude =
-      exponent == 0 ? 0.5 * mantissa : std::ldexp(1.0 + 0.5 * mantissa, exponent - 1);
+  const double magnitude = exponent == 0 ? 0.5 * mantissa : std::ldexp(1.0 + 0.5 * mantissa, exponent - 1);
   return sign ? -magnitude : magnitude;
 }
 

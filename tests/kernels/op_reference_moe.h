@@ -33,8 +33,7 @@ struct Routing {
   std::vector<int32_t> ids;
   std::vector<float> weights;
 };
-Routing moe_route(const std::vector<float>& logits, int64_t experts, int64_t top_k, bool softmax_first,
-                  bool normalize);
+Routing moe_route(const std::vector<float>& logits, int64_t experts, int64_t top_k, bool softmax_first, bool normalize);
 
 // One expert: gate and up [I, H] (or gate_up [2I, H], row 2i the gate's i, 2i + 1 the up's),
 // down [H, I].

@@ -260,14 +260,14 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   const double read_gb_per_s =
       o.cpu_matmul_only && !o.moe_only ? 0.0 : report_read_bandwidth(o.min_seconds);
   const TimePerCall time_cpu = [&](const std::function<void()>& body) { return time_per_call(o.min_seconds, body); };
-  if (o.moe_only) return report_cpu_moe(time_cpu, read_gb_per_s);
+  if (o.moe_only) return report_moe(*make_cpu_backend(), time_cpu, read_gb_per_s);
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);
   report_cpu_gpt_oss_attention(4096, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
-  report_cpu_moe(time_cpu, read_gb_per_s);
+  report_moe(*cpu, time_cpu, read_gb_per_s);
 }
 
 // GPU timing through the Backend interface: launches are queued in batches and the clock stops
@@ -405,6 +405,9 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   }
 
   report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
+  report_moe(
+      *gpu, [&](const std::function<void()>& body) { return time_per_gpu_call(*gpu, o.min_seconds, body); },
+      copy_gb_per_s);
   report_cuda_add_rmsnorm(*gpu, o.min_seconds);
 
   report_sampling(*gpu, "cuda_sample", [&](Backend& device, auto&& body) {
