@@ -16,7 +16,9 @@
 //                                                          decoding (one U+FFFD per maximal invalid
 //                                                          subsequence, as Rust and WHATWG do)
 //   {"kind":"decode","ids":[...],"skip_special_tokens":b,"text":...}
-// The strings come from a seeded generator, so the output is the same on every run.
+// The strings come from a seeded generator, so the output is the same on every run. gptoss also
+// encodes every prompt in tests/golden/templates/gpt_oss.golden.jsonl (after a change to the
+// conversations, run make_template_golden.js first).
 'use strict';
 
 const fs = require('fs');
@@ -414,6 +416,13 @@ function addO200kCases() {
     return `<|start|>${role}${recipient}${channel}${constrain}<|message|>${pick(bodies)}${end}`;
   };
   repeat(150, () => add(repeat(int(1, 6), message).join(pick(['', '', '\n']))));
+  // Every prompt the real gpt-oss chat template renders (tests/golden/templates/gpt_oss.golden.jsonl:
+  // system prompts, tool definitions, tool calls and results, reasoning).
+  const renderings = fs.readFileSync(path.join(__dirname, 'templates', 'gpt_oss.golden.jsonl'), 'utf8');
+  for (const line of renderings.split('\n').filter((l) => l)) {
+    const { text } = JSON.parse(line);
+    if (text !== undefined) add(text);
+  }
   repeat(50, () => {
     const whole = repeat(int(2, 4), message).join('');
     const begin = int(0, whole.length - 1);
