@@ -101,6 +101,7 @@ int64_t OpChecks::moe_experts(const Tensor& x, const Tensor& expert_ids, const T
     return "moe_experts: expert_ids and expert_weights " + shapes(expert_ids, expert_weights) +
            " must both be [rows of x, k]";
   });
+  require(expert_ids.dim(1) >= 1, "moe_experts: every row needs at least one expert (k >= 1)");
   require(!experts.empty(), "moe_experts: no experts");
   require(activation.kind == ExpertActivationKind::kSwiglu || activation.limit > 0.0f,
           "moe_experts: the clamped SwiGLU needs a positive limit");

@@ -187,6 +187,9 @@ TEST(MoeOps, MoeExpertsRefusesBadExpertsAndIdsOutsideThem) {
         *backend, out, [&] { backend->moe_experts(x, ids, weights, short_down, act, out); },
         "expert 3 down: 64 x 64, want 64 x 32");
 
+    Tensor no_ids = dev.poisoned_ints(0).reshape({2, 0}), no_weights = dev.poisoned({2, 0});
+    expect_refused(
+        *backend, out, [&] { backend->moe_experts(x, no_ids, no_weights, experts, act, out); }, "k >= 1");
     Tensor float_ids = dev.upload({0, 1, 2, 3}, {2, 2});
     expect_refused(
         *backend, out, [&] { backend->moe_experts(x, float_ids, weights, experts, act, out); }, "int32");
