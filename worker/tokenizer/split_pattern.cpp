@@ -141,9 +141,11 @@ std::string translate_oniguruma_pattern(std::string_view pattern) { return trans
 SplitPattern::SplitPattern(const std::string& oniguruma_pattern) {
   std::vector<CodePointRange> additions;
   const std::string full = translate_oniguruma_pattern(oniguruma_pattern, true, &additions);
-  code_ = compile(full, oniguruma_pattern);
+  // Held until the plain pattern compiled too: a constructor that throws runs no destructor.
+  std::unique_ptr<pcre2_code, decltype(&pcre2_code_free)> code(compile(full, oniguruma_pattern), &pcre2_code_free);
   additions_ = merged(std::move(additions));
   if (!additions_.empty()) plain_code_ = compile(translate_oniguruma_pattern(oniguruma_pattern, false), oniguruma_pattern);
+  code_ = code.release();
 }
 
 SplitPattern::~SplitPattern() {
