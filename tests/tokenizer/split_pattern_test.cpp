@@ -53,6 +53,18 @@ TEST(SplitPattern, CountsLettersAssignedSinceUnicode14AsOnigurumaDoes) {
             (V{"a\U00011F04\U00011380b", " ", "\U00010D40\U00010D419"}));
   SplitPattern not_letters("[^\\s\\p{L}]+|\\P{L}+");
   EXPECT_EQ(split(not_letters, "x\U00011380!"), (V{"x\U00011380", "!"}));
+  // Text is split by the pattern without the additions unless it holds one of them, anywhere.
+  EXPECT_EQ(split(not_letters, "x\u00e9\u4e2d!"), (V{"x\u00e9\u4e2d", "!"}));
+  EXPECT_EQ(split(words, "abc \u4e2d 12 \U00011380"), (V{"abc", " ", "\u4e2d", " ", "12", " ", "\U00011380"}));
+}
+
+TEST(SplitPattern, TranslatesWithoutTheAdditionsToPcre2sOwnClasses) {
+  EXPECT_EQ(translate_oniguruma_pattern("\\p{L}+", false), "\\p{L}+");
+  EXPECT_EQ(translate_oniguruma_pattern("\\P{N}", false), "[^\\p{N}]");
+  EXPECT_EQ(translate_oniguruma_pattern("[^\\p{L}\\p{N}]", false), "[^\\p{L}\\p{N}]");
+  std::vector<CodePointRange> used;
+  translate_oniguruma_pattern("\\p{Lt}\\p{N}", false, &used);
+  EXPECT_FALSE(used.empty()) << "the additions of \\p{N}";
 }
 
 TEST(SplitPattern, TranslatesCategoryClassesItCoversAndLeavesOthers) {

@@ -11,12 +11,18 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace flashq {
 
-// The code points to add to \p{category}, as PCRE2 class items ("\x{1C89}-\x{1C8A}..."; empty
-// where there are none), or nullopt for a category not covered.
-std::optional<std::string_view> oniguruma_category_additions(std::string_view category);
+struct CodePointRange {
+  char32_t first = 0;
+  char32_t last = 0;  // inclusive
+};
+
+// The code points to add to \p{category}, sorted (empty where there are none), or nullopt for a
+// category not covered.
+std::optional<std::span<const CodePointRange>> oniguruma_category_additions(std::string_view category);
 
 }  // namespace flashq

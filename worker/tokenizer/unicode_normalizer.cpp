@@ -87,6 +87,10 @@ std::string normalize_unicode(std::string_view text, NormalizationForm form) {
   std::string out;
   size_t stretch_begin = 0;
   for (size_t pos = 0; pos < text.size();) {
+    if (static_cast<unsigned char>(text[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
     const size_t begin = pos;
     if (!unknown_to_hugging_face(next_code_point(text, pos))) continue;
     if (begin > stretch_begin) out += map_with_utf8proc(text.substr(stretch_begin, begin - stretch_begin), form);
