@@ -1,15 +1,17 @@
 // The DFlash drafter and the greedy speculative loop against the independent NumPy reference
 // (tests/reference/dflash_reference.py): every step's start, draft tokens, acceptance and bonus
 // identical, and the drafter's logits within 1e-4 (relative to their scale), on Qwen3 and on Llama
-// targets (biases, Llama 3 RoPE scaling).
-#include <fstream>
-
+// targets (biases, Llama 3 RoPE scaling), and on Qwen3-MoE and gpt-oss targets (whose drafters
+// are dense Qwen3 layers with the target's attention biases and RoPE).
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "shared/json_file.h"
 #include "tests/engine/dflash_test_pair.h"
 #include "tests/engine/llama_targets.h"
+#include "tests/engine/moe_targets.h"
 #include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
 
@@ -22,7 +24,9 @@ class RecordingProposer final : public Proposer {
   explicit RecordingProposer(DFlashProposer& inner) : inner_(inner) { inner_.keep_logits(true); }
   int64_t max_block_size() const override { return inner_.max_block_size(); }
   std::vector<int64_t> tap_layers() const override { return inner_.tap_layers(); }
-  std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override { return inner_.start_sequence(max_length); }
+  std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override {
+    return inner_.start_sequence(max_length);
+  }
   void observe(std::span<const Observation> observations) override { inner_.observe(observations); }
   void observe_without_taps(std::span<const Observation> observations) override {
     inner_.observe_without_taps(observations);
@@ -55,10 +59,10 @@ TEST_P(DFlashReference, DraftsAcceptanceAndLogitsMatchNumpy) {
   std::string tokens;
   for (size_t i = 0; i < prompt.size(); ++i) tokens += (i ? "," : "") + std::to_string(prompt[i]);
   const std::string prefix = (pair.drafter_dir / "reference").string();
-  CommandResult ref = run_command("/usr/bin/python3 tests/reference/dflash_reference.py --target " +
-                                  pair.target.dir.path().string() + " --drafter " + pair.drafter_dir.path().string() +
-                                  " --tokens " + tokens + " --steps " + std::to_string(steps) + " --block-size " +
-                                  std::to_string(c.block_size) + " --out " + prefix);
+  CommandResult ref =
+      run_command("/usr/bin/python3 tests/reference/dflash_reference.py --target " + pair.target.dir.path().string() +
+                  " --drafter " + pair.drafter_dir.path().string() + " --tokens " + tokens + " --steps " +
+                  std::to_string(steps) + " --block-size " + std::to_string(c.block_size) + " --out " + prefix);
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
   nlohmann::json expected = nlohmann::json::parse(read_text_file(prefix + ".json"));
   std::vector<float> expected_logits = read_f32(prefix + ".draft_logits.f32");
@@ -94,7 +98,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ReferenceCase{"OneKvHeadBlock4", f32_target(53, 2, 32, 8, 1, 8), 1, 4},
                       ReferenceCase{"LlamaBiasesLlama3RopeBlock8", llama_f32_target(54), 1, 8},
                       ReferenceCase{"LlamaOneKvHeadPlainRopeBlock16",
-                                    llama_f32_target(55, 2, 32, 8, 1, 8, {.biases = false, .llama3_rope = false}), 2, 16}),
+                                    llama_f32_target(55, 2, 32, 8, 1, 8, {.biases = false, .llama3_rope = false}), 2,
+                                    16},
+                      ReferenceCase{"Qwen3MoeBlock8", qwen3_moe_f32_target(57), 1, 8},
+                      ReferenceCase{"GptOssBlock8", gpt_oss_f32_target(58), 2, 8}),
     [](const ::testing::TestParamInfo<ReferenceCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Lossless speculative decoding (docs/dflash.md §2.4): at temperature 0 the output with DFlash equals
 // the output without it, token for token, for many prompts over several random target/drafter
-// pairs (Qwen3, Llama and Qwen3-MoE targets), block sizes 2..16, alone and in mixed batches where sequences
+// pairs (Qwen3, Llama, Qwen3-MoE and gpt-oss targets), block sizes 2..16, alone and in mixed batches where sequences
 // join and leave.
 #include <gtest/gtest.h>
 
@@ -60,8 +60,8 @@ TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
   }
   std::vector<std::vector<int32_t>> alone;
   for (const SequenceRequest& r : requests) {
-    alone.push_back(run_engine(model, *pair.tokenizer, nullptr, {request_for(r.generation.prompt_tokens, SpecMode::kOff,
-                                                                             0, r.generation.max_tokens)},
+    alone.push_back(run_engine(model, *pair.tokenizer, nullptr,
+                               {request_for(r.generation.prompt_tokens, SpecMode::kOff, 0, r.generation.max_tokens)},
                                1)[0]);
   }
   // 3 slots: sequences join as others finish; all 8 at once: the batch with 7 others.
@@ -132,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
                                                      .sparse_step = 2,
                                                      .dense_layers = {3},
                                                      .norm_topk_prob = false}),
-                               2}),
+                               2},
+                      PairCase{"GptOssWindow4Top2Of8", gpt_oss_f32_target(50), 1},
+                      PairCase{"GptOssWindow8Top4Of16ThreeLayers", gpt_oss_f32_target(59, 3, 8, 16, 4), 2}),
     [](const ::testing::TestParamInfo<PairCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

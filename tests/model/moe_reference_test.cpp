@@ -5,7 +5,9 @@
 // renormalised or raw top-k weights, one to four experts per token, bf16 and f32. Each case
 // checks that its routing really spreads rows over several experts and that no row's choice is
 // within float noise of a tie (the reference reports the smallest top-k margin), so a routing
-// difference cannot hide and a near-tie cannot fail the comparison by chance.
+// difference cannot hide and a near-tie cannot fail the comparison by chance. gpt-oss cases cover
+// MXFP4 experts, sinks, sliding windows over ring caches (and a prompt longer than the ring) and
+// YaRN RoPE.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -28,9 +30,9 @@ struct MoeCase {
 // Logits of every position, the taps of the last and first layer, and 8 greedy tokens of the
 // model loaded from `dir`, against the reference on the same directory.
 void expect_matches_numpy(const std::string& name, const std::filesystem::path& dir, TargetModel& model,
-                          const TinyModelSpec& spec) {
+                          const TinyModelSpec& spec, size_t length = 21) {
   const std::vector<int32_t> tokens =
-      some_tokens(21, static_cast<int32_t>(spec.vocab), static_cast<uint32_t>(spec.seed));
+      some_tokens(length, static_cast<int32_t>(spec.vocab), static_cast<uint32_t>(spec.seed));
   const std::vector<int64_t> taps = {spec.layers - 1, 0};
   const int greedy_steps = 8;
   const std::string prefix = (dir / "reference").string();
@@ -49,7 +51,7 @@ void expect_matches_numpy(const std::string& name, const std::filesystem::path& 
   }
   EXPECT_GT(static_cast<int64_t>(experts_used.size()), spec.experts_per_token) << name << ": rows share their experts";
 
-  KvCache cache = model.make_cache(64);
+  KvCache cache = model.make_cache(static_cast<int64_t>(length) + 64);
   SequenceChunk chunk{tokens, &cache};
   ForwardOutput out = model.forward({&chunk, 1}, {.logits = LogitRows::kAll, .tap_layers = taps});
   const std::vector<float> logits = to_host(model.backend(), out.logits);
@@ -78,6 +80,18 @@ TinyModelSpec qwen3_moe(int64_t layers, int64_t experts, int64_t top_k, bool nor
   return s;
 }
 
+// gpt-oss: MXFP4 experts, sinks, sliding layers of `window` over ring caches, YaRN over an
+// original context of 16 (so the scaling blends the middle pairs at these lengths).
+TinyModelSpec gpt_oss(int64_t layers, int64_t experts, int64_t top_k, int64_t window, uint64_t seed) {
+  TinyModelSpec s;
+  s.family = "gpt-oss";
+  s.layers = layers, s.hidden = 64, s.heads = 4, s.kv_heads = 2, s.head_dim = 16, s.inter = 64, s.vocab = 512;
+  s.experts = experts, s.experts_per_token = top_k, s.sliding_window = window;
+  s.rope_theta = 150000, s.yarn_factor = 32, s.original_max_position = 16;
+  s.dtype = DType::kBF16, s.seed = seed;
+  return s;
+}
+
 class MoeReferenceNumerics : public ::testing::TestWithParam<MoeCase> {};
 
 TEST_P(MoeReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
@@ -94,6 +108,25 @@ INSTANTIATE_TEST_SUITE_P(TinyMoeTargets, MoeReferenceNumerics,
                                            MoeCase{"Qwen3MoeTop1Of4Bf16DenseFirstLayer",
                                                    qwen3_moe(3, 4, 1, true, 1, {0}, DType::kBF16, 63)}),
                          [](const ::testing::TestParamInfo<MoeCase>& param_info) { return param_info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(TinyGptOssTargets, MoeReferenceNumerics,
+                         ::testing::Values(MoeCase{"GptOssTop2Of8Window4", gpt_oss(4, 8, 2, 4, 71)},
+                                           MoeCase{"GptOssTop4Of16Window8ThreeLayers", gpt_oss(3, 16, 4, 8, 72)}),
+                         [](const ::testing::TestParamInfo<MoeCase>& param_info) { return param_info.param.name; });
+
+// A prompt longer than a sliding layer's ring (window + KvCache::kMaxRowsPerPass rows): the
+// prefill runs in parts, the ring wraps, and every position's logits and the greedy tokens that
+// follow still match the reference.
+TEST(GptOssRingCaches, APromptLongerThanTheRingMatchesNumpy) {
+  const TinyModelSpec spec = gpt_oss(2, 8, 2, 4, 73);
+  LoadedTinyModel tiny(spec);
+  const size_t length = static_cast<size_t>(4 + KvCache::kMaxRowsPerPass + 40);
+  expect_matches_numpy("long prompt", tiny.dir.path(), *tiny.model, spec, length);
+  KvCache cache = tiny.model->make_cache(static_cast<int64_t>(length) + 64);
+  EXPECT_EQ(cache.ring_rows(), 4 + KvCache::kMaxRowsPerPass);
+  EXPECT_TRUE(cache.ring(0));
+  EXPECT_FALSE(cache.ring(1));
+}
 
 }  // namespace
 }  // namespace flashq::testing

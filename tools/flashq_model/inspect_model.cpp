@@ -18,6 +18,11 @@ std::string layer_options(const ModelConfig& c) {
   if (c.qk_norm) add("q/k norm");
   if (c.attention_bias) add("attention biases");
   if (c.mlp_bias) add("MLP biases");
+  if (c.attention_sinks) add("attention sinks");
+  int64_t sliding = 0;
+  for (bool s : c.sliding_layers) sliding += s ? 1 : 0;
+  if (sliding > 0)
+    add("sliding window " + std::to_string(c.sliding_window) + " on " + std::to_string(sliding) + " layers");
   auto number = [](double x) {
     std::string s = std::to_string(x);
     s.erase(s.find_last_not_of('0') + 1);

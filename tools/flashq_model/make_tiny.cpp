@@ -454,10 +454,12 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
   config["tie_word_embeddings"] = false;
   config["head_dim"] = target.head_dim;  // a drafter's layers read an absent head_dim as Qwen3Config does
   config.erase("mlp_bias");              // z-lab's drafter layers have Qwen3's MLP, without biases
-  if (target.moe.num_experts > 0) {      // and dense: a mixture-of-experts target's drafter is Qwen3
+  if (target.moe.num_experts > 0) {      // and dense full-attention Qwen3 layers, whatever the target's
     config["model_type"] = "qwen3";
-    for (const char* key : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob",
-                            "decoder_sparse_step", "mlp_only_layers", "output_router_logits", "router_aux_loss_coef"}) {
+    for (const char* key :
+         {"num_experts", "num_local_experts", "num_experts_per_tok", "experts_per_token", "moe_intermediate_size",
+          "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "output_router_logits", "router_aux_loss_coef",
+          "layer_types", "sliding_window", "swiglu_limit", "quantization_config"}) {
       config.erase(key);
     }
   }

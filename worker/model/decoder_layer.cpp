@@ -90,6 +90,11 @@ QkNormRope qk_norm_rope(const DecoderLayer& layer, const ModelConfig& c, const T
           .rope = rope_options(c)};
 }
 
+AttentionOptions attention_options(const DecoderLayer& layer, const ModelConfig& config, int64_t layer_index) {
+  return {.sinks = layer.sinks.defined() ? &layer.sinks : nullptr,
+          .sliding_window = attention_window(config, layer_index)};
+}
+
 void project_attention_out(Backend& backend, const DecoderLayer& layer, const Tensor& attended, Tensor& out) {
   backend.matmul(attended.reshape({attended.dim(0), attended.dim(1) * attended.dim(2)}), layer.o_proj, out);
   if (layer.o_bias.defined()) backend.add_bias(out, layer.o_bias);

@@ -47,6 +47,10 @@ void project_qkv(Backend& backend, const DecoderLayer& layer, const ModelConfig&
 // Backend::store_and_attend (V is never normalised). Holds pointers to `layer` and `positions`.
 QkNormRope qk_norm_rope(const DecoderLayer& layer, const ModelConfig& config, const Tensor& positions);
 
+// The layer's sinks (when it has them) and the window of layer `layer_index`, for the attention
+// ops. Holds a pointer to `layer`.
+AttentionOptions attention_options(const DecoderLayer& layer, const ModelConfig& config, int64_t layer_index);
+
 // out = o_proj(attended) (+ o_bias); attended [M, Hq, D].
 void project_attention_out(Backend& backend, const DecoderLayer& layer, const Tensor& attended, Tensor& out);
 

@@ -31,12 +31,23 @@ DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backe
 }
 
 KvCache DecoderModel::make_cache(int64_t max_length) const {
+  std::vector<int64_t> windows;
+  for (int64_t l = 0; l < config_.num_layers && !config_.sliding_layers.empty(); ++l) {
+    windows.push_back(attention_window(config_, l));
+  }
   return KvCache(backend_, config_.num_layers, config_.num_kv_heads, config_.head_dim,
-                 std::min(max_length, config_.max_position_embeddings));
+                 std::min(max_length, config_.max_position_embeddings), std::move(windows));
 }
 
 ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
-  std::vector<int32_t> ids, positions, key_counts;
+  const bool rings =
+      std::any_of(config_.sliding_layers.begin(), config_.sliding_layers.end(), [](bool s) { return s; });
+  if (rings && std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
+        return static_cast<int64_t>(c.tokens.size()) > KvCache::kMaxRowsPerPass;
+      })) {
+    return forward_in_parts(chunks, options);
+  }
+  std::vector<int32_t> ids, positions, key_counts, ring_rows;
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
     for (size_t i = 0; i < chunk.tokens.size(); ++i) {
@@ -44,6 +55,8 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
       positions.push_back(static_cast<int32_t>(chunk.cache->length() + static_cast<int64_t>(i)));
       // Causal: a row sees its chunk's cache and the chunk's rows up to itself.
       key_counts.push_back(positions.back() + 1);
+      // Where a ring layer keeps the row's key and value.
+      if (rings) ring_rows.push_back(static_cast<int32_t>(positions.back() % chunk.cache->ring_rows()));
     }
   }
   for (int64_t layer : options.tap_layers) {
@@ -68,12 +81,14 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
     }
   }
   // One copy per pass, not per layer: the same for every layer.
-  const std::vector<Tensor> uploaded = workspace_.upload_int32s("pass_ints", {ids, positions, key_counts, last});
-  const Tensor& id_tensor = uploaded[0];
-  const Tensor& position_tensor = uploaded[1];
-  const Tensor& key_count_tensor = uploaded[2];
-  const Tensor last_rows = pick_last_rows ? uploaded[3] : Tensor();
-  auto run = [&] { return run_pass(chunks, options, id_tensor, position_tensor, key_count_tensor, last_rows); };
+  const std::vector<Tensor> uploaded =
+      workspace_.upload_int32s("pass_ints", {ids, positions, key_counts, last, ring_rows});
+  const PassRows rows{.ids = uploaded[0],
+                      .positions = uploaded[1],
+                      .key_counts = uploaded[2],
+                      .last_rows = pick_last_rows ? uploaded[3] : Tensor(),
+                      .ring_rows = rings ? uploaded[4] : Tensor()};
+  auto run = [&] { return run_pass(chunks, options, rows); };
   const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
   for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
   return out;
@@ -90,9 +105,52 @@ DecoderModel::PassKey DecoderModel::pass_key(std::span<const SequenceChunk> chun
   return key;
 }
 
+ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+  // Row r of chunk c is row first_row[c] + r of the whole pass.
+  std::vector<int64_t> first_row(chunks.size() + 1, 0), done(chunks.size(), 0);
+  for (size_t c = 0; c < chunks.size(); ++c)
+    first_row[c + 1] = first_row[c] + static_cast<int64_t>(chunks[c].tokens.size());
+  const int64_t total = first_row.back();
+  const int64_t logit_rows = options.logits == LogitRows::kAll ? total : static_cast<int64_t>(chunks.size());
+  const int64_t tap_width = static_cast<int64_t>(options.tap_layers.size()) * config_.hidden_size;
+  ForwardOutput whole;
+  if (options.logits != LogitRows::kNone) {
+    whole.logits = workspace_.get("logits_in_parts", DType::kF32, {logit_rows, config_.vocab_size});
+  }
+  if (tap_width > 0) whole.taps = workspace_.get("taps_in_parts", DType::kF32, {total, tap_width});
+  while (true) {
+    std::vector<SequenceChunk> part;
+    std::vector<size_t> of_chunk;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const int64_t left = static_cast<int64_t>(chunks[c].tokens.size()) - done[c];
+      if (left == 0) continue;
+      const int64_t n = std::min(left, KvCache::kMaxRowsPerPass);
+      part.push_back({chunks[c].tokens.subspan(static_cast<size_t>(done[c]), static_cast<size_t>(n)), chunks[c].cache});
+      of_chunk.push_back(c);
+    }
+    if (part.empty()) break;
+    const ForwardOutput out = forward(part, options);
+    int64_t row = 0;
+    for (size_t p = 0; p < part.size(); ++p) {
+      const size_t c = of_chunk[p];
+      const auto n = static_cast<int64_t>(part[p].tokens.size());
+      const int64_t at = first_row[c] + done[c];
+      if (tap_width > 0) backend_.copy_rows(out.taps.slice_rows(row, n), whole.taps, at);
+      if (options.logits == LogitRows::kAll) backend_.copy_rows(out.logits.slice_rows(row, n), whole.logits, at);
+      done[c] += n;
+      // The chunk's last row is its logits row once its last part has run.
+      if (options.logits == LogitRows::kLastOfEachChunk && done[c] == static_cast<int64_t>(chunks[c].tokens.size())) {
+        backend_.copy_rows(out.logits.slice_rows(static_cast<int64_t>(p), 1), whole.logits, static_cast<int64_t>(c));
+      }
+      row += n;
+    }
+  }
+  return whole;
+}
+
 ForwardOutput DecoderModel::run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                                          const Tensor& id_tensor, const Tensor& position_tensor,
-                                          const Tensor& key_count_tensor, const Tensor& last_rows) {
+                                     const PassRows& pass_rows) {
+  const Tensor& id_tensor = pass_rows.ids;
   const int64_t hidden = config_.hidden_size, rows = id_tensor.numel();
   Tensor h = workspace_.get("residual", DType::kF32, {rows, hidden});
   Tensor normed = workspace_.get("normed", DType::kF32, {rows, hidden});
@@ -106,7 +164,7 @@ ForwardOutput DecoderModel::run_pass(std::span<const SequenceChunk> chunks, cons
   backend_.rmsnorm(h, layers_[0].input_norm, config_.rms_norm_eps, normed);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const DecoderLayer& layer = layers_[l];
-    run_attention(layer, l, chunks, normed, position_tensor, key_count_tensor, delta);
+    run_attention(layer, l, chunks, normed, pass_rows, delta);
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, config_.rms_norm_eps, normed);
     run_mlp(backend_, workspace_, layer, config_, normed, delta);
     // The residual add is fused with the next layer's input norm; the last layer adds plainly.
@@ -119,13 +177,13 @@ ForwardOutput DecoderModel::run_pass(std::span<const SequenceChunk> chunks, cons
       if (options.tap_layers[t] == l) backend_.copy_columns(h, out.taps, t * hidden);
     }
   }
-  if (options.logits != LogitRows::kNone) out.logits = compute_logits(h, last_rows);
+  if (options.logits != LogitRows::kNone) out.logits = compute_logits(h, pass_rows.last_rows);
   return out;
 }
 
-void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
-                                      std::span<const SequenceChunk> chunks, const Tensor& normed,
-                                      const Tensor& positions, const Tensor& key_counts, Tensor& attention_out) {
+void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
+                                 const Tensor& normed, const PassRows& pass_rows, Tensor& attention_out) {
+  const Tensor& positions = pass_rows.positions;
   const int64_t rows = normed.dim(0), head_dim = config_.head_dim;
   const int64_t q_heads = config_.num_heads, kv_heads = config_.num_kv_heads;
   Tensor q = workspace_.get("q", DType::kF32, {rows, q_heads, head_dim});
@@ -141,9 +199,11 @@ void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
     cache_chunks_.push_back({&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n});
     first += n;
   }
-  // A row's position is the cache row its key and value go to.
+  // A row's position is the cache row its key and value go to, or in a ring layer's its row there.
   const QkNormRope norm_rope = qk_norm_rope(layer, config_, positions);
-  backend_.store_and_attend(q, k, v, cache_chunks_, positions, key_counts, attended, &norm_rope);
+  const AttentionOptions options = attention_options(layer, config_, layer_index);
+  const Tensor& store_at = options.sliding_window > 0 ? pass_rows.ring_rows : positions;
+  backend_.store_and_attend(q, k, v, cache_chunks_, store_at, pass_rows.key_counts, attended, &norm_rope, options);
   project_attention_out(backend_, layer, attended, attention_out);
 }
 

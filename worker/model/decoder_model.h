@@ -51,14 +51,22 @@ class DecoderModel final : public TargetModel {
     bool operator==(const PassKey&) const = default;
   };
 
+  // The int32 tensors of a pass's rows, which the host fills before the ops run.
+  struct PassRows {
+    Tensor ids, positions;
+    Tensor key_counts;  // the keys each row's attention sees (causal over its chunk's cache)
+    Tensor last_rows;   // the rows whose logits are wanted, when not every row's
+    Tensor ring_rows;   // where a ring layer stores each row (position % its ring), when any
+  };
+
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
-  // Every op of a pass, on tensors the host filled before. `last_rows`: the rows whose logits are
-  // wanted, when not every row's.
-  ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options, const Tensor& id_tensor,
-                         const Tensor& position_tensor, const Tensor& key_count_tensor, const Tensor& last_rows);
-  // key_counts: per row of the pass, the keys its attention sees (causal over its chunk's cache).
+  // forward() for chunks longer than a ring layer takes in one pass (KvCache::kMaxRowsPerPass):
+  // passes of at most that many rows of each, their logits and taps gathered in chunk order.
+  ForwardOutput forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
+  // Every op of a pass.
+  ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options, const PassRows& rows);
   void run_attention(const DecoderLayer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,
-                     const Tensor& normed, const Tensor& positions, const Tensor& key_counts, Tensor& attention_out);
+                     const Tensor& normed, const PassRows& rows, Tensor& attention_out);
   // Logits of `hidden`'s rows, or of those `last_rows` names when defined.
   Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
 

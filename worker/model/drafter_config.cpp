@@ -39,15 +39,23 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
   // names (docs/dflash.md §3). model_type names the config class whose defaults fill the keys it
   // leaves out (LlamaConfig's head_dim is hidden / heads, Qwen3Config's 128), never the layer
   // type; a model_type of no family here is read as Qwen3Config, the class z-lab's code declares.
+  // A model_type whose family has keys of its own (experts, sinks: qwen3_moe, gpt_oss, as some
+  // copies of z-lab's gpt-oss drafter config say) is read as Qwen3Config too, keeping only that
+  // family's head_dim default.
   nlohmann::json layer_json = json;
   const nlohmann::json& model_type = json.contains("model_type") ? json["model_type"] : nlohmann::json();
-  if (!model_type.is_string() || find_model_family(model_type.get<std::string>(), "") == nullptr) {
+  const ModelFamily* family = model_type.is_string() ? find_model_family(model_type.get<std::string>(), "") : nullptr;
+  if (family == nullptr || family->read_family_options != nullptr) {
+    if (family != nullptr && !json.contains("head_dim") && family->config_defaults.head_dim > 0) {
+      layer_json["head_dim"] = family->config_defaults.head_dim;
+    }
     layer_json["model_type"] = "qwen3";
   }
   config.layers = parse_model_config(layer_json, label);
   config.layers.qk_norm = true;
   config.layers.mlp_bias = false;
   config.layers.moe = MoeConfig{};  // dense layers, whatever experts the target has
+  config.layers.attention_sinks = false;
   config.block_size = dflash_reader.has("block_size") ? dflash_reader.positive_int("block_size")
                                                       : reader.positive_int("block_size", 16);
   if (!dflash_reader.has("mask_token_id")) dflash_reader.fail("mask_token_id", "is missing");

@@ -7,19 +7,40 @@
 
 namespace flashq {
 
-KvCache::KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t max_length)
-    : backend_(backend), kv_heads_(kv_heads), head_dim_(head_dim), max_length_(max_length),
-      keys_(static_cast<size_t>(layers)), values_(static_cast<size_t>(layers)) {}
+KvCache::KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t max_length,
+                 std::vector<int64_t> windows)
+    : backend_(backend),
+      kv_heads_(kv_heads),
+      head_dim_(head_dim),
+      max_length_(max_length),
+      windows_(std::move(windows)),
+      keys_(static_cast<size_t>(layers)),
+      values_(static_cast<size_t>(layers)) {
+  check_invariant(windows_.empty() || static_cast<int64_t>(windows_.size()) == layers, "one window per layer");
+  int64_t window = 0;
+  for (int64_t w : windows_) {
+    // One window for every windowed layer (gpt-oss has one sliding_window), so one ring size.
+    check_invariant(w == 0 || window == 0 || w == window, "windowed layers share their window");
+    window = std::max(window, w);
+  }
+  if (window > 0) ring_rows_ = std::min(max_length_, window + kMaxRowsPerPass);
+}
 
 void KvCache::reserve(int64_t length) {
-  if (length <= capacity_) return;
   if (length > max_length_) {
     throw Error(ErrorCode::kInvalidArgument, "sequence of " + std::to_string(length) +
                                                  " tokens exceeds the model's context of " +
                                                  std::to_string(max_length_));
   }
+  for (size_t layer = 0; layer < keys_.size(); ++layer) {
+    if (!ring(static_cast<int64_t>(layer)) || keys_[layer].defined()) continue;
+    keys_[layer] = backend_.allocate(DType::kF32, {ring_rows_, kv_heads_, head_dim_});
+    values_[layer] = backend_.allocate(DType::kF32, {ring_rows_, kv_heads_, head_dim_});
+  }
+  if (length <= capacity_) return;
   int64_t grown = std::min(max_length_, std::max({length, capacity_ * 2, int64_t{64}}));
   for (size_t layer = 0; layer < keys_.size(); ++layer) {
+    if (ring(static_cast<int64_t>(layer))) continue;
     for (Tensor* slot : {&keys_[layer], &values_[layer]}) {
       Tensor bigger = backend_.allocate(DType::kF32, {grown, kv_heads_, head_dim_});
       if (length_ > 0) backend_.copy_rows(slot->slice_rows(0, length_), bigger, 0);
@@ -42,12 +63,15 @@ void KvCache::truncate(int64_t length) {
 bool KvCache::take_whole(CachePool& pool) {
   check_invariant(length_ == 0, "a kv cache is taken whole before anything is cached");
   const auto layers = static_cast<int64_t>(keys_.size());
-  std::optional<Tensor> run = pool.try_allocate(DType::kF32, {2 * layers, max_length_, kv_heads_, head_dim_});
+  int64_t rows = 0;
+  for (int64_t layer = 0; layer < layers; ++layer) rows += 2 * whole_rows(layer);
+  std::optional<Tensor> run = pool.try_allocate(DType::kF32, {rows, kv_heads_, head_dim_});
   if (!run) return false;
+  int64_t first = 0;
   for (int64_t layer = 0; layer < layers; ++layer) {
-    for (int64_t kind = 0; kind < 2; ++kind) {
-      Tensor& slot = kind == 0 ? keys_[layer] : values_[layer];
-      slot = run->slice_rows(2 * layer + kind, 1).reshape({max_length_, kv_heads_, head_dim_});
+    for (Tensor* slot : {&keys_[layer], &values_[layer]}) {
+      *slot = run->slice_rows(first, whole_rows(layer));
+      first += whole_rows(layer);
     }
   }
   capacity_ = max_length_;
@@ -61,11 +85,9 @@ void KvCache::release() {
 }
 
 int64_t KvCache::whole_bytes() const {
-  return static_cast<int64_t>(bytes_per_token()) * max_length_;
-}
-
-size_t KvCache::bytes_per_token() const {
-  return keys_.size() * 2 * static_cast<size_t>(kv_heads_ * head_dim_) * sizeof(float);
+  int64_t rows = 0;
+  for (int64_t layer = 0; layer < static_cast<int64_t>(keys_.size()); ++layer) rows += whole_rows(layer);
+  return static_cast<int64_t>(bytes_per_row()) * rows;
 }
 
 }  // namespace flashq

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/error.h"
+#include "worker/model/gpt_oss.h"
 #include "worker/model/llama.h"
 #include "worker/model/qwen3.h"
 #include "worker/model/qwen3_moe.h"
@@ -14,6 +15,7 @@ std::span<const ModelFamily> model_families() {
       qwen3_family(),
       llama_family(),
       qwen3_moe_family(),
+      gpt_oss_family(),
   };
   return families;
 }
