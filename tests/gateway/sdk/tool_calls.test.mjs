@@ -3,6 +3,8 @@
 // model family's real output text, as no random test model writes tool calls:
 //   scripted-hermes  Qwen3 / Hermes: <tool_call>{"name", "arguments"}</tool_call>, <think> reasoning
 //   scripted-llama   Llama 3.x: {"name", "parameters"} as the whole message, no reasoning
+//   scripted-harmony gpt-oss's harmony: a commentary message to=functions.NAME per call, the
+//                    analysis channel as reasoning, the final channel as the answer
 // For each: the call non-streamed and streamed (delta.tool_calls with index, id, name, then
 // argument fragments), two calls at once, the round trip (the tool's result sent back, the model
 // answers with text), tool_choice "none" (the call text stays content), and Qwen3's <think>.
@@ -59,16 +61,35 @@ const FAMILIES = [
       + `{"name": "get_weather", "parameters": ${TOKYO_ARGS}}`,
     readsReasoning: false,
   },
+  {
+    model: 'scripted-harmony',
+    toolCallFormat: 'harmony',
+    reasoningFormat: 'harmony',
+    maxModelLen: 131072,
+    oneCall: `<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>${PARIS_ARGS}<|call|>`,
+    twoCalls: `<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>${PARIS_ARGS}<|call|>`
+      + '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+      + `${TOKYO_ARGS}<|call|>`,
+    answer: `<|channel|>final<|message|>${ANSWER}`,
+    thinkingReply: `<|channel|>analysis<|message|>${REASONING}<|end|><|start|>assistant<|channel|>final`
+      + `<|message|>${GREETING}`,
+    readsReasoning: true,
+  },
 ];
 
 // First match wins: the tool's result comes before the question it answers, which is still in
 // the conversation but no longer its last user or tool message.
+// A family's answer and reasoning as its model writes them (Qwen3's and Llama's plain and in
+// <think> tags, unless the family says otherwise).
+const answerOf = (family) => family.answer ?? ANSWER;
+const thinkingReplyOf = (family) => family.thinkingReply ?? THINKING_REPLY;
+
 function rules(family) {
   return [
-    { when: '"temperature": 21', reply: ANSWER },
+    { when: '"temperature": 21', reply: answerOf(family) },
     { when: 'Paris and in Tokyo', reply: family.twoCalls },
     { when: 'weather in Paris', reply: family.oneCall },
-    { when: 'Say hello', reply: THINKING_REPLY },
+    { when: 'Say hello', reply: thinkingReplyOf(family) },
     { when: '', reply: DEFAULT_REPLY },
   ];
 }
@@ -152,7 +173,7 @@ function chatStream(model, messages, extra = {}) {
   return chat(model, messages, { stream: true, stream_options: { include_usage: true }, ...extra });
 }
 
-test('the models list shows both scripted models with their context', async () => {
+test('the models list shows every scripted model with its context', async () => {
   const models = [];
   for await (const model of openai.models.list()) models.push(model);
   for (const family of FAMILIES) {
@@ -239,7 +260,7 @@ for (const family of FAMILIES) {
       assert.equal(choice.finish_reason, 'stop');
       assert.equal(choice.message.content, ANSWER);
       assert.ok(!choice.message.tool_calls || choice.message.tool_calls.length === 0);
-      assert.equal(second.usage.completion_tokens, scriptedPieces(ANSWER).length);
+      assert.equal(second.usage.completion_tokens, scriptedPieces(answerOf(family)).length);
       assert.equal(second.usage.prompt_tokens, scriptedPromptTokens(messages));
       assert.notEqual(second.id, first.id);  // two jobs
       const streamed = await readStream(await chatStream(model, messages));
@@ -261,14 +282,14 @@ for (const family of FAMILIES) {
     });
 
     if (family.readsReasoning) {
-      test('Qwen3 reasoning: <think> goes to reasoning and reasoning_content, the rest to content', async () => {
+      test('reasoning (Qwen3 <think>, harmony analysis) goes to reasoning and reasoning_content, the rest to content', async () => {
         const completion = await chat(model, SAY_HELLO);
         const { message } = completion.choices[0];
         assert.equal(completion.choices[0].finish_reason, 'stop');
         assert.equal(message.reasoning, REASONING);  // the newlines inside the tags and after </think> are layout
         assert.equal(message.reasoning_content, REASONING);
         assert.equal(message.content, GREETING);
-        assert.equal(completion.usage.completion_tokens, scriptedPieces(THINKING_REPLY).length);
+        assert.equal(completion.usage.completion_tokens, scriptedPieces(thinkingReplyOf(family)).length);
         const streamed = await readStream(await chatStream(model, SAY_HELLO));
         assert.equal(streamed.reasoning, REASONING);
         assert.equal(streamed.reasoningContent, REASONING);
