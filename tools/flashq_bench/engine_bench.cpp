@@ -45,12 +45,25 @@ std::vector<std::string> split(const std::string& text) {
   return parts;
 }
 
-// Bytes of weights one decode step reads: every matrix once (a tied LM head is the embedding).
-size_t weight_bytes(const std::string& dir) {
+// Bytes of weights one decode step reads: every matrix once (a tied LM head is the embedding; an
+// untied embedding gives one row), and of a layer's experts the share one token routes to: k of
+// E (MXFP4 blocks and scales as stored).
+size_t weight_bytes(const std::string& dir, const ModelConfig& config) {
   WeightStore weights = WeightStore::open(dir);
-  size_t bytes = 0;
-  for (const std::string& name : weights.names()) bytes += weights.get(name).nbytes();
-  return bytes;
+  const bool untied_embedding = weights.contains("lm_head.weight");
+  double bytes = 0;
+  for (const std::string& name : weights.names()) {
+    const auto tensor_bytes = static_cast<double>(weights.get(name).nbytes());
+    if (untied_embedding && name == "model.embed_tokens.weight") {
+      bytes += tensor_bytes / static_cast<double>(config.vocab_size);
+    } else if (name.find(".mlp.experts.") != std::string::npos && config.moe.num_experts > 0) {
+      bytes += tensor_bytes * static_cast<double>(config.moe.experts_per_token) /
+               static_cast<double>(config.moe.num_experts);
+    } else {
+      bytes += tensor_bytes;
+    }
+  }
+  return static_cast<size_t>(bytes);
 }
 
 // The value below which a fraction q of `values` lie (nearest rank); 0 for none.
@@ -226,7 +239,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
   bench.ordinary =
       std::min<int64_t>(bench.serving.tokenizer->vocab_size(), bench.serving.model->config().vocab_size) - 8;
   if (!o.prompts_file.empty()) bench.prompts = read_prompts(o.prompts_file, *bench.serving.tokenizer);
-  const size_t bytes = weight_bytes(o.model_dir);
+  const size_t bytes = weight_bytes(o.model_dir, bench.serving.model->config());
 
   nlohmann::json report = {{"backend", bench.serving.backend->name()},
                            {"graphs", o.graphs},
