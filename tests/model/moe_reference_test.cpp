@@ -128,5 +128,22 @@ TEST(GptOssRingCaches, APromptLongerThanTheRingMatchesNumpy) {
   EXPECT_FALSE(cache.ring(1));
 }
 
+// A chunk run in parts is refused whole: a bad token in its last part leaves the cache untouched.
+TEST(GptOssRingCaches, ABadTokenInALaterPartChangesNoCache) {
+  const TinyModelSpec spec = gpt_oss(2, 8, 2, 4, 74);
+  LoadedTinyModel tiny(spec);
+  std::vector<int32_t> tokens = some_tokens(static_cast<size_t>(KvCache::kMaxRowsPerPass) + 10, 300, 74);
+  tokens.back() = static_cast<int32_t>(spec.vocab);
+  KvCache cache = tiny.model->make_cache(1000);
+  SequenceChunk chunk{tokens, &cache};
+  try {
+    tiny.model->forward({&chunk, 1}, {.logits = LogitRows::kLastOfEachChunk});
+    FAIL() << "a token outside the vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+  EXPECT_EQ(cache.length(), 0);
+}
+
 }  // namespace
 }  // namespace flashq::testing

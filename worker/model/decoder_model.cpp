@@ -10,6 +10,16 @@ namespace {
 
 std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
 
+// kInvalidArgument for a tap layer outside the model's `layers`.
+void check_tap_layers(const ForwardOptions& options, int64_t layers) {
+  for (int64_t layer : options.tap_layers) {
+    if (layer < 0 || layer >= layers) {
+      throw Error(ErrorCode::kInvalidArgument, "tap layer " + std::to_string(layer) + " is outside the model's " +
+                                                   std::to_string(layers) + " layers");
+    }
+  }
+}
+
 }  // namespace
 
 DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend)
@@ -59,12 +69,7 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
       if (rings) ring_rows.push_back(static_cast<int32_t>(positions.back() % chunk.cache->ring_rows()));
     }
   }
-  for (int64_t layer : options.tap_layers) {
-    if (layer < 0 || layer >= config_.num_layers) {
-      throw Error(ErrorCode::kInvalidArgument, "tap layer " + std::to_string(layer) + " is outside the model's " +
-                                                   std::to_string(config_.num_layers) + " layers");
-    }
-  }
+  check_tap_layers(options, config_.num_layers);
   for (const SequenceChunk& chunk : chunks) {
     chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
   }
@@ -95,7 +100,7 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
 }
 
 DecoderModel::PassKey DecoderModel::pass_key(std::span<const SequenceChunk> chunks,
-                                                       const ForwardOptions& options) const {
+                                             const ForwardOptions& options) const {
   PassKey key{.logits = options.logits, .tap_layers = options.tap_layers, .workspace = workspace_.generation()};
   for (const SequenceChunk& chunk : chunks) {
     key.chunk_rows.push_back(static_cast<int64_t>(chunk.tokens.size()));
@@ -106,6 +111,19 @@ DecoderModel::PassKey DecoderModel::pass_key(std::span<const SequenceChunk> chun
 }
 
 ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+  // What a part would refuse is refused before the first part runs, so an error leaves every
+  // cache as it was, as one pass does.
+  for (const SequenceChunk& chunk : chunks) {
+    chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
+    for (int32_t id : chunk.tokens) {
+      if (id < 0 || id >= config_.vocab_size) {
+        throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(id) +
+                                                     " is outside the embedding table of " +
+                                                     std::to_string(config_.vocab_size) + " rows");
+      }
+    }
+  }
+  check_tap_layers(options, config_.num_layers);
   // Row r of chunk c is row first_row[c] + r of the whole pass.
   std::vector<int64_t> first_row(chunks.size() + 1, 0), done(chunks.size(), 0);
   for (size_t c = 0; c < chunks.size(); ++c)
