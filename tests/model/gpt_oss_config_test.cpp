@@ -157,6 +157,22 @@ TEST(GptOssConfig, ADrafterWhoseConfigSaysGptOssHasQwen3Layers) {
   for (int64_t layer = 0; layer < 8; ++layer) EXPECT_EQ(attention_window(d.layers, layer), 0);
 }
 
+TEST(GptOssConfig, ADrafterWithSlidingLayersIsRefusedNamingTheKey) {
+  const ModelConfig target = parse_model_config(gpt_oss_20b_config(), "config.json");
+  nlohmann::json drafter = gpt_oss_20b_config();
+  drafter["architectures"] = {"DFlashDraftModel"};
+  drafter["num_hidden_layers"] = 2;
+  drafter["layer_types"] = {"sliding_attention", "full_attention"};
+  drafter["dflash_config"] = {{"mask_token_id", 200000}, {"target_layer_ids", {1, 21}}};
+  try {
+    parse_drafter_config(drafter, "drafter/config.json", target);
+    FAIL() << "a drafter with a sliding layer was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layer_types"), std::string::npos) << e.what();
+  }
+}
+
 TEST(RingKvCache, ASlidingLayerKeepsOnlyItsWindowAndTheRowsOfOnePass) {
   std::unique_ptr<Backend> backend = make_cpu_backend();
   const int64_t window = 128, max_length = 4096;
