@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -158,6 +159,25 @@ ordered_json added_token_json(int32_t id, const char* content) {
           {"rstrip", false},    {"normalized", false}, {"special", true}};
 }
 
+// Special tokens `names` at ids first, first + 1, ...: tokenizer.json's added_tokens and
+// tokenizer_config.json's added_tokens_decoder.
+struct SpecialTokensJson {
+  ordered_json added_tokens = ordered_json::array();
+  ordered_json added_tokens_decoder = ordered_json::object();
+};
+
+SpecialTokensJson special_tokens_json(int32_t first, std::span<const char* const> names) {
+  SpecialTokensJson out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const int32_t id = first + static_cast<int32_t>(i);
+    ordered_json token = added_token_json(id, names[i]);
+    out.added_tokens.push_back(token);
+    token.erase("id");
+    out.added_tokens_decoder[std::to_string(id)] = token;
+  }
+  return out;
+}
+
 // The byte tokens and the merges learned on the training text, up to `regular_limit` ids.
 struct LearnedBpe {
   ordered_json vocab = ordered_json::object();
@@ -204,14 +224,7 @@ TinyTokenizerIds write_tiny_tokenizer(const std::filesystem::path& dir, int32_t 
   ordered_json& vocab = bpe.vocab;
   ordered_json& merges = bpe.merges;
   TinyTokenizerIds ids{next_id, next_id + 1, next_id + 2};
-  ordered_json added_tokens = ordered_json::array();
-  ordered_json added_tokens_decoder = ordered_json::object();
-  for (int32_t i = 0; i < 3; ++i) {
-    ordered_json token = added_token_json(next_id + i, kSpecialTokens[i]);
-    added_tokens.push_back(token);
-    token.erase("id");
-    added_tokens_decoder[std::to_string(next_id + i)] = token;
-  }
+  const auto [added_tokens, added_tokens_decoder] = special_tokens_json(next_id, kSpecialTokens);
   ordered_json byte_level = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
   ordered_json tokenizer = {
@@ -252,14 +265,7 @@ TinyLlama3TokenizerIds write_tiny_llama3_tokenizer(const std::filesystem::path& 
   LearnedBpe bpe = learn_bpe(max_vocab, static_cast<int32_t>(std::size(kLlama3SpecialTokens)));
   const int32_t first = bpe.next_id;
   const TinyLlama3TokenizerIds ids{first, first + 1, first + 2, first + 3, first + 4};
-  ordered_json added_tokens = ordered_json::array();
-  ordered_json added_tokens_decoder = ordered_json::object();
-  for (int32_t i = 0; i < static_cast<int32_t>(std::size(kLlama3SpecialTokens)); ++i) {
-    ordered_json token = added_token_json(first + i, kLlama3SpecialTokens[i]);
-    added_tokens.push_back(token);
-    token.erase("id");
-    added_tokens_decoder[std::to_string(first + i)] = token;
-  }
+  const auto [added_tokens, added_tokens_decoder] = special_tokens_json(first, kLlama3SpecialTokens);
   const char* bos = kLlama3SpecialTokens[0];
   const ordered_json sequence_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
   const ordered_json sequence_b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
@@ -310,14 +316,7 @@ TinyHarmonyTokenizerIds write_tiny_harmony_tokenizer(const std::filesystem::path
   constexpr auto kCount = static_cast<int32_t>(std::size(kHarmonySpecialTokens));
   LearnedBpe bpe = learn_bpe(max_vocab, kCount);
   const int32_t first = bpe.next_id;
-  ordered_json added_tokens = ordered_json::array();
-  ordered_json added_tokens_decoder = ordered_json::object();
-  for (int32_t i = 0; i < kCount; ++i) {
-    ordered_json token = added_token_json(first + i, kHarmonySpecialTokens[i]);
-    added_tokens.push_back(token);
-    token.erase("id");
-    added_tokens_decoder[std::to_string(first + i)] = token;
-  }
+  const auto [added_tokens, added_tokens_decoder] = special_tokens_json(first, kHarmonySpecialTokens);
   const ordered_json byte_level = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
   ordered_json tokenizer = {{"version", "1.0"},
