@@ -62,11 +62,11 @@ class CpuBackend final : public Backend {
   }
   void copy_to_host(const Tensor& src, void* dst) override {
     refuse_while_recording("copy_to_host");
-    std::memcpy(dst, src.raw(), src.nbytes());
+    if (src.nbytes() > 0) std::memcpy(dst, src.raw(), src.nbytes());  // an empty tensor may hold no memory
   }
   void copy_from_host(const void* src, Tensor& dst) override {
     refuse_while_recording("copy_from_host");
-    std::memcpy(dst.raw(), src, dst.nbytes());
+    if (dst.nbytes() > 0) std::memcpy(dst.raw(), src, dst.nbytes());  // nor need an empty vector's data
   }
 
   void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override {
