@@ -29,7 +29,7 @@ std::vector<int32_t> iota_tokens(size_t n, int32_t first) {
 void prefill(BlockTable& table, std::span<const int32_t> tokens) {
   ASSERT_TRUE(table.reserve(static_cast<int64_t>(tokens.size())));
   table.commit(static_cast<int64_t>(tokens.size()) - table.length());
-  table.commit_full_blocks(tokens, true);
+  table.commit_full_blocks(tokens, table.length());  // the drafter's context written too
 }
 
 TEST(BlockTableTest, TakesBlocksAsTheSequenceGrows) {
@@ -88,12 +88,60 @@ TEST(BlockTableTest, ATailFilledLaterIsRegisteredAndSharedAfterwards) {
   EXPECT_EQ(first.registered_blocks(), 1);
   ASSERT_TRUE(first.reserve(2 * kBlock));
   first.commit(kBlock - 1);  // decoding filled the second block
-  first.commit_full_blocks(tokens, false);
+  first.commit_full_blocks(tokens, kBlock);  // the drafter has not caught up on the second block
   EXPECT_EQ(first.registered_blocks(), 2);
   BlockTable second(pool);
   const PrefixMatch match = second.adopt_prefix(tokens);
   EXPECT_EQ(match.blocks.size(), 2U);
   EXPECT_EQ(match.draft_blocks, 1);  // the second block was registered without drafter rows
+}
+
+TEST(BlockTableTest, DrafterContextIsMarkedOnceTheWriterCaughtUp) {
+  BlockPool pool(16, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(2 * kBlock + 1, 0);
+  BlockTable writer(pool);
+  ASSERT_TRUE(writer.reserve(2 * kBlock + 1));
+  writer.commit(2 * kBlock + 1);
+  writer.commit_full_blocks(tokens, 0);  // the drafter injects lazily: nothing yet
+  BlockTable early(pool);
+  EXPECT_EQ(early.adopt_prefix(tokens).draft_blocks, 0);
+  early.commit_draft_context(2 * kBlock);  // not its rows to vouch for
+  EXPECT_FALSE(pool.has_draft_context(early.blocks()[0]));
+  writer.commit_draft_context(kBlock + 3);
+  EXPECT_TRUE(pool.has_draft_context(writer.blocks()[0]));
+  EXPECT_FALSE(pool.has_draft_context(writer.blocks()[1]));
+  writer.commit_draft_context(2 * kBlock + 1);
+  BlockTable late(pool);
+  EXPECT_EQ(late.adopt_prefix(tokens).draft_blocks, 2);
+}
+
+TEST(BlockTableTest, SlotsAddressRowsThroughTheTable) {
+  BlockPool pool(8, kBlock);
+  BlockTable filler(pool), table(pool);
+  ASSERT_TRUE(filler.reserve(1));
+  ASSERT_TRUE(table.reserve(kBlock + 1));
+  EXPECT_EQ(table.slot(0), table.blocks()[0] * kBlock);
+  EXPECT_EQ(table.slot(kBlock + 1), table.blocks()[1] * kBlock + 1);
+  EXPECT_THROW(table.slot(2 * kBlock), Error);
+}
+
+TEST(BlockTableTest, AdmissionOfANewSequenceCountsItsCachedPrefix) {
+  BlockPool pool(4, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(2 * kBlock + 1, 0);
+  {
+    BlockTable done(pool);
+    prefill(done, tokens);
+  }  // two blocks cached, two free
+  BlockTable other(pool);
+  ASSERT_TRUE(other.reserve(kBlock));  // one free left, two evictable
+  // The prefix covers 2 of the 3 blocks of 9 positions: one more is needed, and one is free.
+  EXPECT_TRUE(pool.can_admit(tokens, 2 * kBlock + 1));
+  // 4 blocks: 2 more than the prefix, but adopting the prefix takes the evictable ones.
+  EXPECT_FALSE(pool.can_admit(tokens, 4 * kBlock));
+  // Without a prefix hit the cached blocks are evictable: 3 blocks fit.
+  EXPECT_TRUE(pool.can_admit(iota_tokens(1, 50), 3 * kBlock));
+  EXPECT_FALSE(pool.can_admit(iota_tokens(1, 50), 3 * kBlock + 1));
+  EXPECT_THROW(static_cast<void>(pool.can_admit(tokens, 1)), Error);
 }
 
 TEST(BlockTableTest, ARecomputedEqualBlockIsSwappedForTheCachedOne) {
@@ -104,9 +152,9 @@ TEST(BlockTableTest, ARecomputedEqualBlockIsSwappedForTheCachedOne) {
   ASSERT_TRUE(second.reserve(kBlock + 1));  // both prefill the same prompt at once
   first.commit(kBlock + 1);
   second.commit(kBlock + 1);
-  first.commit_full_blocks(tokens, true);
+  first.commit_full_blocks(tokens, kBlock + 1);
   const BlockId own = second.blocks()[0];
-  second.commit_full_blocks(tokens, true);
+  second.commit_full_blocks(tokens, kBlock + 1);
   EXPECT_EQ(second.blocks()[0], first.blocks()[0]);
   EXPECT_EQ(pool.ref_count(first.blocks()[0]), 2);
   EXPECT_EQ(pool.ref_count(own), 0);
@@ -206,7 +254,7 @@ TEST(BlockTableTest, AdoptingIsOnlyForAnEmptyTable) {
   ASSERT_TRUE(table.reserve(1));
   EXPECT_THROW(table.adopt_prefix(iota_tokens(9, 0)), Error);
   table.commit(1);
-  EXPECT_THROW(table.commit_full_blocks({}, false), Error);  // fewer tokens than positions
+  EXPECT_THROW(table.commit_full_blocks({}, 0), Error);  // fewer tokens than positions
 }
 
 TEST(BlockTableTest, PreemptsTheLastAdmittedSequenceHoldingBlocks) {
@@ -250,7 +298,7 @@ TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
       if (!s.table->reserve(length)) continue;  // the pool is full: it waits (its table gives back what it took)
       for (int64_t p = from; p < length; ++p) write(*s.table, p, s.tokens[static_cast<size_t>(p)]);
       s.table->commit(length - from);
-      s.table->commit_full_blocks(s.tokens, pick(2) == 0);
+      s.table->commit_full_blocks(s.tokens, pick(length + 1));
       live.push_back(std::move(s));
     } else if (live.empty()) {
       continue;
@@ -271,7 +319,8 @@ TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
         const int64_t kept = start + 1 + pick(block);
         ASSERT_TRUE(t.truncate(kept).value().empty());  // a private tail needs no copy
         s.tokens.resize(static_cast<size_t>(kept));
-        t.commit_full_blocks(s.tokens, true);
+        t.commit_full_blocks(s.tokens, t.length() - pick(kBlock));
+        t.commit_draft_context(t.length());
       } else if (op == 3) {  // truncation anywhere, shared blocks included
         const int64_t kept = pick(t.length() + 1);
         const auto copies = t.truncate(kept);

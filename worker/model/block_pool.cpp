@@ -133,6 +133,19 @@ PrefixMatch BlockPool::match_prefix(std::span<const int32_t> tokens) {
   return match;
 }
 
+bool BlockPool::can_admit(std::span<const int32_t> tokens, int64_t length) const {
+  if (length < static_cast<int64_t>(tokens.size())) misuse("a sequence shorter than its own tokens");
+  const PrefixMatch match = walk(tokens);
+  const int64_t need = blocks_for(length) - static_cast<int64_t>(match.blocks.size());
+  return need <= available() - match.evictable;
+}
+
+void BlockPool::mark_draft_context(BlockId id) {
+  Block& b = block(id);
+  if (!b.registered) misuse("drafter context marked on unregistered block " + std::to_string(id));
+  b.draft_context = true;
+}
+
 std::optional<BlockId> BlockPool::register_block(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash,
                                                  std::span<const int32_t> tokens, bool draft_context) {
   Block& b = block(id);

@@ -83,6 +83,10 @@ class BlockPool {
   PrefixMatch match_prefix(std::span<const int32_t> tokens);
   // The same run without retaining or counting (admission asks before it commits).
   PrefixMatch peek_prefix(std::span<const int32_t> tokens) const;
+  // Whether a new sequence starting with `tokens` can hold `length` positions now: the blocks
+  // its cached prefix lacks, from free and evictable ones, those of the prefix itself not
+  // counted as evictable. The engine keeps a sequence waiting while this is false.
+  bool can_admit(std::span<const int32_t> tokens, int64_t length) const;
 
   // Registers block `id` (referenced only by its caller) holding `tokens` (block_size of them)
   // after the prefix ending in `parent` (nullopt: the sequence's first block) whose chain hash
@@ -91,6 +95,9 @@ class BlockPool {
   // holds the hash (`id` stays unregistered).
   std::optional<BlockId> register_block(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash,
                                         std::span<const int32_t> tokens, bool draft_context);
+  // Block `id` (registered) now holds the drafter's context for all of its positions too: its
+  // writer's drafter caught up on them (the drafter injects committed positions lazily).
+  void mark_draft_context(BlockId id);
   // Takes block `id` (referenced only by its caller) out of the cache: its content is about to
   // change. Cached blocks after it become unreachable and age out.
   void unregister(BlockId id);

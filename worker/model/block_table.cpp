@@ -18,6 +18,7 @@ PrefixMatch BlockTable::adopt_prefix(std::span<const int32_t> tokens) {
   if (!blocks_.empty()) misuse("a prefix is adopted only by an empty table");
   PrefixMatch match = pool_.match_prefix(tokens);
   blocks_ = match.blocks;
+  written_.assign(blocks_.size(), false);
   hashes_ = match.hashes;
   length_ = capacity();
   return match;
@@ -35,6 +36,7 @@ bool BlockTable::reserve(int64_t length) {
     const std::optional<BlockId> id = pool_.allocate();
     check_invariant(id.has_value(), "a pool that can allocate n blocks gives n");
     blocks_.push_back(*id);
+    written_.push_back(true);
   }
   return true;
 }
@@ -64,10 +66,13 @@ std::optional<std::vector<BlockCopy>> BlockTable::truncate(int64_t length) {
   while (blocks_.size() > keep) {  // from the end: a prefix's head is released last, evicted last
     pool_.release(blocks_.back());
     blocks_.pop_back();
+    written_.pop_back();
   }
-  // Registered blocks stay registered only while whole.
+  // Registered blocks stay registered only while whole; a block that stopped registration may
+  // be written again, with other content.
   const size_t whole = static_cast<size_t>(length / block_size);
   if (hashes_.size() > whole) hashes_.resize(whole);
+  if (hashes_.size() >= whole) registration_stopped_ = false;
   length_ = length;
   std::vector<BlockCopy> copies;
   if (tail_rows > 0) {
@@ -78,6 +83,7 @@ std::optional<std::vector<BlockCopy>> BlockTable::truncate(int64_t length) {
       copies.push_back({tail, *copy, tail_rows});
       pool_.release(tail);
       tail = *copy;
+      written_[keep - 1] = true;
     } else {
       pool_.unregister(tail);  // its rows past `length` are about to be overwritten
     }
@@ -85,7 +91,7 @@ std::optional<std::vector<BlockCopy>> BlockTable::truncate(int64_t length) {
   return copies;
 }
 
-void BlockTable::commit_full_blocks(std::span<const int32_t> tokens, bool draft_context) {
+void BlockTable::commit_full_blocks(std::span<const int32_t> tokens, int64_t drafter_through) {
   if (static_cast<int64_t>(tokens.size()) < length_) {
     misuse(std::to_string(tokens.size()) + " tokens for a sequence of " + std::to_string(length_));
   }
@@ -96,6 +102,7 @@ void BlockTable::commit_full_blocks(std::span<const int32_t> tokens, bool draft_
     const auto block_tokens = tokens.subspan(i * static_cast<size_t>(block_size), static_cast<size_t>(block_size));
     const std::optional<BlockId> parent = i == 0 ? std::nullopt : std::optional<BlockId>(blocks_[i - 1]);
     const uint64_t parent_hash = i == 0 ? BlockPool::kRootHash : hashes_.back();
+    const bool draft_context = static_cast<int64_t>(i + 1) * block_size <= drafter_through;
     const std::optional<BlockId> holder = pool_.register_block(blocks_[i], parent, parent_hash, block_tokens, draft_context);
     if (!holder) {
       registration_stopped_ = true;  // later blocks could not name this one as their parent
@@ -110,9 +117,25 @@ void BlockTable::commit_full_blocks(std::span<const int32_t> tokens, bool draft_
       pool_.retain(*holder);
       pool_.release(blocks_[i]);
       blocks_[i] = *holder;
+      written_[i] = false;
     }
     hashes_.push_back(BlockPool::chain_hash(parent_hash, block_tokens));
   }
+}
+
+void BlockTable::commit_draft_context(int64_t drafter_through) {
+  const int64_t block_size = pool_.block_size();
+  for (size_t i = 0; i < hashes_.size() && static_cast<int64_t>(i + 1) * block_size <= drafter_through; ++i) {
+    if (written_[i] && !pool_.has_draft_context(blocks_[i])) pool_.mark_draft_context(blocks_[i]);
+  }
+}
+
+int64_t BlockTable::slot(int64_t position) const {
+  if (position < 0 || position >= capacity()) {
+    misuse("position " + std::to_string(position) + " is outside the reserved " + std::to_string(capacity()));
+  }
+  const int64_t block_size = pool_.block_size();
+  return static_cast<int64_t>(blocks_[static_cast<size_t>(position / block_size)]) * block_size + position % block_size;
 }
 
 void BlockTable::clear() {
@@ -120,6 +143,7 @@ void BlockTable::clear() {
     pool_.release(blocks_.back());
     blocks_.pop_back();
   }
+  written_.clear();
   hashes_.clear();
   length_ = 0;
   registration_stopped_ = false;

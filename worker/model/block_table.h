@@ -61,11 +61,19 @@ class BlockTable {
   [[nodiscard]] std::optional<std::vector<BlockCopy>> truncate(int64_t length);
 
   // Registers the full blocks of [0, length()) not yet registered, holding `tokens` (the
-  // sequence's tokens at positions [0, length()), at least); `draft_context`: the drafter's
-  // context was written for all of their positions. Where an equal block is cached already the
-  // table swaps to it and frees its own. Stops at a block the cache cannot take (a hash held by
-  // other content).
-  void commit_full_blocks(std::span<const int32_t> tokens, bool draft_context);
+  // sequence's tokens at positions [0, length()), at least). `drafter_through`: the drafter has
+  // injected every position this table wrote below it (0 without a drafter); blocks wholly below
+  // it are registered with the drafter's context. Where an equal block is cached already the
+  // table swaps to it and frees its own (unless only its own holds drafter rows). Stops at a
+  // block the cache cannot take (a hash held by other content).
+  void commit_full_blocks(std::span<const int32_t> tokens, int64_t drafter_through);
+  // Marks the registered blocks this table wrote itself, wholly below `drafter_through`, as
+  // holding the drafter's context too, once its lazy injection caught up. Blocks it adopted or
+  // swapped in are never marked here: their drafter rows are another writer's.
+  void commit_draft_context(int64_t drafter_through);
+
+  // The row of position `position` in a store laid out by block: block * block_size + offset.
+  int64_t slot(int64_t position) const;
 
   // Gives every block back; the table is empty after.
   void clear();
@@ -73,6 +81,7 @@ class BlockTable {
  private:
   BlockPool& pool_;
   std::vector<BlockId> blocks_;
+  std::vector<bool> written_;  // per block: this table wrote its rows (reserved or copied)
   int64_t length_ = 0;
   std::vector<uint64_t> hashes_;  // chain hashes of the leading blocks, which are registered
   bool registration_stopped_ = false;
