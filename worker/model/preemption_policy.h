@@ -19,8 +19,10 @@ struct PreemptionCandidate {
   int64_t blocks;           // blocks its table holds (what preempting it could free)
 };
 
-// The index of the sequence to preempt, or nothing when none holds a block (preempting would
-// free nothing: the one that cannot grow must then finish, its context being the whole pool).
+// The index of the sequence to preempt among `running` (every running sequence, the one that
+// cannot grow included), or nothing when none holds a block. When the choice is the sequence
+// that cannot grow and no other holds a block, it has the whole pool: preempting it would free
+// nothing it could use, and it finishes (`length`) instead.
 inline std::optional<size_t> choose_preemption_victim(std::span<const PreemptionCandidate> running) {
   std::optional<size_t> victim;
   for (size_t i = 0; i < running.size(); ++i) {
