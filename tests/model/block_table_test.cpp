@@ -266,8 +266,8 @@ TEST(BlockTableTest, PreemptsTheLastAdmittedSequenceHoldingBlocks) {
 
 // A randomized run: sequences from a few shared prompts grow, register, truncate and finish;
 // a model of every block's rows, written as the tables say, must give back each sequence's
-// tokens (sharing never lets one sequence see another's rows), and the pool's counts must match
-// the tables'.
+// tokens (sharing never lets one sequence see another's rows), the pool's counts must match the
+// tables', and every registered block a sequence holds must be found again by its tokens.
 TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
   constexpr int64_t kBlocks = 24;
   BlockPool pool(kBlocks, kBlock);
@@ -363,6 +363,13 @@ TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
         ASSERT_EQ(r.at(static_cast<size_t>(p % kBlock)), l.tokens[static_cast<size_t>(p)])
             << "position " << p << " at step " << step;
       }
+      // Its registered blocks, being referenced, are found again as the prefix of its tokens.
+      const auto registered = static_cast<size_t>(t.registered_blocks());
+      std::vector<int32_t> probe(l.tokens.begin(), l.tokens.begin() + static_cast<std::ptrdiff_t>(registered * kBlock));
+      probe.push_back(0);
+      const std::vector<BlockId> found = pool.peek_prefix(probe).blocks;
+      ASSERT_EQ(found, std::vector<BlockId>(t.blocks().begin(), t.blocks().begin() + static_cast<std::ptrdiff_t>(registered)))
+          << "at step " << step;
       // The block being written and those after it are private.
       for (size_t b = static_cast<size_t>(t.length() / kBlock); b < t.blocks().size(); ++b) {
         ASSERT_EQ(pool.ref_count(t.blocks()[b]), 1);
