@@ -15,8 +15,9 @@
 // positions. A block registered with `draft_context` holds the drafter's rows too, so a prefix
 // hit costs the drafter nothing either.
 //
-// Misuse (an id out of range, releasing a free block, registering a shared block) is a typed
-// kInvalidArgument error and changes nothing.
+// Misuse (an id out of range, releasing a free block, unregistering a shared block) is a typed
+// kInvalidArgument error and changes nothing. The pool outlives its block tables and is used
+// from the engine's thread only.
 #pragma once
 
 #include <cstdint>
