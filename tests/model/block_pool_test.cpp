@@ -95,6 +95,10 @@ TEST(BlockPoolTest, MisuseIsATypedErrorAndChangesNothing) {
   const std::vector<int32_t> tokens = iota_tokens(kBlock, 0);
   expect_code(ErrorCode::kInvalidArgument,
               [&] { pool.register_block(other, std::nullopt, BlockPool::kRootHash, tokens, false); });  // free
+  pool.retain(id);
+  expect_code(ErrorCode::kInvalidArgument,
+              [&] { pool.register_block(id, std::nullopt, BlockPool::kRootHash, tokens, false); });  // shared
+  pool.release(id);
   expect_code(ErrorCode::kInvalidArgument, [&] { pool.register_block(id, id, 42, tokens, false); });  // parent unregistered
   expect_code(ErrorCode::kInvalidArgument, [&] { pool.register_block(id, std::nullopt, 42, tokens, false); });
   ASSERT_EQ(pool.register_block(id, std::nullopt, BlockPool::kRootHash, tokens, false), id);

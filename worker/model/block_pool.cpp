@@ -149,8 +149,10 @@ void BlockPool::mark_draft_context(BlockId id) {
 std::optional<BlockId> BlockPool::register_block(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash,
                                                  std::span<const int32_t> tokens, bool draft_context) {
   Block& b = block(id);
-  if (b.refs == 0) misuse("registration of unreferenced block " + std::to_string(id));
   if (b.registered) misuse("block " + std::to_string(id) + " is registered already");
+  if (b.refs != 1) {  // its one writer registers it, once its rows are written
+    misuse("registration of block " + std::to_string(id) + " held " + std::to_string(b.refs) + " times");
+  }
   if (static_cast<int64_t>(tokens.size()) != block_size_) {
     misuse("a registered block holds " + std::to_string(block_size_) + " tokens, got " + std::to_string(tokens.size()));
   }
