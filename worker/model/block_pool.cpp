@@ -1,0 +1,205 @@
+#include "worker/model/block_pool.h"
+
+#include <algorithm>
+#include <string>
+
+#include "shared/error.h"
+
+namespace flashq {
+namespace {
+
+// splitmix64's finalizer: every input bit reaches every output bit.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+[[noreturn]] void misuse(const std::string& what) { throw Error(ErrorCode::kInvalidArgument, "block pool: " + what); }
+
+}  // namespace
+
+uint64_t BlockPool::chain_hash(uint64_t parent_hash, std::span<const int32_t> tokens) {
+  uint64_t h = mix(parent_hash ^ 0x5bd1e995ULL);
+  for (int32_t t : tokens) h = mix(h ^ static_cast<uint32_t>(t));
+  return mix(h ^ tokens.size());
+}
+
+BlockPool::BlockPool(int64_t blocks, int64_t block_size) : block_size_(block_size) {
+  if (blocks <= 0 || block_size <= 0) {
+    misuse("needs a positive number of blocks and block size, got " + std::to_string(blocks) + " blocks of " +
+           std::to_string(block_size));
+  }
+  blocks_.resize(static_cast<size_t>(blocks));
+  free_.reserve(static_cast<size_t>(blocks));
+  for (int64_t i = blocks - 1; i >= 0; --i) free_.push_back(static_cast<BlockId>(i));  // block 0 first
+}
+
+BlockPool::Block& BlockPool::block(BlockId id) {
+  return const_cast<Block&>(static_cast<const BlockPool&>(*this).block(id));
+}
+
+const BlockPool::Block& BlockPool::block(BlockId id) const {
+  if (id < 0 || id >= static_cast<BlockId>(blocks_.size())) {
+    misuse("block " + std::to_string(id) + " is outside the pool of " + std::to_string(blocks_.size()));
+  }
+  return blocks_[static_cast<size_t>(id)];
+}
+
+std::optional<BlockId> BlockPool::allocate() {
+  BlockId id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else if (!lru_.empty()) {
+    id = lru_.front();
+    lru_.pop_front();
+    drop_registration(blocks_[static_cast<size_t>(id)]);
+    ++evictions_;
+  } else {
+    return std::nullopt;
+  }
+  Block& b = blocks_[static_cast<size_t>(id)];
+  check_invariant(b.refs == 0 && !b.registered, "an allocated block was unreferenced and unregistered");
+  ++b.generation;  // children registered after its old content no longer match it
+  b.refs = 1;
+  return id;
+}
+
+void BlockPool::retain(BlockId id) {
+  Block& b = block(id);
+  if (b.refs == 0 && !b.registered) misuse("retain of free block " + std::to_string(id));
+  if (b.refs == 0) lru_.erase(b.lru);
+  ++b.refs;
+}
+
+void BlockPool::release(BlockId id) {
+  Block& b = block(id);
+  if (b.refs == 0) misuse("release of unreferenced block " + std::to_string(id));
+  if (--b.refs > 0) return;
+  if (b.registered) {
+    b.lru = lru_.insert(lru_.end(), id);
+  } else {
+    free_.push_back(id);
+  }
+}
+
+int32_t BlockPool::ref_count(BlockId id) const { return block(id).refs; }
+bool BlockPool::registered(BlockId id) const { return block(id).registered; }
+bool BlockPool::has_draft_context(BlockId id) const { return block(id).draft_context; }
+
+std::optional<BlockId> BlockPool::find(std::optional<BlockId> parent, uint64_t hash,
+                                       std::span<const int32_t> tokens) const {
+  const auto it = index_.find(hash);
+  if (it == index_.end()) return std::nullopt;
+  const Block& b = blocks_[static_cast<size_t>(it->second)];
+  const bool same_parent = parent ? b.parent == *parent && b.parent_generation == blocks_[static_cast<size_t>(*parent)].generation
+                                  : b.parent == -1;
+  if (!same_parent || !std::equal(b.tokens.begin(), b.tokens.end(), tokens.begin(), tokens.end())) return std::nullopt;
+  return it->second;
+}
+
+PrefixMatch BlockPool::walk(std::span<const int32_t> tokens) const {
+  PrefixMatch match;
+  uint64_t last_hash = kRootHash;
+  const int64_t usable = tokens.empty() ? 0 : (static_cast<int64_t>(tokens.size()) - 1) / block_size_;
+  std::optional<BlockId> parent;
+  bool draft_run = true;
+  for (int64_t i = 0; i < usable; ++i) {
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));
+    const uint64_t hash = chain_hash(last_hash, block_tokens);
+    const std::optional<BlockId> found = find(parent, hash, block_tokens);
+    if (!found) break;
+    const Block& b = blocks_[static_cast<size_t>(*found)];
+    match.blocks.push_back(*found);
+    draft_run = draft_run && b.draft_context;
+    if (draft_run) ++match.draft_blocks;
+    if (b.refs == 0) ++match.evictable;
+    match.hashes.push_back(hash);
+    last_hash = hash;
+    parent = found;
+  }
+  return match;
+}
+
+PrefixMatch BlockPool::peek_prefix(std::span<const int32_t> tokens) const { return walk(tokens); }
+
+PrefixMatch BlockPool::match_prefix(std::span<const int32_t> tokens) {
+  PrefixMatch match = walk(tokens);
+  for (BlockId id : match.blocks) retain(id);
+  lookup_tokens_ += static_cast<int64_t>(tokens.size());
+  hit_tokens_ += static_cast<int64_t>(match.blocks.size()) * block_size_;
+  return match;
+}
+
+bool BlockPool::can_admit(std::span<const int32_t> tokens, int64_t length) const {
+  if (length < static_cast<int64_t>(tokens.size())) misuse("a sequence shorter than its own tokens");
+  const PrefixMatch match = walk(tokens);
+  const int64_t need = blocks_for(length) - static_cast<int64_t>(match.blocks.size());
+  return need <= available() - match.evictable;
+}
+
+void BlockPool::mark_draft_context(BlockId id) {
+  Block& b = block(id);
+  if (!b.registered) misuse("drafter context marked on unregistered block " + std::to_string(id));
+  b.draft_context = true;
+}
+
+std::optional<BlockId> BlockPool::register_block(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash,
+                                                 std::span<const int32_t> tokens, bool draft_context) {
+  Block& b = block(id);
+  if (b.registered) misuse("block " + std::to_string(id) + " is registered already");
+  if (b.refs != 1) {  // its one writer registers it, once its rows are written
+    misuse("registration of block " + std::to_string(id) + " held " + std::to_string(b.refs) + " times");
+  }
+  if (static_cast<int64_t>(tokens.size()) != block_size_) {
+    misuse("a registered block holds " + std::to_string(block_size_) + " tokens, got " + std::to_string(tokens.size()));
+  }
+  if (parent) {
+    const Block& p = block(*parent);
+    if (!p.registered || p.hash != parent_hash) misuse("the parent of a registered block must be registered");
+  } else if (parent_hash != kRootHash) {
+    misuse("a first block's parent hash must be the root's");
+  }
+  const uint64_t hash = chain_hash(parent_hash, tokens);
+  if (const std::optional<BlockId> equal = find(parent, hash, tokens)) return equal;
+  if (index_.contains(hash)) return std::nullopt;  // a collision: the first content keeps the hash
+  b.registered = true;
+  b.draft_context = draft_context;
+  b.hash = hash;
+  b.parent = parent.value_or(-1);
+  b.parent_generation = parent ? blocks_[static_cast<size_t>(*parent)].generation : 0;
+  b.tokens.assign(tokens.begin(), tokens.end());
+  index_.emplace(hash, id);
+  return id;
+}
+
+void BlockPool::unregister(BlockId id) {
+  Block& b = block(id);
+  if (!b.registered) return;
+  if (b.refs != 1) misuse("block " + std::to_string(id) + " is shared or cached; copy it before changing it");
+  drop_registration(b);
+  ++b.generation;  // its content changes: blocks registered after it no longer follow it
+}
+
+void BlockPool::drop_registration(Block& b) {
+  index_.erase(b.hash);
+  b.registered = false;
+  b.draft_context = false;
+  b.tokens.clear();
+}
+
+BlockPoolStats BlockPool::stats() const {
+  BlockPoolStats s;
+  s.blocks = blocks();
+  s.free = static_cast<int64_t>(free_.size());
+  s.cached = static_cast<int64_t>(lru_.size());
+  s.used = s.blocks - s.free - s.cached;
+  s.evictions = evictions_;
+  s.lookup_tokens = lookup_tokens_;
+  s.hit_tokens = hit_tokens_;
+  return s;
+}
+
+}  // namespace flashq

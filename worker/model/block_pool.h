@@ -1,0 +1,136 @@
+// The bookkeeping of a paged KV cache: N blocks of block_size positions each, handed to
+// sequences' block tables (block_table.h) one at a time as they grow, with reference counts so
+// sequences that share a prefix share its blocks.
+//
+// Prefix caching: a full block of committed tokens may be registered under its chain hash, a
+// hash of its tokens and its prefix's chain hash, so equal hashes stand for equal prefixes. A
+// hash only finds a candidate; a match also compares the block's tokens and its parent (block id
+// and generation, bumped each time a block is taken for new content), so a match is exact by
+// induction from the first block and a 64-bit collision can only cost a missed hit, never a
+// wrong one. A registered block whose count drops to 0 stays cached with its contents, and the
+// least recently released one is evicted when a block is needed and none is free.
+//
+// A block id names the same rows in every store laid out by block: the target's keys and values
+// of its positions, and the drafter's context (its injected keys and values) for the same
+// positions. A block registered with `draft_context` holds the drafter's rows too, so a prefix
+// hit costs the drafter nothing either.
+//
+// Misuse (an id out of range, releasing a free block, unregistering a shared block) is a typed
+// kInvalidArgument error and changes nothing. The pool outlives its block tables and is used
+// from the engine's thread only.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace flashq {
+
+using BlockId = int32_t;
+
+// Counters for /metrics; tokens count positions asked for and found by match_prefix.
+struct BlockPoolStats {
+  int64_t blocks = 0;     // in the pool
+  int64_t used = 0;       // referenced by at least one sequence
+  int64_t free = 0;       // holding nothing
+  int64_t cached = 0;     // unreferenced, holding a registered prefix block (evictable)
+  int64_t evictions = 0;  // cached blocks taken for new content
+  int64_t lookup_tokens = 0;
+  int64_t hit_tokens = 0;
+};
+
+// The longest run of cached full blocks at the start of a token sequence.
+struct PrefixMatch {
+  std::vector<BlockId> blocks;  // retained for the caller (match_prefix) or not (peek_prefix)
+  int64_t draft_blocks = 0;     // leading blocks that also hold the drafter's context
+  int64_t evictable = 0;        // of `blocks`, those no sequence referenced (peek_prefix)
+  std::vector<uint64_t> hashes; // each block's chain hash
+};
+
+class BlockPool {
+ public:
+  // The chain hash of an empty prefix.
+  static constexpr uint64_t kRootHash = 0x9e3779b97f4a7c15ULL;
+  static uint64_t chain_hash(uint64_t parent_hash, std::span<const int32_t> tokens);
+
+  // kInvalidArgument unless both are positive.
+  BlockPool(int64_t blocks, int64_t block_size);
+
+  int64_t block_size() const { return block_size_; }
+  int64_t blocks() const { return static_cast<int64_t>(blocks_.size()); }
+  // Blocks a sequence can take now: free ones and cached ones no sequence references.
+  int64_t available() const { return static_cast<int64_t>(free_.size() + lru_.size()); }
+  bool can_allocate(int64_t count) const { return count <= available(); }
+  // Blocks positions [0, length) occupy.
+  int64_t blocks_for(int64_t length) const { return (length + block_size_ - 1) / block_size_; }
+
+  // A block of its own for the caller (count 1, unregistered): a free one, else the least
+  // recently released cached one (evicted). Nothing when every block is referenced.
+  std::optional<BlockId> allocate();
+  void retain(BlockId id);
+  // Drops a reference; at 0 a registered block stays cached, any other becomes free.
+  void release(BlockId id);
+
+  int32_t ref_count(BlockId id) const;
+  bool registered(BlockId id) const;
+  bool has_draft_context(BlockId id) const;
+
+  // Full blocks of `tokens` found cached, retained for the caller: at most the blocks wholly
+  // inside tokens[0, size - 1), since the last token must still run through the model for its
+  // logits. Counts lookup and hit tokens.
+  PrefixMatch match_prefix(std::span<const int32_t> tokens);
+  // The same run without retaining or counting (admission asks before it commits).
+  PrefixMatch peek_prefix(std::span<const int32_t> tokens) const;
+  // Whether a new sequence starting with `tokens` can hold `length` positions now: the blocks
+  // its cached prefix lacks, from free and evictable ones, those of the prefix itself not
+  // counted as evictable. The engine keeps a sequence waiting while this is false.
+  bool can_admit(std::span<const int32_t> tokens, int64_t length) const;
+
+  // Registers block `id` (referenced only by its caller) holding `tokens` (block_size of them)
+  // after the prefix ending in `parent` (nullopt: the sequence's first block) whose chain hash
+  // is `parent_hash`. Returns the block that now stands for this content: `id`, or an equal
+  // block already cached (the caller may swap to it), or nothing when another block's content
+  // holds the hash (`id` stays unregistered).
+  std::optional<BlockId> register_block(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash,
+                                        std::span<const int32_t> tokens, bool draft_context);
+  // Block `id` (registered) now holds the drafter's context for all of its positions too: its
+  // writer's drafter caught up on them (the drafter injects committed positions lazily).
+  void mark_draft_context(BlockId id);
+  // Takes block `id` (referenced only by its caller) out of the cache: its content is about to
+  // change. Cached blocks after it become unreachable and age out.
+  void unregister(BlockId id);
+
+  BlockPoolStats stats() const;
+
+ private:
+  struct Block {
+    int32_t refs = 0;
+    uint32_t generation = 0;  // bumped when the block is taken for new content
+    bool registered = false;
+    bool draft_context = false;
+    uint64_t hash = 0;
+    BlockId parent = -1;  // -1: the first block of its sequence
+    uint32_t parent_generation = 0;
+    std::vector<int32_t> tokens;     // when registered: what a match compares
+    std::list<BlockId>::iterator lru;  // when cached (registered, count 0)
+  };
+
+  Block& block(BlockId id);
+  const Block& block(BlockId id) const;
+  // The cached block holding `tokens` after `parent`, if any.
+  std::optional<BlockId> find(std::optional<BlockId> parent, uint64_t hash, std::span<const int32_t> tokens) const;
+  PrefixMatch walk(std::span<const int32_t> tokens) const;
+  void drop_registration(Block& b);
+
+  int64_t block_size_;
+  std::vector<Block> blocks_;
+  std::vector<BlockId> free_;               // a stack: the most recently freed is reused first
+  std::list<BlockId> lru_;                  // cached, unreferenced: least recently released first
+  std::unordered_map<uint64_t, BlockId> index_;  // chain hash -> registered block
+  int64_t evictions_ = 0, lookup_tokens_ = 0, hit_tokens_ = 0;
+};
+
+}  // namespace flashq
