@@ -451,6 +451,8 @@ void Broker::update_gauges() {
     gauges.worker_slots += worker.ready.slots;
   }
   gauges.workers = static_cast<int64_t>(workers_.all().size());
+  gauges.routing_sessions = static_cast<int64_t>(dispatcher_->sessions_known());
+  gauges.routing_prefix_blocks = static_cast<int64_t>(dispatcher_->prefix_blocks_known());
   gauges.draining = draining_;
   gauges.redis_connected = store_->connected();
   metrics_.set_gauges(std::move(gauges));

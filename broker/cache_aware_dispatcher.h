@@ -34,8 +34,8 @@ class CacheAwareDispatcher final : public Dispatcher {
   std::optional<Assignment> next(JobQueue& queue, WorkerRegistry& workers, const JobTable& jobs) override;
   void worker_left(const std::string& identity) override;
 
-  std::size_t sessions_known() const { return sessions_.size(); }
-  std::size_t prefix_blocks_known() const { return prefix_blocks_.size(); }
+  std::size_t sessions_known() const override { return sessions_.size(); }
+  std::size_t prefix_blocks_known() const override { return prefix_blocks_.size(); }
 
  private:
   // Where `job` goes, given the least-loaded worker that can take it.

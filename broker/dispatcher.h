@@ -4,6 +4,7 @@
 // (cache_aware_dispatcher.h) prefers the worker holding a job's session or prompt prefix.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,9 @@ class Dispatcher {
   virtual std::optional<Assignment> next(JobQueue& queue, WorkerRegistry& workers, const JobTable& jobs) = 0;
   // The worker left the registry: whatever the policy remembers about it is stale.
   virtual void worker_left(const std::string& identity) { (void)identity; }
+  // Sessions and prompt prefix blocks the policy remembers (0 for a policy that keeps none).
+  virtual std::size_t sessions_known() const { return 0; }
+  virtual std::size_t prefix_blocks_known() const { return 0; }
 };
 
 // Jobs in queue order (priority, then FIFO), each to the least-loaded worker serving its model;

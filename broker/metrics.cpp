@@ -107,6 +107,11 @@ std::string BrokerMetrics::render() const {
   gauge(out, "flashq_jobs_running", "Jobs assigned to a worker.", static_cast<double>(gauges_.jobs_running));
   gauge(out, "flashq_workers", "Workers registered.", static_cast<double>(gauges_.workers));
   gauge(out, "flashq_worker_slots", "Slots advertised by all workers.", static_cast<double>(gauges_.worker_slots));
+  gauge(out, "flashq_routing_sessions", "Sessions whose last worker the broker remembers (cache-aware routing).",
+        static_cast<double>(gauges_.routing_sessions));
+  gauge(out, "flashq_routing_prefix_blocks",
+        "256-byte prompt prefix blocks whose last worker the broker remembers (cache-aware routing).",
+        static_cast<double>(gauges_.routing_prefix_blocks));
   if (gauges_.redis_connected) {
     gauge(out, "flashq_redis_connected", "1 while the broker is connected to its Redis and set up there.",
           *gauges_.redis_connected ? 1.0 : 0.0);

@@ -23,6 +23,8 @@ struct BrokerGauges {
   int64_t jobs_running = 0;
   int64_t workers = 0;
   int64_t worker_slots = 0;
+  int64_t routing_sessions = 0;       // sessions the dispatcher remembers
+  int64_t routing_prefix_blocks = 0;  // prompt prefix blocks it remembers
   bool draining = false;
   std::optional<bool> redis_connected;  // none without --redis
 };

@@ -104,10 +104,14 @@ class SessionRoutingTest : public ::testing::Test {
 
   // flashq_routing_decisions_total{reason=...} from /metrics; -1 when absent.
   double routed(const std::string& reason) {
+    return metric("flashq_routing_decisions_total{reason=\"" + reason + "\"}");
+  }
+  // The sample named exactly `name` (labels included) from /metrics; -1 when absent.
+  double metric(const std::string& name) {
     httplib::Client http("127.0.0.1", broker_->http_port());
     const auto response = http.Get("/metrics");
     if (!response) return -1;
-    const std::string sample = "flashq_routing_decisions_total{reason=\"" + reason + "\"} ";
+    const std::string sample = name + " ";
     std::istringstream lines(response->body);
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind(sample, 0) == 0) return std::stod(line.substr(sample.size()));
@@ -175,6 +179,9 @@ TEST_F(SessionRoutingTest, ASessionsTurnsGoBackToItsWorkerUntilItIsFull) {
   ASSERT_TRUE(finish(*first, "turn-2"));
   EXPECT_EQ(run("turn-4", "agent-7"), third) << "1 of 2 busy (other-1) against an idle worker";
   EXPECT_EQ(routed("session"), 2);
+  // Gauges are refreshed by the broker's timers (every 10 ms or so).
+  EXPECT_TRUE(pump_until([&] { return metric("flashq_routing_sessions") == 2; })) << "agent-7 and agent-8";
+  EXPECT_EQ(metric("flashq_routing_prefix_blocks"), 0) << "no prompt filled a block";
 }
 
 // Without a session, a prompt goes where its longest known prefix was sent.
@@ -187,6 +194,10 @@ TEST_F(SessionRoutingTest, APromptGoesWhereItsPrefixWasSent) {
   EXPECT_EQ(routed("prefix"), 1);
   EXPECT_EQ(routed("least_loaded"), 2);
   EXPECT_EQ(routed("session"), 0);
+  // Both questions share the system prompt's 5 whole blocks (1,525 bytes) and differ in their
+  // sixth, where the question begins: 7 blocks; "hi" fills none.
+  EXPECT_TRUE(pump_until([&] { return metric("flashq_routing_prefix_blocks") == 7; }))
+      << metric("flashq_routing_prefix_blocks");
 }
 
 }  // namespace
