@@ -79,7 +79,9 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
       queue_(options_.queue),
       // With Redis other brokers' workers may serve a model this one's do not (docs/redis.md).
       models_(options_.redis.url.empty() ? options_.unknown_model_grace_ms : 0, SteadyClock::now()),
-      dispatcher_(std::make_unique<LeastLoadedDispatcher>()) {
+      dispatcher_(options_.routing.cache_aware
+                      ? std::unique_ptr<Dispatcher>(std::make_unique<CacheAwareDispatcher>(options_.routing))
+                      : std::make_unique<LeastLoadedDispatcher>()) {
   configure_router(frontend_, options_.send_high_water_mark);
   configure_router(backend_, options_.send_high_water_mark);
   if (!options_.curve_secret_key.empty() || !options_.curve_allowed_keys.empty()) {
@@ -375,6 +377,7 @@ void Broker::on_final(WorkerRecord& worker, const protocol::Final& final_message
 
 void Broker::dispatch() {
   while (std::optional<Assignment> assignment = dispatcher_->next(queue_, workers_, jobs_)) {
+    metrics_.job_routed(std::string(routing_reason_name(assignment->reason)));
     start(jobs_.jobs.at(assignment->job_id), *assignment->worker);
   }
 }
@@ -448,6 +451,8 @@ void Broker::update_gauges() {
     gauges.worker_slots += worker.ready.slots;
   }
   gauges.workers = static_cast<int64_t>(workers_.all().size());
+  gauges.routing_sessions = static_cast<int64_t>(dispatcher_->sessions_known());
+  gauges.routing_prefix_blocks = static_cast<int64_t>(dispatcher_->prefix_blocks_known());
   gauges.draining = draining_;
   gauges.redis_connected = store_->connected();
   metrics_.set_gauges(std::move(gauges));
@@ -459,7 +464,9 @@ void Broker::lose_worker(const std::string& identity, const std::string& why) {
   // A worker that says goodbye with nothing running is routine; anything else deserves a warning.
   const auto level = worker->jobs.empty() && why == "it disconnected" ? spdlog::level::info : spdlog::level::warn;
   spdlog::log(level, "worker {} lost: {}; re-queueing {} jobs", worker->ready.worker_id, why, worker->jobs.size());
-  for (const std::string& id : workers_.remove(identity)) {
+  const std::set<std::string> jobs = workers_.remove(identity);
+  dispatcher_->worker_left(identity);  // its caches went with it
+  for (const std::string& id : jobs) {
     JobRecord* job = jobs_.find(id);
     if (job && job->phase == JobPhase::kRunning) requeue_as_continuation(*job);
   }

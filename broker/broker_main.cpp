@@ -36,6 +36,22 @@ int main(int argc, char** argv) {
                  "reject jobs naming a model no worker has served for this long (0: they wait; ignored with --redis)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  std::string routing = "cache-aware";
+  app.add_option("--routing", routing, "which worker a job goes to: cache-aware (its session's, or its prompt prefix's) "
+                                       "or least-loaded")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cache-aware", "least-loaded"}));
+  app.add_option("--routing-load-gap", o.routing.max_load_gap,
+                 "share of its slots by which a session's or prefix's worker may be busier than the least-loaded one")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--routing-sessions", o.routing.max_sessions, "sessions remembered (least recently used forgotten)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--routing-prefix-blocks", o.routing.max_prefix_blocks,
+                 "256-byte prompt prefix blocks remembered (least recently used forgotten)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--send-hwm", o.send_high_water_mark, "messages queued per peer")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--redis", o.redis.url, "durable queue: redis://[[user]:password@]host[:port][/db] (none: in memory)");
@@ -54,6 +70,7 @@ int main(int argc, char** argv) {
   app.add_option("--curve-allowed-keys", o.curve_allowed_keys,
                  "FILE: client public keys allowed in, one Z85 key per line (required with --curve-secret-key)");
   return flashq::run_cli(app, argc, argv, [&] {
+    o.routing.cache_aware = routing == "cache-aware";
     std::signal(SIGTERM, request_stop);
     std::signal(SIGINT, request_stop);
     zmq::context_t context;

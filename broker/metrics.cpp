@@ -1,5 +1,7 @@
 #include "broker/metrics.h"
 
+#include "broker/dispatcher.h"
+
 namespace flashq {
 namespace {
 
@@ -24,7 +26,10 @@ BrokerMetrics::BrokerMetrics()
       inter_token_({0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5}),
       // vLLM's request latency buckets, with finer ones below 0.3 s for short jobs on idle workers.
       queue_time_(kRequestLatencyBuckets),
-      e2e_latency_(kRequestLatencyBuckets) {}
+      e2e_latency_(kRequestLatencyBuckets) {
+  // Every reason from the start, so that a rate over it never starts from a missing series.
+  for (RoutingReason reason : kRoutingReasons) routed_[std::string(routing_reason_name(reason))] = 0;
+}
 
 void BrokerMetrics::job_admitted() {
   std::lock_guard lock(mutex_);
@@ -33,6 +38,10 @@ void BrokerMetrics::job_admitted() {
 void BrokerMetrics::job_rejected(const std::string& reason) {
   std::lock_guard lock(mutex_);
   ++rejected_[reason];
+}
+void BrokerMetrics::job_routed(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  ++routed_[reason];
 }
 void BrokerMetrics::job_retried() {
   std::lock_guard lock(mutex_);
@@ -98,6 +107,11 @@ std::string BrokerMetrics::render() const {
   gauge(out, "flashq_jobs_running", "Jobs assigned to a worker.", static_cast<double>(gauges_.jobs_running));
   gauge(out, "flashq_workers", "Workers registered.", static_cast<double>(gauges_.workers));
   gauge(out, "flashq_worker_slots", "Slots advertised by all workers.", static_cast<double>(gauges_.worker_slots));
+  gauge(out, "flashq_routing_sessions", "Sessions whose last worker the broker remembers (cache-aware routing).",
+        static_cast<double>(gauges_.routing_sessions));
+  gauge(out, "flashq_routing_prefix_blocks",
+        "256-byte prompt prefix blocks whose last worker the broker remembers (cache-aware routing).",
+        static_cast<double>(gauges_.routing_prefix_blocks));
   if (gauges_.redis_connected) {
     gauge(out, "flashq_redis_connected", "1 while the broker is connected to its Redis and set up there.",
           *gauges_.redis_connected ? 1.0 : 0.0);
@@ -105,6 +119,9 @@ std::string BrokerMetrics::render() const {
   counter(out, "flashq_jobs_admitted_total", "Jobs accepted into the queue.", admitted_);
   labelled_counter(out, "flashq_jobs_rejected_total", "Submissions refused, by reason.", "reason", rejected_);
   labelled_counter(out, "flashq_jobs_finished_total", "Jobs ended, by finish reason.", "finish_reason", finished_);
+  labelled_counter(out, "flashq_routing_decisions_total",
+                   "Assignments of jobs to workers, by why that worker: session, prefix, least_loaded, fallback.",
+                   "reason", routed_);
   counter(out, "flashq_job_retries_total", "Jobs re-queued as continuations after losing their worker.", retries_);
   counter(out, "flashq_generation_tokens_total", "Tokens streamed to clients (rate() of it is tokens/s).", generation_tokens_);
   counter(out, "flashq_spec_decode_num_drafts_total", "Drafts verified (one per job per verify pass that carried one).",

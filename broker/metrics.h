@@ -23,6 +23,8 @@ struct BrokerGauges {
   int64_t jobs_running = 0;
   int64_t workers = 0;
   int64_t worker_slots = 0;
+  int64_t routing_sessions = 0;       // sessions the dispatcher remembers
+  int64_t routing_prefix_blocks = 0;  // prompt prefix blocks it remembers
   bool draining = false;
   std::optional<bool> redis_connected;  // none without --redis
 };
@@ -41,6 +43,9 @@ class BrokerMetrics {
   void token_event(int64_t count, bool first, double seconds);
   // The speculation one TOKENS reported, counted as it arrives.
   void speculation(const protocol::StepSpeculation& spec);
+  // An assignment (first or a continuation's) and why it went to its worker (dispatcher.h's
+  // RoutingReason names).
+  void job_routed(const std::string& reason);
   // A job's first assignment to a worker, `seconds` after its submission.
   void job_started(double queued_seconds);
   // A job's end (any finish reason), `seconds` after its submission.
@@ -58,7 +63,7 @@ class BrokerMetrics {
   uint64_t admitted_ = 0, retries_ = 0, generation_tokens_ = 0;
   uint64_t drafts_ = 0, draft_tokens_ = 0, accepted_ = 0;
   std::vector<uint64_t> accepted_per_pos_;  // [i]: drafts whose position i was accepted
-  std::map<std::string, uint64_t> rejected_, finished_;
+  std::map<std::string, uint64_t> rejected_, finished_, routed_;
   Histogram ttft_, inter_token_, queue_time_, e2e_latency_;
   BrokerGauges gauges_;
 };

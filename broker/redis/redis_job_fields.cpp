@@ -143,6 +143,7 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
   add("deadline_ms", std::to_string(job.deadline_ms));
   add("spec", std::string(protocol::spec_mode_name(job.spec)));
   if (job.model) add("model", *job.model);
+  if (job.session) add("session", *job.session);
   // Opaque msgpack travels as JSON here, so that Redis users can read it.
   if (job.metadata) add("metadata", metadata_json(*job.metadata));
   add("stream", job.stream ? "true" : "false");
@@ -159,7 +160,7 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
 protocol::Job job_from_fields(const RedisFields& fields) {
   json map = json::object();
   for (const auto& [name, text] : fields) {
-    if (name == "id" || name == "prompt" || name == "spec" || name == "model") {
+    if (name == "id" || name == "prompt" || name == "spec" || name == "model" || name == "session") {
       map[name] = text;
     } else if (name == "max_tokens" || name == "top_k" || name == "priority" || name == "deadline_ms" ||
                name == "block_size") {

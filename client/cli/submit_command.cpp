@@ -9,6 +9,7 @@
 #include "client/cli/live_text.h"
 #include "client/flashq_client.h"
 #include "shared/error.h"
+#include "shared/protocol/limits.h"
 
 namespace flashq {
 namespace {
@@ -18,6 +19,7 @@ struct SubmitOptions {
   std::optional<std::string> prompt;
   std::vector<std::int32_t> prompt_tokens;
   std::optional<std::string> model;
+  std::optional<std::string> session;
   std::string spec = "auto";
   bool chat = false;
   bool stream = false;
@@ -52,6 +54,11 @@ protocol::Job job_from_flags(const SubmitOptions& options) {
     throw Error(ErrorCode::kInvalidArgument, "one of --prompt, --prompt-tokens is required");
   }
   job.model = options.model;
+  if (options.session && (options.session->empty() || options.session->size() > protocol::kMaxSessionBytes)) {
+    throw Error(ErrorCode::kInvalidArgument, "--session must be 1.." + std::to_string(protocol::kMaxSessionBytes) +
+                                                 " bytes, got " + std::to_string(options.session->size()));
+  }
+  job.session = options.session;
   job.spec = parse_spec(options.spec);
   // The text only travels in the job's events, so the CLI always asks for them; --stream decides
   // whether they are shown as they come.
@@ -123,6 +130,8 @@ std::function<int()> add_submit_command(CLI::App& app) {
   cmd->add_option("--spec", options->spec, "speculative decoding: auto, off or dflash")->capture_default_str();
   cmd->add_option("--block-size", job.block_size, "DFlash block size (0: the worker's choice)")->capture_default_str();
   cmd->add_option("--model", options->model, "only workers serving this model run the job (absent: any worker)");
+  cmd->add_option("--session", options->session,
+                  "the conversation this job continues: the broker prefers the worker that served it last");
   cmd->add_flag("--stream", options->stream, "print the text as it is generated (with --json: one line per event)");
   cmd->add_flag("--live", options->live,
                 "print the text as it is generated with live tokens/s and tau, then a summary line (stderr)");

@@ -27,6 +27,7 @@ enum class Endpoint { kChatCompletions, kCompletions };
 struct RequestExtensions {
   std::optional<std::int64_t> priority;     // lower runs first
   std::optional<std::int64_t> deadline_ms;  // from submission; 0: the broker's default
+  std::optional<std::string> session;       // x-flashq-session: the job's session, before the body's `user`
   // max_tokens when the body gives none (and max_completion_tokens neither); 0: the job map's
   // default (256). Cut to what fits a model with a known context (exactly for a token-id prompt;
   // for text, to the context less one token).

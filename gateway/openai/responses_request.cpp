@@ -392,6 +392,8 @@ ResponsesRequest read_responses_request(const ResponsesJson& body, const ModelDi
   job.top_p = top_p;
   job.priority = options.priority;
   job.deadline_ms = options.deadline_ms;
+  const ResponsesJson* user = optional_field(body, "user");
+  job.session = read_session(options.session, user ? std::optional<std::string>(as_string(*user, "user")) : std::nullopt);
   if (!template_tools.empty()) job.tools = dump(template_tools);
   if (!template_kwargs.empty()) job.chat_template_kwargs = dump(template_kwargs);
   job.metadata = encode_settings(request);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "gateway/openai/responses_fields.h"
@@ -62,6 +63,7 @@ struct ResponsesJobOptions {
   std::int64_t priority = 0;
   std::int64_t deadline_ms = 0;
   std::int64_t created_at = 0;
+  std::optional<std::string> session;  // x-flashq-session, before the body's `user`
 };
 
 // The output budget when max_output_tokens is absent: this many tokens, or half the model's

@@ -97,6 +97,19 @@ const ServedModel& read_requested_model(RequestBody& body, const ModelDirectory&
   return it->second;
 }
 
+std::optional<std::string> read_session(const std::optional<std::string>& header, const std::optional<std::string>& user) {
+  const bool from_header = header.has_value();
+  const std::optional<std::string>& session = from_header ? header : user;
+  if (!session || session->empty()) return std::nullopt;
+  if (session->size() > protocol::kMaxSessionBytes) {
+    const std::string where = from_header ? "header x-flashq-session" : "'user'";
+    throw invalid_request(where + " names the session: at most " + std::to_string(protocol::kMaxSessionBytes) +
+                              " bytes, got " + std::to_string(session->size()),
+                          from_header ? "x-flashq-session" : "user");
+  }
+  return session;
+}
+
 SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext) {
   SharedFields f;
   f.n = body.integer("n", 1, static_cast<std::int64_t>(kMaxChoices)).value_or(1);
@@ -127,7 +140,8 @@ SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext)
   job.stop = read_stop(body);
   job.stop_token_ids = read_stop_token_ids(body);
 
-  body.ignore("user");  // an end-user identifier: it changes nothing about the generation
+  // An end-user identifier: it changes nothing about the generation, only where it runs.
+  job.session = read_session(ext.session, body.string("user"));
   const std::string no_penalties = "flashq's sampler has no repetition penalties (0 is accepted)";
   body.refuse_unless("frequency_penalty", 0, no_penalties);
   body.refuse_unless("presence_penalty", 0, no_penalties);

@@ -32,6 +32,11 @@ struct SharedFields {
 // `model`: 404 model_not_found when the directory does not hold it.
 const ServedModel& read_requested_model(RequestBody& body, const ModelDirectory& models);
 
+// The job's session (docs/gateway.md, "Sessions"): the x-flashq-session header, else the body's
+// `user`, so that a conversation's requests go to the worker whose caches hold its earlier turns.
+// Empty is none; over the job map's 256 bytes is a 400 naming where it came from.
+std::optional<std::string> read_session(const std::optional<std::string>& header, const std::optional<std::string>& user);
+
 // Reads and refuses the shared fields; leaves `max_completion_tokens` and the endpoint's own fields
 // to the caller.
 SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext);

@@ -38,6 +38,12 @@ std::optional<std::int64_t> integer_header(const HttpRequest& request, const cha
   throw invalid_request(std::string("header ") + name + " must be an integer, got \"" + text + "\"", name);
 }
 
+std::optional<std::string> string_header(const HttpRequest& request, const char* name) {
+  const auto it = request.find(name);
+  if (it == request.end()) return std::nullopt;
+  return std::string(it->value());
+}
+
 // The value of `name` in the target's query string ("a=1&b=2"), if present. Values are taken
 // as sent: the ones read here (true, false, integers) need no decoding.
 std::optional<std::string> query_value(const HttpRequest& request, std::string_view name) {
@@ -210,6 +216,7 @@ void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Respond
   RequestExtensions ext;
   ext.priority = integer_header(request, "x-flashq-priority");
   ext.deadline_ms = integer_header(request, "x-flashq-deadline-ms");
+  ext.session = string_header(request, "x-flashq-session");
   ext.default_max_tokens = options_.default_max_tokens;
   ext.default_seed = std::random_device{}();
   if (!watch_->reachable()) {
@@ -236,6 +243,7 @@ void Gateway::create_response(const HttpRequest& request, const std::shared_ptr<
   ResponsesJobOptions options;
   options.priority = integer_header(request, "x-flashq-priority").value_or(0);
   options.deadline_ms = integer_header(request, "x-flashq-deadline-ms").value_or(0);
+  options.session = string_header(request, "x-flashq-session");
   options.created_at = unix_seconds_now();
   ResponsesRequest response = read_responses_request(body, *watch_->directory(), options);
   response.job.id = new_job_id("resp_");

@@ -104,6 +104,7 @@ std::string encode_job(const Job& job) {
       .integer("block_size", job.block_size);
   write_chat_options(out, job);
   if (job.model) out.string("model", *job.model);
+  if (job.session) out.string("session", *job.session);
   if (job.metadata) {
     check_msgpack_value(*job.metadata, "job field metadata");
     out.raw("metadata", *job.metadata);
@@ -132,6 +133,7 @@ Job read_job(const FieldReader& fields, JobIdRule id_rule) {
   job.deadline_ms = fields.integer_or("deadline_ms", 0, kMaxDeadlineMs, job.deadline_ms);
   job.spec = read_spec(fields);
   job.model = fields.optional_string("model", {1, kMaxNameBytes});
+  job.session = fields.optional_string("session", {1, kMaxSessionBytes});
   if (const msgpack::object* metadata = fields.find("metadata")) job.metadata = read_raw(*metadata);
   job.stream = fields.boolean_or("stream", job.stream);
   job.block_size = fields.integer_or("block_size", 0, kMaxBlockSize, job.block_size);

@@ -59,6 +59,9 @@ struct Job {
   SpecMode spec = SpecMode::kAuto;
   std::optional<std::string> model;
   std::optional<std::string> metadata;  // one msgpack value, opaque, passed through
+  // The conversation the job continues: the broker routes a session's jobs to the worker that
+  // served it last, whose caches hold its prefix (docs/protocol.md 9.4, "Routing").
+  std::optional<std::string> session;
   bool stream = false;                  // also send the stream events to the submitting producer
   std::int64_t block_size = 0;          // DFlash block size, 0 = the worker's choice
   // Chat jobs only (prompt holds messages), handed to the worker's chat template: the tool

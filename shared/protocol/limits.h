@@ -22,6 +22,7 @@ inline constexpr std::size_t kMaxBodyValues = 2u << 20;
 
 inline constexpr std::size_t kMaxIdBytes = 128;          // job ids, worker ids, backend names
 inline constexpr std::size_t kMaxNameBytes = 256;        // model names
+inline constexpr std::size_t kMaxSessionBytes = 256;     // a job's session
 inline constexpr std::size_t kMaxCodeBytes = 128;        // error codes, rejection reasons, roles
 inline constexpr std::size_t kMaxMessageBytes = 64u << 10;     // human-readable error text
 inline constexpr std::size_t kMaxModels = 4096;           // models in one MODELS_REPLY

@@ -108,11 +108,45 @@ TEST(ChatCompletionRequest, StopAsOneStringMaxCompletionTokensAndNegativeSeeds) 
 TEST(ChatCompletionRequest, HintsAndIdentifiersAreAcceptedAndChangeNothing) {
   const GenerationRequest plain = read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}]})"));
   const GenerationRequest hinted = read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}],
-    "user": "u-1", "safety_identifier": "s-1", "prompt_cache_key": "k", "prompt_cache_retention": "24h",
+    "safety_identifier": "s-1", "prompt_cache_key": "k", "prompt_cache_retention": "24h",
     "prompt_cache_options": {}, "service_tier": "default", "store": false, "parallel_tool_calls": true,
     "tool_choice": "auto", "stream": false, "stream_options": null, "logprobs": null, "response_format": null})"));
   EXPECT_EQ(hinted.jobs, plain.jobs);
   EXPECT_EQ(hinted.stream, plain.stream);
+}
+
+// `user` changes nothing about the generation, only where it runs: it names the job's session
+// (the x-flashq-session header, when given, instead).
+TEST(ChatCompletionRequest, TheUserOrTheSessionHeaderNamesTheJobsSession) {
+  const json chat = body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}], "n": 2})");
+  const GenerationRequest plain = read(chat);
+  json with_user = chat;
+  with_user["user"] = "u-1";
+  GenerationRequest by_user = read(with_user);
+  ASSERT_EQ(by_user.jobs.size(), 2u);
+  for (protocol::Job& job : by_user.jobs) {
+    EXPECT_EQ(job.session, "u-1") << "every choice";
+    job.session.reset();
+  }
+  EXPECT_EQ(by_user.jobs, plain.jobs) << "nothing else changes";
+  EXPECT_FALSE(plain.jobs[0].session.has_value());
+
+  RequestExtensions ext;
+  ext.session = "conversation-9";
+  EXPECT_EQ(read(with_user, ext).jobs[0].session, "conversation-9") << "the header wins";
+  with_user["user"] = "";
+  EXPECT_FALSE(read(with_user).jobs[0].session.has_value()) << "empty is none";
+  with_user["user"] = std::string(257, 'u');
+  expect_error(chat_error(with_user), 400, "invalid_request_error", "invalid_value", "user");
+  with_user["user"] = 7;
+  expect_error(chat_error(with_user), 400, "invalid_request_error", "invalid_type", "user");
+  ext.session = std::string(257, 's');
+  try {
+    read(chat, ext);
+    ADD_FAILURE() << "a 257-byte session header was accepted";
+  } catch (const ApiError& e) {
+    expect_error(e, 400, "invalid_request_error", "invalid_value", "x-flashq-session");
+  }
 }
 
 TEST(ChatCompletionRequest, TheGatewayDefaultMaxTokensApplies) {

@@ -145,6 +145,7 @@ TEST(ResponsesRequest, SamplingMetadataReasoningAndFlags) {
   EXPECT_EQ(echo.at("metadata"), parse_body(R"({"run": "7"})"));
   EXPECT_EQ(echo.at("reasoning"), parse_body(R"({"effort": "none", "summary": "auto"})"));
   EXPECT_EQ(echo.at("user"), "u1");
+  EXPECT_EQ(r.job.session, "u1") << "`user` names the job's session";
   EXPECT_EQ(echo.at("safety_identifier"), "s1");
   EXPECT_EQ(echo.at("store"), false);
   EXPECT_EQ(echo.at("background"), true);

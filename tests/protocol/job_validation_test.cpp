@@ -168,6 +168,13 @@ TEST(JobOther, ModelIsANonEmptyNameOfAtMost256Bytes) {
   expect_submit_error(with(minimal_job(), "model", std::string(257, 'm')), "model", "257 bytes");
 }
 
+TEST(JobOther, SessionIsANonEmptyStringOfAtMost256Bytes) {
+  expect_submit_error(with(minimal_job(), "session", ""), "session", "0 bytes");
+  expect_submit_error(with(minimal_job(), "session", std::string(257, 's')), "session", "257 bytes");
+  expect_submit_error(with(minimal_job(), "session", 7), "session", "must be a string");
+  EXPECT_EQ(decode_job(with(minimal_job(), "session", std::string(256, 's'))).session, std::string(256, 's'));
+}
+
 TEST(JobOther, StreamIsABoolean) {
   expect_submit_error(with(minimal_job(), "stream", 1), "stream", "must be a boolean");
   expect_submit_error(with(minimal_job(), "stream", "true"), "stream", "must be a boolean");

@@ -68,7 +68,8 @@ json full_job_map() {
   return {{"id", "j1"},          {"prompt", "hi"},      {"max_tokens", 10},  {"temperature", 0.5},
           {"top_p", 0.9},        {"top_k", 5},          {"seed", 7},         {"stop", {"x"}},
           {"stop_token_ids", {1}}, {"priority", 1},     {"deadline_ms", 1000}, {"spec", "off"},
-          {"model", "m"},        {"metadata", {{"a", 1}}}, {"stream", true}, {"block_size", 8}};
+          {"model", "m"},        {"metadata", {{"a", 1}}}, {"stream", true}, {"block_size", 8},
+          {"session", "s1"}};
 }
 
 std::vector<Field> job_fields(bool id_required) {
@@ -86,6 +87,7 @@ std::vector<Field> job_fields(bool id_required) {
           {"/job/deadline_ms", Kind::kInteger, false},
           {"/job/spec", Kind::kString, false},
           {"/job/model", Kind::kString, false},
+          {"/job/session", Kind::kString, false},
           {"/job/stream", Kind::kBool, false},
           {"/job/block_size", Kind::kInteger, false}};
 }

@@ -55,6 +55,7 @@ inline Job full_job() {
   job.deadline_ms = 30'000;
   job.spec = SpecMode::kDflash;
   job.model = "qwen3-0.6b";
+  job.session = "conversation-7";
   job.metadata = msgpack_of({{"trace", "abc"}, {"n", {1, 2.5, nullptr, json::object()}}});
   job.stream = true;
   job.block_size = 16;

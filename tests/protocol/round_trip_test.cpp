@@ -186,6 +186,7 @@ TEST(JobDefaults, AMinimalJobTakesTheDocumentedDefaults) {
   EXPECT_EQ(job.deadline_ms, 0);
   EXPECT_EQ(job.spec, SpecMode::kAuto);
   EXPECT_FALSE(job.model.has_value());
+  EXPECT_FALSE(job.session.has_value());
   EXPECT_FALSE(job.metadata.has_value());
   EXPECT_FALSE(job.stream);
   EXPECT_EQ(job.block_size, 0);
@@ -196,7 +197,7 @@ TEST(JobDefaults, NilMeansAbsent) {
   json job = {{"prompt", "hi"}};
   for (const char* key : {"id", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stop_token_ids",
                           "priority", "deadline_ms", "spec", "model", "metadata", "stream", "block_size",
-                          "prompt_tokens", "messages"}) {
+                          "prompt_tokens", "messages", "session"}) {
     job[key] = nullptr;
   }
   EXPECT_EQ(decode_body<Submit>(msgpack_of({{"job", job}})).job, Job{.prompt = std::string("hi")});

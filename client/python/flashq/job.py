@@ -12,6 +12,7 @@ import msgpack
 
 MAX_ID_BYTES = 128
 MAX_MODEL_BYTES = 256
+MAX_SESSION_BYTES = 256
 MAX_PROMPT_BYTES = 1 << 20
 MAX_PROMPT_TOKENS = 262_144
 MAX_MESSAGES = 4096
@@ -144,9 +145,11 @@ def build_job(*, prompt: Optional[str] = None, prompt_tokens: Optional[Sequence[
               max_tokens: int = 256, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
               stop: Iterable[str] = (), stop_token_ids: Iterable[int] = (), priority: int = 0, deadline_ms: int = 0,
               spec: str = "auto", block_size: int = 0, model: Optional[str] = None, id: Optional[str] = None,
-              metadata: Any = None, extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+              session: Optional[str] = None, metadata: Any = None, extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The job map for SUBMIT, every field written (defaults included, as the spec asks of
-    encoders). `extra` carries optional keys newer than this client, unchecked."""
+    encoders). `session` names the conversation the job continues, so that the broker sends it to
+    the worker whose caches hold its earlier turns. `extra` carries optional keys newer than this
+    client, unchecked."""
     given = [name for name, value in (("prompt", prompt), ("prompt_tokens", prompt_tokens), ("messages", messages))
              if value is not None]
     if len(given) != 1:
@@ -232,11 +235,13 @@ def build_job(*, prompt: Optional[str] = None, prompt_tokens: Optional[Sequence[
     job["block_size"] = _int("block_size", block_size, 0, MAX_BLOCK_SIZE)
     if model is not None:
         job["model"] = _str("model", model, 1, MAX_MODEL_BYTES)
+    if session is not None:
+        job["session"] = _str("session", session, 1, MAX_SESSION_BYTES)
     if metadata is not None:
         job["metadata"] = metadata
     if extra:
         for key, value in extra.items():
-            if key in job or key in ("prompt", "prompt_tokens", "messages", "id", "model", "metadata", "tools",
+            if key in job or key in ("prompt", "prompt_tokens", "messages", "id", "model", "session", "metadata", "tools",
                                      "chat_template_kwargs", "add_generation_prompt"):
                 raise ValueError(f"extra may not set {key!r}: it has its own argument")
             job[key] = value

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import msgpack
 import pytest
 import zmq
 
@@ -147,6 +148,20 @@ def test_a_models_reply_that_breaks_the_protocol_raises_protocol_error(models, m
         broker.close()
 
 
+def test_a_session_travels_in_the_job_map():
+    broker = FakeBroker(wire.encode(wire.ACCEPTED, {"id": "py-s1"}))
+    try:
+        with flashq.Client(broker.endpoint, "tcp://127.0.0.1:1", timeout=2) as client:
+            assert client.submit("x", id="py-s1", session="agent-7") == "py-s1"
+        tag, message_type, body = broker.requests[0]
+        assert (tag, message_type) == (wire.TAG, wire.SUBMIT)
+        job = msgpack.unpackb(body)["job"]
+        assert job["session"] == "agent-7"
+        assert "session" not in flashq.job.build_job(prompt="x"), "absent unless given"
+    finally:
+        broker.close()
+
+
 @pytest.mark.parametrize("fields, error, name", [
     ({}, ValueError, "exactly one of prompt"),
     ({"prompt": "x", "prompt_tokens": [1]}, ValueError, "exactly one of prompt"),
@@ -173,6 +188,9 @@ def test_a_models_reply_that_breaks_the_protocol_raises_protocol_error(models, m
     ({"prompt": "x", "spec": "fast"}, ValueError, "spec"),
     ({"prompt": "x", "block_size": 2000}, ValueError, "block_size"),
     ({"prompt": "x", "model": ""}, ValueError, "model"),
+    ({"prompt": "x", "session": ""}, ValueError, "session"),
+    ({"prompt": "x", "session": "s" * 257}, ValueError, "session"),
+    ({"prompt": "x", "session": 7}, TypeError, "session"),
     ({"prompt": "x", "id": "has space"}, ValueError, "id"),
     ({"prompt": "x", "id": "x" * 129}, ValueError, "id"),
     ({"prompt": "x", "extra": {"max_tokens": 3}}, ValueError, "max_tokens"),

@@ -178,3 +178,26 @@ test('operations pages: health, readiness, and metrics counting what was answere
   assert.match(metrics.text, /^flashq_gateway_time_to_first_token_seconds_count [1-9]/m);
   assert.match(metrics.text, /^flashq_gateway_open_streams 0$/m);
 });
+
+test("a conversation's user, or its x-flashq-session header, is the job's session", async () => {
+  // The broker counts a job sent to the worker that ran its session before as routed by session.
+  const bySession = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${up.httpPort}/metrics`)).text();
+    return Number(text.match(/^flashq_routing_decisions_total\{reason="session"\} (\S+)$/m)?.[1]);
+  };
+  const before = await bySession();
+  assert.ok(Number.isFinite(before));
+  const turn = { model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2, user: 'conversation-1' };
+  await openai.chat.completions.create(turn);
+  assert.equal(await bySession(), before, 'the first turn of a session has no worker yet');
+  await openai.chat.completions.create(turn);
+  assert.equal(await bySession(), before + 1);
+  const { user, ...anonymous } = turn;
+  assert.equal(user, 'conversation-1');
+  await openai.chat.completions.create(anonymous);
+  assert.equal(await bySession(), before + 1, 'no user, no session');
+  await openai.chat.completions.create(anonymous, { headers: { 'x-flashq-session': 'conversation-1' } });
+  assert.equal(await bySession(), before + 2);
+  await assert.rejects(openai.chat.completions.create({ ...turn, user: 'u'.repeat(257) }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'user');
+});

@@ -89,7 +89,7 @@ export async function startUp() {
   await waitFor(async () => !up.running() || (await httpStatus(httpPort, '/readyz')) === 200, 90, 'flashq up')
     .catch((e) => { throw new Error(`${e.message}\n${up.output()}`); });
   if (!up.running()) throw new Error(`flashq up exited:\n${up.output()}`);
-  return { program: up, frontend, stream };
+  return { program: up, frontend, stream, httpPort };
 }
 
 // flashq-gateway in front of `broker` ({frontend, stream}), ready once /readyz says a broker
