@@ -304,15 +304,7 @@ def decoder_layer(layer, h, positions, c, layer_idx, record):
 
 
 def forward_with_routing(model, tokens):
-    c = model.config
-    h = qwen3.embed(model, tokens)
-    positions = np.arange(h.shape[0])
-    hidden_states, record = [h], moe.RoutingRecord()
-    for i, layer in enumerate(model.layers):
-        h = decoder_layer(layer, h, positions, c, i, record)
-        hidden_states.append(h)
-    logits = linear(rms_norm(h, model.norm, c.rms_norm_eps), model.lm_head)
-    return logits, hidden_states, record
+    return moe.forward_with_routing(model, tokens, decoder_layer)
 
 
 def forward(model, tokens):

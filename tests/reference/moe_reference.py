@@ -83,3 +83,21 @@ class RoutingRecord:
         """{"layers", "experts": [layer][row][k] in descending weight order, "min_margin"}."""
         return {"layers": list(self.layers), "experts": [e.tolist() for e in self.experts],
                 "min_margin": None if self.min_margin == float("inf") else self.min_margin}
+
+
+def forward_with_routing(model, tokens, decoder_layer):
+    """The causal forward of a mixture-of-experts target over tokens at positions 0..T-1, its
+    layers run by decoder_layer(layer, h, positions, config, index, record): (logits [T, vocab],
+    hidden_states with hidden_states[i + 1] the residual after layer i, the RoutingRecord)."""
+    import qwen3_reference as qwen3  # the families' shared blocks: embedding, norm, projection
+
+    c = model.config
+    h = qwen3.embed(model, tokens)
+    positions = np.arange(h.shape[0])
+    hidden_states, record = [h], RoutingRecord()
+    for i, layer in enumerate(model.layers):
+        h = decoder_layer(layer, h, positions, c, i, record)
+        hidden_states.append(h)
+    logits = qwen3.linear(qwen3.rms_norm(h, model.norm, c.rms_norm_eps), model.lm_head)
+    return logits, hidden_states, record
+
