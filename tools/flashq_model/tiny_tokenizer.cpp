@@ -3,14 +3,13 @@
 #include "tools/flashq_model/tiny_tokenizer.h"
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "shared/error.h"
 #include "shared/json_file.h"
@@ -155,8 +154,8 @@ void apply_merge(const std::pair<std::string, std::string>& merge, Word& word) {
 }
 
 ordered_json added_token_json(int32_t id, const char* content) {
-  return {{"id", id},           {"content", content}, {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},    {"normalized", false}, {"special", true}};
+  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", true}};
 }
 
 // Special tokens `names` at ids first, first + 1, ...: tokenizer.json's added_tokens and
@@ -178,6 +177,13 @@ SpecialTokensJson special_tokens_json(int32_t first, std::span<const char* const
   return out;
 }
 
+// A pre-tokenizer that splits by `pattern` (isolated matches), then maps bytes as `byte_level`.
+ordered_json split_pre_tokenizer(const char* pattern, const ordered_json& byte_level) {
+  const ordered_json split = {
+      {"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}, {"invert", false}};
+  return {{"type", "Sequence"}, {"pretokenizers", ordered_json::array({split, byte_level})}};
+}
+
 // The byte tokens and the merges learned on the training text, up to `regular_limit` ids.
 struct LearnedBpe {
   ordered_json vocab = ordered_json::object();
@@ -187,9 +193,8 @@ struct LearnedBpe {
 
 LearnedBpe learn_bpe(int32_t max_vocab, int32_t special_count) {
   if (max_vocab < kMinVocab) {
-    throw Error(ErrorCode::kInvalidArgument, "tiny tokenizer: max_vocab " +
-                                                 std::to_string(max_vocab) + " is below " +
-                                                 std::to_string(kMinVocab));
+    throw Error(ErrorCode::kInvalidArgument,
+                "tiny tokenizer: max_vocab " + std::to_string(max_vocab) + " is below " + std::to_string(kMinVocab));
   }
   LearnedBpe bpe;
   for (int byte = 0; byte < 256; ++byte) {
@@ -227,35 +232,38 @@ TinyTokenizerIds write_tiny_tokenizer(const std::filesystem::path& dir, int32_t 
   const auto [added_tokens, added_tokens_decoder] = special_tokens_json(next_id, kSpecialTokens);
   ordered_json byte_level = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
-  ordered_json tokenizer = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added_tokens},
-      {"normalizer", {{"type", "NFC"}}},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"},
-           {"pattern", {{"Regex", kQwenSplitPattern}}},
-           {"behavior", "Isolated"},
-           {"invert", false}},
-          byte_level}}}},
-      {"post_processor", byte_level},
-      {"decoder", byte_level},
-      {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-        {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
-        {"byte_fallback", false}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merges}}}};
-  ordered_json config = {
-      {"add_bos_token", false},      {"add_prefix_space", false},
-      {"added_tokens_decoder", added_tokens_decoder},
-      {"bos_token", nullptr},         {"chat_template", kChatTemplate},
-      {"clean_up_tokenization_spaces", false},
-      {"eos_token", "<|im_end|>"},    {"errors", "replace"},
-      {"model_max_length", 32768},    {"pad_token", "<|endoftext|>"},
-      {"split_special_tokens", false}, {"tokenizer_class", "Qwen2Tokenizer"},
-      {"unk_token", nullptr}};
+  ordered_json tokenizer = {{"version", "1.0"},
+                            {"truncation", nullptr},
+                            {"padding", nullptr},
+                            {"added_tokens", added_tokens},
+                            {"normalizer", {{"type", "NFC"}}},
+                            {"pre_tokenizer", split_pre_tokenizer(kQwenSplitPattern, byte_level)},
+                            {"post_processor", byte_level},
+                            {"decoder", byte_level},
+                            {"model",
+                             {{"type", "BPE"},
+                              {"dropout", nullptr},
+                              {"unk_token", nullptr},
+                              {"continuing_subword_prefix", ""},
+                              {"end_of_word_suffix", ""},
+                              {"fuse_unk", false},
+                              {"byte_fallback", false},
+                              {"ignore_merges", false},
+                              {"vocab", vocab},
+                              {"merges", merges}}}};
+  ordered_json config = {{"add_bos_token", false},
+                         {"add_prefix_space", false},
+                         {"added_tokens_decoder", added_tokens_decoder},
+                         {"bos_token", nullptr},
+                         {"chat_template", kChatTemplate},
+                         {"clean_up_tokenization_spaces", false},
+                         {"eos_token", "<|im_end|>"},
+                         {"errors", "replace"},
+                         {"model_max_length", 32768},
+                         {"pad_token", "<|endoftext|>"},
+                         {"split_special_tokens", false},
+                         {"tokenizer_class", "Qwen2Tokenizer"},
+                         {"unk_token", nullptr}};
 
   write_files(dir, tokenizer, config);
   return ids;
@@ -286,28 +294,30 @@ TinyLlama3TokenizerIds write_tiny_llama3_tokenizer(const std::filesystem::path& 
       {"added_tokens", added_tokens},
       {"normalizer", nullptr},
       {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"},
-           {"pattern", {{"Regex", kLlama3SplitPattern}}},
-           {"behavior", "Isolated"},
-           {"invert", false}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
+       split_pre_tokenizer(
+           kLlama3SplitPattern,
+           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}})},
       {"post_processor", post_processor},
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-        {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
-        {"byte_fallback", false}, {"ignore_merges", true}, {"vocab", bpe.vocab}, {"merges", bpe.merges}}}};
-  ordered_json config = {
-      {"added_tokens_decoder", added_tokens_decoder},
-      {"bos_token", bos},
-      {"chat_template", kLlama3ChatTemplate},
-      {"clean_up_tokenization_spaces", true},
-      {"eos_token", "<|eot_id|>"},
-      {"model_input_names", {"input_ids", "attention_mask"}},
-      {"model_max_length", 131072},
-      {"tokenizer_class", "PreTrainedTokenizerFast"}};
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", true},
+        {"vocab", bpe.vocab},
+        {"merges", bpe.merges}}}};
+  ordered_json config = {{"added_tokens_decoder", added_tokens_decoder},
+                         {"bos_token", bos},
+                         {"chat_template", kLlama3ChatTemplate},
+                         {"clean_up_tokenization_spaces", true},
+                         {"eos_token", "<|eot_id|>"},
+                         {"model_input_names", {"input_ids", "attention_mask"}},
+                         {"model_max_length", 131072},
+                         {"tokenizer_class", "PreTrainedTokenizerFast"}};
   write_files(dir, tokenizer, config);
   return ids;
 }
@@ -324,14 +334,7 @@ TinyHarmonyTokenizerIds write_tiny_harmony_tokenizer(const std::filesystem::path
                             {"padding", nullptr},
                             {"added_tokens", added_tokens},
                             {"normalizer", nullptr},
-                            {"pre_tokenizer",
-                             {{"type", "Sequence"},
-                              {"pretokenizers",
-                               {{{"type", "Split"},
-                                 {"pattern", {{"Regex", kLlama3SplitPattern}}},
-                                 {"behavior", "Isolated"},
-                                 {"invert", false}},
-                                byte_level}}}},
+                            {"pre_tokenizer", split_pre_tokenizer(kLlama3SplitPattern, byte_level)},
                             {"post_processor", nullptr},
                             {"decoder", byte_level},
                             {"model",
