@@ -79,6 +79,26 @@ void require_attention_options(const AttentionOptions& options, const Tensor& q,
                                           " rows cannot hold a sliding window of " +
                                           std::to_string(options.sliding_window));
   }
+  if (options.block_table != nullptr) {
+    const Tensor& table = *options.block_table;
+    if (!table.defined() || table.device() != device || table.dtype() != DType::kI32 || table.rank() != 1) {
+      throw Error(ErrorCode::kInternal, where + ": a block table must be an int32 vector on the op's device");
+    }
+    if (options.block_size <= 0 || capacity % options.block_size != 0) {
+      throw Error(ErrorCode::kInternal, where + ": a block size of " + std::to_string(options.block_size) +
+                                            " does not divide a paged store of " + std::to_string(capacity) + " rows");
+    }
+    if (options.sliding_window > 0) {
+      throw Error(ErrorCode::kInternal, where + ": a paged cache cannot take a sliding window");
+    }
+  }
+}
+
+AttentionOptions chunk_attention_options(const AttentionOptions& options, const CacheChunk& chunk) {
+  AttentionOptions chunk_options = options;
+  chunk_options.block_table = chunk.block_table;
+  chunk_options.block_size = chunk.block_size;
+  return chunk_options;
 }
 
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op) {
@@ -135,8 +155,8 @@ void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v
                                const QkNormRope* norm_rope, const AttentionOptions& options) {
   require_chunks_cover(chunks, q.rank() > 0 ? q.dim(0) : 0, "store_and_attend");
   for (const CacheChunk& chunk : chunks) {
-    require_attention_options(options, q, chunk.keys->rank() > 0 ? chunk.keys->dim(0) : 0, device(),
-                              "store_and_attend");
+    require_attention_options(chunk_attention_options(options, chunk), q,
+                              chunk.keys->rank() > 0 ? chunk.keys->dim(0) : 0, device(), "store_and_attend");
   }
   if (norm_rope != nullptr) {
     require_norm_rope(*norm_rope, /*with_q=*/true, "store_and_attend");
@@ -147,7 +167,7 @@ void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v
   for (const CacheChunk& chunk : chunks) {
     Tensor chunk_out = out.slice_rows(chunk.first_row, chunk.rows);
     attention(q.slice_rows(chunk.first_row, chunk.rows), *chunk.keys, *chunk.values,
-              key_counts.slice_rows(chunk.first_row, chunk.rows), chunk_out, options);
+              key_counts.slice_rows(chunk.first_row, chunk.rows), chunk_out, chunk_attention_options(options, chunk));
   }
 }
 

@@ -26,10 +26,14 @@ namespace flashq {
 
 // One sequence's share of a batched attention (Backend::store_and_attend): its rows
 // [first_row, first_row + rows) of q, k and v, and its cache, [capacity, Hkv, D] keys and values.
+// A paged cache (worker/model/kv_cache.h) names its block table: the cache is then a store of
+// blocks shared by many sequences, read as AttentionOptions::block_table says.
 struct CacheChunk {
   Tensor* keys = nullptr;
   Tensor* values = nullptr;
   int64_t first_row = 0, rows = 0;
+  const Tensor* block_table = nullptr;  // int32 [blocks] on the device; null: not paged
+  int64_t block_size = 0;
 };
 
 // What Backend::store_and_attend and store_kv apply to q and k before they are stored and
@@ -58,13 +62,23 @@ struct AttentionOptions {
   // so c may exceed T, and T >= W (T >= W + the most rows stored in one pass, so that rows
   // stored and later truncated never overwrote a key still attended).
   int64_t sliding_window = 0;
+  // Paged keys: k and v are a store of blocks of `block_size` rows, and position p is read at row
+  // block_table[p / block_size] * block_size + p % block_size. `block_table` is int32 [blocks] on
+  // the device, with an entry for every block the key counts reach, each in [0, T / block_size)
+  // (checked when the op runs). Not with a window (a sliding layer keeps its ring).
+  const Tensor* block_table = nullptr;
+  int64_t block_size = 0;
 };
 
 // Throws unless `options` suit attention of q [M, Hq, D] against caches of `capacity` rows
 // (the smallest, when there are several): sinks f32 or bf16 of [Hq] on `device`, a window >= 0
-// and, when windowed, capacity >= window. `op` names the caller.
+// and, when windowed, capacity >= window; a block table int32 of rank 1 on `device` with a
+// positive block size dividing the capacity, and no window. `op` names the caller.
 void require_attention_options(const AttentionOptions& options, const Tensor& q, int64_t capacity, Device device,
                                const char* op);
+
+// `options` with the chunk's block table (none: not paged), for attention over its cache.
+AttentionOptions chunk_attention_options(const AttentionOptions& options, const CacheChunk& chunk);
 
 // Throws unless `norm_rope` can be applied: positions given, norms both or neither (`with_q`;
 // without q only k_norm is read), a positive theta and usable scaling parameters

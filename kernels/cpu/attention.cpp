@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "kernels/cpu/simd.h"
@@ -185,42 +184,75 @@ float fold_block(float* weights, int64_t keys, RunningSoftmax& state) {
   return correction;
 }
 
-// A block of keys as rows of k and v: `keys` rows from row `first`, of which the first `split`
-// are rows [first, first + split) and the rest wrap around to rows [0, keys - split) (a ring
-// cache's window; split == keys when nothing wraps).
-struct KeyRows {
-  int64_t first, keys, split;
+// A run of keys held in consecutive rows of k and v: `count` keys from row `row`.
+struct KeyRun {
+  int64_t row, count;
 };
 
-// Folds a block of keys into the `group` query vectors of one row that share a KV head
-// (consecutive heads: rows of q and out head_dim apart): two by two (each key and value load
-// serves both, the same bits as one by one), an odd one alone. w0 and w1 hold a block of weights
-// each. A wrapped block is scored and summed in its two runs of rows, softmaxed as one block.
+// Where positions are kept: row p (plain), p % ring_rows (a ring), or through a block table.
+struct KeyLayout {
+  int64_t ring_rows = 0;
+  const int32_t* block_table = nullptr;
+  int64_t block_size = 0;
+
+  // The runs of rows holding positions [first, first + keys), in position order; at most
+  // keys / block_size + 2 of them.
+  int64_t runs(int64_t first, int64_t keys, KeyRun* out) const {
+    int64_t n = 0;
+    for (int64_t p = first, end = first + keys; p < end;) {
+      int64_t row = p, limit = end - p;
+      if (block_table != nullptr) {
+        row = int64_t{block_table[p / block_size]} * block_size + p % block_size;
+        limit = std::min(limit, block_size - p % block_size);
+      } else if (ring_rows > 0) {
+        row = p % ring_rows;
+        limit = std::min(limit, ring_rows - row);
+      }
+      out[n++] = {row, limit};
+      p += limit;
+    }
+    return n;
+  }
+};
+
+// The most runs a block of kKeyBlock keys falls into (blocks of one row each).
+constexpr int64_t kMaxRuns = kKeyBlock + 1;
+
+// Folds a block of keys, held in `runs`, into the `group` query vectors of one row that share a
+// KV head (consecutive heads: rows of q and out head_dim apart): two by two (each key and value
+// load serves both, the same bits as one by one), an odd one alone. w0 and w1 hold a block of
+// weights each. The block is scored run by run and softmaxed as one, and its values summed run by
+// run in key order (a correction of 1 after the first run leaves the sums so far exact), so the
+// runs give the bits of one run of the same keys.
 void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state, int64_t group, const float* kh,
-                  const float* vh, KeyRows b, int64_t kv_stride, int64_t head_dim, float scale, float* w0, float* w1) {
-  const float* values = vh + b.first * kv_stride;
-  const int64_t rest = b.keys - b.split;  // wrapped keys, from row 0
+                  const float* vh, const KeyRun* runs, int64_t run_count, int64_t kv_stride, int64_t head_dim,
+                  float scale, float* w0, float* w1) {
+  int64_t keys = 0;
+  for (int64_t r = 0; r < run_count; ++r) keys += runs[r].count;
   int64_t g = 0;
   for (; g + 2 <= group; g += 2) {
     const float* q0 = q_heads + g * head_dim;
     float* o0 = out_heads + g * head_dim;
-    score_keys_pair(q0, q0 + head_dim, kh, b.first, b.split, kv_stride, head_dim, scale, w0, w1);
-    if (rest > 0) {
-      score_keys_pair(q0, q0 + head_dim, kh, 0, rest, kv_stride, head_dim, scale, w0 + b.split, w1 + b.split);
+    for (int64_t r = 0, at = 0; r < run_count; at += runs[r].count, ++r) {
+      score_keys_pair(q0, q0 + head_dim, kh, runs[r].row, runs[r].count, kv_stride, head_dim, scale, w0 + at, w1 + at);
     }
-    const float c0 = fold_block(w0, b.keys, state[g]), c1 = fold_block(w1, b.keys, state[g + 1]);
-    add_values_pair(o0, o0 + head_dim, c0, c1, w0, w1, b.split, values, kv_stride, head_dim);
-    // A correction of 1 leaves the sums so far exact.
-    if (rest > 0) {
-      add_values_pair(o0, o0 + head_dim, 1.0f, 1.0f, w0 + b.split, w1 + b.split, rest, vh, kv_stride, head_dim);
+    float c0 = fold_block(w0, keys, state[g]), c1 = fold_block(w1, keys, state[g + 1]);
+    for (int64_t r = 0, at = 0; r < run_count; at += runs[r].count, ++r) {
+      add_values_pair(o0, o0 + head_dim, c0, c1, w0 + at, w1 + at, runs[r].count, vh + runs[r].row * kv_stride,
+                      kv_stride, head_dim);
+      c0 = c1 = 1.0f;
     }
   }
   for (; g < group; ++g) {
-    score_keys(q_heads + g * head_dim, kh, b.first, b.split, kv_stride, head_dim, scale, w0);
-    if (rest > 0) score_keys(q_heads + g * head_dim, kh, 0, rest, kv_stride, head_dim, scale, w0 + b.split);
-    const float c = fold_block(w0, b.keys, state[g]);
-    add_values(out_heads + g * head_dim, c, w0, b.split, values, kv_stride, head_dim);
-    if (rest > 0) add_values(out_heads + g * head_dim, 1.0f, w0 + b.split, rest, vh, kv_stride, head_dim);
+    for (int64_t r = 0, at = 0; r < run_count; at += runs[r].count, ++r) {
+      score_keys(q_heads + g * head_dim, kh, runs[r].row, runs[r].count, kv_stride, head_dim, scale, w0 + at);
+    }
+    float c = fold_block(w0, keys, state[g]);
+    for (int64_t r = 0, at = 0; r < run_count; at += runs[r].count, ++r) {
+      add_values(out_heads + g * head_dim, c, w0 + at, runs[r].count, vh + runs[r].row * kv_stride, kv_stride,
+                 head_dim);
+      c = 1.0f;
+    }
   }
 }
 
@@ -245,8 +277,8 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
   const int64_t kv_stride = s.kv_heads * s.head_dim;  // floats between one key row and the next
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   const int64_t window = extras.sliding_window;
-  // Rows of the ring the keys are read from; without a window no key wraps.
-  const int64_t ring = window > 0 ? extras.ring_rows : std::numeric_limits<int64_t>::max();
+  // Without a window no key wraps.
+  const KeyLayout layout{window > 0 ? extras.ring_rows : 0, extras.block_table, extras.block_size};
   int64_t max_keys = 0;
   for (int64_t m = 0; m < s.rows; ++m) {
     const KeySpan span = key_span(key_counts[m], window);
@@ -259,6 +291,7 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
     float* const w0 = weights.data();
     float* const w1 = w0 + kKeyBlock;
     std::vector<RunningSoftmax> states;
+    KeyRun runs[kMaxRuns];
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int64_t tile = 0; tile < tiles; ++tile) {
       for (int64_t kv_head = 0; kv_head < s.kv_heads; ++kv_head) {
@@ -290,9 +323,9 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
             const KeySpan span = key_span(key_counts[m], window);
             const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
             if (keys <= 0) continue;
-            const int64_t first = (span.begin + offset) % ring;
+            const int64_t run_count = layout.runs(span.begin + offset, keys, runs);
             attend_block(q + head_offset(m, 0), out + head_offset(m, 0), states.data() + (m - m0) * group, group, kh,
-                         vh, {first, keys, std::min(keys, ring - first)}, kv_stride, s.head_dim, scale, w0, w1);
+                         vh, runs, run_count, kv_stride, s.head_dim, scale, w0, w1);
           }
         }
         for (int64_t m = m0; m < m1; ++m) {

@@ -17,11 +17,15 @@ struct AttentionShape {
 
 // What gpt-oss adds (kernels/backend.h, AttentionOptions): a sink logit per query head (null:
 // none), and a window (0: none) over keys that are a ring of `ring_rows` rows: position p at row
-// p % ring_rows.
+// p % ring_rows. And what a paged KV cache adds: keys in blocks of `block_size` rows, position p
+// at row block_table[p / block_size] * block_size + p % block_size (null table: row p). With a
+// block size that is a multiple of 8 a row's result has the bits of the same keys in one run.
 struct AttentionExtras {
   const float* sinks = nullptr;  // [Hq]
   int64_t sliding_window = 0;
   int64_t ring_rows = 0;  // T, at least the window; read only with one
+  const int32_t* block_table = nullptr;  // not with a window
+  int64_t block_size = 0;
 };
 
 // With a window W, row m with key_counts[m] = c attends positions [max(0, c - W), c).

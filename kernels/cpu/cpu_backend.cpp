@@ -195,10 +195,25 @@ class CpuBackend final : public Backend {
     const int64_t window = options.sliding_window;
     // The sinks as floats, read when the op runs (a weight's contents, like the key counts).
     const std::optional<Tensor> sinks = options.sinks != nullptr ? std::optional(*options.sinks) : std::nullopt;
-    run([q, k, v, key_counts, out, window, sinks] {
+    const std::optional<Tensor> table =
+        options.block_table != nullptr ? std::optional(*options.block_table) : std::nullopt;
+    const int64_t block_size = options.block_size;
+    run([q, k, v, key_counts, out, window, sinks, table, block_size] {
       const int32_t* counts = key_counts.data<int32_t>();  // read when the op runs, as on a GPU
-      // A window reads a ring: any count, its last `window` positions wrapped into the keys.
-      if (window == 0) {
+      // A window reads a ring: any count, its last `window` positions wrapped into the keys. A
+      // paged store is read through the table: every block a count reaches must be listed and
+      // lie in the store.
+      if (table) {
+        const int32_t* blocks = table->data<int32_t>();
+        const int64_t store_blocks = k.dim(0) / block_size;
+        for (int64_t m = 0; m < q.dim(0); ++m) {
+          const int64_t needed = (int64_t{counts[m]} + block_size - 1) / block_size;
+          kChecks.require(counts[m] >= 0 && needed <= table->numel(), "attention key count beyond the block table");
+          for (int64_t b = 0; b < needed; ++b) {
+            kChecks.require(blocks[b] >= 0 && blocks[b] < store_blocks, "attention block id outside the store");
+          }
+        }
+      } else if (window == 0) {
         for (int64_t m = 0; m < q.dim(0); ++m) {
           kChecks.require(counts[m] <= k.dim(0), "attention key count beyond keys");
         }
@@ -213,7 +228,8 @@ class CpuBackend final : public Backend {
       }
       cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(),
                      {q.dim(0), q.dim(1), k.dim(1), q.dim(2)},
-                     {sinks ? sink_logits.data() : nullptr, window, k.dim(0)});
+                     {sinks ? sink_logits.data() : nullptr, window, k.dim(0), table ? table->data<int32_t>() : nullptr,
+                      block_size});
     });
   }
 
