@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "shared/error.h"
+#include "worker/model/preemption_policy.h"
 
 namespace flashq {
 namespace {
@@ -55,10 +56,22 @@ void Engine::add(uint64_t id, SequenceRequest request) {
     throw Error(ErrorCode::kInvalidArgument, "block_size must be between 2 and " + std::to_string(max_block) +
                                                  " (0: the drafter's own)");
   }
-  KvCache cache = model_.make_cache(prompt_length + g.max_tokens);
+  const int64_t max_length = prompt_length + g.max_tokens;
+  PagedKvStore* paged = options_.paged_cache;
+  KvCache cache = paged ? model_.make_cache(max_length, *paged) : model_.make_cache(max_length);
+  if (paged) {
+    const BlockPool& blocks = paged->blocks();
+    const int64_t need = blocks.blocks_for(cache.max_length());
+    if (need > blocks.blocks()) {
+      throw Error(ErrorCode::kInvalidArgument, "prompt and max_tokens (" + std::to_string(cache.max_length()) +
+                                                   " positions) need " + std::to_string(need) +
+                                                   " blocks of KV cache; this worker's paged cache holds " +
+                                                   std::to_string(blocks.blocks()));
+    }
+  }
   if (options_.cache_pool) {
     const bool drafts = proposer_ && request.spec != SpecMode::kOff;
-    const int64_t need = CachePool::footprint(cache.whole_bytes()) +
+    const int64_t need = (paged ? 0 : CachePool::footprint(cache.whole_bytes())) +
                          (drafts ? CachePool::footprint(proposer_->pooled_bytes(cache.max_length())) : 0);
     if (need > options_.cache_pool->capacity_bytes()) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -107,7 +120,8 @@ void Engine::admit() {
     }
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
     waiting_.pop_front();
-    sequence->admitted_at = Clock::now();
+    if (sequence->admitted_at.time_since_epoch().count() == 0) sequence->admitted_at = Clock::now();
+    sequence->admission_order = ++admissions_;
     if (sequence->cancelled) {
       StepEvent event{.id = sequence->id};
       finish_sequence(*sequence, FinishReason::kCancelled, event);
@@ -120,47 +134,137 @@ void Engine::admit() {
 }
 
 bool Engine::take_caches(Sequence& s) {
-  if (options_.cache_pool && !s.target_cache.take_whole(*options_.cache_pool)) return false;
+  if (!s.preempted) s.context = s.request.generation.prompt_tokens;
+  if (options_.paged_cache) {
+    BlockPool& blocks = options_.paged_cache->blocks();
+    const auto length = static_cast<int64_t>(s.context.size());
+    const std::span<const int32_t> lookup =
+        options_.prefix_caching ? std::span<const int32_t>(s.context) : std::span<const int32_t>();
+    // Room for one more block for every running sequence and this one: admitting into a pool
+    // with no room to grow would only preempt the newest sequence again at the next step.
+    const int64_t headroom = static_cast<int64_t>(running_.size() + 1) * blocks.block_size();
+    if (!blocks.can_admit(lookup, std::min(length + headroom, s.target_cache.max_length()))) return false;
+    if (options_.prefix_caching) s.target_cache.adopt_prefix(s.context);
+    const bool reserved = s.target_cache.try_reserve(length);
+    check_invariant(reserved, "an admitted sequence's blocks can be had");
+  } else if (options_.cache_pool && !s.target_cache.take_whole(*options_.cache_pool)) {
+    return false;
+  }
   if (planner_.speculates(s)) {
     s.proposer_state = proposer_->start_sequence(s.target_cache.max_length());
     if (!s.proposer_state) {
-      s.target_cache.release();
+      if (options_.paged_cache) {
+        s.target_cache.clear_blocks();
+      } else {
+        s.target_cache.release();
+      }
       return false;
     }
   }
   return true;
 }
 
-// One pass per prompt, so a sequence's numbers never depend on what it was admitted with.
+// One pass per prompt, so a sequence's numbers never depend on what it was admitted with. With a
+// cached prefix only the rest runs; a preempted sequence runs its context again (mostly a prefix
+// hit) and, its next token known and emitted, emits nothing.
 void Engine::prefill(Sequence& s, int64_t batch) {
   const auto start = Clock::now();
-  const std::vector<int32_t>& prompt = s.request.generation.prompt_tokens;
+  const std::span<const int32_t> context = s.context;
+  const int64_t cached = s.target_cache.length();
+  const std::span<const int32_t> rest = context.subspan(static_cast<size_t>(cached));
   const bool observe = planner_.speculates(s);
   // An `auto` sequence joining a batch where no drafting could pay keeps no hidden states of its
   // prompt (their injection costs a tenth of the prefill); were it to draft later, its drafter
   // would see only the tokens since.
   const bool taps = observe && !planner_.out_of_drafting(s, batch);
 
-  SequenceChunk chunk{prompt, &s.target_cache};
-  ForwardOptions forward{.logits = LogitRows::kLastOfEachChunk};
+  SequenceChunk chunk{rest, &s.target_cache};
+  ForwardOptions forward{.logits = s.preempted ? LogitRows::kNone : LogitRows::kLastOfEachChunk};
   if (taps) forward.tap_layers = proposer_->tap_layers();
   ForwardOutput out = model_.forward({&chunk, 1}, forward);
-  const int32_t first = verifier_.first_token(out.logits, s);
+  const int32_t first = s.preempted ? s.next_token : verifier_.first_token(out.logits, s);
   if (observe) {
-    Observation o{s.proposer_state.get(), prompt, 0, taps ? out.taps : Tensor()};
+    // The drafter's context skips a cached prefix: the target did not run it, so it has no taps.
+    if (cached > 0) {
+      Observation skipped{s.proposer_state.get(), context.first(static_cast<size_t>(cached)), 0, Tensor()};
+      proposer_->observe_without_taps({&skipped, 1});
+    }
+    Observation o{s.proposer_state.get(), rest, cached, taps ? out.taps : Tensor()};
     if (taps) {
       proposer_->observe({&o, 1});
     } else {
       proposer_->observe_without_taps({&o, 1});
     }
   }
+  register_blocks(s);
   phases_.prefill += seconds_since(start);
+  if (s.preempted) {
+    s.preempted = false;
+    return;
+  }
 
   s.first_token_at = Clock::now();
   StepEvent event{.id = s.id};
   s.next_token = first;
   emit_tokens(s, {&first, 1}, model_.config().eos_token_ids, event);
   publish(event);
+}
+
+void Engine::register_blocks(Sequence& s) {
+  if (!options_.paged_cache || !options_.prefix_caching) return;
+  const KvCache& cache = s.target_cache;
+  if (cache.length() / cache.block_size() > cache.registered_blocks()) s.target_cache.commit_full_blocks(s.context);
+}
+
+void Engine::reserve_blocks(std::vector<SequenceStep>& steps) {
+  for (SequenceStep& step : steps) {
+    Sequence& s = *step.sequence;
+    if (step.block_size == 0 || s.preempted) continue;
+    while (!s.target_cache.try_reserve(step.start + step.block_size)) {
+      std::vector<PreemptionCandidate> candidates;
+      std::vector<Sequence*> of;
+      bool others_hold_blocks = false;
+      for (auto& running : running_) {
+        if (running->finish_reason || running->preempted) continue;
+        const auto blocks = static_cast<int64_t>(running->target_cache.block_ids().size());
+        candidates.push_back({running->id, running->admission_order, blocks});
+        of.push_back(running.get());
+        others_hold_blocks |= running.get() != &s && blocks > 0;
+      }
+      const std::optional<size_t> victim = choose_preemption_victim(candidates);
+      if (!victim || (of[*victim] == &s && !others_hold_blocks)) {
+        // It holds every block it could have: preempting it would free nothing it could use.
+        StepEvent event{.id = s.id};
+        finish_sequence(s, FinishReason::kLength, event);
+        publish(event);
+        step.block_size = 0;
+        break;
+      }
+      preempt(*of[*victim]);
+      if (of[*victim] == &s) break;
+    }
+  }
+  steps.erase(
+      std::remove_if(steps.begin(), steps.end(), [](const SequenceStep& step) { return step.sequence->preempted; }),
+      steps.end());
+  // Back to the front of the queue, in the order they were admitted.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if ((*it)->preempted) waiting_.push_front(std::move(*it));
+  }
+  running_.erase(std::remove(running_.begin(), running_.end(), nullptr), running_.end());
+}
+
+void Engine::preempt(Sequence& s) {
+  register_blocks(s);
+  s.target_cache.clear_blocks();
+  s.proposer_state.reset();
+  s.preempted = true;
+  ++preemptions_;
+}
+
+std::optional<PagedCacheStats> Engine::cache_stats() const {
+  if (!options_.paged_cache) return std::nullopt;
+  return PagedCacheStats{.blocks = options_.paged_cache->blocks().stats(), .preemptions = preemptions_};
 }
 
 void Engine::decode_step() {
@@ -178,6 +282,7 @@ void Engine::decode_step() {
   // Plan: each sequence's block size, clamped to max_tokens and the context.
   std::vector<SequenceStep> steps = planner_.plan(batch);
   end_full_contexts(steps);
+  if (options_.paged_cache) reserve_blocks(steps);
 
   // Propose: one drafter pass for every sequence that drafts.
   propose(steps);
@@ -253,6 +358,9 @@ void Engine::commit(SequenceStep& step, const Verifier::Pass& pass, std::vector<
   const Acceptance& acceptance = step.acceptance;
   const int64_t committed_count = acceptance.accepted + 1;
   s.target_cache.truncate(step.start + committed_count);
+  check_invariant(static_cast<int64_t>(s.context.size()) == step.start, "the context holds the cached tokens");
+  s.context.insert(s.context.end(), step.block.begin(), step.block.begin() + committed_count);
+  register_blocks(s);
   if (s.proposer_state) {
     const std::span<const int32_t> committed =
         std::span<const int32_t>(step.block).first(static_cast<size_t>(committed_count));

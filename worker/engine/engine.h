@@ -23,6 +23,7 @@
 #include "worker/engine/step_plan.h"
 #include "worker/engine/verifier.h"
 #include "worker/model/cache_pool.h"
+#include "worker/model/paged_kv_store.h"
 #include "worker/model/target_model.h"
 #include "worker/tokenizer/tokenizer.h"
 
@@ -51,10 +52,28 @@ struct EngineOptions {
   // proposer's use_cache_pool); null: each cache grows on demand. With a pool, a sequence waits
   // in the queue until its caches fit.
   CachePool* cache_pool = nullptr;
+  // Paged target KV caches over this store (kv_cache.h), in place of whole-length ones: a
+  // sequence takes blocks as it grows, waits at admission until its blocks (and one block of
+  // growth for every running sequence) can be had, and when a running sequence finds no block
+  // for its next step the one admitted last is preempted: its blocks go back (its full blocks
+  // stay cached) and it waits first in line, to be recomputed from its tokens so far without
+  // emitting anything again. A sequence that cannot grow while holding the whole pool finishes
+  // with `length`. The store must outlive the engine.
+  PagedKvStore* paged_cache = nullptr;
+  // With a paged cache: a new sequence starts on the longest cached prefix of its prompt and
+  // prefills only the rest, and full blocks of committed tokens are registered for others.
+  bool prefix_caching = true;
   // Sample tokens on the backend (RowSampler), so that only ids reach the host, where no draft
   // of a sampling sequence needs its distribution there. Default: on a GPU backend (on the CPU
   // the logits are host memory already, and the host Sampler draws in double precision).
   std::optional<bool> sample_on_backend;
+};
+
+// The paged cache's counters (BlockPoolStats: blocks used, free and cached, prefix lookups and
+// hits in tokens) and the engine's preemptions.
+struct PagedCacheStats {
+  BlockPoolStats blocks;
+  int64_t preemptions = 0;
 };
 
 struct PhaseSeconds {
@@ -96,13 +115,25 @@ class Engine {
   // Sequences finished since the last call.
   std::vector<FinishedSequence> take_finished();
   const PhaseSeconds& phase_seconds() const { return phases_; }
+  // Nothing without a paged cache.
+  std::optional<PagedCacheStats> cache_stats() const;
 
  private:
   void admit();
-  // The sequence's caches (and proposer state), whole from the pool if there is one; false when
-  // they do not fit now.
+  // The sequence's caches (and proposer state), whole from the pool if there is one, or the
+  // blocks of its tokens beyond their cached prefix; false when they do not fit now.
   bool take_caches(Sequence& sequence);
+  // Runs the sequence's context beyond what its cache holds (one pass), and for a new sequence
+  // emits its first token.
   void prefill(Sequence& sequence, int64_t batch);
+  // With a paged cache: every planned block's positions reserved, preempting the sequence
+  // admitted last while some cannot be (its step leaves `steps`; a sequence alone in the pool
+  // finishes with `length`).
+  void reserve_blocks(std::vector<SequenceStep>& steps);
+  // Gives the sequence's caches back and queues it first in line, to resume.
+  void preempt(Sequence& sequence);
+  // Registers the sequence's full blocks of committed tokens in the prefix cache.
+  void register_blocks(Sequence& sequence);
   // One decode step of every running sequence: plan, propose, verify, accept and commit, emit.
   void decode_step();
   // Ends each sequence whose context is full (planned block size 0) with `length`.
@@ -131,6 +162,8 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<FinishedSequence> finished_;
   PhaseSeconds phases_;
+  uint64_t admissions_ = 0;
+  int64_t preemptions_ = 0;
 };
 
 }  // namespace flashq

@@ -58,6 +58,13 @@ struct Sequence {
   SequenceSpecState spec_state;
 
   int32_t next_token = -1;  // chosen by the target and emitted, not yet in target_cache
+  // The tokens at positions [0, target_cache.length()): the prompt, then each committed block.
+  // What a paged cache registers its full blocks under, and what a preempted sequence recomputes.
+  std::vector<int32_t> context;
+  // Set while a preempted sequence waits to be admitted again: its caches were given back, and
+  // it resumes from `context` and next_token without emitting anything again.
+  bool preempted = false;
+  uint64_t admission_order = 0;  // increases with each admission (the preemption policy's)
   std::vector<int32_t> output;
   std::string text;
   std::optional<FinishReason> finish_reason;

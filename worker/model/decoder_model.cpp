@@ -57,21 +57,39 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
       })) {
     return forward_in_parts(chunks, options);
   }
-  std::vector<int32_t> ids, positions, key_counts, ring_rows;
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
-    for (size_t i = 0; i < chunk.tokens.size(); ++i) {
-      ids.push_back(chunk.tokens[i]);
-      positions.push_back(static_cast<int32_t>(chunk.cache->length() + static_cast<int64_t>(i)));
-      // Causal: a row sees its chunk's cache and the chunk's rows up to itself.
-      key_counts.push_back(positions.back() + 1);
-      // Where a ring layer keeps the row's key and value.
-      if (rings) ring_rows.push_back(static_cast<int32_t>(positions.back() % chunk.cache->ring_rows()));
-    }
   }
   check_tap_layers(options, config_.num_layers);
   for (const SequenceChunk& chunk : chunks) {
     chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
+  }
+  std::vector<int32_t> ids, positions, key_counts, ring_rows, store_rows;
+  // A paged chunk's table is padded to the blocks of its whole length, so that its shape (what a
+  // recorded pass depends on) stays the same while the sequence grows.
+  block_table_ints_.clear();
+  std::vector<std::pair<int64_t, int64_t>> table_spans;  // per chunk: first entry, entries
+  bool paged = false;
+  for (const SequenceChunk& chunk : chunks) {
+    const KvCache& cache = *chunk.cache;
+    for (size_t i = 0; i < chunk.tokens.size(); ++i) {
+      ids.push_back(chunk.tokens[i]);
+      positions.push_back(static_cast<int32_t>(cache.length() + static_cast<int64_t>(i)));
+      // Causal: a row sees its chunk's cache and the chunk's rows up to itself.
+      key_counts.push_back(positions.back() + 1);
+      // Where a ring layer keeps the row's key and value.
+      if (rings) ring_rows.push_back(static_cast<int32_t>(positions.back() % cache.ring_rows()));
+      store_rows.push_back(static_cast<int32_t>(cache.slot(positions.back())));
+    }
+    table_spans.emplace_back(static_cast<int64_t>(block_table_ints_.size()), 0);
+    if (cache.paged()) {
+      paged = true;
+      const std::span<const BlockId> blocks = cache.block_ids();
+      block_table_ints_.insert(block_table_ints_.end(), blocks.begin(), blocks.end());
+      const int64_t entries = (cache.max_length() + cache.block_size() - 1) / cache.block_size();
+      block_table_ints_.resize(static_cast<size_t>(table_spans.back().first + entries), 0);
+      table_spans.back().second = entries;
+    }
   }
   // The row of each chunk's logits, when they are not simply every row (chunks of one token).
   const bool one_row_each =
@@ -86,13 +104,20 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
     }
   }
   // One copy per pass, not per layer: the same for every layer.
-  const std::vector<Tensor> uploaded =
-      workspace_.upload_int32s("pass_ints", {ids, positions, key_counts, last, ring_rows});
-  const PassRows rows{.ids = uploaded[0],
-                      .positions = uploaded[1],
-                      .key_counts = uploaded[2],
-                      .last_rows = pick_last_rows ? uploaded[3] : Tensor(),
-                      .ring_rows = rings ? uploaded[4] : Tensor()};
+  const std::vector<Tensor> uploaded = workspace_.upload_int32s(
+      "pass_ints",
+      {ids, positions, key_counts, last, ring_rows, paged ? store_rows : std::vector<int32_t>(), block_table_ints_});
+  PassRows rows{.ids = uploaded[0],
+                .positions = uploaded[1],
+                .key_counts = uploaded[2],
+                .last_rows = pick_last_rows ? uploaded[3] : Tensor(),
+                .ring_rows = rings ? uploaded[4] : Tensor(),
+                // Unpaged caches keep position t at row t.
+                .store_rows = paged ? uploaded[5] : uploaded[1],
+                .block_tables = {}};
+  for (const auto& [first, entries] : table_spans) {
+    rows.block_tables.push_back(entries > 0 ? uploaded[6].slice_rows(first, entries) : Tensor());
+  }
   auto run = [&] { return run_pass(chunks, options, rows); };
   const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
   for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
@@ -104,8 +129,7 @@ DecoderModel::PassKey DecoderModel::pass_key(std::span<const SequenceChunk> chun
   PassKey key{.logits = options.logits, .tap_layers = options.tap_layers, .workspace = workspace_.generation()};
   for (const SequenceChunk& chunk : chunks) {
     key.chunk_rows.push_back(static_cast<int64_t>(chunk.tokens.size()));
-    // A cache's layers are allocated together: its first layer's keys stand for all of them.
-    key.caches.push_back(chunk.cache->keys(0).raw());
+    key.caches.push_back(chunk.cache->identity());
   }
   return key;
 }
@@ -212,15 +236,18 @@ void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
 
   cache_chunks_.clear();
   int64_t first = 0;
-  for (const SequenceChunk& chunk : chunks) {
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const SequenceChunk& chunk = chunks[c];
     const int64_t n = static_cast<int64_t>(chunk.tokens.size());
-    cache_chunks_.push_back({&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n});
+    const Tensor& table = pass_rows.block_tables[c];
+    cache_chunks_.push_back({&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n,
+                             table.defined() ? &table : nullptr, chunk.cache->block_size()});
     first += n;
   }
-  // A row's position is the cache row its key and value go to, or in a ring layer's its row there.
+  // A row's key and value go to its slot in its chunk's cache, or in a ring layer's to its row there.
   const QkNormRope norm_rope = qk_norm_rope(layer, config_, positions);
   const AttentionOptions options = attention_options(layer, config_, layer_index);
-  const Tensor& store_at = options.sliding_window > 0 ? pass_rows.ring_rows : positions;
+  const Tensor& store_at = options.sliding_window > 0 ? pass_rows.ring_rows : pass_rows.store_rows;
   backend_.store_and_attend(q, k, v, cache_chunks_, store_at, pass_rows.key_counts, attended, &norm_rope, options);
   project_attention_out(backend_, layer, attended, attention_out);
 }

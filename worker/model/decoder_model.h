@@ -34,6 +34,7 @@ class DecoderModel final : public TargetModel {
   const ModelConfig& config() const override { return config_; }
   Backend& backend() const override { return backend_; }
   KvCache make_cache(int64_t max_length) const override;
+  using TargetModel::make_cache;  // the paged one
   ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) override;
   void set_capture_passes(bool on) override { recorder_.set_enabled(on); }
   int64_t replayed_passes() const override { return recorder_.replayed(); }
@@ -57,6 +58,8 @@ class DecoderModel final : public TargetModel {
     Tensor key_counts;  // the keys each row's attention sees (causal over its chunk's cache)
     Tensor last_rows;   // the rows whose logits are wanted, when not every row's
     Tensor ring_rows;   // where a ring layer stores each row (position % its ring), when any
+    Tensor store_rows;  // where every other layer stores each row: its slot in the chunk's cache
+    std::vector<Tensor> block_tables;  // per chunk: a paged cache's block ids, else undefined
   };
 
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
@@ -74,6 +77,7 @@ class DecoderModel final : public TargetModel {
   Backend& backend_;
   Workspace workspace_;
   std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
+  std::vector<int32_t> block_table_ints_;  // every paged chunk's table, one after another
   Tensor embed_tokens_, final_norm_, lm_head_;
   std::vector<DecoderLayer> layers_;
   PassRecorder<PassKey, ForwardOutput> recorder_;

@@ -26,11 +26,37 @@ KvCache::KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t hea
   if (window > 0) ring_rows_ = std::min(max_length_, window + kMaxRowsPerPass);
 }
 
+KvCache::KvCache(PagedKvStore& store, int64_t max_length)
+    : backend_(store.backend()),
+      kv_heads_(0),
+      head_dim_(0),
+      max_length_(max_length),
+      paged_(&store),
+      table_(std::make_unique<BlockTable>(store.blocks())) {}
+
+bool KvCache::try_reserve(int64_t length) {
+  if (length > max_length_) {
+    throw Error(ErrorCode::kInvalidArgument, "sequence of " + std::to_string(length) +
+                                                 " tokens exceeds the model's context of " +
+                                                 std::to_string(max_length_));
+  }
+  if (table_) return table_->reserve(length);
+  reserve(length);
+  return true;
+}
+
 void KvCache::reserve(int64_t length) {
   if (length > max_length_) {
     throw Error(ErrorCode::kInvalidArgument, "sequence of " + std::to_string(length) +
                                                  " tokens exceeds the model's context of " +
                                                  std::to_string(max_length_));
+  }
+  if (table_) {
+    if (!table_->reserve(length)) {
+      throw Error(ErrorCode::kInternal,
+                  "the paged KV cache has no free block for " + std::to_string(length) + " positions");
+    }
+    return;
   }
   for (size_t layer = 0; layer < keys_.size(); ++layer) {
     if (!ring(static_cast<int64_t>(layer)) || keys_[layer].defined()) continue;
@@ -51,17 +77,45 @@ void KvCache::reserve(int64_t length) {
 }
 
 void KvCache::commit(int64_t count) {
+  if (table_) {
+    table_->commit(count);
+    return;
+  }
   check_invariant(length_ + count <= capacity_, "kv cache commit within capacity");
   length_ += count;
 }
 
 void KvCache::truncate(int64_t length) {
+  if (table_) {
+    const std::optional<std::vector<BlockCopy>> copies = table_->truncate(length);
+    if (!copies) {
+      throw Error(ErrorCode::kInternal, "the paged KV cache has no free block for a shared block's copy");
+    }
+    for (const BlockCopy& copy : *copies) paged_->copy_block(copy);
+    return;
+  }
   check_invariant(length >= 0 && length <= length_, "kv cache truncates to a shorter length");
   length_ = length;
 }
 
+std::span<const BlockId> KvCache::block_ids() const { return table_ ? table_->blocks() : std::span<const BlockId>(); }
+
+PrefixMatch KvCache::adopt_prefix(std::span<const int32_t> tokens) {
+  check_invariant(table_ != nullptr, "only a paged cache adopts a cached prefix");
+  return table_->adopt_prefix(tokens);
+}
+
+void KvCache::commit_full_blocks(std::span<const int32_t> tokens) {
+  if (table_) table_->commit_full_blocks(tokens, 0);
+}
+
+void KvCache::clear_blocks() {
+  if (table_) table_->clear();
+}
+
 bool KvCache::take_whole(CachePool& pool) {
   check_invariant(length_ == 0, "a kv cache is taken whole before anything is cached");
+  check_invariant(!table_, "a paged cache takes blocks, not a whole run");
   const auto layers = static_cast<int64_t>(keys_.size());
   int64_t rows = 0;
   for (int64_t layer = 0; layer < layers; ++layer) rows += 2 * whole_rows(layer);

@@ -6,13 +6,22 @@
 // them: its rows are a ring of W + kMaxRowsPerPass, position t at row t % rows (ring_row), so a
 // pass that stores up to kMaxRowsPerPass positions and is later truncated never overwrote a key
 // still attended. Every other layer keeps every position, growing up to max_length.
+//
+// A paged cache (made over a PagedKvStore) keeps its positions in blocks of the store's pool
+// instead, listed by its BlockTable: it takes blocks as the sequence grows, gives whole blocks
+// back on truncation, and may start on a cached prefix (adopt_prefix). Its layers' keys and
+// values are the store's, shared by every sequence; a row of position t is slot(t).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/backend.h"
+#include "worker/model/block_table.h"
 #include "worker/model/cache_pool.h"
+#include "worker/model/paged_kv_store.h"
 
 namespace flashq {
 
@@ -25,9 +34,12 @@ class KvCache {
   // `windows`: per layer, 0 (every position) or the window W it attends; empty: none windowed.
   KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t max_length,
           std::vector<int64_t> windows = {});
+  // A paged cache over `store` (no sliding layers), empty.
+  KvCache(PagedKvStore& store, int64_t max_length);
 
-  int64_t length() const { return length_; }
-  int64_t capacity() const { return capacity_; }  // of the layers that keep every position
+  int64_t length() const { return table_ ? table_->length() : length_; }
+  // Of the layers that keep every position; a paged cache's blocks held now.
+  int64_t capacity() const { return table_ ? table_->capacity() : capacity_; }
   int64_t max_length() const { return max_length_; }
   // Rows of a windowed layer's ring (0 when no layer is windowed); the cache row of position t
   // there is t % ring_rows().
@@ -35,8 +47,12 @@ class KvCache {
   bool ring(int64_t layer) const { return !windows_.empty() && windows_[static_cast<size_t>(layer)] > 0; }
 
   // Makes room for `length` positions, growing geometrically (copying what is there).
-  // kInvalidArgument when `length` exceeds max_length.
+  // kInvalidArgument when `length` exceeds max_length; for a paged cache whose pool has no
+  // blocks for it now, kInternal (the engine reserves with try_reserve first).
   void reserve(int64_t length);
+  // reserve() that says false, and takes nothing, when a paged cache's pool cannot supply the
+  // blocks now (counting cached blocks it may evict).
+  [[nodiscard]] bool try_reserve(int64_t length);
   // Takes room for max_length positions of every layer at once (a ring layer's ring), in one run
   // of `pool` (nothing is allocated after); only while nothing is cached. False, and nothing
   // changed, when no run of the pool is long enough now.
@@ -47,11 +63,34 @@ class KvCache {
   void release();
   // Marks `count` more positions as written (the model wrote their rows at [length, length+count)).
   void commit(int64_t count);
-  // Keeps positions [0, length).
+  // Keeps positions [0, length). A paged cache gives the blocks past them back, and copies a kept
+  // tail block that is shared (kInternal when no block is left for the copy: the engine never
+  // truncates below its committed blocks).
   void truncate(int64_t length);
 
-  Tensor& keys(int64_t layer) { return keys_[layer]; }
-  Tensor& values(int64_t layer) { return values_[layer]; }
+  Tensor& keys(int64_t layer) { return paged_ ? paged_->keys(layer) : keys_[layer]; }
+  Tensor& values(int64_t layer) { return paged_ ? paged_->values(layer) : values_[layer]; }
+
+  // What tells this cache's memory apart from other caches' (a recorded pass's key): its table
+  // when paged (the store is shared), else its keys, all layers being allocated together.
+  const void* identity() const { return table_ ? static_cast<const void*>(table_.get()) : keys_[0].raw(); }
+
+  // ---- paged caches ----
+  bool paged() const { return paged_ != nullptr; }
+  int64_t block_size() const { return paged_ ? paged_->block_size() : 0; }
+  // The block ids of positions [0, capacity()); empty when not paged.
+  std::span<const BlockId> block_ids() const;
+  // The row of position t in the store (t itself when not paged: its own tensors).
+  int64_t slot(int64_t position) const { return table_ ? table_->slot(position) : position; }
+  // Starts an empty paged cache on the longest cached prefix of `tokens` (BlockTable::adopt_prefix).
+  PrefixMatch adopt_prefix(std::span<const int32_t> tokens);
+  // Registers the full blocks of committed positions in the prefix cache; `tokens` holds the
+  // sequence's tokens at positions [0, length()) at least (BlockTable::commit_full_blocks).
+  void commit_full_blocks(std::span<const int32_t> tokens);
+  // Leading blocks registered in the prefix cache (0 when not paged).
+  int64_t registered_blocks() const { return table_ ? table_->registered_blocks() : 0; }
+  // Gives every block back; the cache is empty after (a preempted sequence's).
+  void clear_blocks();
 
  private:
   // Rows layer `layer` holds once whole: max_length, or its ring.
@@ -65,6 +104,8 @@ class KvCache {
   int64_t capacity_ = 0;
   int64_t length_ = 0;
   std::vector<Tensor> keys_, values_;
+  PagedKvStore* paged_ = nullptr;
+  std::unique_ptr<BlockTable> table_;  // a paged cache's
 };
 
 }  // namespace flashq

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "kernels/backend.h"
 #include "worker/model/forward_pass.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
+#include "worker/model/paged_kv_store.h"
 
 namespace flashq {
 
@@ -28,6 +30,15 @@ class TargetModel {
 
   // A cache for one sequence of at most max_length positions (capped at the model's context).
   virtual KvCache make_cache(int64_t max_length) const = 0;
+
+  // A paged KV cache (kv_cache.h, paged_kv_store.h): whether this model can keep its keys and
+  // values in one (not with sliding-window layers, which keep a ring per sequence), the bytes a
+  // block of `block_size` positions takes, the store of `blocks` blocks (from `pool` when given;
+  // kUnsupported when the model cannot page), and one sequence's cache over it.
+  bool pages_kv() const;
+  int64_t paged_bytes_per_block(int64_t block_size) const;
+  std::unique_ptr<PagedKvStore> make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool = nullptr) const;
+  KvCache make_cache(int64_t max_length, PagedKvStore& store) const;
 
   // Appends every chunk's tokens on top of its own cache, in one pass over all rows, and returns
   // the logits and taps asked for. kInvalidArgument for a tap layer outside the model or a chunk

@@ -1,0 +1,53 @@
+// The memory of a paged KV cache: per layer, one store of keys and one of values holding N blocks
+// of B positions each ([N * B, kv_heads, head_dim] float32, block b at rows [b * B, (b + 1) * B)),
+// shared by every sequence, and the BlockPool that hands the blocks out (block_pool.h). A
+// sequence's KvCache (kv_cache.h) holds a BlockTable over it; attention reads each sequence's
+// keys through its table (kernels/backend.h, AttentionOptions::block_table).
+//
+// All layers' stores are one allocation: from the worker's CachePool when it has one (sized once,
+// nothing allocated in the decode loop), else from the backend.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "worker/model/block_pool.h"
+#include "worker/model/block_table.h"
+#include "worker/model/cache_pool.h"
+
+namespace flashq {
+
+class PagedKvStore {
+ public:
+  // The bytes one block takes over all layers (keys and values).
+  static int64_t bytes_per_block(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size);
+
+  // kInvalidArgument unless blocks and block_size are positive, or when `pool` (null: allocated
+  // from the backend) has no run long enough for the stores.
+  PagedKvStore(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t blocks, int64_t block_size,
+               CachePool* pool = nullptr);
+  PagedKvStore(const PagedKvStore&) = delete;
+  PagedKvStore& operator=(const PagedKvStore&) = delete;
+
+  Backend& backend() const { return backend_; }
+  BlockPool& blocks() { return blocks_; }
+  const BlockPool& blocks() const { return blocks_; }
+  int64_t block_size() const { return blocks_.block_size(); }
+  int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
+
+  Tensor& keys(int64_t layer) { return keys_[static_cast<size_t>(layer)]; }
+  Tensor& values(int64_t layer) { return values_[static_cast<size_t>(layer)]; }
+
+  // Rows [0, copy.rows) of block copy.from written to block copy.to, in every layer's keys and
+  // values (a shared block's copy on write, BlockTable::truncate).
+  void copy_block(const BlockCopy& copy);
+
+ private:
+  Backend& backend_;
+  BlockPool blocks_;
+  Tensor memory_;  // every layer's stores, one after another
+  std::vector<Tensor> keys_, values_;
+};
+
+}  // namespace flashq
