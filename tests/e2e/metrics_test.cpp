@@ -3,6 +3,7 @@
 // reports, and every latency histogram must have counted exactly this job (docs/operations.md §5).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "tests/e2e/e2e_fixture.h"
@@ -103,6 +104,41 @@ TEST_F(E2eTest, WorkerServesItsOwnMetrics) {
   EXPECT_EQ(value("flashq_worker_kv_cache_capacity_bytes"), 16.0 * (1 << 20));
   EXPECT_EQ(value("flashq_worker_kv_cache_used_bytes"), 0) << "the finished job gave its caches back";
   EXPECT_EQ(value("flashq_worker_jobs_running"), 0);
+}
+
+// With a cache pool the target's KV cache is paged: the same prompt twice is a prefix hit the
+// second time (every whole block but the one holding its last token), the same output, and the
+// blocks go back to the cache when the jobs finish.
+TEST_F(E2eTest, AWorkerWithAPagedCacheCountsPrefixHitsAndBlocks) {
+  ASSERT_TRUE(start_broker());
+  const int port = free_port();
+  start_worker(
+      "w1", 2,
+      {"--metrics-http", "127.0.0.1:" + std::to_string(port), "--cache-memory-mb", "16", "--kv-block-size", "8"});
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  auto client = connect_client();
+  const std::string prompt =
+      "The queue hums along while the workers decode, block after block, and the broker keeps count";
+  std::vector<std::vector<int32_t>> outputs;
+  for (const char* id : {"paged-1", "paged-2"}) {
+    const JobRun run = run_job(*client, make_job(id, prompt, 12));
+    ASSERT_TRUE(run.final_result) << run;
+    outputs.push_back(run.ids());
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  const std::string m = http_get(port, "/metrics").body;
+  auto value = [&](const std::string& name) { return metric_value(m, name).value_or(-1); };
+  const double lookups = value("flashq_worker_prefix_cache_lookup_tokens_total");
+  const double hits = value("flashq_worker_prefix_cache_hit_tokens_total");
+  ASSERT_GT(lookups, 16) << m;
+  const double prompt_tokens = lookups / 2;
+  EXPECT_EQ(hits, std::floor((prompt_tokens - 1) / 8) * 8) << m;
+  EXPECT_EQ(value("flashq_worker_kv_blocks{state=\"used\"}"), 0) << m;
+  EXPECT_GT(value("flashq_worker_kv_blocks{state=\"cached\"}"), 0) << m;
+  EXPECT_GT(value("flashq_worker_kv_blocks{state=\"free\"}"), 0) << m;
+  EXPECT_EQ(value("flashq_worker_preemptions_total"), 0) << m;
+  EXPECT_EQ(value("flashq_worker_kv_block_evictions_total"), 0) << m;
+  EXPECT_EQ(value("flashq_worker_kv_cache_used_bytes"), 0) << m;
 }
 
 TEST_F(E2eTest, AWorkerWithAMalformedMetricsAddressExitsSayingSo) {

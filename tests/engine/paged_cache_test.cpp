@@ -189,7 +189,7 @@ TEST_F(EngineOnAPagedCache, ASequenceThePoolCannotHoldIsRefusedAtOnce) {
     ADD_FAILURE() << "accepted a sequence larger than the pool";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("paged cache holds 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("paged cache pool holds 4 blocks"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(engine.add(2, greedy(some_tokens(20, kVocab, 1), SpecMode::kOff, 12)));
   engine.run_until_idle();

@@ -65,8 +65,8 @@ void Engine::add(uint64_t id, SequenceRequest request) {
     if (need > blocks.blocks()) {
       throw Error(ErrorCode::kInvalidArgument, "prompt and max_tokens (" + std::to_string(cache.max_length()) +
                                                    " positions) need " + std::to_string(need) +
-                                                   " blocks of KV cache; this worker's paged cache holds " +
-                                                   std::to_string(blocks.blocks()));
+                                                   " blocks of KV cache; this worker's paged cache pool holds " +
+                                                   std::to_string(blocks.blocks()) + " blocks");
     }
   }
   if (options_.cache_pool) {

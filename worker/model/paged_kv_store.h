@@ -36,6 +36,10 @@ class PagedKvStore {
   int64_t block_size() const { return blocks_.block_size(); }
   int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
 
+  // The bytes of its stores, and of the blocks sequences hold now.
+  int64_t memory_bytes() const { return static_cast<int64_t>(memory_.nbytes()); }
+  int64_t used_bytes() const { return blocks_.stats().used * memory_bytes() / blocks_.blocks(); }
+
   Tensor& keys(int64_t layer) { return keys_[static_cast<size_t>(layer)]; }
   Tensor& values(int64_t layer) { return values_[static_cast<size_t>(layer)]; }
 

@@ -64,14 +64,15 @@ struct JobRunner::Attempt {
 };
 
 JobRunner::JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served,
-                     int64_t slots, CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox,
+                     int64_t slots, const EngineOptions& caches, WorkInbox& inbox, MessageOutbox& outbox,
                      WorkerMetrics* metrics)
     : model_(model),
       tokenizer_(tokenizer),
       proposer_(proposer),
       served_(std::move(served)),
       slots_(slots),
-      cache_pool_(cache_pool),
+      caches_{
+          .cache_pool = caches.cache_pool, .paged_cache = caches.paged_cache, .prefix_caching = caches.prefix_caching},
       inbox_(inbox),
       outbox_(outbox),
       metrics_(metrics) {
@@ -81,7 +82,10 @@ JobRunner::JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* p
 JobRunner::~JobRunner() = default;
 
 void JobRunner::start_engine() {
-  EngineOptions options{.max_slots = slots_, .cache_pool = cache_pool_};
+  EngineOptions options{.max_slots = slots_,
+                        .cache_pool = caches_.cache_pool,
+                        .paged_cache = caches_.paged_cache,
+                        .prefix_caching = caches_.prefix_caching};
   options.on_event = [this](const StepEvent& event) { on_event(event); };
   engine_ = std::make_unique<Engine>(model_, tokenizer_, proposer_, std::move(options));
 }
@@ -211,9 +215,13 @@ void JobRunner::step_engine() {
     const PhaseSeconds& phases = engine_->phase_seconds();
     metrics_->pass_seconds(phases.prefill - phases_before.prefill, phases.draft - phases_before.draft,
                            phases.verify - phases_before.verify, phases.other - phases_before.other);
-    if (cache_pool_) {
-      metrics_->cache_pool(cache_pool_->capacity_bytes(), cache_pool_->capacity_bytes() - cache_pool_->free_bytes());
+    if (CachePool* pool = caches_.cache_pool) {
+      int64_t used = pool->capacity_bytes() - pool->free_bytes();
+      // Of the paged store, only the blocks sequences hold.
+      if (const PagedKvStore* paged = caches_.paged_cache) used += paged->used_bytes() - paged->memory_bytes();
+      metrics_->cache_pool(pool->capacity_bytes(), used);
     }
+    if (const std::optional<PagedCacheStats> stats = engine_->cache_stats()) metrics_->paged_cache(*stats);
   }
   for (const FinishedSequence& done : engine_->take_finished()) finish_attempt(done);
 }

@@ -32,9 +32,10 @@ namespace flashq {
 
 class JobRunner {
  public:
-  // `cache_pool` may be null (caches grow on demand); so may `metrics` (nothing recorded).
+  // `caches` says where the KV caches come from (EngineOptions' cache_pool, paged_cache and
+  // prefix_caching; all null: grown on demand); `metrics` may be null (nothing recorded).
   JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
-            CachePool* cache_pool, WorkInbox& inbox, MessageOutbox& outbox, WorkerMetrics* metrics = nullptr);
+            const EngineOptions& caches, WorkInbox& inbox, MessageOutbox& outbox, WorkerMetrics* metrics = nullptr);
   ~JobRunner();
 
   // The engine thread's loop; returns after StopEngine.
@@ -70,7 +71,7 @@ class JobRunner {
   Proposer* proposer_;
   WorkerModel served_;
   int64_t slots_;
-  CachePool* cache_pool_;
+  EngineOptions caches_;  // only its cache settings are read
   WorkInbox& inbox_;
   MessageOutbox& outbox_;
   WorkerMetrics* metrics_;

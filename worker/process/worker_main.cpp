@@ -26,6 +26,15 @@ int main(int argc, char** argv) {
                  "KV cache pool size (0: from --gpu-memory-fraction on a GPU, none on the CPU)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--kv-block-size", options.kv_block_size,
+                 "positions per block of the paged KV cache, where there is a cache pool (0: whole-length caches)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  std::string prefix_caching = "on";
+  app.add_option("--prefix-caching", prefix_caching,
+                 "on|off: reuse the cached keys and values of a prompt's longest known prefix (paged cache only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--graphs", options.graphs,
                "record the target's and the drafter's passes and replay them while they repeat"
                " (CUDA graphs on a GPU)");
@@ -52,6 +61,7 @@ int main(int argc, char** argv) {
   app.add_option("--curve-secret-key", options.curve_secret_key,
                  "KEY|FILE: this worker's CURVE secret key (its public key must be on the broker's allow-list)");
   return flashq::run_cli(app, argc, argv, [&] {
+    options.prefix_caching = prefix_caching == "on";
     const int shutdown_fd = flashq::install_shutdown_signals();
     zmq::context_t context;
     flashq::serve_worker(context, options, shutdown_fd);

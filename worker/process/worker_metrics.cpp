@@ -35,6 +35,11 @@ void WorkerMetrics::cache_pool(int64_t capacity_bytes, int64_t used_bytes) {
   pool_used_ = used_bytes;
 }
 
+void WorkerMetrics::paged_cache(const PagedCacheStats& stats) {
+  std::lock_guard lock(mutex_);
+  paged_ = stats;
+}
+
 std::string WorkerMetrics::render() const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -45,6 +50,28 @@ std::string WorkerMetrics::render() const {
     gauge(out, "flashq_worker_kv_cache_capacity_bytes", "The KV cache pool's size.", static_cast<double>(pool_capacity_));
     gauge(out, "flashq_worker_kv_cache_used_bytes", "KV cache pool bytes held by sequences after the last step.",
           static_cast<double>(pool_used_));
+  }
+  if (paged_) {
+    const BlockPoolStats& b = paged_->blocks;
+    counter(out, "flashq_worker_prefix_cache_lookup_tokens_total",
+            "Prompt tokens looked up in the prefix cache at admission.", static_cast<uint64_t>(b.lookup_tokens));
+    counter(out, "flashq_worker_prefix_cache_hit_tokens_total",
+            "Of those, tokens found cached (whose keys and values were not computed again).",
+            static_cast<uint64_t>(b.hit_tokens));
+    const std::string blocks = "flashq_worker_kv_blocks";
+    prometheus::line(out, "# HELP " + blocks +
+                              " Paged KV cache blocks by state: used (held by running sequences), "
+                              "cached (a registered prefix no sequence holds, evictable), free.");
+    prometheus::line(out, "# TYPE " + blocks + " gauge");
+    for (const auto& [state, count] :
+         {std::pair<const char*, int64_t>{"used", b.used}, {"cached", b.cached}, {"free", b.free}}) {
+      prometheus::line(out, blocks + "{state=\"" + state + "\"} " + prometheus::number(static_cast<double>(count)));
+    }
+    counter(out, "flashq_worker_kv_block_evictions_total", "Cached prefix blocks taken for new content.",
+            static_cast<uint64_t>(b.evictions));
+    counter(out, "flashq_worker_preemptions_total",
+            "Sequences that gave their blocks back for lack of free ones and were recomputed later.",
+            static_cast<uint64_t>(paged_->preemptions));
   }
   const std::string pass = "flashq_worker_engine_pass_seconds_total";
   prometheus::line(out, "# HELP " + pass + " Engine time by pass: prefill (prompts), draft (the drafter's passes), "

@@ -1,14 +1,17 @@
 // A worker's own metrics, served on --metrics-http as Prometheus text (docs/operations.md §5):
 // engine step time, batch size and tokens per step, the time spent in each kind of pass (prefill,
-// drafting, verifying, the rest), jobs running, and the KV cache pool's use.
+// drafting, verifying, the rest), jobs running, the KV cache pool's use, and the paged cache's
+// blocks, prefix cache hits and preemptions.
 // The engine thread records; the HTTP thread renders; a mutex between.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "shared/prometheus_text.h"
+#include "worker/engine/engine.h"
 
 namespace flashq {
 
@@ -23,6 +26,8 @@ class WorkerMetrics {
   void pass_seconds(double prefill, double draft, double verify, double other);
   // The KV cache pool after a step (absent on the CPU without --cache-memory-mb).
   void cache_pool(int64_t capacity_bytes, int64_t used_bytes);
+  // The paged KV cache after a step: its blocks, prefix lookups and hits, evictions, preemptions.
+  void paged_cache(const PagedCacheStats& stats);
 
   std::string render() const;
 
@@ -32,6 +37,7 @@ class WorkerMetrics {
   int64_t jobs_running_ = 0;
   bool has_pool_ = false;
   int64_t pool_capacity_ = 0, pool_used_ = 0;
+  std::optional<PagedCacheStats> paged_;
   double prefill_seconds_ = 0, draft_seconds_ = 0, verify_seconds_ = 0, other_seconds_ = 0;
   Histogram step_time_, batch_size_, step_tokens_;
 };

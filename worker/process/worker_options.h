@@ -18,6 +18,11 @@ struct WorkerOptions {
   // this fraction of the device less what the model uses once loaded; else (CPU) no pool.
   double gpu_memory_fraction = 0.9;
   int64_t cache_memory_mb = 0;
+  // Where there is a pool: the target's KV cache paged in blocks of this many positions, with
+  // prefix caching unless prefix_caching is off (docs/operations.md, "Sizing the block pool");
+  // 0: whole-length caches, as without a pool.
+  int64_t kv_block_size = 16;
+  bool prefix_caching = true;
   // Record the target's and the drafter's passes and replay them while they repeat (CUDA graphs
   // on a GPU).
   bool graphs = false;

@@ -50,6 +50,38 @@ std::unique_ptr<CachePool> make_cache_pool(Backend& backend, const WorkerOptions
   return pool;
 }
 
+// The paged KV cache the options ask for, carved from `pool`: null without a pool, with
+// --kv-block-size 0, or for a model that cannot page (sliding-window layers). With a drafter the
+// pool is shared so that the target's blocks and the drafter's whole-length contexts hold the
+// same number of positions.
+std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, CachePool* pool,
+                                               const WorkerOptions& options) {
+  if (pool == nullptr || options.kv_block_size == 0) return nullptr;
+  if (!serving.model->pages_kv()) {
+    spdlog::info("KV caches: whole-length (the model has sliding-window layers)");
+    return nullptr;
+  }
+  const int64_t target_row = serving.model->paged_bytes_per_block(1);
+  int64_t drafter_row = 0;
+  if (serving.drafter) {
+    const ModelConfig& d = serving.drafter->config().layers;
+    drafter_row = PagedKvStore::bytes_per_block(d.num_layers, d.num_kv_heads, d.head_dim, 1);
+  }
+  const double share = static_cast<double>(target_row) / static_cast<double>(target_row + drafter_row);
+  const auto bytes = static_cast<int64_t>(share * static_cast<double>(pool->capacity_bytes()));
+  const int64_t blocks = bytes / serving.model->paged_bytes_per_block(options.kv_block_size);
+  if (blocks < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the KV cache pool of " + std::to_string(pool->capacity_bytes() >> 20) + " MiB holds no block of " +
+                    std::to_string(options.kv_block_size) + " positions (" +
+                    std::to_string(serving.model->paged_bytes_per_block(options.kv_block_size)) + " bytes)");
+  }
+  auto store = serving.model->make_paged_store(blocks, options.kv_block_size, pool);
+  spdlog::info("KV caches: paged, {} blocks of {} positions ({} positions), prefix caching {}", blocks,
+               options.kv_block_size, blocks * options.kv_block_size, options.prefix_caching ? "on" : "off");
+  return store;
+}
+
 }  // namespace
 
 void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_fd) {
@@ -79,6 +111,8 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
 
   std::unique_ptr<CachePool> cache_pool = make_cache_pool(*serving.backend, options);
   if (cache_pool && serving.proposer) serving.proposer->use_cache_pool(cache_pool.get());
+  // Declared before the runner: its sequences' block tables refer to it.
+  const std::unique_ptr<PagedKvStore> paged_cache = make_paged_store(serving, cache_pool.get(), options);
 
   WorkInbox inbox;
   MessageOutbox outbox;
@@ -91,8 +125,10 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
                                           HttpPages{[&metrics] { return metrics.render(); }, [] { return true; }});
     spdlog::info("worker metrics on http://{}", options.metrics_http);
   }
-  JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, options.slots, cache_pool.get(),
-                   inbox, outbox, &metrics);
+  const EngineOptions caches{
+      .cache_pool = cache_pool.get(), .paged_cache = paged_cache.get(), .prefix_caching = options.prefix_caching};
+  JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, options.slots, caches, inbox,
+                   outbox, &metrics);
   std::thread engine_thread([&runner] {
     try {
       runner.run();
