@@ -137,6 +137,8 @@ TEST_F(E2eTest, AWorkerWithAPagedCacheCountsPrefixHitsAndBlocks) {
   EXPECT_GT(value("flashq_worker_kv_blocks{state=\"cached\"}"), 0) << m;
   EXPECT_GT(value("flashq_worker_kv_blocks{state=\"free\"}"), 0) << m;
   EXPECT_EQ(value("flashq_worker_preemptions_total"), 0) << m;
+  EXPECT_GE(value("flashq_worker_prefix_cache_draft_hit_tokens_total"), 0) << m;
+  EXPECT_LE(value("flashq_worker_prefix_cache_draft_hit_tokens_total"), hits) << m;
   EXPECT_EQ(value("flashq_worker_kv_block_evictions_total"), 0) << m;
   EXPECT_EQ(value("flashq_worker_kv_cache_used_bytes"), 0) << m;
 }

@@ -120,6 +120,45 @@ TEST_F(EngineOnAPagedCache, ALaterTurnStartsOnTheBlocksOfTheTurnBefore) {
   }
 }
 
+// The drafter's context rides with the blocks: after a speculative turn its registered blocks
+// hold the drafter's rows, the next turn takes them instead of skipping those positions, and it
+// drafts what a drafter that injected the whole prompt itself drafts.
+TEST_F(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
+  const ModelConfig& d = pair.drafter->config().layers;
+  std::unique_ptr<PagedKvStore> paged =
+      pair.target.model->make_paged_store(64, 8, nullptr, {d.num_layers, d.num_kv_heads, d.head_dim});
+  std::vector<TraceRecord> trace;
+  Engine engine(
+      *pair.target.model, *pair.tokenizer, pair.proposer.get(),
+      {.max_slots = 1, .on_trace = [&trace](const TraceRecord& r) { trace.push_back(r); }, .paged_cache = paged.get()});
+  std::vector<int32_t> prompt = prompt_with_prefix(50, 3, 9);
+  engine.add(0, greedy(prompt, SpecMode::kDflash, 30));
+  engine.run_until_idle();
+  const FinishedSequence first = engine.take_finished().at(0);
+  EXPECT_EQ(engine.cache_stats()->draft_hit_tokens, 0);
+  int64_t with_drafter_rows = 0;
+  for (BlockId id = 0; id < 64; ++id) with_drafter_rows += paged->blocks().has_draft_context(id) ? 1 : 0;
+  EXPECT_GE(with_drafter_rows, 8) << "the 10 full blocks of the turn's 83 positions, less the recent ones";
+
+  prompt.insert(prompt.end(), first.tokens.begin(), first.tokens.end());
+  const std::vector<int32_t> message = some_tokens(5, kVocab, 77);
+  prompt.insert(prompt.end(), message.begin(), message.end());
+  trace.clear();
+  engine.add(1, greedy(prompt, SpecMode::kDflash, 12));
+  engine.run_until_idle();
+  const FinishedSequence second = engine.take_finished().at(0);
+  EXPECT_GE(engine.cache_stats()->draft_hit_tokens, 64);
+  EXPECT_EQ(second.tokens, plain_outputs({greedy(prompt, SpecMode::kOff, 12)}).at(0));
+
+  // The same turn on a drafter that injects every position of the prompt itself.
+  std::vector<TraceRecord> alone;
+  run_engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(), {greedy(prompt, SpecMode::kDflash, 12)}, 1,
+             &alone);
+  ASSERT_FALSE(trace.empty());
+  ASSERT_EQ(trace.size(), alone.size());
+  for (size_t i = 0; i < trace.size(); ++i) EXPECT_EQ(trace[i].draft, alone[i].draft) << "step " << i;
+}
+
 TEST_F(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
   const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kOff, 6),

@@ -1,6 +1,7 @@
 #include "worker/engine/dflash_proposer.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "shared/error.h"
 
@@ -16,6 +17,9 @@ struct DraftContext final : ProposerState {
   int64_t head = 0;
   int64_t recent_rows = 0;
   int64_t next_position = 0;  // of the next committed token to observe
+  // The first position the context skipped (taps dropped, or observed without any): rows before
+  // it are positions in order, what a paged cache's blocks can keep. None: nothing skipped.
+  std::optional<int64_t> gap_at;
 };
 
 namespace {
@@ -80,6 +84,7 @@ void DFlashProposer::observe(std::span<const Observation> observations) {
       drafter_.backend().copy_rows(o.taps.slice_rows(copied, count), c.recent, tail);
       copied += count;
       const int64_t overflow = std::max<int64_t>(0, c.recent_rows + count - kRecentRows);
+      if (overflow > 0 && !c.gap_at) c.gap_at = c.cache.length();  // the oldest taps not injected are dropped
       c.head = (c.head + overflow) % kRecentRows;
       c.recent_rows += count - overflow;
     }
@@ -90,6 +95,7 @@ void DFlashProposer::observe_without_taps(std::span<const Observation> observati
   for (const Observation& o : observations) {
     DraftContext& c = context_of(o.state);
     check_invariant(c.next_position == o.first_position, "the proposer observes every committed token in order");
+    if (!c.gap_at) c.gap_at = c.cache.length();  // the ring's taps not injected, and these, are skipped
     c.next_position += static_cast<int64_t>(o.tokens.size());
     c.head = 0;
     c.recent_rows = 0;
@@ -121,6 +127,45 @@ void DFlashProposer::propose(std::span<const ProposalRequest> requests) {
     r.draft->clear();
     for (int64_t j = 1; j < r.block_size; ++j) r.draft->push_back(choices[row++]);
   }
+}
+
+int64_t DFlashProposer::ordered_context(ProposerState* state) {
+  DraftContext& c = context_of(state);
+  DraftContext* const one[] = {&c};
+  inject_recent(one);
+  return c.gap_at.value_or(c.cache.length());
+}
+
+void DFlashProposer::export_context_block(ProposerState* state, int64_t first_position, PagedKvStore& store,
+                                          BlockId id) {
+  KvCache& cache = context_of(state).cache;
+  const int64_t b = store.block_size();
+  check_invariant(first_position + b <= cache.length(), "a block's drafter rows are injected before they are kept");
+  Backend& backend = drafter_.backend();
+  for (int64_t layer = 0; layer < drafter_.config().layers.num_layers; ++layer) {
+    backend.copy_rows(cache.keys(layer).slice_rows(first_position, b), store.draft_keys(layer), id * b);
+    backend.copy_rows(cache.values(layer).slice_rows(first_position, b), store.draft_values(layer), id * b);
+  }
+}
+
+int64_t DFlashProposer::import_context_blocks(ProposerState* state, PagedKvStore& store,
+                                              std::span<const BlockId> blocks) {
+  DraftContext& c = context_of(state);
+  check_invariant(c.next_position == 0 && c.cache.length() == 0, "drafter rows are imported before anything else");
+  const int64_t b = store.block_size(), positions = static_cast<int64_t>(blocks.size()) * b;
+  if (positions == 0) return 0;
+  c.cache.reserve(positions);
+  Backend& backend = drafter_.backend();
+  for (int64_t layer = 0; layer < drafter_.config().layers.num_layers; ++layer) {
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const int64_t row = static_cast<int64_t>(i) * b;
+      backend.copy_rows(store.draft_keys(layer).slice_rows(blocks[i] * b, b), c.cache.keys(layer), row);
+      backend.copy_rows(store.draft_values(layer).slice_rows(blocks[i] * b, b), c.cache.values(layer), row);
+    }
+  }
+  c.cache.commit(positions);
+  c.next_position = positions;
+  return positions;
 }
 
 }  // namespace flashq

@@ -39,6 +39,9 @@ class DFlashProposer final : public Proposer {
   void observe_without_taps(std::span<const Observation> observations) override;
   void catch_up(std::span<const ProposalRequest> requests) override;
   void propose(std::span<const ProposalRequest> requests) override;
+  int64_t ordered_context(ProposerState* state) override;
+  void export_context_block(ProposerState* state, int64_t first_position, PagedKvStore& store, BlockId id) override;
+  int64_t import_context_blocks(ProposerState* state, PagedKvStore& store, std::span<const BlockId> blocks) override;
 
   // Drafts need only each row's argmax, which the backend works out, so only ids reach the
   // host; keep_logits(true) also copies the drafter's logits, for last_logits() (a reference

@@ -135,6 +135,7 @@ void Engine::admit() {
 
 bool Engine::take_caches(Sequence& s) {
   if (!s.preempted) s.context = s.request.generation.prompt_tokens;
+  int64_t draft_blocks = 0;  // leading blocks of a cached prefix that hold the drafter's rows too
   if (options_.paged_cache) {
     BlockPool& blocks = options_.paged_cache->blocks();
     const auto length = static_cast<int64_t>(s.context.size());
@@ -144,7 +145,7 @@ bool Engine::take_caches(Sequence& s) {
     // with no room to grow would only preempt the newest sequence again at the next step.
     const int64_t headroom = static_cast<int64_t>(running_.size() + 1) * blocks.block_size();
     if (!blocks.can_admit(lookup, std::min(length + headroom, s.target_cache.max_length()))) return false;
-    if (options_.prefix_caching) s.target_cache.adopt_prefix(s.context);
+    if (options_.prefix_caching) draft_blocks = s.target_cache.adopt_prefix(s.context).draft_blocks;
     const bool reserved = s.target_cache.try_reserve(length);
     check_invariant(reserved, "an admitted sequence's blocks can be had");
   } else if (options_.cache_pool && !s.target_cache.take_whole(*options_.cache_pool)) {
@@ -159,6 +160,13 @@ bool Engine::take_caches(Sequence& s) {
         s.target_cache.release();
       }
       return false;
+    }
+    s.imported_draft_positions = 0;
+    if (draft_blocks > 0 && options_.paged_cache->holds_draft_context()) {
+      s.imported_draft_positions =
+          proposer_->import_context_blocks(s.proposer_state.get(), *options_.paged_cache,
+                                           s.target_cache.block_ids().first(static_cast<size_t>(draft_blocks)));
+      draft_hit_tokens_ += s.imported_draft_positions;
     }
   }
   return true;
@@ -184,9 +192,13 @@ void Engine::prefill(Sequence& s, int64_t batch) {
   ForwardOutput out = model_.forward({&chunk, 1}, forward);
   const int32_t first = s.preempted ? s.next_token : verifier_.first_token(out.logits, s);
   if (observe) {
-    // The drafter's context skips a cached prefix: the target did not run it, so it has no taps.
-    if (cached > 0) {
-      Observation skipped{s.proposer_state.get(), context.first(static_cast<size_t>(cached)), 0, Tensor()};
+    // The drafter's context has the rows that came with the cached prefix and skips the rest of
+    // it: the target did not run it, so it has no taps.
+    const int64_t imported = s.imported_draft_positions;
+    if (cached > imported) {
+      Observation skipped{s.proposer_state.get(),
+                          context.subspan(static_cast<size_t>(imported), static_cast<size_t>(cached - imported)),
+                          imported, Tensor()};
       proposer_->observe_without_taps({&skipped, 1});
     }
     Observation o{s.proposer_state.get(), rest, cached, taps ? out.taps : Tensor()};
@@ -254,8 +266,19 @@ void Engine::reserve_blocks(std::vector<SequenceStep>& steps) {
   running_.erase(std::remove(running_.begin(), running_.end(), nullptr), running_.end());
 }
 
+void Engine::keep_draft_context(Sequence& s) {
+  PagedKvStore* store = options_.paged_cache;
+  if (!store || !store->holds_draft_context() || !options_.prefix_caching || !s.proposer_state) return;
+  const int64_t through = proposer_->ordered_context(s.proposer_state.get());
+  for (const auto& [index, id] : s.target_cache.draft_context_to_write(through)) {
+    proposer_->export_context_block(s.proposer_state.get(), index * store->block_size(), *store, id);
+  }
+  s.target_cache.commit_draft_context(through);
+}
+
 void Engine::preempt(Sequence& s) {
   register_blocks(s);
+  keep_draft_context(s);
   s.target_cache.clear_blocks();
   s.proposer_state.reset();
   s.preempted = true;
@@ -264,7 +287,9 @@ void Engine::preempt(Sequence& s) {
 
 std::optional<PagedCacheStats> Engine::cache_stats() const {
   if (!options_.paged_cache) return std::nullopt;
-  return PagedCacheStats{.blocks = options_.paged_cache->blocks().stats(), .preemptions = preemptions_};
+  return PagedCacheStats{.blocks = options_.paged_cache->blocks().stats(),
+                         .preemptions = preemptions_,
+                         .draft_hit_tokens = draft_hit_tokens_};
 }
 
 void Engine::decode_step() {
@@ -404,6 +429,7 @@ void Engine::retire() {
   auto done = [](const std::unique_ptr<Sequence>& s) { return s->finish_reason.has_value(); };
   for (auto& s : running_) {
     if (!done(s)) continue;
+    keep_draft_context(*s);
     const auto now = Clock::now();
     const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const bool produced = s->first_token_at.time_since_epoch().count() != 0;

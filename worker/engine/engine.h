@@ -70,10 +70,11 @@ struct EngineOptions {
 };
 
 // The paged cache's counters (BlockPoolStats: blocks used, free and cached, prefix lookups and
-// hits in tokens) and the engine's preemptions.
+// hits in tokens), the engine's preemptions, and the hits that brought the drafter's context.
 struct PagedCacheStats {
   BlockPoolStats blocks;
   int64_t preemptions = 0;
+  int64_t draft_hit_tokens = 0;  // positions whose drafter context came with a cached prefix
 };
 
 struct PhaseSeconds {
@@ -134,6 +135,9 @@ class Engine {
   void preempt(Sequence& sequence);
   // Registers the sequence's full blocks of committed tokens in the prefix cache.
   void register_blocks(Sequence& sequence);
+  // Copies the drafter's context rows of the sequence's registered blocks into the store, so that
+  // a later sequence adopting them need not inject them again (before its caches go back).
+  void keep_draft_context(Sequence& sequence);
   // One decode step of every running sequence: plan, propose, verify, accept and commit, emit.
   void decode_step();
   // Ends each sequence whose context is full (planned block size 0) with `length`.
@@ -164,6 +168,7 @@ class Engine {
   PhaseSeconds phases_;
   uint64_t admissions_ = 0;
   int64_t preemptions_ = 0;
+  int64_t draft_hit_tokens_ = 0;
 };
 
 }  // namespace flashq

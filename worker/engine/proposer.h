@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/tensor.h"
+#include "worker/model/paged_kv_store.h"
 
 namespace flashq {
 
@@ -60,6 +61,21 @@ class Proposer {
   // propose() catches up by itself when this was not called.
   virtual void catch_up(std::span<const ProposalRequest> /*requests*/) {}
   virtual void propose(std::span<const ProposalRequest> requests) = 0;
+
+  // ---- its context kept beside a paged cache's blocks (paged_kv_store.h; default: none) ----
+  // Positions [0, n) whose context the proposer holds row for position (none skipped), after
+  // catching up on every committed one.
+  virtual int64_t ordered_context(ProposerState* /*state*/) { return 0; }
+  // Copies the context rows of positions [first_position, + block size) into block `id` of the
+  // store's drafter rows.
+  virtual void export_context_block(ProposerState* /*state*/, int64_t /*first_position*/, PagedKvStore& /*store*/,
+                                    BlockId /*id*/) {}
+  // A state that has observed nothing starts with the drafter rows of `blocks` (positions [0,
+  // blocks.size() * block size)); returns the positions it took (0: none, observe from 0).
+  virtual int64_t import_context_blocks(ProposerState* /*state*/, PagedKvStore& /*store*/,
+                                        std::span<const BlockId> /*blocks*/) {
+    return 0;
+  }
 };
 
 }  // namespace flashq

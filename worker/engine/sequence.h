@@ -65,6 +65,9 @@ struct Sequence {
   // it resumes from `context` and next_token without emitting anything again.
   bool preempted = false;
   uint64_t admission_order = 0;  // increases with each admission (the preemption policy's)
+  // Leading positions of the context whose drafter rows came with a cached prefix (the
+  // proposer's import_context_blocks); the prefill observes only the positions after them.
+  int64_t imported_draft_positions = 0;
   std::vector<int32_t> output;
   std::string text;
   std::optional<FinishReason> finish_reason;

@@ -124,10 +124,16 @@ void BlockTable::commit_full_blocks(std::span<const int32_t> tokens, int64_t dra
 }
 
 void BlockTable::commit_draft_context(int64_t drafter_through) {
+  for (const auto& [index, id] : draft_context_to_write(drafter_through)) pool_.mark_draft_context(id);
+}
+
+std::vector<std::pair<int64_t, BlockId>> BlockTable::draft_context_to_write(int64_t drafter_through) const {
   const int64_t block_size = pool_.block_size();
+  std::vector<std::pair<int64_t, BlockId>> blocks;
   for (size_t i = 0; i < hashes_.size() && static_cast<int64_t>(i + 1) * block_size <= drafter_through; ++i) {
-    if (written_[i] && !pool_.has_draft_context(blocks_[i])) pool_.mark_draft_context(blocks_[i]);
+    if (written_[i] && !pool_.has_draft_context(blocks_[i])) blocks.emplace_back(static_cast<int64_t>(i), blocks_[i]);
   }
+  return blocks;
 }
 
 int64_t BlockTable::slot(int64_t position) const {

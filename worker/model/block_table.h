@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "worker/model/block_pool.h"
@@ -71,6 +72,9 @@ class BlockTable {
   // holding the drafter's context too, once its lazy injection caught up. Blocks it adopted or
   // swapped in are never marked here: their drafter rows are another writer's.
   void commit_draft_context(int64_t drafter_through);
+  // The blocks commit_draft_context(drafter_through) would mark, as (index in the table, block
+  // id): the drafter rows their writer must copy into the store first.
+  std::vector<std::pair<int64_t, BlockId>> draft_context_to_write(int64_t drafter_through) const;
 
   // The row of position `position` in a store laid out by block: block * block_size + offset.
   int64_t slot(int64_t position) const;

@@ -109,6 +109,14 @@ void KvCache::commit_full_blocks(std::span<const int32_t> tokens) {
   if (table_) table_->commit_full_blocks(tokens, 0);
 }
 
+std::vector<std::pair<int64_t, BlockId>> KvCache::draft_context_to_write(int64_t drafter_through) const {
+  return table_ ? table_->draft_context_to_write(drafter_through) : std::vector<std::pair<int64_t, BlockId>>();
+}
+
+void KvCache::commit_draft_context(int64_t drafter_through) {
+  if (table_) table_->commit_draft_context(drafter_through);
+}
+
 void KvCache::clear_blocks() {
   if (table_) table_->clear();
 }

@@ -87,6 +87,11 @@ class KvCache {
   // Registers the full blocks of committed positions in the prefix cache; `tokens` holds the
   // sequence's tokens at positions [0, length()) at least (BlockTable::commit_full_blocks).
   void commit_full_blocks(std::span<const int32_t> tokens);
+  // Registered blocks this cache wrote, wholly below `drafter_through`, whose drafter context rows
+  // the store lacks (BlockTable::draft_context_to_write), and marking them once copied.
+  std::vector<std::pair<int64_t, BlockId>> draft_context_to_write(int64_t drafter_through) const;
+  void commit_draft_context(int64_t drafter_through);
+  PagedKvStore* paged_store() const { return paged_; }
   // Leading blocks registered in the prefix cache (0 when not paged).
   int64_t registered_blocks() const { return table_ ? table_->registered_blocks() : 0; }
   // Gives every block back; the cache is empty after (a preempted sequence's).

@@ -11,34 +11,47 @@ int64_t PagedKvStore::bytes_per_block(int64_t layers, int64_t kv_heads, int64_t 
 }
 
 PagedKvStore::PagedKvStore(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t blocks,
-                           int64_t block_size, CachePool* pool)
+                           int64_t block_size, CachePool* pool, KvShape draft_context)
     : backend_(backend), blocks_(blocks, block_size) {
   const int64_t rows = blocks * block_size;
-  const Shape shape{2 * layers * rows, kv_heads, head_dim};
+  const int64_t target_floats = 2 * layers * rows * kv_heads * head_dim;
+  const int64_t draft_floats = 2 * draft_context.layers * rows * draft_context.kv_heads * draft_context.head_dim;
+  const Shape shape{target_floats + draft_floats};
   if (pool != nullptr) {
     std::optional<Tensor> run = pool->try_allocate(DType::kF32, shape);
     if (!run) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "a paged KV cache of " + std::to_string(blocks) + " blocks needs " +
-                      std::to_string(blocks * bytes_per_block(layers, kv_heads, head_dim, block_size)) +
-                      " bytes; the cache pool's longest free run is " + std::to_string(pool->largest_free_bytes()));
+      throw Error(ErrorCode::kInvalidArgument, "a paged KV cache of " + std::to_string(blocks) + " blocks needs " +
+                                                   std::to_string((target_floats + draft_floats) * 4) +
+                                                   " bytes; the cache pool's longest free run is " +
+                                                   std::to_string(pool->largest_free_bytes()));
     }
     memory_ = std::move(*run);
   } else {
     memory_ = backend.allocate(DType::kF32, shape);
   }
+  // Each store a view of its own run of the memory: [rows, kv_heads, head_dim].
+  int64_t offset = 0;
+  auto carve = [&](int64_t heads, int64_t dim) {
+    Tensor store = memory_.slice_rows(offset, rows * heads * dim).reshape({rows, heads, dim});
+    offset += rows * heads * dim;
+    return store;
+  };
   for (int64_t layer = 0; layer < layers; ++layer) {
-    keys_.push_back(memory_.slice_rows(2 * layer * rows, rows));
-    values_.push_back(memory_.slice_rows((2 * layer + 1) * rows, rows));
+    keys_.push_back(carve(kv_heads, head_dim));
+    values_.push_back(carve(kv_heads, head_dim));
+  }
+  for (int64_t layer = 0; layer < draft_context.layers; ++layer) {
+    draft_keys_.push_back(carve(draft_context.kv_heads, draft_context.head_dim));
+    draft_values_.push_back(carve(draft_context.kv_heads, draft_context.head_dim));
   }
 }
 
 void PagedKvStore::copy_block(const BlockCopy& copy) {
   const int64_t b = block_size();
-  for (size_t layer = 0; layer < keys_.size(); ++layer) {
-    for (Tensor* store : {&keys_[layer], &values_[layer]}) {
+  for (std::vector<Tensor>* stores : {&keys_, &values_, &draft_keys_, &draft_values_}) {
+    for (Tensor& store : *stores) {
       // Distinct blocks never overlap, so the rows can be copied in place.
-      backend_.copy_rows(store->slice_rows(copy.from * b, copy.rows), *store, copy.to * b);
+      backend_.copy_rows(store.slice_rows(copy.from * b, copy.rows), store, copy.to * b);
     }
   }
 }

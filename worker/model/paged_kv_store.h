@@ -4,7 +4,13 @@
 // sequence's KvCache (kv_cache.h) holds a BlockTable over it; attention reads each sequence's
 // keys through its table (kernels/backend.h, AttentionOptions::block_table).
 //
-// All layers' stores are one allocation: from the worker's CachePool when it has one (sized once,
+// With a DFlash drafter the store also keeps, per block, the drafter's context rows of the same
+// positions (its injected keys and values, DraftContextShape), so that a cached prefix costs the
+// drafter nothing either: a sequence copies its rows into a registered block once its drafter
+// has injected them (BlockPool::mark_draft_context), and a sequence that adopts the block copies
+// them into its own draft context (worker/engine/dflash_proposer.h).
+//
+// All the stores are one allocation: from the worker's CachePool when it has one (sized once,
 // nothing allocated in the decode loop), else from the backend.
 #pragma once
 
@@ -18,15 +24,21 @@
 
 namespace flashq {
 
+// The layers of keys and values a store keeps per position.
+struct KvShape {
+  int64_t layers = 0, kv_heads = 0, head_dim = 0;
+};
+
 class PagedKvStore {
  public:
   // The bytes one block takes over all layers (keys and values).
   static int64_t bytes_per_block(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size);
 
   // kInvalidArgument unless blocks and block_size are positive, or when `pool` (null: allocated
-  // from the backend) has no run long enough for the stores.
+  // from the backend) has no run long enough for the stores. `draft_context`: the drafter's
+  // context rows kept beside the target's (none: layers 0).
   PagedKvStore(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t blocks, int64_t block_size,
-               CachePool* pool = nullptr);
+               CachePool* pool = nullptr, KvShape draft_context = {});
   PagedKvStore(const PagedKvStore&) = delete;
   PagedKvStore& operator=(const PagedKvStore&) = delete;
 
@@ -38,13 +50,18 @@ class PagedKvStore {
 
   // The bytes of its stores, and of the blocks sequences hold now.
   int64_t memory_bytes() const { return static_cast<int64_t>(memory_.nbytes()); }
-  int64_t used_bytes() const { return blocks_.stats().used * memory_bytes() / blocks_.blocks(); }
+  int64_t used_bytes() const { return blocks_.stats().used * (memory_bytes() / blocks_.blocks()); }
 
   Tensor& keys(int64_t layer) { return keys_[static_cast<size_t>(layer)]; }
   Tensor& values(int64_t layer) { return values_[static_cast<size_t>(layer)]; }
 
+  // The drafter's context rows, [blocks * block_size, kv_heads, head_dim] per drafter layer.
+  bool holds_draft_context() const { return !draft_keys_.empty(); }
+  Tensor& draft_keys(int64_t layer) { return draft_keys_[static_cast<size_t>(layer)]; }
+  Tensor& draft_values(int64_t layer) { return draft_values_[static_cast<size_t>(layer)]; }
+
   // Rows [0, copy.rows) of block copy.from written to block copy.to, in every layer's keys and
-  // values (a shared block's copy on write, BlockTable::truncate).
+  // values and the drafter's rows (a shared block's copy on write, BlockTable::truncate).
   void copy_block(const BlockCopy& copy);
 
  private:
@@ -52,6 +69,7 @@ class PagedKvStore {
   BlockPool blocks_;
   Tensor memory_;  // every layer's stores, one after another
   std::vector<Tensor> keys_, values_;
+  std::vector<Tensor> draft_keys_, draft_values_;
 };
 
 }  // namespace flashq

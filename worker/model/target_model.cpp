@@ -16,13 +16,15 @@ int64_t TargetModel::paged_bytes_per_block(int64_t block_size) const {
   return PagedKvStore::bytes_per_block(c.num_layers, c.num_kv_heads, c.head_dim, block_size);
 }
 
-std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool) const {
+std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool,
+                                                            KvShape draft_context) const {
   if (!pages_kv()) {
     throw Error(ErrorCode::kUnsupported,
                 "a model with sliding-window layers keeps whole-length KV caches, not a paged one (--kv-block-size 0)");
   }
   const ModelConfig& c = config();
-  return std::make_unique<PagedKvStore>(backend(), c.num_layers, c.num_kv_heads, c.head_dim, blocks, block_size, pool);
+  return std::make_unique<PagedKvStore>(backend(), c.num_layers, c.num_kv_heads, c.head_dim, blocks, block_size, pool,
+                                        draft_context);
 }
 
 KvCache TargetModel::make_cache(int64_t max_length, PagedKvStore& store) const {

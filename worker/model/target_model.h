@@ -37,7 +37,9 @@ class TargetModel {
   // kUnsupported when the model cannot page), and one sequence's cache over it.
   bool pages_kv() const;
   int64_t paged_bytes_per_block(int64_t block_size) const;
-  std::unique_ptr<PagedKvStore> make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool = nullptr) const;
+  // `draft_context`: a drafter's context rows kept beside the target's (none: layers 0).
+  std::unique_ptr<PagedKvStore> make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool = nullptr,
+                                                 KvShape draft_context = {}) const;
   KvCache make_cache(int64_t max_length, PagedKvStore& store) const;
 
   // Appends every chunk's tokens on top of its own cache, in one pass over all rows, and returns

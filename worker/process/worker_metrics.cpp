@@ -58,6 +58,9 @@ std::string WorkerMetrics::render() const {
     counter(out, "flashq_worker_prefix_cache_hit_tokens_total",
             "Of those, tokens found cached (whose keys and values were not computed again).",
             static_cast<uint64_t>(b.hit_tokens));
+    counter(out, "flashq_worker_prefix_cache_draft_hit_tokens_total",
+            "Of those, tokens whose drafter context came with them (not injected again).",
+            static_cast<uint64_t>(paged_->draft_hit_tokens));
     const std::string blocks = "flashq_worker_kv_blocks";
     prometheus::line(out, "# HELP " + blocks +
                               " Paged KV cache blocks by state: used (held by running sequences), "

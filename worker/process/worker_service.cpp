@@ -51,9 +51,10 @@ std::unique_ptr<CachePool> make_cache_pool(Backend& backend, const WorkerOptions
 }
 
 // The paged KV cache the options ask for, carved from `pool`: null without a pool, with
-// --kv-block-size 0, or for a model that cannot page (sliding-window layers). With a drafter the
-// pool is shared so that the target's blocks and the drafter's whole-length contexts hold the
-// same number of positions.
+// --kv-block-size 0, or for a model that cannot page (sliding-window layers). With a drafter
+// and prefix caching the blocks keep the drafter's context rows too, and the rest of the pool
+// holds the drafter's whole-length contexts: shared so that both hold the same number of
+// positions (docs/operations.md, "Sizing the block pool").
 std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, CachePool* pool,
                                                const WorkerOptions& options) {
   if (pool == nullptr || options.kv_block_size == 0) return nullptr;
@@ -62,23 +63,27 @@ std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, Cach
     return nullptr;
   }
   const int64_t target_row = serving.model->paged_bytes_per_block(1);
+  KvShape draft_rows;
   int64_t drafter_row = 0;
   if (serving.drafter) {
     const ModelConfig& d = serving.drafter->config().layers;
     drafter_row = PagedKvStore::bytes_per_block(d.num_layers, d.num_kv_heads, d.head_dim, 1);
+    if (options.prefix_caching) draft_rows = {d.num_layers, d.num_kv_heads, d.head_dim};
   }
-  const double share = static_cast<double>(target_row) / static_cast<double>(target_row + drafter_row);
+  const int64_t store_row = target_row + (draft_rows.layers > 0 ? drafter_row : 0);
+  const double share = static_cast<double>(store_row) / static_cast<double>(store_row + drafter_row);
   const auto bytes = static_cast<int64_t>(share * static_cast<double>(pool->capacity_bytes()));
-  const int64_t blocks = bytes / serving.model->paged_bytes_per_block(options.kv_block_size);
+  const int64_t block_bytes = store_row * options.kv_block_size;
+  const int64_t blocks = (bytes - CachePool::kAlignment) / block_bytes;
   if (blocks < 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the KV cache pool of " + std::to_string(pool->capacity_bytes() >> 20) + " MiB holds no block of " +
-                    std::to_string(options.kv_block_size) + " positions (" +
-                    std::to_string(serving.model->paged_bytes_per_block(options.kv_block_size)) + " bytes)");
+    throw Error(ErrorCode::kInvalidArgument, "the KV cache pool of " + std::to_string(pool->capacity_bytes() >> 20) +
+                                                 " MiB holds no block of " + std::to_string(options.kv_block_size) +
+                                                 " positions (" + std::to_string(block_bytes) + " bytes)");
   }
-  auto store = serving.model->make_paged_store(blocks, options.kv_block_size, pool);
-  spdlog::info("KV caches: paged, {} blocks of {} positions ({} positions), prefix caching {}", blocks,
-               options.kv_block_size, blocks * options.kv_block_size, options.prefix_caching ? "on" : "off");
+  auto store = serving.model->make_paged_store(blocks, options.kv_block_size, pool, draft_rows);
+  spdlog::info("KV caches: paged, {} blocks of {} positions ({} positions), prefix caching {}{}", blocks,
+               options.kv_block_size, blocks * options.kv_block_size, options.prefix_caching ? "on" : "off",
+               draft_rows.layers > 0 ? ", with the drafter's context" : "");
   return store;
 }
 
