@@ -45,7 +45,7 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
                    int64_t keys, int rounds) {
   const int64_t row_floats = kKvHeads * kHeadDim;
   const int64_t blocks = (keys + kBlockSize - 1) / kBlockSize, capacity = blocks * kBlockSize;
-  const Shape row_shape = {sequences, kKvHeads, kHeadDim}, cache_shape = {capacity, kKvHeads, kHeadDim};
+  const Shape row_shape = {sequences, kKvHeads, kHeadDim};
   Tensor q = upload(backend, pattern(sequences * kQHeads * kHeadDim, 1), {sequences, kQHeads, kHeadDim});
   Tensor k = upload(backend, pattern(sequences * row_floats, 2), row_shape);
   Tensor v = upload(backend, pattern(sequences * row_floats, 3), row_shape);
@@ -53,24 +53,23 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
   Tensor counts =
       upload_ints(backend, std::vector<int32_t>(static_cast<size_t>(sequences), static_cast<int32_t>(keys)));
 
-  // Contiguous: a cache of its own per sequence, the new row at position keys - 1.
-  std::vector<Tensor> caches;
-  caches.reserve(static_cast<size_t>(2 * sequences));  // chunks point into it
-  std::vector<CacheChunk> contiguous;
-  for (int64_t s = 0; s < sequences; ++s) {
-    caches.push_back(upload(backend, pattern(capacity * row_floats, 10 + 2 * s), cache_shape));
-    caches.push_back(upload(backend, pattern(capacity * row_floats, 11 + 2 * s), cache_shape));
-    contiguous.push_back({&caches[static_cast<size_t>(2 * s)], &caches[static_cast<size_t>(2 * s + 1)], s, 1});
-  }
-  Tensor contiguous_at =
-      upload_ints(backend, std::vector<int32_t>(static_cast<size_t>(sequences), static_cast<int32_t>(keys - 1)));
-
-  // Paged: one store of every sequence's blocks and one spare, each sequence's table a slice of a
-  // shuffled order of them.
+  // One buffer of every sequence's blocks and one spare, read both ways: contiguous, sequence s
+  // holds rows [s * capacity, (s + 1) * capacity) as a cache of its own; paged, its table is a
+  // slice of a shuffled order of all the blocks. The new row goes to position keys - 1.
   const int64_t store_blocks = sequences * blocks + 1;
   const Shape store_shape = {store_blocks * kBlockSize, kKvHeads, kHeadDim};
   Tensor store_k = upload(backend, pattern(store_blocks * kBlockSize * row_floats, 4), store_shape);
   Tensor store_v = upload(backend, pattern(store_blocks * kBlockSize * row_floats, 5), store_shape);
+  std::vector<Tensor> caches;
+  caches.reserve(static_cast<size_t>(2 * sequences));  // chunks point into it
+  std::vector<CacheChunk> contiguous;
+  for (int64_t s = 0; s < sequences; ++s) {
+    caches.push_back(store_k.slice_rows(s * capacity, capacity));
+    caches.push_back(store_v.slice_rows(s * capacity, capacity));
+    contiguous.push_back({&caches[static_cast<size_t>(2 * s)], &caches[static_cast<size_t>(2 * s + 1)], s, 1});
+  }
+  Tensor contiguous_at =
+      upload_ints(backend, std::vector<int32_t>(static_cast<size_t>(sequences), static_cast<int32_t>(keys - 1)));
   std::vector<int32_t> order(static_cast<size_t>(store_blocks));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 rng(static_cast<unsigned>(keys + sequences));

@@ -2,8 +2,9 @@
 // Qwen3-0.6B's attention shape (16 query heads over 8 KV heads of 128) over 2,000 and 8,000
 // keys each, through Backend::store_and_attend (the call a decode step makes, a row stored and
 // attended per sequence), with each sequence's keys in a cache of its own (contiguous) and in
-// blocks of 16 of one shared store, read through a shuffled block table (paged). Both are timed
-// in the same run, alternating, and reported side by side with their ratio.
+// blocks of 16 of one shared store, read through a shuffled block table (paged): the same
+// buffer, so both read the same memory. Both are timed in the same run, alternating, and
+// reported side by side with their ratio.
 #pragma once
 
 #include <cstdint>
