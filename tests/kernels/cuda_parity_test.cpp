@@ -261,6 +261,35 @@ TEST_F(CudaParity, AttentionKeyCountBeyondKeysFailsAtTheNextCopyToHost) {
   gpu_->copy_to_host(out, sink.data());  // reported once; the backend stays usable
 }
 
+// What the paged kernel finds in device data: a block id outside the store (too large, or
+// negative) or a key count beyond the blocks its table lists. Each is reported once, at the next
+// copy to the host, and the backend stays usable.
+TEST_F(CudaParity, PagedAttentionBlockIdsOutsideTheStoreAndCountsBeyondTheTableFailAtTheNextCopyToHost) {
+  Tensor q = gpu_->allocate(DType::kF32, {1, 2, 16});
+  Tensor kv = gpu_->allocate(DType::kF32, {8, 2, 16});  // a store of 2 blocks of 4
+  Tensor out = gpu_->allocate(DType::kF32, {1, 2, 16});
+  std::vector<float> sink(static_cast<size_t>(out.numel()));
+  struct Bad {
+    std::vector<int32_t> table;
+    int32_t count;
+    std::string reported;
+  };
+  for (const Bad& bad : {Bad{{0, 2}, 8, "block id 2 outside the store of 2 blocks"},
+                         Bad{{-1}, 3, "block id -1 outside the store"},
+                         Bad{{1}, 5, "key count 5 beyond the block table's 4 positions"}}) {
+    Tensor table = to_gpu(host_ints(bad.table)), counts = to_gpu(host_ints({bad.count}));
+    gpu_->attention(q, kv, kv, counts, out, {.block_table = &table, .block_size = 4});
+    try {
+      gpu_->copy_to_host(out, sink.data());
+      ADD_FAILURE() << "not reported: " << bad.reported;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInternal) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.reported), std::string::npos) << e.what();
+    }
+    gpu_->copy_to_host(out, sink.data());  // reported once; the backend stays usable
+  }
+}
+
 TEST_F(CudaParity, TensorsFromTheHostAreRefusedByOps) {
   Tensor host = Tensor::zeros_cpu(DType::kF32, {2, 4});
   Tensor gpu = gpu_->allocate(DType::kF32, {2, 4});
