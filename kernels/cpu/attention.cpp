@@ -218,6 +218,28 @@ struct KeyLayout {
 // The most runs a block of kKeyBlock keys falls into (blocks of one row each).
 constexpr int64_t kMaxRuns = kKeyBlock + 1;
 
+// Asks for one KV head's keys and values in `runs` (head_dim floats a row) to be brought into the
+// caches. A paged block of keys starts where its table says, which the hardware's prefetchers
+// cannot guess: its rows asked for while the block before it is attended cost about what keys
+// in one run do (docs/perf.md, "Paged attention"). Only a hint: no result changes. Inlined
+// always: a function of prefetches alone has no effect the compiler sees, and its call is dropped.
+[[gnu::always_inline]] inline void prefetch_runs(const float* kh, const float* vh, const KeyRun* runs, int64_t run_count, int64_t kv_stride,
+                   int64_t head_dim) {
+  const int64_t bytes = head_dim * static_cast<int64_t>(sizeof(float));
+  for (int64_t r = 0; r < run_count; ++r) {
+    for (int64_t row = runs[r].row; row < runs[r].row + runs[r].count; ++row) {
+      const char* key = reinterpret_cast<const char*>(kh + row * kv_stride);
+      const char* value = reinterpret_cast<const char*>(vh + row * kv_stride);
+      for (int64_t b = 0; b < bytes; b += 64) {
+        _mm_prefetch(key + b, _MM_HINT_T0);
+        _mm_prefetch(value + b, _MM_HINT_T0);
+      }
+      _mm_prefetch(key + bytes - 1, _MM_HINT_T0);  // a row that does not start on a cache line
+      _mm_prefetch(value + bytes - 1, _MM_HINT_T0);
+    }
+  }
+}
+
 // Folds a block of keys, held in `runs`, into the `group` query vectors of one row that share a
 // KV head (consecutive heads: rows of q and out head_dim apart): two by two (each key and value
 // load serves both, the same bits as one by one), an odd one alone. w0 and w1 hold a block of
@@ -291,7 +313,7 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
     float* const w0 = weights.data();
     float* const w1 = w0 + kKeyBlock;
     std::vector<RunningSoftmax> states;
-    KeyRun runs[kMaxRuns];
+    KeyRun runs[kMaxRuns], next_runs[kMaxRuns];
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int64_t tile = 0; tile < tiles; ++tile) {
       for (int64_t kv_head = 0; kv_head < s.kv_heads; ++kv_head) {
@@ -324,6 +346,11 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
             const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
             if (keys <= 0) continue;
             const int64_t run_count = layout.runs(span.begin + offset, keys, runs);
+            const int64_t next_keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset - kKeyBlock);
+            if (layout.block_table != nullptr && next_keys > 0) {
+              const int64_t next_count = layout.runs(span.begin + offset + kKeyBlock, next_keys, next_runs);
+              prefetch_runs(kh, vh, next_runs, next_count, kv_stride, s.head_dim);
+            }
             attend_block(q + head_offset(m, 0), out + head_offset(m, 0), states.data() + (m - m0) * group, group, kh,
                          vh, runs, run_count, kv_stride, s.head_dim, scale, w0, w1);
           }

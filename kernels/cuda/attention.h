@@ -40,11 +40,16 @@ inline constexpr int kMaxKvChunks = 64;
 inline constexpr int64_t kAttentionSliceCounters = 1024;
 
 // One sequence's rows of q, from first_row up to the next chunk's, attend its own k and v, of
-// which `keys` rows may be attended.
+// which `keys` rows may be attended. A paged chunk (block_table not null) reads position p at row
+// block_table[p / block_size] * block_size + p % block_size of k and v, a store of `keys` rows
+// shared with other chunks; its table has `table_blocks` entries. Only
+// attention_with_sinks_and_window (attention_windowed.h) reads a table; attention() refuses one.
 struct KvChunk {
   const float* k;
   const float* v;
   int64_t first_row, keys;
+  const int32_t* block_table = nullptr;  // on the device; null: position p at row p
+  int64_t block_size = 0, table_blocks = 0;
 };
 
 // rows: of q (all chunks); keys: the most any chunk has.

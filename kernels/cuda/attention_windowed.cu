@@ -29,6 +29,18 @@ __device__ float block_reduce(float v, bool largest, float* partials) {
   return result;
 }
 
+// The row of k and v holding position p of `chunk`: through its block table when it is paged (-1,
+// reported, for a block id outside the store), else p % keys (a ring; without a window p < keys).
+__device__ int64_t row_of_position(const KvChunk& chunk, int64_t p, DeviceErrorReport* report) {
+  if (chunk.block_table == nullptr) return p % chunk.keys;
+  const int64_t id = chunk.block_table[p / chunk.block_size], store_blocks = chunk.keys / chunk.block_size;
+  if (id < 0 || id >= store_blocks) {
+    report_device_error(report, kBlockIdOutsideStore, static_cast<int32_t>(id), store_blocks);
+    return -1;
+  }
+  return id * chunk.block_size + p % chunk.block_size;
+}
+
 // Grid (rows, q_heads): one query vector a block. Thread t owns output elements t and t + 128.
 __global__ void __launch_bounds__(kThreads)
     attend_with_sinks_and_window(const float* __restrict__ q, const __grid_constant__ KvChunkTable table,
@@ -36,17 +48,25 @@ __global__ void __launch_bounds__(kThreads)
                                  AttentionSinksAndWindow options, float scale, DeviceErrorReport* report) {
   __shared__ float query[kMaxAttentionHeadDim];
   __shared__ float weights[kThreads];
+  __shared__ int64_t key_rows[kThreads];  // the row of each key of a step; -1: none
   __shared__ float partials[kWarps];
   begin_after_previous_grid();
 
   const int64_t m = blockIdx.x, head = blockIdx.y;
   const int64_t kv_head = head / (s.q_heads / s.kv_heads), kv_stride = s.kv_heads * s.head_dim;
   const KvChunk& chunk = table.chunk[chunk_index_of(table, m)];
-  const int64_t ring = chunk.keys;
+  const bool reporter = head == 0 && threadIdx.x == 0;
   int64_t count = key_counts[m];
-  if (options.sliding_window == 0 && count > ring) {
-    if (head == 0 && threadIdx.x == 0) report_device_error(report, kKeyCountBeyondKeys, key_counts[m], ring);
-    count = ring;
+  if (chunk.block_table != nullptr) {
+    // Paged (never with a window): the table must list every block the count reaches.
+    const int64_t listed = chunk.table_blocks * chunk.block_size;
+    if (count > listed) {
+      if (reporter) report_device_error(report, kKeyCountBeyondBlockTable, key_counts[m], listed);
+      count = listed;
+    }
+  } else if (options.sliding_window == 0 && count > chunk.keys) {
+    if (reporter) report_device_error(report, kKeyCountBeyondKeys, key_counts[m], chunk.keys);
+    count = chunk.keys;
   }
   const int64_t begin = options.sliding_window > 0 ? max(count - options.sliding_window, int64_t{0}) : 0;
 
@@ -64,15 +84,17 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int64_t start = begin; start < count; start += kThreads) {
     const int64_t n = min(static_cast<int64_t>(kThreads), count - start);
+    const int64_t row = threadIdx.x < n ? row_of_position(chunk, start + threadIdx.x, report) : -1;
+    key_rows[threadIdx.x] = row;
     float score = -INFINITY;
-    if (threadIdx.x < n) {
-      const float* key = chunk.k + ((start + threadIdx.x) % ring) * kv_stride + kv_head * s.head_dim;
+    if (row >= 0) {
+      const float* key = chunk.k + row * kv_stride + kv_head * s.head_dim;
       float dot = 0.0f;
       for (int64_t d = 0; d < s.head_dim; ++d) dot = fmaf(query[d], key[d], dot);
       score = dot * scale;
     }
-    const float new_max = fmaxf(running_max, block_reduce(score, true, partials));
-    const float weight = threadIdx.x < n ? expf(score - new_max) : 0.0f;
+    const float new_max = fmaxf(running_max, block_reduce(score, true, partials));  // also orders key_rows[]
+    const float weight = row >= 0 ? expf(score - new_max) : 0.0f;
     weights[threadIdx.x] = weight;
     const float step_total = block_reduce(weight, false, partials);  // also orders weights[] before the reads
     const float correction = running_max == -INFINITY ? 0.0f : expf(running_max - new_max);
@@ -83,17 +105,19 @@ __global__ void __launch_bounds__(kThreads)
       if (d >= s.head_dim) break;
       float sum = acc[i] * correction;
       for (int64_t j = 0; j < n; ++j) {
-        sum = fmaf(weights[j], chunk.v[((start + j) % ring) * kv_stride + kv_head * s.head_dim + d], sum);
+        if (key_rows[j] < 0) continue;  // a block id outside the store, reported
+        sum = fmaf(weights[j], chunk.v[key_rows[j] * kv_stride + kv_head * s.head_dim + d], sum);
       }
       acc[i] = sum;
     }
-    __syncthreads();  // weights[] is rewritten by the next step
+    __syncthreads();  // weights[] and key_rows[] are rewritten by the next step
   }
 
   float* out_row = out + (m * s.q_heads + head) * s.head_dim;
   for (int i = 0; i < kDimsPerThread; ++i) {
     const int64_t d = threadIdx.x + static_cast<int64_t>(i) * kThreads;
-    if (d < s.head_dim) out_row[d] = count > begin ? acc[i] / total : 0.0f;
+    // total is 0 only when every key was an unreadable block (reported): zeros, not NaN.
+    if (d < s.head_dim) out_row[d] = count > begin && total > 0.0f ? acc[i] / total : 0.0f;
   }
 }
 

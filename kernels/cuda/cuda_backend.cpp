@@ -127,6 +127,14 @@ class DeviceContext {
       throw Error(ErrorCode::kInternal, "cuda backend: moe_experts: expert id " + std::to_string(found.value) +
                                             " outside [0, " + std::to_string(found.limit) + ")");
     }
+    if (found.kind == cuda::kBlockIdOutsideStore) {
+      throw Error(ErrorCode::kInternal, "cuda backend: attention block id " + std::to_string(found.value) +
+                                            " outside the store of " + std::to_string(found.limit) + " blocks");
+    }
+    if (found.kind == cuda::kKeyCountBeyondBlockTable) {
+      throw Error(ErrorCode::kInternal, "cuda backend: attention key count " + std::to_string(found.value) +
+                                            " beyond the block table's " + std::to_string(found.limit) + " positions");
+    }
     if (found.kind == cuda::kStoreRowOutsideCache) {
       throw Error(ErrorCode::kInternal, "cuda backend: a row stored at " + std::to_string(found.value) +
                                             ", outside the " + std::to_string(found.limit) + " rows of its cache");
@@ -336,7 +344,7 @@ class CudaBackend final : public Backend {
     kChecks.attention(q, k, v, key_counts, out);
     require_supported_head_dim(q);
     require_attention_options(options, q, k.dim(0), Device::kCuda, "attention");
-    const cuda::KvChunk chunk{k.data<float>(), v.data<float>(), 0, k.dim(0)};
+    const cuda::KvChunk chunk = kv_chunk(k, v, 0, options.block_table, options.block_size);
     attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0), options);
   }
 
@@ -349,7 +357,8 @@ class CudaBackend final : public Backend {
     require_kv_inputs(k, v, chunks, store_at, q.dim(0), "store_and_attend");
     require(q.dim(2) == k.dim(2) && q.dim(1) % k.dim(1) == 0, "store_and_attend shapes");
     for (const CacheChunk& chunk : chunks) {
-      require_attention_options(options, q, chunk.keys->dim(0), Device::kCuda, "store_and_attend");
+      require_attention_options(chunk_attention_options(options, chunk), q, chunk.keys->dim(0), Device::kCuda,
+                                "store_and_attend");
     }
     if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, q.dim(2), q.dim(0), true);
     static_assert(cuda::kMaxKvChunks <= cuda::kMaxKvStores, "a group of chunks is stored in one launch");
@@ -358,12 +367,14 @@ class CudaBackend final : public Backend {
       const auto group = chunks.subspan(begin, std::min<size_t>(cuda::kMaxKvChunks, chunks.size() - begin));
       store_group(&q, k, v, group, store_at, norm_rope);
       // The whole capacity of each cache: the key counts (on the device) say how much is used.
+      // A paged chunk's cache is the store it shares; its store_at rows were already rows of it.
       const int64_t first = group.front().first_row;
       int64_t rows = 0, most_keys = 0;
       attended.clear();
       for (const CacheChunk& chunk : group) {
         const int64_t capacity = chunk.keys->dim(0);
-        attended.push_back({chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first, capacity});
+        attended.push_back(
+            kv_chunk(*chunk.keys, *chunk.values, chunk.first_row - first, chunk.block_table, chunk.block_size));
         rows += chunk.rows;
         most_keys = std::max(most_keys, capacity);
       }
@@ -563,11 +574,26 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // Sinks or a window take their own simple kernel; the default options the fast ones.
+  // The kernels' view of a cache (all its rows) and, when paged, of its block table.
+  static cuda::KvChunk kv_chunk(const Tensor& keys, const Tensor& values, int64_t first_row, const Tensor* block_table,
+                                int64_t block_size) {
+    cuda::KvChunk chunk{keys.data<float>(), values.data<float>(), first_row, keys.dim(0)};
+    if (block_table != nullptr) {
+      chunk.block_table = block_table->data<int32_t>();
+      chunk.block_size = block_size;
+      chunk.table_blocks = block_table->numel();
+    }
+    return chunk;
+  }
+
+  // Sinks, a window or a paged chunk take their own simple kernel; the default options the fast
+  // ones.
   void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, const Tensor& key_counts, Tensor& out,
               int64_t kv_heads, int64_t most_keys, const AttentionOptions& options) {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
-    if (options.sinks != nullptr || options.sliding_window > 0) {
+    const bool paged =
+        std::any_of(chunks.begin(), chunks.end(), [](const cuda::KvChunk& c) { return c.block_table != nullptr; });
+    if (options.sinks != nullptr || options.sliding_window > 0 || paged) {
       const cuda::AttentionSinksAndWindow extras{options.sinks != nullptr ? options.sinks->raw() : nullptr,
                                                  options.sinks != nullptr ? options.sinks->dtype() : DType::kF32,
                                                  options.sliding_window};

@@ -15,6 +15,8 @@ enum DeviceErrorKind : int32_t {
   kStoreRowOutsideCache = 3, // store_rows, store_and_attend: value = the row, limit = the cache's rows
   kGatherRowOutsideSource = 4, // gather_rows: value = the row, limit = the source's rows
   kExpertIdOutsideRange = 5,   // moe_experts: value = the id, limit = the number of experts
+  kBlockIdOutsideStore = 6,    // paged attention: value = the block id, limit = blocks in the store
+  kKeyCountBeyondBlockTable = 7, // paged attention: value = the count, limit = positions the table holds
 };
 
 struct DeviceErrorReport {

@@ -1,10 +1,11 @@
 // What the CUDA backend must do beyond the op table (backend_ops_test runs every op's cases on
 // the GPU against the reference and the CPU): a matmul row that does not depend on the rows
-// beside it, a pass captured as a CUDA graph and replayed with new inputs, errors that kernels
-// find in device data and report at the next copy to the host, tensors from the host refused,
-// and the attention kernel chosen by the environment.
+// beside it, a pass (and a paged decode step) captured as a CUDA graph and replayed with new
+// inputs, errors that kernels find in device data and report at the next copy to the host,
+// tensors from the host refused, and the attention kernel chosen by the environment.
 //
 // Without a CUDA device every test skips (GTEST_SKIP) saying so.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -127,6 +128,78 @@ TEST_F(CudaParity, CapturedPassReplaysWithNewInputsAsTheCpuRunsThem) {
   gpu_->copy_to_host(gpu.next, host.data());
 }
 
+// A paged decode step, store_and_attend of 3 sequences each through its block table over one
+// shared store, captured as a CUDA graph and replayed after the tables, rows and counts change on
+// the device, against the CPU running it directly: a table is read when the op runs, as the key
+// counts are, so a captured step stays right as sequences take new blocks.
+TEST_F(CudaParity, CapturedPagedStepReplaysWithNewBlockTables) {
+  std::mt19937 rng(41);
+  const int64_t sequences = 3, q_heads = 8, kv_heads = 2, head_dim = 64, block = 16, store_blocks = 24, entries = 6;
+  const int64_t row_floats = kv_heads * head_dim;
+  std::vector<float> q = random_floats(static_cast<size_t>(sequences * q_heads * head_dim), rng, 2.0f);
+  std::vector<float> k = random_floats(static_cast<size_t>(sequences * row_floats), rng, 2.0f);
+  std::vector<float> v = random_floats(static_cast<size_t>(sequences * row_floats), rng);
+  std::vector<float> keys = random_floats(static_cast<size_t>(store_blocks * block * row_floats), rng, 2.0f);
+  std::vector<float> values = random_floats(keys.size(), rng);
+  struct Run {
+    Backend* backend;
+    Tensor q, k, v, keys, values, store_at, counts, out;
+    std::vector<Tensor> tables;
+  };
+  auto make = [&](Backend& b) {
+    auto on = [&](Tensor host) { return &b == gpu_.get() ? to_gpu(host) : host; };
+    const Shape rows = {sequences, kv_heads, head_dim}, store = {store_blocks * block, kv_heads, head_dim};
+    Run r{&b,
+          on(host_tensor(q, DType::kF32, {sequences, q_heads, head_dim})),
+          on(host_tensor(k, DType::kF32, rows)),
+          on(host_tensor(v, DType::kF32, rows)),
+          on(host_tensor(keys, DType::kF32, store)),
+          on(host_tensor(values, DType::kF32, store)),
+          b.allocate(DType::kI32, {sequences}),
+          b.allocate(DType::kI32, {sequences}),
+          b.allocate(DType::kF32, {sequences, q_heads, head_dim}),
+          {}};
+    for (int64_t s = 0; s < sequences; ++s) r.tables.push_back(b.allocate(DType::kI32, {entries}));
+    return r;
+  };
+  auto pass = [](Run& r) {
+    std::vector<CacheChunk> chunks;
+    for (int64_t s = 0; s < sequences; ++s) {
+      chunks.push_back({&r.keys, &r.values, s, 1, &r.tables[static_cast<size_t>(s)], block});
+    }
+    r.backend->store_and_attend(r.q, r.k, r.v, chunks, r.store_at, r.counts, r.out);
+  };
+  // Each sequence a slice of a shuffled order of the store's blocks; its new row at position
+  // count - 1.
+  auto upload = [&](Run& r, unsigned seed, const std::vector<int32_t>& counts) {
+    std::vector<int32_t> order(static_cast<size_t>(store_blocks));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+    std::vector<int32_t> store_at;
+    for (int64_t s = 0; s < sequences; ++s) {
+      const std::vector<int32_t> table(order.begin() + s * entries, order.begin() + (s + 1) * entries);
+      r.backend->copy_from_host(table.data(), r.tables[static_cast<size_t>(s)]);
+      const int32_t last = counts[static_cast<size_t>(s)] - 1;
+      store_at.push_back(static_cast<int32_t>(table[static_cast<size_t>(last / block)] * block + last % block));
+    }
+    r.backend->copy_from_host(store_at.data(), r.store_at);
+    r.backend->copy_from_host(counts.data(), r.counts);
+  };
+  Run cpu = make(*cpu_), gpu = make(*gpu_);
+  upload(gpu, 1, {33, 96, 1});
+  pass(gpu);  // once directly, as a step runs before it is captured
+  std::unique_ptr<CapturedOps> graph = gpu_->capture([&] { pass(gpu); });
+  for (const auto& [seed, counts] : {std::pair{1u, std::vector<int32_t>{33, 96, 1}},
+                                     std::pair{2u, std::vector<int32_t>{50, 7, 90}}}) {
+    upload(cpu, seed, counts);
+    pass(cpu);
+    upload(gpu, seed, counts);
+    gpu_->replay(*graph);
+    EXPECT_LT(normalized_error(download(gpu.out), host_values(cpu.out)), 1e-4) << "tables of seed " << seed;
+    EXPECT_EQ(download(gpu.keys), host_values(cpu.keys)) << "tables of seed " << seed;
+  }
+}
+
 // ---- errors found on the device, inputs refused ----
 
 TEST_F(CudaParity, EmbeddingIdOutsideTableFailsAtTheNextCopyToHost) {
@@ -186,6 +259,35 @@ TEST_F(CudaParity, AttentionKeyCountBeyondKeysFailsAtTheNextCopyToHost) {
     EXPECT_EQ(e.code(), ErrorCode::kInternal) << e.what();
   }
   gpu_->copy_to_host(out, sink.data());  // reported once; the backend stays usable
+}
+
+// What the paged kernel finds in device data: a block id outside the store (too large, or
+// negative) or a key count beyond the blocks its table lists. Each is reported once, at the next
+// copy to the host, and the backend stays usable.
+TEST_F(CudaParity, PagedAttentionBlockIdsOutsideTheStoreAndCountsBeyondTheTableFailAtTheNextCopyToHost) {
+  Tensor q = gpu_->allocate(DType::kF32, {1, 2, 16});
+  Tensor kv = gpu_->allocate(DType::kF32, {8, 2, 16});  // a store of 2 blocks of 4
+  Tensor out = gpu_->allocate(DType::kF32, {1, 2, 16});
+  std::vector<float> sink(static_cast<size_t>(out.numel()));
+  struct Bad {
+    std::vector<int32_t> table;
+    int32_t count;
+    std::string reported;
+  };
+  for (const Bad& bad : {Bad{{0, 2}, 8, "block id 2 outside the store of 2 blocks"},
+                         Bad{{-1}, 3, "block id -1 outside the store"},
+                         Bad{{1}, 5, "key count 5 beyond the block table's 4 positions"}}) {
+    Tensor table = to_gpu(host_ints(bad.table)), counts = to_gpu(host_ints({bad.count}));
+    gpu_->attention(q, kv, kv, counts, out, {.block_table = &table, .block_size = 4});
+    try {
+      gpu_->copy_to_host(out, sink.data());
+      ADD_FAILURE() << "not reported: " << bad.reported;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInternal) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.reported), std::string::npos) << e.what();
+    }
+    gpu_->copy_to_host(out, sink.data());  // reported once; the backend stays usable
+  }
 }
 
 TEST_F(CudaParity, TensorsFromTheHostAreRefusedByOps) {

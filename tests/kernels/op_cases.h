@@ -17,12 +17,15 @@ std::vector<OpCase> memory_op_cases();
 std::vector<OpCase> dense_op_cases();
 // embedding, argmax, sample.
 std::vector<OpCase> token_op_cases();
-// rope, head_norm_rope, attention, store_and_attend, store_kv.
+// rope, head_norm_rope, attention, store_and_attend, store_kv (with the gpt-oss and paged cases).
 std::vector<OpCase> attention_op_cases();
 // What gpt-oss adds (op_cases_gptoss.cpp, part of attention_op_cases): attention and
 // store_and_attend with sinks and sliding windows over ring caches, and YaRN RoPE in rope,
 // head_norm_rope, store_and_attend and store_kv.
 std::vector<OpCase> gptoss_attention_op_cases();
+// Paged attention (op_cases_paged.cpp, part of attention_op_cases): attention through a block
+// table, and store_and_attend of many sequences, each with its table, over one shared store.
+std::vector<OpCase> paged_attention_op_cases();
 // add_bias, and RoPE with linear and llama3 scaling in rope, head_norm_rope, store_and_attend
 // and store_kv (the Llama family's).
 std::vector<OpCase> llama_op_cases();

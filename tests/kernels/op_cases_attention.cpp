@@ -451,6 +451,7 @@ std::vector<OpCase> attention_op_cases() {
   for (QkPrep prep : {QkPrep::kNone, QkPrep::kNormRope, QkPrep::kRope}) cases.push_back(store_and_attend_case(prep));
   for (QkPrep prep : {QkPrep::kNormRope, QkPrep::kNone, QkPrep::kRope}) cases.push_back(store_kv_case(prep));
   for (OpCase& c : gptoss_attention_op_cases()) cases.push_back(std::move(c));
+  for (OpCase& c : paged_attention_op_cases()) cases.push_back(std::move(c));
   return cases;
 }
 

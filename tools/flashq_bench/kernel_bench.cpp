@@ -17,6 +17,7 @@
 #include "kernels/tensor.h"
 #include "tools/flashq_bench/cpu_peak.h"
 #include "tools/flashq_bench/moe_bench.h"
+#include "tools/flashq_bench/paged_attention_bench.h"
 
 namespace flashq {
 namespace {
@@ -38,6 +39,10 @@ struct KernelBenchOptions {
   std::vector<std::string> cpu_matmul_paths = {"chosen"};
   bool cpu_matmul_only = false;
   bool moe_only = false;  // CPU: the read bandwidth and the mixture-of-experts lines only
+  // Paged attention against contiguous (paged_attention_bench.h): keys per sequence, rounds.
+  std::vector<int64_t> paged_keys = {2000, 8000};
+  int paged_rounds = 3;
+  bool paged_only = false;  // the paged-attention lines only (CPU and CUDA)
 };
 
 // Runs `body` until min_seconds have passed; returns seconds per call.
@@ -254,18 +259,23 @@ void report_cpu_matmul(const KernelBenchOptions& o) {
 }
 
 void run_cpu_kernel_bench(const KernelBenchOptions& o) {
+  const TimePerCall time_cpu = [&](const std::function<void()>& body) { return time_per_call(o.min_seconds, body); };
+  if (o.paged_only) {
+    std::cout << nlohmann::json{{"kernel", "cpu_threads"}, {"threads", omp_get_max_threads()}}.dump() << std::endl;
+    return report_paged_attention(*make_cpu_backend(), "paged_attention", time_cpu, o.paged_keys, o.paged_rounds);
+  }
   std::cout << nlohmann::json{{"kernel", "cpu_matmul_path"}, {"path", cpu::matmul_path_name(cpu::matmul_path())}}.dump()
             << std::endl;
   std::cout << measure_cpu_peak(omp_get_max_threads()).dump() << std::endl;
   const double read_gb_per_s =
       o.cpu_matmul_only && !o.moe_only ? 0.0 : report_read_bandwidth(o.min_seconds);
-  const TimePerCall time_cpu = [&](const std::function<void()>& body) { return time_per_call(o.min_seconds, body); };
   if (o.moe_only) return report_moe(*make_cpu_backend(), time_cpu, read_gb_per_s);
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);
   report_cpu_gpt_oss_attention(4096, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
+  report_paged_attention(*cpu, "paged_attention", time_cpu, o.paged_keys, o.paged_rounds);
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
   report_moe(*cpu, time_cpu, read_gb_per_s);
 }
@@ -381,6 +391,10 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
     return;
   }
   std::unique_ptr<Backend> gpu = make_backend("cuda");
+  const TimePerCall time_gpu = [&](const std::function<void()>& body) {
+    return time_per_gpu_call(*gpu, o.min_seconds, body);
+  };
+  if (o.paged_only) return report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds);
   const double copy_gb_per_s = report_cuda_copy_bandwidth(*gpu, o.min_seconds);
 
   Tensor w_host = Tensor::zeros_cpu(DType::kBF16, {o.cuda_n, o.cuda_k});
@@ -405,9 +419,7 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   }
 
   report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
-  report_moe(
-      *gpu, [&](const std::function<void()>& body) { return time_per_gpu_call(*gpu, o.min_seconds, body); },
-      copy_gb_per_s);
+  report_moe(*gpu, time_gpu, copy_gb_per_s);
   report_cuda_add_rmsnorm(*gpu, o.min_seconds);
 
   report_sampling(*gpu, "cuda_sample", [&](Backend& device, auto&& body) {
@@ -536,6 +548,9 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                 << std::endl;
     }
   }
+
+  // Paged attention (the simple kernel) against contiguous (the flash-decoding tiles).
+  report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds);
 }
 
 void run_kernel_bench(const KernelBenchOptions& o) {
@@ -564,6 +579,12 @@ std::function<void()> add_kernel_bench(CLI::App& app) {
                   "CPU matmul paths to time side by side: chosen, all, or avx2 avx512 avx512bf16 avx512bf16-round")
       ->capture_default_str();
   cmd->add_flag("--cpu-matmul-only", o->cpu_matmul_only, "CPU: time the matmul paths only");
+  cmd->add_option("--paged-keys", o->paged_keys, "keys per sequence for paged against contiguous attention")
+      ->capture_default_str();
+  cmd->add_option("--paged-rounds", o->paged_rounds, "paged and contiguous timed in turn this many times")
+      ->capture_default_str();
+  cmd->add_flag("--paged-only", o->paged_only,
+                "time paged attention against contiguous only (block 16, Qwen3-0.6B's attention shape)");
   cmd->add_flag("--moe-only", o->moe_only,
                 "CPU: time the mixture-of-experts kernels only (MXFP4 products, experts of gpt-oss-20b and "
                 "Qwen3-30B-A3B)");
