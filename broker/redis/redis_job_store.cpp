@@ -545,6 +545,9 @@ bool RedisJobStore::answer_replay(const std::string& producer, const protocol::R
 
 void RedisJobStore::flush(std::chrono::milliseconds timeout) {
   while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
+  // No more sessions handed to a broker that is going away (else they wait for a claim).
+  if (alive_) pipeline_.add(schema::not_alive(options_.consumer), nullptr, OnFailure::kRetry);
+  alive_ = false;
   const auto give_up = SteadyClock::now() + timeout;
   while (pipeline_.retained() > 0 && SteadyClock::now() < give_up) {
     if (connection_.ensure_connected() && pipeline_.flush(connection_)) continue;
