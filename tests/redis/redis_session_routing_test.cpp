@@ -1,7 +1,8 @@
 // Routing by session across brokers (docs/redis.md, "Sessions across brokers"): two real brokers
-// on one real Redis, each with one real worker, so the broker that runs a job names the worker
-// that did. A session's turns run where its first one did whichever broker they are submitted
-// to; a turn handed to a broker that then dies runs exactly once on the other; a session whose
+// on one real Redis, each with real workers. The status hash names the broker that ran a job,
+// and that broker's flashq_routing_decisions_total{reason="session"} says it went to the worker
+// of the session's previous job. A session's turns run where its first one did whichever broker
+// they are submitted to; a turn handed to a broker that then dies runs exactly once on the other; a session whose
 // broker died moves to the live one; jobs without a session are never handed over.
 //
 // A turn is made to be taken by the broker that does not own its session (so that it must be
@@ -19,7 +20,7 @@ namespace {
 
 class RedisSessionRoutingTest : public RedisClusterTest {
  protected:
-  void start_two_brokers(int64_t claim_idle_ms) {
+  void start_two_brokers(int64_t claim_idle_ms, int workers_each = 1) {
     auto flags = [&](const std::string& name) {
       return std::vector<std::string>{"--redis", redis_->url(), "--redis-consumer", name, "--redis-claim-idle-ms",
                                       std::to_string(claim_idle_ms)};
@@ -28,10 +29,12 @@ class RedisSessionRoutingTest : public RedisClusterTest {
     std::filesystem::create_directories(scratch_.path() / "b");  // its logs apart from a's
     other_ = std::make_unique<Cluster>(scratch_.path() / "b");
     ASSERT_TRUE(other_->start_broker(flags("b")));
-    start_worker("wa", 2);
-    other_->start_worker("wb", target_dir(), drafter_dir(), 2);
-    ASSERT_TRUE(cluster_->wait_for_workers(1));
-    ASSERT_TRUE(other_->wait_for_workers(1));
+    for (int i = 0; i < workers_each; ++i) {
+      start_worker("wa" + std::to_string(i), 2);
+      other_->start_worker("wb" + std::to_string(i), target_dir(), drafter_dir(), 2);
+    }
+    ASSERT_TRUE(cluster_->wait_for_workers(workers_each));
+    ASSERT_TRUE(other_->wait_for_workers(workers_each));
     client_a_ = connect_client();
     client_b_ = std::make_unique<Client>();
     client_b_->connect(other_->frontend(), other_->stream());
@@ -87,6 +90,12 @@ class RedisSessionRoutingTest : public RedisClusterTest {
   double handovers(const std::string& name) {
     return broker(name).metric("flashq_routing_handovers_total").value_or(-1);
   }
+  // Assignments of jobs to workers by broker `name`, all of them or those for one reason.
+  double routed(const std::string& name, const std::string& reason = "") {
+    const std::string sample = reason.empty() ? "flashq_routing_decisions_total"
+                                              : "flashq_routing_decisions_total{reason=\"" + reason + "\"}";
+    return broker(name).metric(sample).value_or(-1);
+  }
 
   static constexpr int64_t kTokens = 8;
   std::unique_ptr<Cluster> other_;
@@ -95,7 +104,7 @@ class RedisSessionRoutingTest : public RedisClusterTest {
 };
 
 TEST_F(RedisSessionRoutingTest, TurnsSubmittedToEitherBrokerRunWhereTheSessionsFirstTurnRan) {
-  start_two_brokers(6000);  // a stopped owner stays alive to the other for at least 4 s
+  start_two_brokers(6000, 2);  // a stopped owner stays alive to the other for at least 4 s
   run_turn("a", turn("conv-0", "conv", 0));
   const std::string owner = ran_on("conv-0");
   ASSERT_TRUE(owner == "a" || owner == "b") << owner;
@@ -120,6 +129,10 @@ TEST_F(RedisSessionRoutingTest, TurnsSubmittedToEitherBrokerRunWhereTheSessionsF
   EXPECT_GE(forced, 2) << "turns 1 to 5 alternate between the brokers: 2 or 3 go to the one not owning the session";
   EXPECT_GE(handovers(other(owner)), forced);
   EXPECT_EQ(handovers(owner), 0) << "the owner never hands its own session away";
+  // Inside the owner, every later turn went to the worker of the turn before: one worker.
+  EXPECT_EQ(routed(owner, "session"), 5);
+  EXPECT_EQ(routed(owner), 6);
+  EXPECT_EQ(routed(other(owner)), 0) << "the other broker assigned none of them";
   EXPECT_EQ(field({"XLEN", "flashq:jobs:" + owner}), "0") << "handed entries are deleted once finished";
   EXPECT_EQ(field({"XPENDING", "flashq:jobs:" + owner, "flashq"}), "0");
 }
