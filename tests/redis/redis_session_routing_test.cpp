@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <thread>
 
 #include "tests/redis/redis_cluster_fixture.h"
 
@@ -22,8 +23,10 @@ class RedisSessionRoutingTest : public RedisClusterTest {
  protected:
   void start_two_brokers(int64_t claim_idle_ms, int workers_each = 1) {
     auto flags = [&](const std::string& name) {
+      // Beats every 300 ms: a broker stopped for a moment counts its workers lost only after 900 ms
+      // of silence from them (and they count it lost after 1 s).
       return std::vector<std::string>{"--redis", redis_->url(), "--redis-consumer", name, "--redis-claim-idle-ms",
-                                      std::to_string(claim_idle_ms)};
+                                      std::to_string(claim_idle_ms), "--heartbeat-ms", "300"};
     };
     ASSERT_TRUE(start_broker(flags("a")));
     std::filesystem::create_directories(scratch_.path() / "b");  // its logs apart from a's
@@ -83,8 +86,13 @@ class RedisSessionRoutingTest : public RedisClusterTest {
       ADD_FAILURE() << "submit " << job.id << ": " << e.what();
       return false;
     }
-    return eventually([&] { return field({"HGET", "flashq:job:" + job.id, "stream"}) == "flashq:jobs:" + owner; },
-                      milliseconds(5000));
+    // Polled closely: the owner's workers count it lost after 1 s of silence.
+    const auto until = Clock::now() + milliseconds(5000);
+    while (field({"HGET", "flashq:job:" + job.id, "stream"}) != "flashq:jobs:" + owner) {
+      if (Clock::now() > until) return false;
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    return true;
   }
 
   double handovers(const std::string& name) {
@@ -104,7 +112,7 @@ class RedisSessionRoutingTest : public RedisClusterTest {
 };
 
 TEST_F(RedisSessionRoutingTest, TurnsSubmittedToEitherBrokerRunWhereTheSessionsFirstTurnRan) {
-  start_two_brokers(6000, 2);  // a stopped owner stays alive to the other for at least 4 s
+  ASSERT_NO_FATAL_FAILURE(start_two_brokers(6000, 2));  // a stopped owner stays alive to the other for at least 4 s
   run_turn("a", turn("conv-0", "conv", 0));
   const std::string owner = ran_on("conv-0");
   ASSERT_TRUE(owner == "a" || owner == "b") << owner;
@@ -138,7 +146,7 @@ TEST_F(RedisSessionRoutingTest, TurnsSubmittedToEitherBrokerRunWhereTheSessionsF
 }
 
 TEST_F(RedisSessionRoutingTest, ATurnHandedToABrokerThatThenDiesRunsOnceOnTheOther) {
-  start_two_brokers(3000);
+  ASSERT_NO_FATAL_FAILURE(start_two_brokers(3000));
   run_turn("a", turn("died-0", "died", 0));
   const std::string owner = ran_on("died-0");
   const std::string live = other(owner);
@@ -157,7 +165,7 @@ TEST_F(RedisSessionRoutingTest, ATurnHandedToABrokerThatThenDiesRunsOnceOnTheOth
 }
 
 TEST_F(RedisSessionRoutingTest, ASessionWhoseBrokerDiedMovesToTheLiveOne) {
-  start_two_brokers(1500);
+  ASSERT_NO_FATAL_FAILURE(start_two_brokers(1500));
   run_turn("a", turn("moved-0", "moved", 0));
   const std::string owner = ran_on("moved-0");
   const std::string live = other(owner);
@@ -174,7 +182,7 @@ TEST_F(RedisSessionRoutingTest, ASessionWhoseBrokerDiedMovesToTheLiveOne) {
 }
 
 TEST_F(RedisSessionRoutingTest, JobsWithoutASessionAreNeverHandedOver) {
-  start_two_brokers(1500);
+  ASSERT_NO_FATAL_FAILURE(start_two_brokers(1500));
   std::vector<std::string> ids;
   for (int i = 0; i < 12; ++i) {
     ids.push_back("plain-" + std::to_string(i));
