@@ -246,18 +246,27 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
   // A session's turn goes to the broker that ran its last one (it holds the session's cache), when
   // that broker is alive; else it runs here, and this broker owns the session from now on.
   const std::string session = route_sessions_ && job.session ? *job.session : std::string();
+  // A handed entry was written when it was handed: the job was submitted when the original was.
+  int64_t submitted_ms = schema::entry_time_ms(entry.id);
+  if (auto original = entry.fields.find("handed_entry"); original != entry.fields.end()) {
+    try {
+      submitted_ms = schema::entry_time_ms(original->second);
+    } catch (const Error&) {
+      // not one of ours: the handed entry's own time
+    }
+  }
   RedisCommand command =
       schema::take(stream, options_.consumer, job.id, entry.id, session, options_.session_ttl_s * 1000);
   pipeline_.add(
       std::move(command),
-      [this, job = std::move(job), stream, entry_id = entry.id](const RedisReply& reply) mutable {
+      [this, job = std::move(job), stream, entry_id = entry.id, submitted_ms](const RedisReply& reply) mutable {
         if (reply.is_error()) {
           // It stays pending for us: read again after a reconnect, or claimed by another broker.
           if (!connection_lost_in(reply)) spdlog::warn("redis: taking {}: {}", entry_id, reply.text);
           return;
         }
         try {
-          admit_taken(std::move(job), stream, entry_id, schema::take_of(reply));
+          admit_taken(std::move(job), stream, entry_id, submitted_ms, schema::take_of(reply));
         } catch (const Error& e) {
           spdlog::warn("redis: taking {}: {}", entry_id, e.what());
         }
@@ -266,7 +275,7 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
 }
 
 void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, const std::string& entry,
-                                const schema::Take& take) {
+                                int64_t submitted_ms, const schema::Take& take) {
   if (take.outcome == schema::Take::Outcome::kHanded) {
     spdlog::debug("job {}: session '{}' handed to broker {}", job.id, job.session.value_or(""), take.handed_to);
     metrics_.job_handed_over();
@@ -281,14 +290,14 @@ void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, co
     record.phase = JobPhase::kRemote;  // until admitted below
     // Written into flashq:jobs by another broker or a Redis client: it was submitted when the
     // entry was added (its id's milliseconds), which its queue time and time to first token count from.
-    const int64_t age_ms = std::max<int64_t>(0, wall_ms() - schema::entry_time_ms(entry));
+    const int64_t age_ms = std::max<int64_t>(0, wall_ms() - submitted_ms);
     record.submitted_at = now - std::chrono::milliseconds(age_ms);
     it = jobs_.jobs.emplace(job.id, std::move(record)).first;
   }
   JobRecord& record = it->second;
   const std::string id = job.id;
   const int64_t deadline = job.deadline_ms > 0 ? job.deadline_ms : default_deadline_ms_;
-  record.deadline_at = now + std::chrono::milliseconds(schema::entry_time_ms(entry) + deadline - wall_ms());
+  record.deadline_at = now + std::chrono::milliseconds(submitted_ms + deadline - wall_ms());
   record.prompt_tokens_estimate = estimate_prompt_tokens(job);
   record.job = std::move(job);
   record.redis_entry = entry;

@@ -67,7 +67,8 @@ class RedisJobStore final : public JobStore {
   void fetch(SteadyClock::time_point now);
   void read_own_pending(const std::string& stream);
   void take(const std::string& stream, const redis_schema::Entry& entry, bool own_pending);
-  void admit_taken(protocol::Job job, const std::string& stream, const std::string& entry,
+  // `submitted_ms`: when the job's first entry was written (its deadline and latencies count from it).
+  void admit_taken(protocol::Job job, const std::string& stream, const std::string& entry, int64_t submitted_ms,
                    const redis_schema::Take& take);
   void catch_up(const std::string& id, int64_t next_seq);
   void keep_claimed();

@@ -58,6 +58,8 @@ if session and KEYS[1] == 'flashq:jobs' then
       local fields = found[1][2]
       fields[#fields + 1] = 'handed_from'
       fields[#fields + 1] = ARGV[1]
+      fields[#fields + 1] = 'handed_entry'
+      fields[#fields + 1] = ARGV[2]
       local target = 'flashq:jobs:' .. owner
       redis.pcall('XGROUP', 'CREATE', target, 'flashq', '0', 'MKSTREAM')
       local moved = redis.call('XADD', target, '*', unpack(fields))

@@ -82,6 +82,7 @@ TEST_F(RedisHandoverTest, ATurnOfASessionOwnedByALiveBrokerMovesToItsStreamOnce)
   EXPECT_EQ(taken_by_a[0].first, "flashq:jobs:a");
   const schema::Entry& moved = taken_by_a[0].second;
   EXPECT_EQ(moved.fields.at("handed_from"), "b");
+  EXPECT_EQ(moved.fields.at("handed_entry"), taken_by_b[0].second.id) << "the job's time is the original's";
   EXPECT_EQ(moved.fields.at("prompt"), "hi");
   EXPECT_EQ(moved.fields.at("session"), "conv");
   EXPECT_TRUE(read("a", moved.id).empty()) << "read after the last one read: nothing new";

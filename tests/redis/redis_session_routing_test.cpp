@@ -2,8 +2,9 @@
 // on one real Redis, each with real workers. The status hash names the broker that ran a job,
 // and that broker's flashq_routing_decisions_total{reason="session"} says it went to the worker
 // of the session's previous job. A session's turns run where its first one did whichever broker
-// they are submitted to; a turn handed to a broker that then dies runs exactly once on the other; a session whose
-// broker died moves to the live one; jobs without a session are never handed over.
+// they are submitted to; a turn handed to a broker that then dies runs exactly once on the
+// other; a session whose broker died moves to the live one; a handed job's latencies count from
+// its original entry; jobs without a session are never handed over.
 //
 // A turn is made to be taken by the broker that does not own its session (so that it must be
 // handed over, not merely may be) by stopping the owner (SIGSTOP) while the other takes it: a
@@ -79,16 +80,22 @@ class RedisSessionRoutingTest : public RedisClusterTest {
   // Submits `job` to broker `to` while the other one, `owner`, is stopped: `to` takes it and must
   // hand it over. Returns once it is handed (the owner still stopped); false when it was not.
   bool submit_while_stopped(const std::string& owner, const std::string& to, const protocol::Job& job) {
+    return while_stopped(owner, job.id, [&] { client(to).submit(job, 20000); });
+  }
+  // Runs `submit` (which writes job `id` somewhere) while `owner` is stopped; true once the job is
+  // handed to `owner`, which is left stopped.
+  template <typename Submit>
+  bool while_stopped(const std::string& owner, const std::string& id, Submit submit) {
     broker(owner).broker().signal(SIGSTOP);
     try {
-      client(to).submit(job, 20000);
+      submit();
     } catch (const Error& e) {
-      ADD_FAILURE() << "submit " << job.id << ": " << e.what();
+      ADD_FAILURE() << "submit " << id << ": " << e.what();
       return false;
     }
     // Polled closely: the owner's workers count it lost after 1 s of silence.
     const auto until = Clock::now() + milliseconds(5000);
-    while (field({"HGET", "flashq:job:" + job.id, "stream"}) != "flashq:jobs:" + owner) {
+    while (field({"HGET", "flashq:job:" + id, "stream"}) != "flashq:jobs:" + owner) {
       if (Clock::now() > until) return false;
       std::this_thread::sleep_for(milliseconds(2));
     }
@@ -179,6 +186,35 @@ TEST_F(RedisSessionRoutingTest, ASessionWhoseBrokerDiedMovesToTheLiveOne) {
   }
   EXPECT_EQ(field({"GET", "flashq:session:moved"}), live);
   EXPECT_EQ(handovers(live), 0) << "nothing is handed to a broker that is not alive";
+}
+
+// docs/redis.md: a job's latencies count from its entry's time in flashq:jobs, handed or not.
+TEST_F(RedisSessionRoutingTest, AHandedJobsLatenciesCountFromItsOriginalEntry) {
+  ASSERT_NO_FATAL_FAILURE(start_two_brokers(6000));
+  // a ran the session's last turn (written here, so that the first entry of flashq:jobs may be
+  // backdated: a stream's ids only grow).
+  redis_client_->command({"SET", "flashq:session:aged", "a", "PX", "60000"});
+  const std::string histogram = "flashq_request_queue_time_seconds";
+  const double count_before = cluster_->metric(histogram + "_count").value_or(0);
+  const double sum_before = cluster_->metric(histogram + "_sum").value_or(0);
+  const int64_t now_ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string backdated = std::to_string(now_ms - 3000) + "-0";
+  const bool handed = while_stopped("a", "aged-1", [&] {
+    EXPECT_EQ(redis_client_->command({"XADD", "flashq:jobs", backdated, "id", "aged-1", "prompt", prompt_of(1),
+                                      "max_tokens", std::to_string(kTokens), "session", "aged"}),
+              std::vector<std::string>{backdated});
+  });
+  broker("a").broker().signal(SIGCONT);
+  ASSERT_TRUE(handed) << "broker b did not hand the job to a";
+  ASSERT_TRUE(wait_finals({"aged-1"}, milliseconds(20000)));
+  EXPECT_EQ(ran_on("aged-1"), "a");
+  EXPECT_TRUE(matches(read_run(*redis_client_, "aged-1"), reference(prompt_of(1), kTokens)));
+  ASSERT_TRUE(eventually([&] { return cluster_->metric(histogram + "_count").value_or(0) > count_before; },
+                         milliseconds(5000)));
+  const double seconds = cluster_->metric(histogram + "_sum").value_or(0) - sum_before;
+  EXPECT_GE(seconds, 3.0) << "counted from the original entry's time, not the handover's";
+  EXPECT_LT(seconds, 30.0);
 }
 
 TEST_F(RedisSessionRoutingTest, JobsWithoutASessionAreNeverHandedOver) {
