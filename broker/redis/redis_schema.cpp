@@ -78,12 +78,28 @@ if session then redis.call('SET', session, ARGV[1], 'PX', ARGV[4]) end
 local cancel = redis.call('HGET', h, 'cancel') and 'cancel' or ''
 return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', cancel})";
 
+// A broker that is alive is registered too (the claims may have forgotten it while it was not).
+constexpr const char* kAliveScript = R"(
+redis.call('SET', 'flashq:broker:' .. ARGV[1], '1', 'PX', ARGV[2])
+redis.call('SADD', 'flashq:brokers', ARGV[1])
+return 1)";
+
 // Entries idle past the claim timeout (their broker died, or stopped refreshing them), in
 // flashq:jobs and in every broker's handover stream (flashq:brokers names them); a stream
-// without the group yet is skipped. Reply as XREAD's: {stream, entries} per stream.
+// without the group yet is skipped. A broker that is not alive and has nothing in its stream is
+// forgotten (it registers again when it is alive), so the names of brokers gone for good do not
+// pile up in every claim; its empty stream and group stay, for when it comes back. Reply as
+// XREAD's: {stream, entries} per stream.
 constexpr const char* kClaimIdleScript = R"(
 local streams = {'flashq:jobs'}
-for _, name in ipairs(redis.call('SMEMBERS', 'flashq:brokers')) do streams[#streams + 1] = 'flashq:jobs:' .. name end
+for _, name in ipairs(redis.call('SMEMBERS', 'flashq:brokers')) do
+  local stream = 'flashq:jobs:' .. name
+  if redis.call('EXISTS', 'flashq:broker:' .. name) == 0 and redis.call('XLEN', stream) == 0 then
+    redis.call('SREM', 'flashq:brokers', name)
+  else
+    streams[#streams + 1] = stream
+  end
+end
 local left = tonumber(ARGV[3])
 local out = {}
 for _, stream in ipairs(streams) do
@@ -198,7 +214,7 @@ std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisRe
 }
 
 std::vector<std::string> scripts() {
-  return {kIntakeScript, kTakeScript, kClaimIdleScript, kEventScript, kFinalScript, kDeadLetterScript, kCancelScript};
+  return {kIntakeScript, kTakeScript, kAliveScript, kClaimIdleScript, kEventScript, kFinalScript, kDeadLetterScript, kCancelScript};
 }
 
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
@@ -237,7 +253,7 @@ RedisCommand keep_claimed(const std::string& stream, const std::string& consumer
 }
 
 RedisCommand alive(const std::string& consumer, int64_t ttl_ms) {
-  return {"SET", broker_key(consumer), "1", "PX", std::to_string(ttl_ms)};
+  return {"EVAL", kAliveScript, "0", consumer, std::to_string(ttl_ms)};
 }
 RedisCommand not_alive(const std::string& consumer) { return {"DEL", broker_key(consumer)}; }
 

@@ -5,7 +5,7 @@
 //   flashq:job:<id>    status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final
 //   flashq:session:<s> the broker that last ran session <s> (expires)
 //   flashq:broker:<n>  present while broker <n> is alive and has workers (expires)
-//   flashq:brokers     every broker's name (whose handover streams are claimed from when it dies)
+//   flashq:brokers     the brokers whose handover streams are claimed from (alive, or not empty)
 //   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`
 //   flashq:dead        dead letters: id, reason, entry
 //   flashq:control     requests every broker reads: `cancel <id>`
@@ -74,7 +74,8 @@ RedisCommand read_own_pending(const std::string& stream, const std::string& cons
 RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count);
 RedisCommand keep_claimed(const std::string& stream, const std::string& consumer,
                           const std::vector<std::string>& entries);
-// This broker is alive and can run jobs for `ttl_ms` more (sessions may be handed to it); or not.
+// This broker is alive and can run jobs for `ttl_ms` more (sessions may be handed to it; it is
+// in flashq:brokers); or not.
 RedisCommand alive(const std::string& consumer, int64_t ttl_ms);
 RedisCommand not_alive(const std::string& consumer);
 

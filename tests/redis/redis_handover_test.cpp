@@ -166,6 +166,12 @@ TEST_F(RedisHandoverTest, AnEntryHandedToABrokerThatDiedIsClaimedFromItsStream) 
             1);
   EXPECT_EQ(get({"XPENDING", "flashq:jobs:a", "flashq"}), "0");
   EXPECT_TRUE(schema::streams_of(connection_.command(schema::claim_idle("b", 0, 10))).empty()) << "nothing left";
+  // Brokers that are not alive and have nothing handed to them are no longer looked at; one
+  // that is alive again is.
+  EXPECT_EQ(get({"SCARD", "flashq:brokers"}), "0");
+  connection_.command(schema::alive("a", 60000));
+  EXPECT_EQ(get({"SISMEMBER", "flashq:brokers", "a"}), "1");
+  EXPECT_EQ(get({"EXISTS", "flashq:jobs:a"}), "1") << "its stream and group stay";
 }
 
 }  // namespace
