@@ -83,6 +83,7 @@ void RedisJobStore::turn() {
     const auto now = SteadyClock::now();
     if (!core_.draining()) fetch(now);
     follower_.turn(now);
+    announce_alive();
     keep_claimed();
     while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
     ok = pipeline_.send(connection_);
@@ -129,6 +130,7 @@ void RedisJobStore::on_connect() {
     return;
   }
   ready_ = true;
+  alive_ = false;  // said again (Redis may have lost the key) by the turn's announce_alive
   core_.store_state_changed();  // /readyz and flashq_redis_connected follow at once, not at the next sweep
 }
 
@@ -385,21 +387,24 @@ bool RedisJobStore::cancel_elsewhere(const std::string& producer, const std::str
   return true;
 }
 
+// Alive (sessions may be handed to us) while we have workers and are not draining: said at once
+// when that changes, and refreshed with the claims (keep_claimed). The key lives one claim
+// timeout, the time after which our entries go to other brokers too.
+void RedisJobStore::announce_alive() {
+  const bool alive = !core_.draining() && !workers_.all().empty();
+  if (alive == alive_) return;
+  alive_ = alive;
+  pipeline_.add(alive ? schema::alive(options_.consumer, options_.claim_idle_ms) : schema::not_alive(options_.consumer),
+                nullptr, OnFailure::kDrop);
+}
+
 // Entries this broker holds are claimed again now and then, so they never look idle to the
 // others; entries idle past the timeout (their broker died) are claimed for ourselves.
 void RedisJobStore::keep_claimed() {
   const auto now = SteadyClock::now();
   if (now - last_keep_ < std::chrono::milliseconds(std::max<int64_t>(options_.claim_idle_ms / 3, 10))) return;
   last_keep_ = now;
-  // Alive (sessions may be handed to us) while we have workers and are not draining; the key
-  // lives one claim timeout, the time after which our entries go to others too.
-  const bool alive = !core_.draining() && !workers_.all().empty();
-  if (alive) {
-    pipeline_.add(schema::alive(options_.consumer, options_.claim_idle_ms), nullptr, OnFailure::kDrop);
-  } else if (alive_) {
-    pipeline_.add(schema::not_alive(options_.consumer), nullptr, OnFailure::kDrop);
-  }
-  alive_ = alive;
+  if (alive_) pipeline_.add(schema::alive(options_.consumer, options_.claim_idle_ms), nullptr, OnFailure::kDrop);
   std::map<std::string, std::vector<std::string>> held;  // entries per stream
   auto keep = [&](const std::string& stream) {
     pipeline_.add(schema::keep_claimed(stream, options_.consumer, held[stream]), nullptr, OnFailure::kDrop);

@@ -71,6 +71,7 @@ class RedisJobStore final : public JobStore {
   void admit_taken(protocol::Job job, const std::string& stream, const std::string& entry, int64_t submitted_ms,
                    const redis_schema::Take& take);
   void catch_up(const std::string& id, int64_t next_seq);
+  void announce_alive();
   void keep_claimed();
   void store_events(const std::string& id);
   void store_final(JobRecord& job, protocol::Event final_event);

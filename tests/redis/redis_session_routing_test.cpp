@@ -217,6 +217,26 @@ TEST_F(RedisSessionRoutingTest, AHandedJobsLatenciesCountFromItsOriginalEntry) {
   EXPECT_LT(seconds, 30.0);
 }
 
+// Alive is said when it changes, not only with the claims' refresh (every 10 s here): sessions
+// are handed to a broker from its first worker on, and no longer once its last one is gone.
+TEST_F(RedisSessionRoutingTest, ABrokerIsAliveFromItsFirstWorkerToItsLastOne) {
+  ASSERT_TRUE(start_broker({"--redis", redis_->url(), "--redis-consumer", "a", "--redis-claim-idle-ms", "30000"}));
+  RedisClient redis(redis_->port());
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(redis.command({"EXISTS", "flashq:broker:a"}), std::vector<std::string>{"0"}) << "no worker yet";
+  start_worker("wa", 1);
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  EXPECT_TRUE(eventually([&] { return redis.command({"EXISTS", "flashq:broker:a"}) == std::vector<std::string>{"1"}; },
+                         milliseconds(3000)));
+  const std::vector<std::string> ttl = redis.command({"PTTL", "flashq:broker:a"});
+  ASSERT_EQ(ttl.size(), 1u);
+  EXPECT_GT(std::stoll(ttl[0]), 20000) << "it lives one claim timeout";
+  cluster_->worker("wa").kill_now();
+  EXPECT_TRUE(eventually([&] { return redis.command({"EXISTS", "flashq:broker:a"}) == std::vector<std::string>{"0"}; },
+                         milliseconds(5000)))
+      << "deleted once the broker counts its last worker lost";
+}
+
 TEST_F(RedisSessionRoutingTest, JobsWithoutASessionAreNeverHandedOver) {
   ASSERT_NO_FATAL_FAILURE(start_two_brokers(1500));
   std::vector<std::string> ids;
