@@ -1,5 +1,6 @@
 // flashq-bench: benchmarks. Speed is measured here, never in timed unit tests.
 #include "shared/cli.h"
+#include "tools/flashq_bench/agentic_bench.h"
 #include "tools/flashq_bench/broker_bench.h"
 #include "tools/flashq_bench/engine_bench.h"
 #include "tools/flashq_bench/gateway_bench.h"
@@ -14,11 +15,13 @@ int main(int argc, char** argv) {
   auto broker = flashq::add_broker_bench(app);
   auto tokenizer = flashq::add_tokenizer_bench(app);
   auto gateway = flashq::add_gateway_bench(app);
+  auto agentic = flashq::add_agentic_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
     broker();
     tokenizer();
     gateway();
+    agentic();
   });
 }

@@ -1,0 +1,530 @@
+#include "tools/flashq_bench/agentic_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "shared/error.h"
+#include "tools/flashq_bench/agentic_conversation.h"
+#include "tools/flashq_bench/agentic_routing.h"
+#include "tools/flashq_bench/bench_cluster.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/serving_model.h"
+#include "worker/model/cache_pool.h"
+#include "worker/tokenizer/load_chat_template.h"
+
+namespace flashq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+struct AgenticBenchOptions {
+  std::string model_dir;
+  std::string device = "auto";
+  std::string figures = "1,2,3,4";
+  uint64_t seed = 1;
+  bool token_ids = false;
+  AgenticShape shape;
+  int64_t output_tokens = 32;
+  int64_t kv_block_size = 16;
+  // Figure 1.
+  int64_t conversations = 2;
+  int64_t turns = 4;
+  // Figure 2: sequences of `fill_prompt_tokens` that produce `output_tokens` and may produce
+  // max_tokens = 4 (prompt + output) - prompt, in the memory of `fill_whole_fit` whole-length caches.
+  int64_t fill_sequences = 48;
+  int64_t fill_prompt_tokens = 64;
+  int64_t fill_whole_fit = 8;
+  // Figure 4.
+  std::string decode_batches = "1,16";
+  int64_t decode_prompt_tokens = 128;
+  int64_t decode_tokens = 32;
+  int repeats = 3;
+  // Figure 3.
+  std::string routing_model_dir;  // default: --model
+  int routing_workers = 3;
+  int64_t routing_conversations = 32;
+  int64_t routing_turns = 3;
+  int64_t worker_slots = 8;
+  int64_t worker_cache_mb = 0;
+  std::string bin_dir;
+  std::string log_dir = "/tmp/flashq-bench-agentic";
+  bool quick = false;
+  bool json = false;
+};
+
+std::vector<int64_t> split_numbers(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> numbers;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');) {
+    try {
+      numbers.push_back(std::stoll(part));
+    } catch (const std::exception&) {
+      throw Error(ErrorCode::kInvalidArgument, flag + " " + text + ": a comma-separated list of numbers");
+    }
+  }
+  return numbers;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+std::vector<int32_t> random_ids(int64_t count, int32_t bound, uint64_t seed) {
+  std::vector<int32_t> ids;
+  uint64_t state = seed;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    ids.push_back(static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(bound)));
+  }
+  return ids;
+}
+
+// A model directory's tokenizer and chat template, and the script they write (for a directory
+// the bench does not otherwise load, the routing figure's workers').
+struct ScriptSource {
+  std::unique_ptr<Tokenizer> tokenizer;
+  LoadedChatTemplate chat_template;
+  std::unique_ptr<AgenticScript> script;
+};
+
+ScriptSource script_for(const std::string& dir, const AgenticBenchOptions& o) {
+  ScriptSource s;
+  s.tokenizer = load_tokenizer(dir);
+  s.chat_template = load_chat_template(dir);
+  s.script = std::make_unique<AgenticScript>(s.tokenizer.get(), o.token_ids ? nullptr : s.chat_template.chat_template.get(),
+                                             s.tokenizer->vocab_size() - 8, o.shape, o.seed);
+  return s;
+}
+
+// The KV caches an arm's engine runs with.
+enum class KvLayout { kWhole, kPaged };
+
+struct CacheArm {
+  std::string name;
+  KvLayout layout = KvLayout::kWhole;
+  bool prefix_caching = false;
+  int64_t cache_bytes = 0;  // 0: each whole-length cache grows on demand (no pool)
+};
+
+// Whether this build's engine has paged caches.
+constexpr bool kPagedEngine = false;
+
+struct ArmEngine {
+  std::unique_ptr<CachePool> pool;
+  std::unique_ptr<Engine> engine;
+};
+
+ArmEngine make_engine(ServingModel& serving, const CacheArm& arm, int64_t max_slots,
+                      std::function<void(const StepEvent&)> on_event = {}) {
+  ArmEngine e;
+  EngineOptions options{.max_slots = max_slots, .on_event = std::move(on_event)};
+  if (arm.layout == KvLayout::kPaged) throw Error(ErrorCode::kUnsupported, "this engine has no paged KV cache");
+  if (arm.cache_bytes > 0) {
+    e.pool = std::make_unique<CachePool>(*serving.backend, arm.cache_bytes);
+    options.cache_pool = e.pool.get();
+  }
+  e.engine = std::make_unique<Engine>(*serving.model, *serving.tokenizer, nullptr, options);
+  // One short sequence first: pages the weights in, so no arm pays for it in a timed turn.
+  SequenceRequest warm;
+  warm.generation.prompt_tokens = random_ids(8, 64, 99);
+  warm.generation.max_tokens = 2;
+  warm.spec = SpecMode::kOff;
+  e.engine->add(1ull << 40, std::move(warm));
+  e.engine->run_until_idle();
+  (void)e.engine->take_finished();
+  return e;
+}
+
+SequenceRequest greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
+  SequenceRequest r;
+  r.generation.prompt_tokens = std::move(prompt);
+  r.generation.max_tokens = max_tokens;
+  r.generation.ignore_eos = true;
+  r.spec = SpecMode::kOff;
+  return r;
+}
+
+// ---- Figure 1: time to first token of later turns, prefix cache on against off.
+
+struct TurnResult {
+  int64_t conversation, turn;
+  std::vector<int32_t> prompt, output;
+  double ttft_s;
+};
+
+// The conversations turn by turn, one sequence in the engine at a time (so a turn's time to first
+// token is its prefill), the conversations taking turns. With `replay`, its prompts in its order.
+std::vector<TurnResult> run_turns(Engine& engine, const AgenticScript& script, const AgenticBenchOptions& o,
+                                  const std::vector<TurnResult>* replay) {
+  std::vector<TurnResult> results;
+  std::vector<AgenticConversation> conversations;
+  for (int64_t c = 0; c < o.conversations; ++c) conversations.emplace_back(script, c);
+  for (int64_t turn = 0; turn < o.turns; ++turn) {
+    for (int64_t c = 0; c < o.conversations; ++c) {
+      TurnResult r{c, turn, replay ? (*replay)[results.size()].prompt : conversations[c].prompt(), {}, 0};
+      engine.add(static_cast<uint64_t>(results.size()), greedy_request(r.prompt, o.output_tokens));
+      engine.run_until_idle();
+      const std::vector<FinishedSequence> done = engine.take_finished();
+      check_invariant(done.size() == 1, "one turn in, one turn out");
+      r.output = done[0].tokens;
+      r.ttft_s = done[0].time_to_first_token_s;
+      if (!replay) conversations[c].add_turn(r.output);
+      results.push_back(std::move(r));
+    }
+  }
+  return results;
+}
+
+Json figure_prefix_cache(ServingModel& serving, const AgenticScript& script, const AgenticBenchOptions& o) {
+  std::vector<CacheArm> arms;
+  if (kPagedEngine) {
+    arms = {{"prefix cache off", KvLayout::kPaged, false, 0}, {"prefix cache on", KvLayout::kPaged, true, 0}};
+  } else {
+    arms = {{"prefix cache off (whole-length caches)", KvLayout::kWhole, false, 0}};
+  }
+  Json figure = {{"text", script.mode()},
+                 {"conversations", o.conversations},
+                 {"turns", o.turns},
+                 {"output_tokens", o.output_tokens},
+                 {"system_prompt_tokens", script.system_prompt_tokens()},
+                 {"arms", Json::array()}};
+  std::vector<TurnResult> first;
+  std::vector<double> medians;
+  bool identical = true;
+  for (const CacheArm& arm : arms) {
+    ArmEngine e = make_engine(serving, arm, 1);
+    std::vector<TurnResult> turns = run_turns(*e.engine, script, o, first.empty() ? nullptr : &first);
+    std::vector<double> first_ttft, later_ttft;
+    int64_t later_prompt_tokens = 0, later_turns = 0;
+    for (const TurnResult& t : turns) {
+      (t.turn == 0 ? first_ttft : later_ttft).push_back(t.ttft_s);
+      if (t.turn > 0) later_prompt_tokens += static_cast<int64_t>(t.prompt.size()), ++later_turns;
+    }
+    if (first.empty()) {
+      // Each later turn's prompt must extend the turn before it, prompt and output, token for token.
+      bool extends = true;
+      for (size_t i = static_cast<size_t>(o.conversations); i < turns.size(); ++i) {
+        std::vector<int32_t> before = turns[i - static_cast<size_t>(o.conversations)].prompt;
+        const std::vector<int32_t>& output = turns[i - static_cast<size_t>(o.conversations)].output;
+        before.insert(before.end(), output.begin(), output.end());
+        extends = extends && turns[i].prompt.size() > before.size() &&
+                  std::equal(before.begin(), before.end(), turns[i].prompt.begin());
+      }
+      figure["later_prompts_extend_earlier_turns"] = extends;
+      first = turns;
+      figure["later_turn_prompt_tokens_mean"] = static_cast<double>(later_prompt_tokens) / static_cast<double>(later_turns);
+      figure["last_prompt_tokens"] = turns.back().prompt.size();
+    } else {
+      for (size_t i = 0; i < turns.size(); ++i) identical = identical && turns[i].output == first[i].output;
+    }
+    medians.push_back(median(later_ttft));
+    figure["arms"].push_back({{"name", arm.name},
+                              {"first_turn_ttft_s", median(first_ttft)},
+                              {"later_turn_ttft_s", median(later_ttft)},
+                              {"later_turn_ttft_s_each", later_ttft}});
+  }
+  if (medians.size() == 2) {
+    figure["later_turn_ttft_ratio"] = medians[0] / medians[1];
+    figure["outputs_identical"] = identical;
+  } else {
+    figure["later_turn_ttft_ratio"] = nullptr;
+    figure["note"] = "this engine has no prefix cache: only the arm without one ran";
+  }
+  return figure;
+}
+
+// ---- Figure 2: sequences decoding at once in a fixed cache memory.
+
+Json figure_concurrency(ServingModel& serving, const AgenticBenchOptions& o) {
+  const int64_t produce = o.output_tokens;
+  const int64_t max_tokens = 4 * (o.fill_prompt_tokens + produce) - o.fill_prompt_tokens;
+  const int64_t whole_bytes =
+      CachePool::footprint(serving.model->make_cache(o.fill_prompt_tokens + max_tokens).whole_bytes());
+  const int64_t cache_bytes = o.fill_whole_fit * whole_bytes;
+  std::vector<CacheArm> arms = {{"whole-length caches", KvLayout::kWhole, false, cache_bytes}};
+  if (kPagedEngine) arms.push_back({"paged caches", KvLayout::kPaged, false, cache_bytes});
+  Json figure = {{"sequences", o.fill_sequences},
+                 {"prompt_tokens", o.fill_prompt_tokens},
+                 {"output_tokens", produce},
+                 {"max_tokens", max_tokens},
+                 {"used_fraction_of_max_length", static_cast<double>(o.fill_prompt_tokens + produce) /
+                                                     static_cast<double>(o.fill_prompt_tokens + max_tokens)},
+                 {"cache_bytes", cache_bytes},
+                 {"arms", Json::array()}};
+  std::vector<int64_t> peaks;
+  for (const CacheArm& arm : arms) {
+    // Each sequence is stopped once it has produced its tokens, as a client stops one at a stop
+    // string: it may grow to max_tokens, and uses a quarter of that.
+    std::map<uint64_t, int64_t> produced;
+    Engine* engine = nullptr;
+    ArmEngine e = make_engine(serving, arm, o.fill_sequences, [&](const StepEvent& event) {
+      int64_t& n = produced[event.id];
+      n += static_cast<int64_t>(event.token_ids.size());
+      if (n >= produce && !event.finished && engine) engine->cancel(event.id);
+    });
+    engine = e.engine.get();
+    for (int64_t i = 0; i < o.fill_sequences; ++i) {
+      SequenceRequest r = greedy_request(random_ids(o.fill_prompt_tokens, serving.tokenizer->vocab_size() - 8,
+                                                    o.seed * 7919 + static_cast<uint64_t>(i)),
+                                         max_tokens);
+      engine->add(static_cast<uint64_t>(i), std::move(r));
+    }
+    int64_t peak = 0, steps = 0;
+    const auto start = Clock::now();
+    while (!engine->idle()) {
+      engine->step();
+      ++steps;
+      peak = std::max<int64_t>(peak, static_cast<int64_t>(engine->running()));
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    int64_t tokens = 0;
+    for (const FinishedSequence& f : engine->take_finished()) tokens += static_cast<int64_t>(f.tokens.size());
+    peaks.push_back(peak);
+    figure["arms"].push_back({{"name", arm.name},
+                              {"peak_running", peak},
+                              {"steps", steps},
+                              {"seconds", seconds},
+                              {"output_tokens_per_s", static_cast<double>(tokens) / seconds}});
+  }
+  if (peaks.size() == 2) {
+    figure["peak_running_ratio"] = static_cast<double>(peaks[1]) / static_cast<double>(peaks[0]);
+  } else {
+    figure["peak_running_ratio"] = nullptr;
+    figure["note"] = "this engine has no paged KV cache: only whole-length caches ran";
+  }
+  return figure;
+}
+
+// ---- Figure 4: decode speed, paged against whole-length caches.
+
+// Decode tokens/s of `batch` sequences at once: tokens after each one's first over the time
+// after prefill.
+double decode_speed(Engine& engine, int64_t batch, const AgenticBenchOptions& o, int32_t ordinary) {
+  for (int64_t i = 0; i < batch; ++i) {
+    engine.add(static_cast<uint64_t>(i), greedy_request(random_ids(o.decode_prompt_tokens, ordinary,
+                                                                   o.seed * 104729 + static_cast<uint64_t>(i)),
+                                                        o.decode_tokens));
+  }
+  const double prefill_before = engine.phase_seconds().prefill;
+  const auto start = Clock::now();
+  engine.run_until_idle();
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - start).count() - (engine.phase_seconds().prefill - prefill_before);
+  int64_t tokens = 0;
+  for (const FinishedSequence& f : engine.take_finished()) tokens += static_cast<int64_t>(f.tokens.size()) - 1;
+  return static_cast<double>(tokens) / seconds;
+}
+
+Json figure_decode_speed(ServingModel& serving, const AgenticBenchOptions& o) {
+  std::vector<CacheArm> arms = {{"whole-length caches", KvLayout::kWhole, false, 0}};
+  if (kPagedEngine) arms.push_back({"paged caches", KvLayout::kPaged, false, 0});
+  const int32_t ordinary = serving.tokenizer->vocab_size() - 8;
+  Json figure = {{"prompt_tokens", o.decode_prompt_tokens},
+                 {"decode_tokens", o.decode_tokens},
+                 {"repeats", o.repeats},
+                 {"batches", Json::array()}};
+  for (int64_t batch : split_numbers(o.decode_batches, "--decode-batches")) {
+    if (batch < 1) throw Error(ErrorCode::kInvalidArgument, "--decode-batches: each batch must be positive");
+    std::vector<ArmEngine> engines;
+    for (const CacheArm& arm : arms) engines.push_back(make_engine(serving, arm, batch));
+    // The arms take turns within each repeat, so a slow minute on a shared machine hits both.
+    std::vector<std::vector<double>> speeds(arms.size());
+    std::vector<double> ratios;
+    for (int r = 0; r < o.repeats; ++r) {
+      for (size_t a = 0; a < arms.size(); ++a) speeds[a].push_back(decode_speed(*engines[a].engine, batch, o, ordinary));
+      if (arms.size() == 2) ratios.push_back(speeds[1].back() / speeds[0].back());
+    }
+    Json row = {{"batch", batch}, {"whole_tokens_per_s", median(speeds[0])}};
+    if (arms.size() == 2) {
+      row["paged_tokens_per_s"] = median(speeds[1]);
+      row["paged_over_whole"] = median(ratios);
+    } else {
+      row["paged_tokens_per_s"] = nullptr;
+      row["paged_over_whole"] = nullptr;
+    }
+    figure["batches"].push_back(row);
+  }
+  if (!kPagedEngine) figure["note"] = "this engine has no paged KV cache: only whole-length caches ran";
+  return figure;
+}
+
+// ---- The report.
+
+std::string number_or_dash(const Json& value, const char* format) {
+  if (!value.is_number()) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value.get<double>());
+  return buffer;
+}
+
+void print_table(const Json& r) {
+  std::printf("\n%-58s %s\n", "figure", "value");
+  if (r.contains("prefix_cache")) {
+    const Json& f = r["prefix_cache"];
+    std::printf("1. time to first token, later turns (%lld conversations x %lld turns, system prompt %lld tokens)\n",
+                static_cast<long long>(f["conversations"].get<int64_t>()),
+                static_cast<long long>(f["turns"].get<int64_t>()),
+                static_cast<long long>(f["system_prompt_tokens"].get<int64_t>()));
+    for (const Json& arm : f["arms"]) {
+      std::printf("   %-55s %s s (first turns %s s)\n", arm["name"].get<std::string>().c_str(),
+                  number_or_dash(arm["later_turn_ttft_s"], "%.3f").c_str(),
+                  number_or_dash(arm["first_turn_ttft_s"], "%.3f").c_str());
+    }
+    std::printf("   %-55s %sx\n", "off / on", number_or_dash(f["later_turn_ttft_ratio"], "%.1f").c_str());
+  }
+  if (r.contains("concurrency")) {
+    const Json& f = r["concurrency"];
+    std::printf("2. sequences decoding at once in %.1f MiB (%lld sequences, %.0f%% of max length used)\n",
+                f["cache_bytes"].get<double>() / 1048576.0, static_cast<long long>(f["sequences"].get<int64_t>()),
+                100 * f["used_fraction_of_max_length"].get<double>());
+    for (const Json& arm : f["arms"]) {
+      std::printf("   %-55s %lld\n", arm["name"].get<std::string>().c_str(),
+                  static_cast<long long>(arm["peak_running"].get<int64_t>()));
+    }
+    std::printf("   %-55s %sx\n", "paged / whole-length", number_or_dash(f["peak_running_ratio"], "%.2f").c_str());
+  }
+  if (r.contains("routing")) {
+    const Json& f = r["routing"];
+    std::printf("3. %d workers, %lld conversations x %lld turns\n", f["workers"].get<int>(),
+                static_cast<long long>(f["conversations"].get<int64_t>()),
+                static_cast<long long>(f["turns"].get<int64_t>()));
+    for (const Json& arm : f["arms"]) {
+      const Json& rate = arm["later_turn_prefix_hit_rate"];
+      std::printf("   %-55s hit rate %s%%, %.1f completion tokens/s, %.2f turns/s\n",
+                  ("--routing " + arm["routing"].get<std::string>()).c_str(),
+                  rate.is_number() ? number_or_dash(Json(100 * rate.get<double>()), "%.1f").c_str() : "-",
+                  arm["completion_tokens_per_s"].get<double>(), arm["turns_per_s"].get<double>());
+    }
+  }
+  if (r.contains("decode_speed")) {
+    std::printf("4. decode tokens/s, whole-length / paged caches\n");
+    for (const Json& row : r["decode_speed"]["batches"]) {
+      std::printf("   batch %-49lld %s / %s (paged/whole %s)\n", static_cast<long long>(row["batch"].get<int64_t>()),
+                  number_or_dash(row["whole_tokens_per_s"], "%.1f").c_str(),
+                  number_or_dash(row["paged_tokens_per_s"], "%.1f").c_str(),
+                  number_or_dash(row["paged_over_whole"], "%.3f").c_str());
+    }
+  }
+}
+
+void apply_quick(AgenticBenchOptions& o) {
+  o.shape = {.system_tokens = 160, .tool_result_tokens = 40, .user_tokens = 8};
+  o.output_tokens = 4;
+  o.conversations = 2;
+  o.turns = 3;
+  o.fill_sequences = 12;
+  o.fill_prompt_tokens = 12;
+  o.fill_whole_fit = 2;
+  o.decode_batches = "1,4";
+  o.decode_prompt_tokens = 16;
+  o.decode_tokens = 6;
+  o.repeats = 1;
+  o.routing_conversations = 6;
+  o.routing_turns = 2;
+  o.worker_slots = 4;
+}
+
+void run_agentic_bench(AgenticBenchOptions o) {
+  if (o.quick) apply_quick(o);
+  if (o.output_tokens < 2 || o.conversations < 1 || o.turns < 2 || o.fill_sequences < 1 || o.fill_prompt_tokens < 1 ||
+      o.fill_whole_fit < 1 || o.decode_prompt_tokens < 1 || o.decode_tokens < 2 || o.repeats < 1 ||
+      o.kv_block_size < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--output-tokens and --decode-tokens (at least 2), --turns (at least 2), --conversations, "
+                "--fill-sequences, --fill-prompt-tokens, --fill-whole-fit, --decode-prompt-tokens and --repeats "
+                "must be positive");
+  }
+  std::map<int64_t, bool> figures;
+  for (int64_t f : split_numbers(o.figures, "--figures")) {
+    if (f < 1 || f > 4) throw Error(ErrorCode::kInvalidArgument, "--figures: numbers 1 to 4");
+    figures[f] = true;
+  }
+  Json report = {{"model", o.model_dir}, {"kv_block_size", o.kv_block_size}, {"paged_engine", kPagedEngine}};
+  if (figures.count(1) || figures.count(2) || figures.count(4)) {
+    ServingModel serving = ServingModel::load(o.model_dir, "", o.device);
+    report["backend"] = serving.backend->name();
+    AgenticScript script(serving.tokenizer.get(), o.token_ids ? nullptr : serving.chat_template.chat_template.get(),
+                         serving.tokenizer->vocab_size() - 8, o.shape, o.seed);
+    if (figures.count(1)) report["prefix_cache"] = figure_prefix_cache(serving, script, o);
+    if (figures.count(2)) report["concurrency"] = figure_concurrency(serving, o);
+    if (figures.count(4)) report["decode_speed"] = figure_decode_speed(serving, o);
+  }
+  if (figures.count(3)) {
+    RoutingFigureOptions routing;
+    routing.bin_dir = o.bin_dir.empty() ? bench::executable_dir() : std::filesystem::path(o.bin_dir);
+    routing.log_dir = o.log_dir;
+    routing.model_dir = o.routing_model_dir.empty() ? o.model_dir : o.routing_model_dir;
+    routing.workers = o.routing_workers;
+    routing.conversations = o.routing_conversations;
+    routing.turns = o.routing_turns;
+    routing.output_tokens = o.output_tokens;
+    routing.worker_args = {"--slots", std::to_string(o.worker_slots), "--device", o.device == "auto" ? "cpu" : o.device};
+    if (o.worker_cache_mb > 0) {
+      routing.worker_args.insert(routing.worker_args.end(), {"--cache-memory-mb", std::to_string(o.worker_cache_mb)});
+    }
+    const ScriptSource source = script_for(routing.model_dir, o);
+    report["routing"] = measure_routing(routing, *source.script);
+    report["routing"]["text"] = source.script->mode();
+  }
+  std::cout << (o.json ? report.dump() : report.dump(2)) << std::endl;
+  if (!o.json) print_table(report);
+}
+
+}  // namespace
+
+std::function<void()> add_agentic_bench(CLI::App& app) {
+  auto o = std::make_shared<AgenticBenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "agentic", "agentic conversations: prefix cache, paged caches' concurrency and decode speed, cache-aware routing");
+  cmd->add_option("--model", o->model_dir, "target model directory")->required();
+  cmd->add_option("--device", o->device, "cpu, cuda or auto")->capture_default_str();
+  cmd->add_option("--figures", o->figures, "which figures: 1 prefix cache, 2 concurrency, 3 routing, 4 decode speed")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed of the conversations and prompts")->capture_default_str();
+  cmd->add_flag("--token-ids", o->token_ids, "random token ids instead of the chat template's text");
+  cmd->add_option("--system-tokens", o->shape.system_tokens, "the shared system prompt with its tools, at least")
+      ->capture_default_str();
+  cmd->add_option("--tool-result-tokens", o->shape.tool_result_tokens, "each turn's tool result, at least")
+      ->capture_default_str();
+  cmd->add_option("--user-tokens", o->shape.user_tokens, "each user message, about")->capture_default_str();
+  cmd->add_option("--output-tokens", o->output_tokens, "tokens the model writes per turn (greedy)")
+      ->capture_default_str();
+  cmd->add_option("--kv-block-size", o->kv_block_size, "positions per block of the paged caches")->capture_default_str();
+  cmd->add_option("--conversations", o->conversations, "figure 1: conversations")->capture_default_str();
+  cmd->add_option("--turns", o->turns, "figure 1: turns per conversation")->capture_default_str();
+  cmd->add_option("--fill-sequences", o->fill_sequences, "figure 2: sequences submitted at once")->capture_default_str();
+  cmd->add_option("--fill-prompt-tokens", o->fill_prompt_tokens, "figure 2: each sequence's prompt")
+      ->capture_default_str();
+  cmd->add_option("--fill-whole-fit", o->fill_whole_fit, "figure 2: whole-length caches the fixed memory holds")
+      ->capture_default_str();
+  cmd->add_option("--decode-batches", o->decode_batches, "figure 4: sequences at once, e.g. 1,16")->capture_default_str();
+  cmd->add_option("--decode-prompt-tokens", o->decode_prompt_tokens, "figure 4: each sequence's prompt")
+      ->capture_default_str();
+  cmd->add_option("--decode-tokens", o->decode_tokens, "figure 4: tokens per sequence")->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "figure 4: runs per arm; the median is reported")->capture_default_str();
+  cmd->add_option("--routing-model", o->routing_model_dir, "figure 3: the workers' model (default: --model)");
+  cmd->add_option("--routing-workers", o->routing_workers, "figure 3: flashq-worker processes")->capture_default_str();
+  cmd->add_option("--routing-conversations", o->routing_conversations, "figure 3: conversations")->capture_default_str();
+  cmd->add_option("--routing-turns", o->routing_turns, "figure 3: turns per conversation")->capture_default_str();
+  cmd->add_option("--worker-slots", o->worker_slots, "figure 3: each worker's --slots")->capture_default_str();
+  cmd->add_option("--worker-cache-mb", o->worker_cache_mb, "figure 3: each worker's --cache-memory-mb (0: its default)")
+      ->capture_default_str();
+  cmd->add_option("--bin-dir", o->bin_dir, "figure 3: where flashq-broker and flashq-worker are (default: beside this)");
+  cmd->add_option("--log-dir", o->log_dir, "figure 3: the processes' logs")->capture_default_str();
+  cmd->add_flag("--quick", o->quick, "a short run of every figure on small conversations (a smoke test)");
+  cmd->add_flag("--json", o->json, "one JSON line");
+  return [cmd, o] {
+    if (*cmd) run_agentic_bench(*o);
+  };
+}
+
+}  // namespace flashq

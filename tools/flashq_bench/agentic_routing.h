@@ -1,0 +1,35 @@
+// The routing figure of `flashq-bench agentic`: one flashq-broker and several flashq-worker
+// processes, conversations of the agentic script submitted over ZeroMQ, each turn a job naming
+// its conversation as `session`, the turns of every conversation in rounds (round k+1's prompts
+// extend round k's prompts and outputs). Run once per routing policy, each on a fresh cluster;
+// reported: the share of later turns' prompt tokens the workers found in their prefix caches
+// (their /metrics counters, read after the first round and at the end) and the throughput.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/flashq_bench/agentic_conversation.h"
+
+namespace flashq {
+
+struct RoutingFigureOptions {
+  std::filesystem::path bin_dir;
+  std::filesystem::path log_dir;
+  std::string model_dir;
+  int workers = 3;
+  int64_t conversations = 32;
+  int64_t turns = 3;
+  int64_t output_tokens = 32;
+  std::vector<std::string> worker_args;  // --slots, --device, cache flags
+  std::vector<std::string> policies = {"cache-aware", "least-loaded"};
+};
+
+// One arm per policy; `script` writes the conversations (the same for every arm).
+nlohmann::ordered_json measure_routing(const RoutingFigureOptions& options, const AgenticScript& script);
+
+}  // namespace flashq
