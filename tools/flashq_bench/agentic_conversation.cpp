@@ -50,7 +50,7 @@ ChatJson tool_definition(Words& words, int64_t index) {
   for (int64_t p = 0; p < parameters; ++p) {
     const std::string name = std::string(words.word()) + "_" + words.word();
     properties[name] = {{"type", words.next(3) == 0 ? "integer" : "string"},
-                        {"description", words.sentence(6 + static_cast<int64_t>(words.next(5)))}};
+                        {"description", words.sentence(4 + static_cast<int64_t>(words.next(5)))}};
     if (p < 2) required.push_back(name);
   }
   const std::string name =
@@ -58,7 +58,7 @@ ChatJson tool_definition(Words& words, int64_t index) {
   return {{"type", "function"},
           {"function",
            {{"name", name},
-            {"description", words.sentence(14 + static_cast<int64_t>(words.next(8)))},
+            {"description", words.sentence(8 + static_cast<int64_t>(words.next(8)))},
             {"parameters", {{"type", "object"}, {"properties", properties}, {"required", required}}}}}};
 }
 

@@ -34,18 +34,21 @@ PrefixCounters read_counters(const BenchCluster& cluster) {
   return c;
 }
 
-struct TurnOutput {
-  std::map<int64_t, std::vector<int32_t>> tokens_by_seq;
-  bool done = false;
-  int64_t completion_tokens = 0;
+// What the producer counted while its jobs ran.
+struct JobTotals {
+  int64_t jobs = 0, prompt_tokens = 0, completion_tokens = 0;
 };
 
-// One round: every conversation's current turn submitted at once; returns their outputs.
-std::vector<std::vector<int32_t>> run_round(zmq::socket_t& producer, const std::string& prefix,
-                                            std::vector<AgenticConversation>& conversations, int64_t output_tokens,
-                                            int64_t& completion_tokens) {
+// Runs every conversation on from its current turn until it reaches turn `until` (exclusive),
+// each turn submitted as soon as the conversation's previous one finished, so that the turns of
+// different conversations meet the workers at different times. A finished turn's output always
+// becomes part of the conversation (the turn it opens runs in a later call when it is `until`).
+JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
+                            std::vector<AgenticConversation>& conversations, int64_t until, int64_t output_tokens) {
+  JobTotals totals;
   std::map<std::string, size_t> index_of;
-  std::vector<TurnOutput> outputs(conversations.size());
+  std::vector<std::map<int64_t, std::vector<int32_t>>> events(conversations.size());
+  size_t running = 0;
   auto submit = [&](size_t c) {
     protocol::Job job;
     job.id = prefix + "-c" + std::to_string(c) + "-t" + std::to_string(conversations[c].turn());
@@ -57,10 +60,18 @@ std::vector<std::vector<int32_t>> run_round(zmq::socket_t& producer, const std::
     index_of[job.id] = c;
     send_message(producer, protocol::Submit{job});
   };
-  for (size_t c = 0; c < conversations.size(); ++c) submit(c);
-  size_t finished = 0;
-  while (finished < conversations.size()) {
-    std::optional<protocol::WireMessage> message = receive(producer, std::chrono::duration_cast<std::chrono::milliseconds>(kSilence));
+  auto start_turn = [&](size_t c) {
+    if (conversations[c].turn() >= until) return;
+    ++running;
+    ++totals.jobs;
+    totals.prompt_tokens += static_cast<int64_t>(conversations[c].prompt().size());
+    events[c].clear();
+    submit(c);
+  };
+  for (size_t c = 0; c < conversations.size(); ++c) start_turn(c);
+  while (running > 0) {
+    std::optional<protocol::WireMessage> message =
+        receive(producer, std::chrono::duration_cast<std::chrono::milliseconds>(kSilence));
     if (!message) throw Error(ErrorCode::kIo, "the cluster sent nothing for " + std::to_string(kSilence.count()) + " s");
     if (message->type == protocol::MessageType::kRejected) {
       const auto rejected = protocol::from_wire<protocol::Rejected>(*message);
@@ -74,27 +85,24 @@ std::vector<std::vector<int32_t>> run_round(zmq::socket_t& producer, const std::
       throw Error(ErrorCode::kIo, "the broker answered " + error.code + ": " + error.message);
     } else if (message->type == protocol::MessageType::kEvent) {
       const auto event = protocol::from_wire<protocol::Event>(*message);
-      auto at = index_of.find(event.id);
+      const auto at = index_of.find(event.id);
       if (at == index_of.end()) continue;
-      TurnOutput& out = outputs[at->second];
-      out.tokens_by_seq[event.seq] = event.token_ids;
-      if (event.final_result && !out.done) {
-        if (event.final_result->finish_reason == protocol::FinishReason::kError) {
-          throw Error(ErrorCode::kIo, "job " + event.id + " failed: " + event.final_result->error.value_or(""));
-        }
-        out.done = true;
-        completion_tokens += event.final_result->usage.completion_tokens;
-        ++finished;
+      const size_t c = at->second;
+      events[c][event.seq] = event.token_ids;
+      if (!event.final_result) continue;
+      if (event.final_result->finish_reason == protocol::FinishReason::kError) {
+        throw Error(ErrorCode::kIo, "job " + event.id + " failed: " + event.final_result->error.value_or(""));
       }
+      index_of.erase(at);
+      --running;
+      totals.completion_tokens += event.final_result->usage.completion_tokens;
+      std::vector<int32_t> reply;
+      for (const auto& [seq, ids] : events[c]) reply.insert(reply.end(), ids.begin(), ids.end());
+      conversations[c].add_turn(reply);
+      start_turn(c);
     }
   }
-  std::vector<std::vector<int32_t>> replies;
-  for (const TurnOutput& out : outputs) {
-    std::vector<int32_t> reply;
-    for (const auto& [seq, ids] : out.tokens_by_seq) reply.insert(reply.end(), ids.begin(), ids.end());
-    replies.push_back(std::move(reply));
-  }
-  return replies;
+  return totals;
 }
 
 Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, const std::string& policy) {
@@ -111,33 +119,26 @@ Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, 
   for (int64_t c = 0; c < o.conversations; ++c) conversations.emplace_back(script, c);
 
   const std::string prefix = "agentic-" + policy + "-" + std::to_string(now_ns());
-  int64_t prompt_tokens = 0, later_prompt_tokens = 0, completion_tokens = 0;
-  PrefixCounters after_first;
+  // Every first turn, then the counters; then the later turns, each conversation at its own pace.
   const auto start = Clock::now();
-  for (int64_t turn = 0; turn < o.turns; ++turn) {
-    for (const AgenticConversation& c : conversations) {
-      prompt_tokens += static_cast<int64_t>(c.prompt().size());
-      if (turn > 0) later_prompt_tokens += static_cast<int64_t>(c.prompt().size());
-    }
-    const std::vector<std::vector<int32_t>> replies =
-        run_round(producer, prefix, conversations, o.output_tokens, completion_tokens);
-    if (turn == 0) after_first = read_counters(cluster);
-    if (turn + 1 < o.turns) {
-      for (size_t c = 0; c < conversations.size(); ++c) conversations[c].add_turn(replies[c]);
-    }
-  }
+  const JobTotals first = run_conversations(producer, prefix, conversations, 1, o.output_tokens);
+  const PrefixCounters after_first = read_counters(cluster);
+  const JobTotals later = run_conversations(producer, prefix, conversations, o.turns, o.output_tokens);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const PrefixCounters at_end = read_counters(cluster);
   const double lookup = at_end.lookup - after_first.lookup, hit = at_end.hit - after_first.hit;
+  const int64_t jobs = first.jobs + later.jobs;
+  const int64_t prompt_tokens = first.prompt_tokens + later.prompt_tokens;
+  const int64_t completion_tokens = first.completion_tokens + later.completion_tokens;
   Json arm = {{"routing", policy},
               {"seconds", seconds},
-              {"jobs", o.conversations * o.turns},
+              {"jobs", jobs},
               {"prompt_tokens", prompt_tokens},
               {"completion_tokens", completion_tokens},
-              {"turns_per_s", static_cast<double>(o.conversations * o.turns) / seconds},
+              {"turns_per_s", static_cast<double>(jobs) / seconds},
               {"completion_tokens_per_s", static_cast<double>(completion_tokens) / seconds},
               {"prompt_tokens_per_s", static_cast<double>(prompt_tokens) / seconds},
-              {"later_turn_prompt_tokens", later_prompt_tokens}};
+              {"later_turn_prompt_tokens", later.prompt_tokens}};
   if (at_end.present && lookup > 0) {
     arm["later_turn_lookup_tokens"] = lookup;
     arm["later_turn_hit_tokens"] = hit;

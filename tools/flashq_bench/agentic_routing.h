@@ -1,9 +1,10 @@
 // The routing figure of `flashq-bench agentic`: one flashq-broker and several flashq-worker
 // processes, conversations of the agentic script submitted over ZeroMQ, each turn a job naming
-// its conversation as `session`, the turns of every conversation in rounds (round k+1's prompts
-// extend round k's prompts and outputs). Run once per routing policy, each on a fresh cluster;
-// reported: the share of later turns' prompt tokens the workers found in their prefix caches
-// (their /metrics counters, read after the first round and at the end) and the throughput.
+// its conversation as `session` and extending the previous turn's prompt and output. Every
+// conversation's first turn runs first; then each conversation goes on at its own pace (its next
+// turn submitted when its last one finished). Run once per routing policy, each on a fresh
+// cluster; reported: the share of later turns' prompt tokens the workers found in their prefix
+// caches (their /metrics counters, read after the first turns and at the end) and the throughput.
 #pragma once
 
 #include <cstdint>
