@@ -16,6 +16,7 @@
 #include "worker/engine/engine.h"
 #include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
+#include "worker/model/paged_kv_store.h"
 #include "worker/tokenizer/load_chat_template.h"
 
 namespace flashq {
@@ -112,23 +113,32 @@ struct CacheArm {
   std::string name;
   KvLayout layout = KvLayout::kWhole;
   bool prefix_caching = false;
-  int64_t cache_bytes = 0;  // 0: each whole-length cache grows on demand (no pool)
+  int64_t cache_bytes = 0;  // whole-length caches: their pool (0: each grows on demand); paged: the store
+  int64_t block_size = 16;  // paged
 };
-
-// Whether this build's engine has paged caches.
-constexpr bool kPagedEngine = false;
 
 struct ArmEngine {
   std::unique_ptr<CachePool> pool;
+  std::unique_ptr<PagedKvStore> store;
   std::unique_ptr<Engine> engine;
 };
+
+// The bytes of a paged store holding `positions` positions in blocks of `block_size`.
+int64_t paged_bytes(const ServingModel& serving, int64_t positions, int64_t block_size) {
+  return (positions + block_size - 1) / block_size * serving.model->paged_bytes_per_block(block_size);
+}
 
 ArmEngine make_engine(ServingModel& serving, const CacheArm& arm, int64_t max_slots,
                       std::function<void(const StepEvent&)> on_event = {}) {
   ArmEngine e;
   EngineOptions options{.max_slots = max_slots, .on_event = std::move(on_event)};
-  if (arm.layout == KvLayout::kPaged) throw Error(ErrorCode::kUnsupported, "this engine has no paged KV cache");
-  if (arm.cache_bytes > 0) {
+  if (arm.layout == KvLayout::kPaged) {
+    // As many blocks as the bytes hold: the same memory as the whole-length arm's pool.
+    const int64_t blocks = arm.cache_bytes / serving.model->paged_bytes_per_block(arm.block_size);
+    e.store = serving.model->make_paged_store(blocks, arm.block_size);
+    options.paged_cache = e.store.get();
+    options.prefix_caching = arm.prefix_caching;
+  } else if (arm.cache_bytes > 0) {
     e.pool = std::make_unique<CachePool>(*serving.backend, arm.cache_bytes);
     options.cache_pool = e.pool.get();
   }
@@ -185,12 +195,14 @@ std::vector<TurnResult> run_turns(Engine& engine, const AgenticScript& script, c
 }
 
 Json figure_prefix_cache(ServingModel& serving, const AgenticScript& script, const AgenticBenchOptions& o) {
-  std::vector<CacheArm> arms;
-  if (kPagedEngine) {
-    arms = {{"prefix cache off", KvLayout::kPaged, false, 0}, {"prefix cache on", KvLayout::kPaged, true, 0}};
-  } else {
-    arms = {{"prefix cache off (whole-length caches)", KvLayout::kWhole, false, 0}};
-  }
+  // Room for every conversation's every turn, so that nothing cached is evicted: the figure is
+  // what a hit saves, not how the cache chooses what to keep.
+  const AgenticShape& shape = script.shape();
+  const int64_t positions = script.system_prompt_tokens() + 64 +
+                            o.turns * (shape.tool_result_tokens + shape.user_tokens + o.output_tokens + 128);
+  const int64_t bytes = paged_bytes(serving, o.conversations * positions * 5 / 4, o.kv_block_size);
+  const std::vector<CacheArm> arms = {{"prefix cache off", KvLayout::kPaged, false, bytes, o.kv_block_size},
+                                      {"prefix cache on", KvLayout::kPaged, true, bytes, o.kv_block_size}};
   Json figure = {{"text", script.mode()},
                  {"conversations", o.conversations},
                  {"turns", o.turns},
@@ -227,18 +239,17 @@ Json figure_prefix_cache(ServingModel& serving, const AgenticScript& script, con
       for (size_t i = 0; i < turns.size(); ++i) identical = identical && turns[i].output == first[i].output;
     }
     medians.push_back(median(later_ttft));
+    const PagedCacheStats stats = e.engine->cache_stats().value();
     figure["arms"].push_back({{"name", arm.name},
                               {"first_turn_ttft_s", median(first_ttft)},
                               {"later_turn_ttft_s", median(later_ttft)},
-                              {"later_turn_ttft_s_each", later_ttft}});
+                              {"later_turn_ttft_s_each", later_ttft},
+                              {"prefix_lookup_tokens", stats.blocks.lookup_tokens},
+                              {"prefix_hit_tokens", stats.blocks.hit_tokens},
+                              {"kv_blocks", stats.blocks.blocks}});
   }
-  if (medians.size() == 2) {
-    figure["later_turn_ttft_ratio"] = medians[0] / medians[1];
-    figure["outputs_identical"] = identical;
-  } else {
-    figure["later_turn_ttft_ratio"] = nullptr;
-    figure["note"] = "this engine has no prefix cache: only the arm without one ran";
-  }
+  figure["later_turn_ttft_ratio"] = medians[0] / medians[1];
+  figure["outputs_identical"] = identical;
   return figure;
 }
 
@@ -250,8 +261,8 @@ Json figure_concurrency(ServingModel& serving, const AgenticBenchOptions& o) {
   const int64_t whole_bytes =
       CachePool::footprint(serving.model->make_cache(o.fill_prompt_tokens + max_tokens).whole_bytes());
   const int64_t cache_bytes = o.fill_whole_fit * whole_bytes;
-  std::vector<CacheArm> arms = {{"whole-length caches", KvLayout::kWhole, false, cache_bytes}};
-  if (kPagedEngine) arms.push_back({"paged caches", KvLayout::kPaged, false, cache_bytes});
+  const std::vector<CacheArm> arms = {{"whole-length caches", KvLayout::kWhole, false, cache_bytes},
+                                      {"paged caches", KvLayout::kPaged, false, cache_bytes, o.kv_block_size}};
   Json figure = {{"sequences", o.fill_sequences},
                  {"prompt_tokens", o.fill_prompt_tokens},
                  {"output_tokens", produce},
@@ -289,18 +300,18 @@ Json figure_concurrency(ServingModel& serving, const AgenticBenchOptions& o) {
     int64_t tokens = 0;
     for (const FinishedSequence& f : engine->take_finished()) tokens += static_cast<int64_t>(f.tokens.size());
     peaks.push_back(peak);
-    figure["arms"].push_back({{"name", arm.name},
-                              {"peak_running", peak},
-                              {"steps", steps},
-                              {"seconds", seconds},
-                              {"output_tokens_per_s", static_cast<double>(tokens) / seconds}});
+    Json result = {{"name", arm.name},
+                   {"peak_running", peak},
+                   {"steps", steps},
+                   {"seconds", seconds},
+                   {"output_tokens_per_s", static_cast<double>(tokens) / seconds}};
+    if (const std::optional<PagedCacheStats> stats = engine->cache_stats()) {
+      result["kv_blocks"] = stats->blocks.blocks;
+      result["preemptions"] = stats->preemptions;
+    }
+    figure["arms"].push_back(result);
   }
-  if (peaks.size() == 2) {
-    figure["peak_running_ratio"] = static_cast<double>(peaks[1]) / static_cast<double>(peaks[0]);
-  } else {
-    figure["peak_running_ratio"] = nullptr;
-    figure["note"] = "this engine has no paged KV cache: only whole-length caches ran";
-  }
+  figure["peak_running_ratio"] = static_cast<double>(peaks[1]) / static_cast<double>(peaks[0]);
   return figure;
 }
 
@@ -325,8 +336,6 @@ double decode_speed(Engine& engine, int64_t batch, const AgenticBenchOptions& o,
 }
 
 Json figure_decode_speed(ServingModel& serving, const AgenticBenchOptions& o) {
-  std::vector<CacheArm> arms = {{"whole-length caches", KvLayout::kWhole, false, 0}};
-  if (kPagedEngine) arms.push_back({"paged caches", KvLayout::kPaged, false, 0});
   const int32_t ordinary = serving.tokenizer->vocab_size() - 8;
   Json figure = {{"prompt_tokens", o.decode_prompt_tokens},
                  {"decode_tokens", o.decode_tokens},
@@ -334,6 +343,14 @@ Json figure_decode_speed(ServingModel& serving, const AgenticBenchOptions& o) {
                  {"batches", Json::array()}};
   for (int64_t batch : split_numbers(o.decode_batches, "--decode-batches")) {
     if (batch < 1) throw Error(ErrorCode::kInvalidArgument, "--decode-batches: each batch must be positive");
+    // Whole-length caches as a worker without a pool has them (each grows on demand); paged ones
+    // in a store with room for every sequence, without prefix caching (each repeat decodes the
+    // same prompts, and prefill is not what this figure times).
+    const int64_t per_sequence = o.decode_prompt_tokens + o.decode_tokens + 2 * o.kv_block_size;
+    const std::vector<CacheArm> arms = {
+        {"whole-length caches", KvLayout::kWhole, false, 0},
+        {"paged caches", KvLayout::kPaged, false, paged_bytes(serving, batch * per_sequence, o.kv_block_size),
+         o.kv_block_size}};
     std::vector<ArmEngine> engines;
     for (const CacheArm& arm : arms) engines.push_back(make_engine(serving, arm, batch));
     // The arms take turns within each repeat, so a slow minute on a shared machine hits both.
@@ -341,19 +358,13 @@ Json figure_decode_speed(ServingModel& serving, const AgenticBenchOptions& o) {
     std::vector<double> ratios;
     for (int r = 0; r < o.repeats; ++r) {
       for (size_t a = 0; a < arms.size(); ++a) speeds[a].push_back(decode_speed(*engines[a].engine, batch, o, ordinary));
-      if (arms.size() == 2) ratios.push_back(speeds[1].back() / speeds[0].back());
+      ratios.push_back(speeds[1].back() / speeds[0].back());
     }
-    Json row = {{"batch", batch}, {"whole_tokens_per_s", median(speeds[0])}};
-    if (arms.size() == 2) {
-      row["paged_tokens_per_s"] = median(speeds[1]);
-      row["paged_over_whole"] = median(ratios);
-    } else {
-      row["paged_tokens_per_s"] = nullptr;
-      row["paged_over_whole"] = nullptr;
-    }
-    figure["batches"].push_back(row);
+    figure["batches"].push_back({{"batch", batch},
+                                 {"whole_tokens_per_s", median(speeds[0])},
+                                 {"paged_tokens_per_s", median(speeds[1])},
+                                 {"paged_over_whole", median(ratios)}});
   }
-  if (!kPagedEngine) figure["note"] = "this engine has no paged KV cache: only whole-length caches ran";
   return figure;
 }
 
@@ -437,18 +448,18 @@ void run_agentic_bench(AgenticBenchOptions o) {
   if (o.quick) apply_quick(o);
   if (o.output_tokens < 2 || o.conversations < 1 || o.turns < 2 || o.fill_sequences < 1 || o.fill_prompt_tokens < 1 ||
       o.fill_whole_fit < 1 || o.decode_prompt_tokens < 1 || o.decode_tokens < 2 || o.repeats < 1 ||
-      o.kv_block_size < 0) {
+      o.kv_block_size < 1) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--output-tokens and --decode-tokens (at least 2), --turns (at least 2), --conversations, "
-                "--fill-sequences, --fill-prompt-tokens, --fill-whole-fit, --decode-prompt-tokens and --repeats "
-                "must be positive");
+                "--fill-sequences, --fill-prompt-tokens, --fill-whole-fit, --decode-prompt-tokens, --repeats and "
+                "--kv-block-size must be positive");
   }
   std::map<int64_t, bool> figures;
   for (int64_t f : split_numbers(o.figures, "--figures")) {
     if (f < 1 || f > 4) throw Error(ErrorCode::kInvalidArgument, "--figures: numbers 1 to 4");
     figures[f] = true;
   }
-  Json report = {{"model", o.model_dir}, {"kv_block_size", o.kv_block_size}, {"paged_engine", kPagedEngine}};
+  Json report = {{"model", o.model_dir}, {"kv_block_size", o.kv_block_size}};
   if (figures.count(1) || figures.count(2) || figures.count(4)) {
     ServingModel serving = ServingModel::load(o.model_dir, "", o.device);
     report["backend"] = serving.backend->name();
