@@ -73,6 +73,9 @@ std::vector<int64_t> split_numbers(const std::string& text, const std::string& f
   return numbers;
 }
 
+// A line on stderr as each arm starts: a full run takes many minutes on a CPU.
+void progress(const std::string& what) { std::cerr << "flashq-bench agentic: " << what << std::endl; }
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -213,6 +216,7 @@ Json figure_prefix_cache(ServingModel& serving, const AgenticScript& script, con
   std::vector<double> medians;
   bool identical = true;
   for (const CacheArm& arm : arms) {
+    progress("figure 1, " + arm.name);
     ArmEngine e = make_engine(serving, arm, 1);
     std::vector<TurnResult> turns = run_turns(*e.engine, script, o, first.empty() ? nullptr : &first);
     std::vector<double> first_ttft, later_ttft;
@@ -275,6 +279,7 @@ Json figure_concurrency(ServingModel& serving, const AgenticBenchOptions& o) {
   for (const CacheArm& arm : arms) {
     // Each sequence is stopped once it has produced its tokens, as a client stops one at a stop
     // string: it may grow to max_tokens, and uses a quarter of that.
+    progress("figure 2, " + arm.name);
     std::map<uint64_t, int64_t> produced;
     Engine* engine = nullptr;
     ArmEngine e = make_engine(serving, arm, o.fill_sequences, [&](const StepEvent& event) {
@@ -351,6 +356,7 @@ Json figure_decode_speed(ServingModel& serving, const AgenticBenchOptions& o) {
         {"whole-length caches", KvLayout::kWhole, false, 0},
         {"paged caches", KvLayout::kPaged, false, paged_bytes(serving, batch * per_sequence, o.kv_block_size),
          o.kv_block_size}};
+    progress("figure 4, batch " + std::to_string(batch));
     std::vector<ArmEngine> engines;
     for (const CacheArm& arm : arms) engines.push_back(make_engine(serving, arm, batch));
     // The arms take turns within each repeat, so a slow minute on a shared machine hits both.

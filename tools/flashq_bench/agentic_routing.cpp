@@ -1,5 +1,6 @@
 #include "tools/flashq_bench/agentic_routing.h"
 
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -112,6 +113,7 @@ Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, 
                                  .workers = o.workers,
                                  .worker_args = {"--model", o.model_dir}};
   cluster_options.worker_args.insert(cluster_options.worker_args.end(), o.worker_args.begin(), o.worker_args.end());
+  std::cerr << "flashq-bench agentic: figure 3, --routing " << policy << std::endl;
   BenchCluster cluster(cluster_options);
   zmq::context_t context;
   zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, cluster.frontend());
