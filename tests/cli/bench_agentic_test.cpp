@@ -71,7 +71,15 @@ TEST_F(BenchAgentic, QuickRunReportsEveryFigure) {
     EXPECT_LE(arm.at("completion_tokens").get<int>(), 12 * 4);
     EXPECT_GT(arm.at("completion_tokens_per_s").get<double>(), 0.0);
     EXPECT_GT(arm.at("later_turn_prompt_tokens").get<double>(), 0.0);
+    const double rate = arm.at("later_turn_prefix_hit_rate").get<double>();
+    EXPECT_GT(rate, 0.0);
+    EXPECT_LE(rate, 1.0);
+    EXPECT_LE(arm.at("reusable_hit_rate").get<double>(), 1.0);
   }
+
+  // A session's later turns go to the worker holding its earlier ones.
+  EXPECT_GT(routing.at("arms")[0].at("later_turn_prefix_hit_rate").get<double>(), 0.5);
+  EXPECT_GT(routing.at("arms")[0].at("reusable_hit_rate").get<double>(), 0.5);
 
   // 4. Decode speed at each batch.
   const nlohmann::json& decode = out.at("decode_speed");

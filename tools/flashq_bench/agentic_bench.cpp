@@ -16,6 +16,7 @@
 #include "worker/engine/engine.h"
 #include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
+#include "worker/model/model_config.h"
 #include "worker/model/paged_kv_store.h"
 #include "worker/tokenizer/load_chat_template.h"
 
@@ -107,6 +108,20 @@ ScriptSource script_for(const std::string& dir, const AgenticBenchOptions& o) {
   s.script = std::make_unique<AgenticScript>(s.tokenizer.get(), o.token_ids ? nullptr : s.chat_template.chat_template.get(),
                                              s.tokenizer->vocab_size() - 8, o.shape, o.seed);
   return s;
+}
+
+// A worker's cache memory for the routing figure, unless given: twice what its share of the
+// conversations holds at their longest, so that a worker keeps the conversations it is sent and
+// the figure measures where turns go, not how much memory the workers have.
+int64_t worker_cache_mb(const std::string& dir, const AgenticScript& script, const AgenticBenchOptions& o) {
+  const ModelConfig config = load_model_config(dir);
+  const int64_t bytes_per_position =
+      PagedKvStore::bytes_per_block(config.num_layers, config.num_kv_heads, config.head_dim, 1);
+  const AgenticShape& shape = script.shape();
+  const int64_t positions = script.system_prompt_tokens() + 64 +
+                            o.routing_turns * (shape.tool_result_tokens + shape.user_tokens + o.output_tokens + 128);
+  const int64_t share = (o.routing_conversations + o.routing_workers - 1) / o.routing_workers;
+  return std::max<int64_t>(4, 2 * share * positions * bytes_per_position / (1 << 20) + 1);
 }
 
 // The KV caches an arm's engine runs with.
@@ -416,9 +431,11 @@ void print_table(const Json& r) {
                 static_cast<long long>(f["turns"].get<int64_t>()));
     for (const Json& arm : f["arms"]) {
       const Json& rate = arm["later_turn_prefix_hit_rate"];
-      std::printf("   %-55s hit rate %s%%, %.1f completion tokens/s, %.2f turns/s\n",
+      const Json& reusable = arm.contains("reusable_hit_rate") ? arm["reusable_hit_rate"] : Json();
+      std::printf("   %-55s hit rate %s%% (%s%% of the reusable), %.1f completion tokens/s, %.2f turns/s\n",
                   ("--routing " + arm["routing"].get<std::string>()).c_str(),
                   rate.is_number() ? number_or_dash(Json(100 * rate.get<double>()), "%.1f").c_str() : "-",
+                  reusable.is_number() ? number_or_dash(Json(100 * reusable.get<double>()), "%.1f").c_str() : "-",
                   arm["completion_tokens_per_s"].get<double>(), arm["turns_per_s"].get<double>());
     }
   }
@@ -484,11 +501,14 @@ void run_agentic_bench(AgenticBenchOptions o) {
     routing.conversations = o.routing_conversations;
     routing.turns = o.routing_turns;
     routing.output_tokens = o.output_tokens;
-    routing.worker_args = {"--slots", std::to_string(o.worker_slots), "--device", o.device == "auto" ? "cpu" : o.device};
-    if (o.worker_cache_mb > 0) {
-      routing.worker_args.insert(routing.worker_args.end(), {"--cache-memory-mb", std::to_string(o.worker_cache_mb)});
-    }
     const ScriptSource source = script_for(routing.model_dir, o);
+    const int64_t cache_mb =
+        o.worker_cache_mb > 0 ? o.worker_cache_mb : worker_cache_mb(routing.model_dir, *source.script, o);
+    routing.worker_args = {"--slots",          std::to_string(o.worker_slots),
+                           "--device",         o.device == "auto" ? "cpu" : o.device,
+                           "--cache-memory-mb", std::to_string(cache_mb),
+                           "--kv-block-size",  std::to_string(o.kv_block_size),
+                           "--prefix-caching", "on"};
     report["routing"] = measure_routing(routing, *source.script);
     report["routing"]["text"] = source.script->mode();
   }
@@ -533,7 +553,8 @@ std::function<void()> add_agentic_bench(CLI::App& app) {
   cmd->add_option("--routing-conversations", o->routing_conversations, "figure 3: conversations")->capture_default_str();
   cmd->add_option("--routing-turns", o->routing_turns, "figure 3: turns per conversation")->capture_default_str();
   cmd->add_option("--worker-slots", o->worker_slots, "figure 3: each worker's --slots")->capture_default_str();
-  cmd->add_option("--worker-cache-mb", o->worker_cache_mb, "figure 3: each worker's --cache-memory-mb (0: its default)")
+  cmd->add_option("--worker-cache-mb", o->worker_cache_mb,
+                  "figure 3: each worker's --cache-memory-mb (0: twice its share of the conversations at their longest)")
       ->capture_default_str();
   cmd->add_option("--bin-dir", o->bin_dir, "figure 3: where flashq-broker and flashq-worker are (default: beside this)");
   cmd->add_option("--log-dir", o->log_dir, "figure 3: the processes' logs")->capture_default_str();

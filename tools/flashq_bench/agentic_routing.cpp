@@ -38,14 +38,19 @@ PrefixCounters read_counters(const BenchCluster& cluster) {
 // What the producer counted while its jobs ran.
 struct JobTotals {
   int64_t jobs = 0, prompt_tokens = 0, completion_tokens = 0;
+  // Of later turns' prompts, the tokens the turn before had (its prompt and output): what a
+  // prefix cache can hold; the rest (the tool result, the user message) is new.
+  int64_t reusable_tokens = 0;
 };
 
 // Runs every conversation on from its current turn until it reaches turn `until` (exclusive),
 // each turn submitted as soon as the conversation's previous one finished, so that the turns of
 // different conversations meet the workers at different times. A finished turn's output always
-// becomes part of the conversation (the turn it opens runs in a later call when it is `until`).
+// becomes part of the conversation (the turn it opens runs in a later call when it is `until`);
+// `reusable`, per conversation, the tokens of its last turn's prompt and output.
 JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
-                            std::vector<AgenticConversation>& conversations, int64_t until, int64_t output_tokens) {
+                            std::vector<AgenticConversation>& conversations, int64_t until, int64_t output_tokens,
+                            std::vector<int64_t>& reusable) {
   JobTotals totals;
   std::map<std::string, size_t> index_of;
   std::vector<std::map<int64_t, std::vector<int32_t>>> events(conversations.size());
@@ -66,6 +71,7 @@ JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
     ++running;
     ++totals.jobs;
     totals.prompt_tokens += static_cast<int64_t>(conversations[c].prompt().size());
+    totals.reusable_tokens += reusable[c];
     events[c].clear();
     submit(c);
   };
@@ -99,6 +105,7 @@ JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
       totals.completion_tokens += event.final_result->usage.completion_tokens;
       std::vector<int32_t> reply;
       for (const auto& [seq, ids] : events[c]) reply.insert(reply.end(), ids.begin(), ids.end());
+      reusable[c] = static_cast<int64_t>(conversations[c].prompt().size() + reply.size());
       conversations[c].add_turn(reply);
       start_turn(c);
     }
@@ -123,9 +130,10 @@ Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, 
   const std::string prefix = "agentic-" + policy + "-" + std::to_string(now_ns());
   // Every first turn, then the counters; then the later turns, each conversation at its own pace.
   const auto start = Clock::now();
-  const JobTotals first = run_conversations(producer, prefix, conversations, 1, o.output_tokens);
+  std::vector<int64_t> reusable(conversations.size(), 0);
+  const JobTotals first = run_conversations(producer, prefix, conversations, 1, o.output_tokens, reusable);
   const PrefixCounters after_first = read_counters(cluster);
-  const JobTotals later = run_conversations(producer, prefix, conversations, o.turns, o.output_tokens);
+  const JobTotals later = run_conversations(producer, prefix, conversations, o.turns, o.output_tokens, reusable);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const PrefixCounters at_end = read_counters(cluster);
   const double lookup = at_end.lookup - after_first.lookup, hit = at_end.hit - after_first.hit;
@@ -145,9 +153,11 @@ Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, 
     arm["later_turn_lookup_tokens"] = lookup;
     arm["later_turn_hit_tokens"] = hit;
     arm["later_turn_prefix_hit_rate"] = hit / lookup;
+    arm["later_turn_reusable_tokens"] = later.reusable_tokens;
+    arm["reusable_hit_rate"] = hit / static_cast<double>(later.reusable_tokens);
   } else {
     arm["later_turn_prefix_hit_rate"] = nullptr;
-    arm["note"] = "the workers report no prefix cache counters (" + std::string(kHitTokens) + ")";
+    arm["note"] = "the workers counted no prefix cache lookups (" + std::string(kLookupTokens) + ")";
   }
   return arm;
 }

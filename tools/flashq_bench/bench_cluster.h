@@ -63,7 +63,8 @@ class BenchCluster {
   std::string frontend() const;
   int broker_http_port() const { return broker_http_; }
   const std::vector<int>& worker_http_ports() const { return worker_http_; }
-  // Sum over the workers of a metric; kIo when a worker does not answer.
+  // Sum over the workers of a metric (a worker without it counts 0; `present` says whether any
+  // has it: a worker shows some only once it has run a job); kIo when a worker does not answer.
   double worker_metric_sum(const std::string& name, bool* present = nullptr) const;
 
  private:
