@@ -52,8 +52,9 @@ struct AgenticBenchOptions {
   std::string routing_model_dir;  // default: --model
   int routing_workers = 3;
   int64_t routing_conversations = 32;
-  int64_t routing_turns = 3;
-  int64_t worker_slots = 8;
+  int64_t routing_turns = 6;
+  int64_t tool_ms = 500;
+  int64_t worker_slots = 16;
   int64_t worker_cache_mb = 0;
   std::string bin_dir;
   std::string log_dir = "/tmp/flashq-bench-agentic";
@@ -465,6 +466,7 @@ void apply_quick(AgenticBenchOptions& o) {
   o.routing_conversations = 6;
   o.routing_turns = 2;
   o.worker_slots = 4;
+  o.tool_ms = 10;
 }
 
 void run_agentic_bench(AgenticBenchOptions o) {
@@ -501,6 +503,8 @@ void run_agentic_bench(AgenticBenchOptions o) {
     routing.conversations = o.routing_conversations;
     routing.turns = o.routing_turns;
     routing.output_tokens = o.output_tokens;
+    routing.seed = o.seed;
+    routing.tool_ms = o.tool_ms;
     const ScriptSource source = script_for(routing.model_dir, o);
     const int64_t cache_mb =
         o.worker_cache_mb > 0 ? o.worker_cache_mb : worker_cache_mb(routing.model_dir, *source.script, o);
@@ -552,6 +556,8 @@ std::function<void()> add_agentic_bench(CLI::App& app) {
   cmd->add_option("--routing-workers", o->routing_workers, "figure 3: flashq-worker processes")->capture_default_str();
   cmd->add_option("--routing-conversations", o->routing_conversations, "figure 3: conversations")->capture_default_str();
   cmd->add_option("--routing-turns", o->routing_turns, "figure 3: turns per conversation")->capture_default_str();
+  cmd->add_option("--tool-ms", o->tool_ms, "figure 3: a tool call's mean time between a turn and the next")
+      ->capture_default_str();
   cmd->add_option("--worker-slots", o->worker_slots, "figure 3: each worker's --slots")->capture_default_str();
   cmd->add_option("--worker-cache-mb", o->worker_cache_mb,
                   "figure 3: each worker's --cache-memory-mb (0: twice its share of the conversations at their longest)")

@@ -1,7 +1,9 @@
 #include "tools/flashq_bench/agentic_routing.h"
 
 #include <iostream>
+#include <algorithm>
 #include <map>
+#include <random>
 #include <thread>
 
 #include "shared/error.h"
@@ -43,23 +45,33 @@ struct JobTotals {
   int64_t reusable_tokens = 0;
 };
 
-// Runs every conversation on from its current turn until it reaches turn `until` (exclusive),
-// each turn submitted as soon as the conversation's previous one finished, so that the turns of
-// different conversations meet the workers at different times. A finished turn's output always
+// A later turn's tool call takes a seeded time in [0, 2 * tool_ms]: in that time other turns end
+// and start, so that a conversation's next turn meets the workers under another load than its
+// last one did (with none, the worker that just finished a turn is the least loaded when the
+// next one arrives, and least-loaded routing would keep conversations by accident).
+std::chrono::milliseconds tool_time(uint64_t seed, size_t conversation, int64_t turn, int64_t tool_ms) {
+  std::mt19937_64 random(seed * 1000003 + conversation * 7919 + static_cast<uint64_t>(turn));
+  return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, 2 * tool_ms)(random));
+}
+
+// Runs every conversation on from its current turn until it reaches turn `until` (exclusive):
+// first turns submitted at once, each later one after its tool time from the end of the turn
+// before (or from the call, for the first turn of the call). A finished turn's output always
 // becomes part of the conversation (the turn it opens runs in a later call when it is `until`);
 // `reusable`, per conversation, the tokens of its last turn's prompt and output.
 JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
-                            std::vector<AgenticConversation>& conversations, int64_t until, int64_t output_tokens,
-                            std::vector<int64_t>& reusable) {
+                            std::vector<AgenticConversation>& conversations, int64_t until,
+                            const RoutingFigureOptions& o, std::vector<int64_t>& reusable) {
   JobTotals totals;
   std::map<std::string, size_t> index_of;
   std::vector<std::map<int64_t, std::vector<int32_t>>> events(conversations.size());
+  std::multimap<Clock::time_point, size_t> due;  // turns waiting for their tool call
   size_t running = 0;
   auto submit = [&](size_t c) {
     protocol::Job job;
     job.id = prefix + "-c" + std::to_string(c) + "-t" + std::to_string(conversations[c].turn());
     job.prompt = conversations[c].prompt();
-    job.max_tokens = output_tokens;
+    job.max_tokens = o.output_tokens;
     job.spec = protocol::SpecMode::kOff;
     job.session = "conversation-" + std::to_string(c);
     job.stream = true;
@@ -67,7 +79,6 @@ JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
     send_message(producer, protocol::Submit{job});
   };
   auto start_turn = [&](size_t c) {
-    if (conversations[c].turn() >= until) return;
     ++running;
     ++totals.jobs;
     totals.prompt_tokens += static_cast<int64_t>(conversations[c].prompt().size());
@@ -75,11 +86,30 @@ JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
     events[c].clear();
     submit(c);
   };
-  for (size_t c = 0; c < conversations.size(); ++c) start_turn(c);
-  while (running > 0) {
-    std::optional<protocol::WireMessage> message =
-        receive(producer, std::chrono::duration_cast<std::chrono::milliseconds>(kSilence));
-    if (!message) throw Error(ErrorCode::kIo, "the cluster sent nothing for " + std::to_string(kSilence.count()) + " s");
+  auto schedule = [&](size_t c) {
+    const int64_t turn = conversations[c].turn();
+    if (turn >= until) return;
+    due.emplace(Clock::now() + (turn == 0 ? std::chrono::milliseconds(0) : tool_time(o.seed, c, turn, o.tool_ms)), c);
+  };
+  for (size_t c = 0; c < conversations.size(); ++c) schedule(c);
+  auto last_message = Clock::now();
+  while (running > 0 || !due.empty()) {
+    while (!due.empty() && due.begin()->first <= Clock::now()) {
+      start_turn(due.begin()->second);
+      due.erase(due.begin());
+    }
+    auto wait = std::chrono::milliseconds(100);
+    if (!due.empty()) {
+      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(due.begin()->first - Clock::now()));
+    }
+    std::optional<protocol::WireMessage> message = receive(producer, std::max(wait, std::chrono::milliseconds(1)));
+    if (!message) {
+      if (running > 0 && Clock::now() - last_message > kSilence) {
+        throw Error(ErrorCode::kIo, "the cluster sent nothing for " + std::to_string(kSilence.count()) + " s");
+      }
+      continue;
+    }
+    last_message = Clock::now();
     if (message->type == protocol::MessageType::kRejected) {
       const auto rejected = protocol::from_wire<protocol::Rejected>(*message);
       if (rejected.retry_after_ms <= 0 || !index_of.count(rejected.id)) {
@@ -107,7 +137,7 @@ JobTotals run_conversations(zmq::socket_t& producer, const std::string& prefix,
       for (const auto& [seq, ids] : events[c]) reply.insert(reply.end(), ids.begin(), ids.end());
       reusable[c] = static_cast<int64_t>(conversations[c].prompt().size() + reply.size());
       conversations[c].add_turn(reply);
-      start_turn(c);
+      schedule(c);
     }
   }
   return totals;
@@ -131,9 +161,9 @@ Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, 
   // Every first turn, then the counters; then the later turns, each conversation at its own pace.
   const auto start = Clock::now();
   std::vector<int64_t> reusable(conversations.size(), 0);
-  const JobTotals first = run_conversations(producer, prefix, conversations, 1, o.output_tokens, reusable);
+  const JobTotals first = run_conversations(producer, prefix, conversations, 1, o, reusable);
   const PrefixCounters after_first = read_counters(cluster);
-  const JobTotals later = run_conversations(producer, prefix, conversations, o.turns, o.output_tokens, reusable);
+  const JobTotals later = run_conversations(producer, prefix, conversations, o.turns, o, reusable);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const PrefixCounters at_end = read_counters(cluster);
   const double lookup = at_end.lookup - after_first.lookup, hit = at_end.hit - after_first.hit;
@@ -165,16 +195,17 @@ Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, 
 }  // namespace
 
 Json measure_routing(const RoutingFigureOptions& o, const AgenticScript& script) {
-  if (o.workers < 1 || o.conversations < 1 || o.turns < 2 || o.output_tokens < 1) {
+  if (o.workers < 1 || o.conversations < 1 || o.turns < 2 || o.output_tokens < 1 || o.tool_ms < 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--routing-workers, --routing-conversations and --output-tokens must be positive, --routing-turns "
-                "at least 2");
+                "at least 2, --tool-ms not negative");
   }
   Json figure = {{"model", o.model_dir},
                  {"workers", o.workers},
                  {"conversations", o.conversations},
                  {"turns", o.turns},
                  {"output_tokens", o.output_tokens},
+                 {"tool_ms", o.tool_ms},
                  {"worker_args", o.worker_args},
                  {"arms", Json::array()}};
   for (const std::string& policy : o.policies) figure["arms"].push_back(measure_policy(o, script, policy));
