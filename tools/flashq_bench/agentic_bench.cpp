@@ -184,33 +184,13 @@ SequenceRequest greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) 
 
 // ---- Figure 1: time to first token of later turns, prefix cache on against off.
 
-struct TurnResult {
-  int64_t conversation, turn;
-  std::vector<int32_t> prompt, output;
-  double ttft_s;
-};
-
-// The conversations turn by turn, one sequence in the engine at a time (so a turn's time to first
-// token is its prefill), the conversations taking turns. With `replay`, its prompts in its order.
-std::vector<TurnResult> run_turns(Engine& engine, const AgenticScript& script, const AgenticBenchOptions& o,
-                                  const std::vector<TurnResult>* replay) {
-  std::vector<TurnResult> results;
-  std::vector<AgenticConversation> conversations;
-  for (int64_t c = 0; c < o.conversations; ++c) conversations.emplace_back(script, c);
-  for (int64_t turn = 0; turn < o.turns; ++turn) {
-    for (int64_t c = 0; c < o.conversations; ++c) {
-      TurnResult r{c, turn, replay ? (*replay)[results.size()].prompt : conversations[c].prompt(), {}, 0};
-      engine.add(static_cast<uint64_t>(results.size()), greedy_request(r.prompt, o.output_tokens));
-      engine.run_until_idle();
-      const std::vector<FinishedSequence> done = engine.take_finished();
-      check_invariant(done.size() == 1, "one turn in, one turn out");
-      r.output = done[0].tokens;
-      r.ttft_s = done[0].time_to_first_token_s;
-      if (!replay) conversations[c].add_turn(r.output);
-      results.push_back(std::move(r));
-    }
-  }
-  return results;
+// One turn in an engine that runs nothing else, so that its time to first token is its prefill.
+FinishedSequence run_turn(Engine& engine, uint64_t id, const std::vector<int32_t>& prompt, int64_t output_tokens) {
+  engine.add(id, greedy_request(prompt, output_tokens));
+  engine.run_until_idle();
+  std::vector<FinishedSequence> done = engine.take_finished();
+  check_invariant(done.size() == 1, "one turn in, one turn out");
+  return std::move(done[0]);
 }
 
 Json figure_prefix_cache(ServingModel& serving, const AgenticScript& script, const AgenticBenchOptions& o) {
@@ -222,53 +202,66 @@ Json figure_prefix_cache(ServingModel& serving, const AgenticScript& script, con
   const int64_t bytes = paged_bytes(serving, o.conversations * positions * 5 / 4, o.kv_block_size);
   const std::vector<CacheArm> arms = {{"prefix cache off", KvLayout::kPaged, false, bytes, o.kv_block_size},
                                       {"prefix cache on", KvLayout::kPaged, true, bytes, o.kv_block_size}};
+  std::vector<ArmEngine> engines;
+  for (const CacheArm& arm : arms) engines.push_back(make_engine(serving, arm, 1));
+
+  // Turn by turn, the conversations taking turns; each turn runs in both engines, one right after
+  // the other (so a slow minute on a shared machine hits both), the conversation going on with
+  // the first engine's output.
+  progress("figure 1, " + std::to_string(o.conversations) + " conversations x " + std::to_string(o.turns) + " turns");
+  std::vector<AgenticConversation> conversations;
+  for (int64_t c = 0; c < o.conversations; ++c) conversations.emplace_back(script, c);
+  std::vector<std::vector<double>> first_ttft(arms.size()), later_ttft(arms.size());
+  std::vector<double> ratios;
+  bool identical = true, extends = true;
+  int64_t later_prompt_tokens = 0, later_turns = 0, last_prompt_tokens = 0;
+  uint64_t id = 0;
+  for (int64_t turn = 0; turn < o.turns; ++turn) {
+    for (AgenticConversation& conversation : conversations) {
+      const std::vector<int32_t> prompt = conversation.prompt();
+      std::vector<FinishedSequence> done;
+      for (ArmEngine& e : engines) done.push_back(run_turn(*e.engine, id, prompt, o.output_tokens));
+      ++id;
+      for (size_t a = 0; a < arms.size(); ++a) {
+        (turn == 0 ? first_ttft : later_ttft)[a].push_back(done[a].time_to_first_token_s);
+        identical = identical && done[a].tokens == done[0].tokens;
+      }
+      if (turn > 0) {
+        ratios.push_back(done[0].time_to_first_token_s / done[1].time_to_first_token_s);
+        later_prompt_tokens += static_cast<int64_t>(prompt.size());
+        ++later_turns;
+      }
+      last_prompt_tokens = static_cast<int64_t>(prompt.size());
+      // The next turn must extend this one, prompt and output, token for token.
+      std::vector<int32_t> before = prompt;
+      before.insert(before.end(), done[0].tokens.begin(), done[0].tokens.end());
+      conversation.add_turn(done[0].tokens);
+      extends = extends && conversation.prompt().size() > before.size() &&
+                std::equal(before.begin(), before.end(), conversation.prompt().begin());
+    }
+  }
   Json figure = {{"text", script.mode()},
                  {"conversations", o.conversations},
                  {"turns", o.turns},
                  {"output_tokens", o.output_tokens},
                  {"system_prompt_tokens", script.system_prompt_tokens()},
+                 {"later_prompts_extend_earlier_turns", extends},
+                 {"later_turn_prompt_tokens_mean",
+                  static_cast<double>(later_prompt_tokens) / static_cast<double>(later_turns)},
+                 {"last_prompt_tokens", last_prompt_tokens},
                  {"arms", Json::array()}};
-  std::vector<TurnResult> first;
-  std::vector<double> medians;
-  bool identical = true;
-  for (const CacheArm& arm : arms) {
-    progress("figure 1, " + arm.name);
-    ArmEngine e = make_engine(serving, arm, 1);
-    std::vector<TurnResult> turns = run_turns(*e.engine, script, o, first.empty() ? nullptr : &first);
-    std::vector<double> first_ttft, later_ttft;
-    int64_t later_prompt_tokens = 0, later_turns = 0;
-    for (const TurnResult& t : turns) {
-      (t.turn == 0 ? first_ttft : later_ttft).push_back(t.ttft_s);
-      if (t.turn > 0) later_prompt_tokens += static_cast<int64_t>(t.prompt.size()), ++later_turns;
-    }
-    if (first.empty()) {
-      // Each later turn's prompt must extend the turn before it, prompt and output, token for token.
-      bool extends = true;
-      for (size_t i = static_cast<size_t>(o.conversations); i < turns.size(); ++i) {
-        std::vector<int32_t> before = turns[i - static_cast<size_t>(o.conversations)].prompt;
-        const std::vector<int32_t>& output = turns[i - static_cast<size_t>(o.conversations)].output;
-        before.insert(before.end(), output.begin(), output.end());
-        extends = extends && turns[i].prompt.size() > before.size() &&
-                  std::equal(before.begin(), before.end(), turns[i].prompt.begin());
-      }
-      figure["later_prompts_extend_earlier_turns"] = extends;
-      first = turns;
-      figure["later_turn_prompt_tokens_mean"] = static_cast<double>(later_prompt_tokens) / static_cast<double>(later_turns);
-      figure["last_prompt_tokens"] = turns.back().prompt.size();
-    } else {
-      for (size_t i = 0; i < turns.size(); ++i) identical = identical && turns[i].output == first[i].output;
-    }
-    medians.push_back(median(later_ttft));
-    const PagedCacheStats stats = e.engine->cache_stats().value();
-    figure["arms"].push_back({{"name", arm.name},
-                              {"first_turn_ttft_s", median(first_ttft)},
-                              {"later_turn_ttft_s", median(later_ttft)},
-                              {"later_turn_ttft_s_each", later_ttft},
+  for (size_t a = 0; a < arms.size(); ++a) {
+    const PagedCacheStats stats = engines[a].engine->cache_stats().value();
+    figure["arms"].push_back({{"name", arms[a].name},
+                              {"first_turn_ttft_s", median(first_ttft[a])},
+                              {"later_turn_ttft_s", median(later_ttft[a])},
+                              {"later_turn_ttft_s_each", later_ttft[a]},
                               {"prefix_lookup_tokens", stats.blocks.lookup_tokens},
                               {"prefix_hit_tokens", stats.blocks.hit_tokens},
                               {"kv_blocks", stats.blocks.blocks}});
   }
-  figure["later_turn_ttft_ratio"] = medians[0] / medians[1];
+  // The median of the later turns' ratios, each of two runs taken side by side.
+  figure["later_turn_ttft_ratio"] = median(ratios);
   figure["outputs_identical"] = identical;
   return figure;
 }
