@@ -130,7 +130,7 @@ void RedisJobStore::on_connect() {
     return;
   }
   ready_ = true;
-  alive_ = false;  // said again (Redis may have lost the key) by the turn's announce_alive
+  alive_ = false;               // said again (Redis may have lost the key) by the turn's announce_alive
   core_.store_state_changed();  // /readyz and flashq_redis_connected follow at once, not at the next sweep
 }
 
@@ -474,28 +474,28 @@ void RedisJobStore::store_events(const std::string& id) {
 void RedisJobStore::store_final(JobRecord& job, protocol::Event final_event) {
   if (job.redis_owner_lost) return;
   store_events(job.job.id);  // before the final
-  pipeline_.add(schema::final(options_.consumer, job.job.id, job.redis_stream, job.redis_entry, final_event.seq,
-                              *final_event.final_result, options_.retention_s, job.dead_reason,
-                              options_.dead_letters_kept),
-                [this, final_event = std::move(final_event)](const RedisReply& reply) {
-                  const std::string& id = final_event.id;
-                  if (reply.is_error()) {
-                    spdlog::warn("job {}: storing the final: {}", id, reply.text);
-                    return;
-                  }
-                  JobRecord* owned = jobs_.find(id);
-                  if (!owned || owned->redis_owner_lost) return;
-                  if (reply.integer == 1) {
-                    core_.deliver(*owned, final_event);
-                  } else {
-                    // -1: another broker owns the job; 0: a final is stored already (another
-                    // broker's, or ours when this was a retry): the stored one is relayed.
-                    spdlog::warn("job {}: {}; relaying the stored final", id,
-                                 reply.integer == 0 ? "already finished in redis" : "another broker owns it");
-                    lost_ownership(id);
-                  }
-                },
-                OnFailure::kRetry);
+  pipeline_.add(
+      schema::final(options_.consumer, job.job.id, job.redis_stream, job.redis_entry, final_event.seq,
+                    *final_event.final_result, options_.retention_s, job.dead_reason, options_.dead_letters_kept),
+      [this, final_event = std::move(final_event)](const RedisReply& reply) {
+        const std::string& id = final_event.id;
+        if (reply.is_error()) {
+          spdlog::warn("job {}: storing the final: {}", id, reply.text);
+          return;
+        }
+        JobRecord* owned = jobs_.find(id);
+        if (!owned || owned->redis_owner_lost) return;
+        if (reply.integer == 1) {
+          core_.deliver(*owned, final_event);
+        } else {
+          // -1: another broker owns the job; 0: a final is stored already (another
+          // broker's, or ours when this was a retry): the stored one is relayed.
+          spdlog::warn("job {}: {}; relaying the stored final", id,
+                       reply.integer == 0 ? "already finished in redis" : "another broker owns it");
+          lost_ownership(id);
+        }
+      },
+      OnFailure::kRetry);
 }
 
 // Another broker took the job (we were silent too long): stop running it and relay instead, from

@@ -78,8 +78,8 @@ class RedisJobStore final : public JobStore {
   void lost_ownership(const std::string& id);
 
   RedisOptions options_;
-  const bool route_sessions_;    // cache-aware routing: a session's turns go to its owner broker
-  std::string handover_;         // this broker's handover stream, flashq:jobs:<consumer>
+  const bool route_sessions_;  // cache-aware routing: a session's turns go to its owner broker
+  std::string handover_;       // this broker's handover stream, flashq:jobs:<consumer>
   const int64_t default_deadline_ms_;
   const int64_t retry_after_ms_;
   BrokerCore& core_;

@@ -214,7 +214,8 @@ std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisRe
 }
 
 std::vector<std::string> scripts() {
-  return {kIntakeScript, kTakeScript, kAliveScript, kClaimIdleScript, kEventScript, kFinalScript, kDeadLetterScript, kCancelScript};
+  return {kIntakeScript, kTakeScript,  kAliveScript,      kClaimIdleScript,
+          kEventScript,  kFinalScript, kDeadLetterScript, kCancelScript};
 }
 
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
@@ -231,8 +232,8 @@ RedisCommand intake(const protocol::Job& job) {
 }
 
 RedisCommand read_new(const std::string& consumer, int64_t count, const std::string& handed_after) {
-  return {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS",
-          kJobs, handover_key(consumer), ">", handed_after};
+  return {"XREADGROUP",           "GROUP", kGroup,      consumer, "COUNT", std::to_string(count), "STREAMS", kJobs,
+          handover_key(consumer), ">",     handed_after};
 }
 
 RedisCommand read_own_pending(const std::string& stream, const std::string& consumer, int64_t count,
@@ -329,8 +330,19 @@ RedisCommand dead_letter(const std::string& stream, const std::string& entry, co
   rejected.error = reason;
   // An id that is not a valid job id gets no result stream: nobody could have asked for it.
   const std::string id = protocol::is_valid_id(job_id) ? job_id : std::string();
-  return {"EVAL",   kDeadLetterScript, "4", stream, kDead, job_key(id), out_key(id), entry, id, reason,
-          std::to_string(dead_max), final_to_json(rejected), std::to_string(retention_s)};
+  return {"EVAL",
+          kDeadLetterScript,
+          "4",
+          stream,
+          kDead,
+          job_key(id),
+          out_key(id),
+          entry,
+          id,
+          reason,
+          std::to_string(dead_max),
+          final_to_json(rejected),
+          std::to_string(retention_s)};
 }
 
 RedisCommand cancel(const std::string& job_id, int64_t control_max) {

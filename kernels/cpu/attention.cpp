@@ -223,8 +223,8 @@ constexpr int64_t kMaxRuns = kKeyBlock + 1;
 // cannot guess: its rows asked for while the block before it is attended cost about what keys
 // in one run do (docs/perf.md, "Paged attention"). Only a hint: no result changes. Inlined
 // always: a function of prefetches alone has no effect the compiler sees, and its call is dropped.
-[[gnu::always_inline]] inline void prefetch_runs(const float* kh, const float* vh, const KeyRun* runs, int64_t run_count, int64_t kv_stride,
-                   int64_t head_dim) {
+[[gnu::always_inline]] inline void prefetch_runs(const float* kh, const float* vh, const KeyRun* runs,
+                                                 int64_t run_count, int64_t kv_stride, int64_t head_dim) {
   const int64_t bytes = head_dim * static_cast<int64_t>(sizeof(float));
   for (int64_t r = 0; r < run_count; ++r) {
     for (int64_t row = runs[r].row; row < runs[r].row + runs[r].count; ++row) {

@@ -160,8 +160,9 @@ void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* k
     throw Error(ErrorCode::kInternal, "attention: more chunks than one launch takes");
   }
   if (std::any_of(chunks.begin(), chunks.end(), [](const KvChunk& c) { return c.block_table != nullptr; })) {
-    throw Error(ErrorCode::kInternal, "attention: these kernels read no block table (paged chunks take "
-                                      "attention_with_sinks_and_window)");
+    throw Error(ErrorCode::kInternal,
+                "attention: these kernels read no block table (paged chunks take "
+                "attention_with_sinks_and_window)");
   }
   KvChunkTable table{};
   std::copy(chunks.begin(), chunks.end(), table.chunk);

@@ -10,13 +10,13 @@ namespace flashq::cuda {
 
 enum DeviceErrorKind : int32_t {
   kNoDeviceError = 0,
-  kTokenIdOutsideTable = 1,  // embedding: value = the id, limit = rows of the table
-  kKeyCountBeyondKeys = 2,   // attention: value = the count, limit = rows of k and v
-  kStoreRowOutsideCache = 3, // store_rows, store_and_attend: value = the row, limit = the cache's rows
-  kGatherRowOutsideSource = 4, // gather_rows: value = the row, limit = the source's rows
-  kExpertIdOutsideRange = 5,   // moe_experts: value = the id, limit = the number of experts
-  kBlockIdOutsideStore = 6,    // paged attention: value = the block id, limit = blocks in the store
-  kKeyCountBeyondBlockTable = 7, // paged attention: value = the count, limit = positions the table holds
+  kTokenIdOutsideTable = 1,       // embedding: value = the id, limit = rows of the table
+  kKeyCountBeyondKeys = 2,        // attention: value = the count, limit = rows of k and v
+  kStoreRowOutsideCache = 3,      // store_rows, store_and_attend: value = the row, limit = the cache's rows
+  kGatherRowOutsideSource = 4,    // gather_rows: value = the row, limit = the source's rows
+  kExpertIdOutsideRange = 5,      // moe_experts: value = the id, limit = the number of experts
+  kBlockIdOutsideStore = 6,       // paged attention: value = the block id, limit = blocks in the store
+  kKeyCountBeyondBlockTable = 7,  // paged attention: value = the count, limit = positions the table holds
 };
 
 struct DeviceErrorReport {

@@ -2,6 +2,7 @@
 // routing figure with a real flashq-broker and three flashq-worker processes; every figure is in
 // the report with numbers that make sense; a bad option is exit 2 naming it.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/run_command.h"

@@ -5,6 +5,8 @@
 // tensors from the host refused, and the attention kernel chosen by the environment.
 //
 // Without a CUDA device every test skips (GTEST_SKIP) saying so.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -13,8 +15,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
@@ -189,8 +189,8 @@ TEST_F(CudaParity, CapturedPagedStepReplaysWithNewBlockTables) {
   upload(gpu, 1, {33, 96, 1});
   pass(gpu);  // once directly, as a step runs before it is captured
   std::unique_ptr<CapturedOps> graph = gpu_->capture([&] { pass(gpu); });
-  for (const auto& [seed, counts] : {std::pair{1u, std::vector<int32_t>{33, 96, 1}},
-                                     std::pair{2u, std::vector<int32_t>{50, 7, 90}}}) {
+  for (const auto& [seed, counts] :
+       {std::pair{1u, std::vector<int32_t>{33, 96, 1}}, std::pair{2u, std::vector<int32_t>{50, 7, 90}}}) {
     upload(cpu, seed, counts);
     pass(cpu);
     upload(gpu, seed, counts);
@@ -274,9 +274,9 @@ TEST_F(CudaParity, PagedAttentionBlockIdsOutsideTheStoreAndCountsBeyondTheTableF
     int32_t count;
     std::string reported;
   };
-  for (const Bad& bad : {Bad{{0, 2}, 8, "block id 2 outside the store of 2 blocks"},
-                         Bad{{-1}, 3, "block id -1 outside the store"},
-                         Bad{{1}, 5, "key count 5 beyond the block table's 4 positions"}}) {
+  for (const Bad& bad :
+       {Bad{{0, 2}, 8, "block id 2 outside the store of 2 blocks"}, Bad{{-1}, 3, "block id -1 outside the store"},
+        Bad{{1}, 5, "key count 5 beyond the block table's 4 positions"}}) {
     Tensor table = to_gpu(host_ints(bad.table)), counts = to_gpu(host_ints({bad.count}));
     gpu_->attention(q, kv, kv, counts, out, {.block_table = &table, .block_size = 4});
     try {

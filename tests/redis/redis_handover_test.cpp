@@ -104,8 +104,8 @@ TEST_F(RedisHandoverTest, ATurnOfASessionOwnedByALiveBrokerMovesToItsStreamOnce)
   EXPECT_EQ(take(schema::kJobs, "b", again[0].second.id, "t2", "conv").outcome, schema::Take::Outcome::kDuplicate);
 
   // The final acknowledges the entry in the stream it is in.
-  const RedisReply stored = connection_.command(
-      schema::final("a", "t2", "flashq:jobs:a", moved.id, 0, protocol::FinalResult{}, 60, "", 100));
+  const RedisReply stored =
+      connection_.command(schema::final("a", "t2", "flashq:jobs:a", moved.id, 0, protocol::FinalResult{}, 60, "", 100));
   EXPECT_EQ(stored.integer, 1) << stored.text;
   EXPECT_EQ(get({"XPENDING", "flashq:jobs:a", "flashq"}), "0");
   EXPECT_EQ(get({"XLEN", "flashq:jobs:a"}), "0");
@@ -161,9 +161,10 @@ TEST_F(RedisHandoverTest, AnEntryHandedToABrokerThatDiedIsClaimedFromItsStream) 
   const schema::Take run = take("flashq:jobs:a", "b", entry, "t5", "conv");
   EXPECT_EQ(run.outcome, schema::Take::Outcome::kRun);
   EXPECT_EQ(get({"GET", "flashq:session:conv"}), "b");
-  EXPECT_EQ(connection_.command(schema::final("b", "t5", "flashq:jobs:a", entry, 0, protocol::FinalResult{}, 60, "", 100))
-                .integer,
-            1);
+  EXPECT_EQ(
+      connection_.command(schema::final("b", "t5", "flashq:jobs:a", entry, 0, protocol::FinalResult{}, 60, "", 100))
+          .integer,
+      1);
   EXPECT_EQ(get({"XPENDING", "flashq:jobs:a", "flashq"}), "0");
   EXPECT_TRUE(schema::streams_of(connection_.command(schema::claim_idle("b", 0, 10))).empty()) << "nothing left";
   // Brokers that are not alive and have nothing handed to them are no longer looked at; one

@@ -26,8 +26,14 @@ class RedisSessionRoutingTest : public RedisClusterTest {
     auto flags = [&](const std::string& name) {
       // Beats every 300 ms: a broker stopped for a moment counts its workers lost only after 900 ms
       // of silence from them (and they count it lost after 1 s).
-      return std::vector<std::string>{"--redis", redis_->url(), "--redis-consumer", name, "--redis-claim-idle-ms",
-                                      std::to_string(claim_idle_ms), "--heartbeat-ms", "300"};
+      return std::vector<std::string>{"--redis",
+                                      redis_->url(),
+                                      "--redis-consumer",
+                                      name,
+                                      "--redis-claim-idle-ms",
+                                      std::to_string(claim_idle_ms),
+                                      "--heartbeat-ms",
+                                      "300"};
     };
     ASSERT_TRUE(start_broker(flags("a")));
     std::filesystem::create_directories(scratch_.path() / "b");  // its logs apart from a's
@@ -107,8 +113,8 @@ class RedisSessionRoutingTest : public RedisClusterTest {
   }
   // Assignments of jobs to workers by broker `name`, all of them or those for one reason.
   double routed(const std::string& name, const std::string& reason = "") {
-    const std::string sample = reason.empty() ? "flashq_routing_decisions_total"
-                                              : "flashq_routing_decisions_total{reason=\"" + reason + "\"}";
+    const std::string sample =
+        reason.empty() ? "flashq_routing_decisions_total" : "flashq_routing_decisions_total{reason=\"" + reason + "\"}";
     return broker(name).metric(sample).value_or(-1);
   }
 
@@ -177,7 +183,11 @@ TEST_F(RedisSessionRoutingTest, ASessionWhoseBrokerDiedMovesToTheLiveOne) {
   const std::string owner = ran_on("moved-0");
   const std::string live = other(owner);
   broker(owner).broker().kill_now();
-  ASSERT_TRUE(eventually([&] { return field({"EXISTS", "flashq:broker:" + owner}) == "0"; }, milliseconds(10000)))
+  ASSERT_TRUE(eventually(
+      [&] {
+        return field({"EXISTS", "flashq:broker:" + owner}) == "0";
+      },
+      milliseconds(10000)))
       << "a dead broker stops being alive one claim timeout after its last refresh";
   for (int i = 1; i < 3; ++i) {
     const std::string id = "moved-" + std::to_string(i);
@@ -226,14 +236,20 @@ TEST_F(RedisSessionRoutingTest, ABrokerIsAliveFromItsFirstWorkerToItsLastOne) {
   EXPECT_EQ(redis.command({"EXISTS", "flashq:broker:a"}), std::vector<std::string>{"0"}) << "no worker yet";
   start_worker("wa", 1);
   ASSERT_TRUE(cluster_->wait_for_workers(1));
-  EXPECT_TRUE(eventually([&] { return redis.command({"EXISTS", "flashq:broker:a"}) == std::vector<std::string>{"1"}; },
-                         milliseconds(3000)));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return redis.command({"EXISTS", "flashq:broker:a"}) == std::vector<std::string>{"1"};
+      },
+      milliseconds(3000)));
   const std::vector<std::string> ttl = redis.command({"PTTL", "flashq:broker:a"});
   ASSERT_EQ(ttl.size(), 1u);
   EXPECT_GT(std::stoll(ttl[0]), 20000) << "it lives one claim timeout";
   cluster_->worker("wa").kill_now();
-  EXPECT_TRUE(eventually([&] { return redis.command({"EXISTS", "flashq:broker:a"}) == std::vector<std::string>{"0"}; },
-                         milliseconds(5000)))
+  EXPECT_TRUE(eventually(
+      [&] {
+        return redis.command({"EXISTS", "flashq:broker:a"}) == std::vector<std::string>{"0"};
+      },
+      milliseconds(5000)))
       << "deleted once the broker counts its last worker lost";
 }
 

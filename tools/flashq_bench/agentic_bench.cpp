@@ -106,8 +106,9 @@ ScriptSource script_for(const std::string& dir, const AgenticBenchOptions& o) {
   ScriptSource s;
   s.tokenizer = load_tokenizer(dir);
   s.chat_template = load_chat_template(dir);
-  s.script = std::make_unique<AgenticScript>(s.tokenizer.get(), o.token_ids ? nullptr : s.chat_template.chat_template.get(),
-                                             s.tokenizer->vocab_size() - 8, o.shape, o.seed);
+  s.script =
+      std::make_unique<AgenticScript>(s.tokenizer.get(), o.token_ids ? nullptr : s.chat_template.chat_template.get(),
+                                      s.tokenizer->vocab_size() - 8, o.shape, o.seed);
   return s;
 }
 
@@ -240,16 +241,16 @@ Json figure_prefix_cache(ServingModel& serving, const AgenticScript& script, con
                 std::equal(before.begin(), before.end(), conversation.prompt().begin());
     }
   }
-  Json figure = {{"text", script.mode()},
-                 {"conversations", o.conversations},
-                 {"turns", o.turns},
-                 {"output_tokens", o.output_tokens},
-                 {"system_prompt_tokens", script.system_prompt_tokens()},
-                 {"later_prompts_extend_earlier_turns", extends},
-                 {"later_turn_prompt_tokens_mean",
-                  static_cast<double>(later_prompt_tokens) / static_cast<double>(later_turns)},
-                 {"last_prompt_tokens", last_prompt_tokens},
-                 {"arms", Json::array()}};
+  Json figure = {
+      {"text", script.mode()},
+      {"conversations", o.conversations},
+      {"turns", o.turns},
+      {"output_tokens", o.output_tokens},
+      {"system_prompt_tokens", script.system_prompt_tokens()},
+      {"later_prompts_extend_earlier_turns", extends},
+      {"later_turn_prompt_tokens_mean", static_cast<double>(later_prompt_tokens) / static_cast<double>(later_turns)},
+      {"last_prompt_tokens", last_prompt_tokens},
+      {"arms", Json::array()}};
   for (size_t a = 0; a < arms.size(); ++a) {
     const PagedCacheStats stats = engines[a].engine->cache_stats().value();
     figure["arms"].push_back({{"name", arms[a].name},
@@ -335,9 +336,9 @@ Json figure_concurrency(ServingModel& serving, const AgenticBenchOptions& o) {
 // after prefill.
 double decode_speed(Engine& engine, int64_t batch, const AgenticBenchOptions& o, int32_t ordinary) {
   for (int64_t i = 0; i < batch; ++i) {
-    engine.add(static_cast<uint64_t>(i), greedy_request(random_ids(o.decode_prompt_tokens, ordinary,
-                                                                   o.seed * 104729 + static_cast<uint64_t>(i)),
-                                                        o.decode_tokens));
+    engine.add(static_cast<uint64_t>(i),
+               greedy_request(random_ids(o.decode_prompt_tokens, ordinary, o.seed * 104729 + static_cast<uint64_t>(i)),
+                              o.decode_tokens));
   }
   const double prefill_before = engine.phase_seconds().prefill;
   const auto start = Clock::now();
@@ -361,10 +362,9 @@ Json figure_decode_speed(ServingModel& serving, const AgenticBenchOptions& o) {
     // in a store with room for every sequence, without prefix caching (each repeat decodes the
     // same prompts, and prefill is not what this figure times).
     const int64_t per_sequence = o.decode_prompt_tokens + o.decode_tokens + 2 * o.kv_block_size;
-    const std::vector<CacheArm> arms = {
-        {"whole-length caches", KvLayout::kWhole, false, 0},
-        {"paged caches", KvLayout::kPaged, false, paged_bytes(serving, batch * per_sequence, o.kv_block_size),
-         o.kv_block_size}};
+    const std::vector<CacheArm> arms = {{"whole-length caches", KvLayout::kWhole, false, 0},
+                                        {"paged caches", KvLayout::kPaged, false,
+                                         paged_bytes(serving, batch * per_sequence, o.kv_block_size), o.kv_block_size}};
     progress("figure 4, batch " + std::to_string(batch));
     std::vector<ArmEngine> engines;
     for (const CacheArm& arm : arms) engines.push_back(make_engine(serving, arm, batch));
@@ -372,7 +372,8 @@ Json figure_decode_speed(ServingModel& serving, const AgenticBenchOptions& o) {
     std::vector<std::vector<double>> speeds(arms.size());
     std::vector<double> ratios;
     for (int r = 0; r < o.repeats; ++r) {
-      for (size_t a = 0; a < arms.size(); ++a) speeds[a].push_back(decode_speed(*engines[a].engine, batch, o, ordinary));
+      for (size_t a = 0; a < arms.size(); ++a)
+        speeds[a].push_back(decode_speed(*engines[a].engine, batch, o, ordinary));
       ratios.push_back(speeds[1].back() / speeds[0].back());
     }
     figure["batches"].push_back({{"batch", batch},
@@ -501,11 +502,11 @@ void run_agentic_bench(AgenticBenchOptions o) {
     const ScriptSource source = script_for(routing.model_dir, o);
     const int64_t cache_mb =
         o.worker_cache_mb > 0 ? o.worker_cache_mb : worker_cache_mb(routing.model_dir, *source.script, o);
-    routing.worker_args = {"--slots",          std::to_string(o.worker_slots),
-                           "--device",         o.device == "auto" ? "cpu" : o.device,
+    routing.worker_args = {"--slots",           std::to_string(o.worker_slots),
+                           "--device",          o.device == "auto" ? "cpu" : o.device,
                            "--cache-memory-mb", std::to_string(cache_mb),
-                           "--kv-block-size",  std::to_string(o.kv_block_size),
-                           "--prefix-caching", "on"};
+                           "--kv-block-size",   std::to_string(o.kv_block_size),
+                           "--prefix-caching",  "on"};
     report["routing"] = measure_routing(routing, *source.script);
     report["routing"]["text"] = source.script->mode();
   }
@@ -518,7 +519,8 @@ void run_agentic_bench(AgenticBenchOptions o) {
 std::function<void()> add_agentic_bench(CLI::App& app) {
   auto o = std::make_shared<AgenticBenchOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "agentic", "agentic conversations: prefix cache, paged caches' concurrency and decode speed, cache-aware routing");
+      "agentic",
+      "agentic conversations: prefix cache, paged caches' concurrency and decode speed, cache-aware routing");
   cmd->add_option("--model", o->model_dir, "target model directory")->required();
   cmd->add_option("--device", o->device, "cpu, cuda or auto")->capture_default_str();
   cmd->add_option("--figures", o->figures, "which figures: 1 prefix cache, 2 concurrency, 3 routing, 4 decode speed")
@@ -532,30 +534,36 @@ std::function<void()> add_agentic_bench(CLI::App& app) {
   cmd->add_option("--user-tokens", o->shape.user_tokens, "each user message, about")->capture_default_str();
   cmd->add_option("--output-tokens", o->output_tokens, "tokens the model writes per turn (greedy)")
       ->capture_default_str();
-  cmd->add_option("--kv-block-size", o->kv_block_size, "positions per block of the paged caches")->capture_default_str();
+  cmd->add_option("--kv-block-size", o->kv_block_size, "positions per block of the paged caches")
+      ->capture_default_str();
   cmd->add_option("--conversations", o->conversations, "figure 1: conversations")->capture_default_str();
   cmd->add_option("--turns", o->turns, "figure 1: turns per conversation")->capture_default_str();
-  cmd->add_option("--fill-sequences", o->fill_sequences, "figure 2: sequences submitted at once")->capture_default_str();
+  cmd->add_option("--fill-sequences", o->fill_sequences, "figure 2: sequences submitted at once")
+      ->capture_default_str();
   cmd->add_option("--fill-prompt-tokens", o->fill_prompt_tokens, "figure 2: each sequence's prompt")
       ->capture_default_str();
   cmd->add_option("--fill-whole-fit", o->fill_whole_fit, "figure 2: whole-length caches the fixed memory holds")
       ->capture_default_str();
-  cmd->add_option("--decode-batches", o->decode_batches, "figure 4: sequences at once, e.g. 1,16")->capture_default_str();
+  cmd->add_option("--decode-batches", o->decode_batches, "figure 4: sequences at once, e.g. 1,16")
+      ->capture_default_str();
   cmd->add_option("--decode-prompt-tokens", o->decode_prompt_tokens, "figure 4: each sequence's prompt")
       ->capture_default_str();
   cmd->add_option("--decode-tokens", o->decode_tokens, "figure 4: tokens per sequence")->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "figure 4: runs per arm; the median is reported")->capture_default_str();
   cmd->add_option("--routing-model", o->routing_model_dir, "figure 3: the workers' model (default: --model)");
   cmd->add_option("--routing-workers", o->routing_workers, "figure 3: flashq-worker processes")->capture_default_str();
-  cmd->add_option("--routing-conversations", o->routing_conversations, "figure 3: conversations")->capture_default_str();
+  cmd->add_option("--routing-conversations", o->routing_conversations, "figure 3: conversations")
+      ->capture_default_str();
   cmd->add_option("--routing-turns", o->routing_turns, "figure 3: turns per conversation")->capture_default_str();
   cmd->add_option("--tool-ms", o->tool_ms, "figure 3: a tool call's mean time between a turn and the next")
       ->capture_default_str();
   cmd->add_option("--worker-slots", o->worker_slots, "figure 3: each worker's --slots")->capture_default_str();
-  cmd->add_option("--worker-cache-mb", o->worker_cache_mb,
-                  "figure 3: each worker's --cache-memory-mb (0: twice its share of the conversations at their longest)")
+  cmd->add_option(
+         "--worker-cache-mb", o->worker_cache_mb,
+         "figure 3: each worker's --cache-memory-mb (0: twice its share of the conversations at their longest)")
       ->capture_default_str();
-  cmd->add_option("--bin-dir", o->bin_dir, "figure 3: where flashq-broker and flashq-worker are (default: beside this)");
+  cmd->add_option("--bin-dir", o->bin_dir,
+                  "figure 3: where flashq-broker and flashq-worker are (default: beside this)");
   cmd->add_option("--log-dir", o->log_dir, "figure 3: the processes' logs")->capture_default_str();
   cmd->add_flag("--quick", o->quick, "a short run of every figure on small conversations (a smoke test)");
   cmd->add_flag("--json", o->json, "one JSON line");

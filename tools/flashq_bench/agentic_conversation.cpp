@@ -33,10 +33,10 @@ class Words {
 
  private:
   static constexpr std::array<const char*, 48> kWords = {
-      "file",    "path",    "query",  "record", "table",   "branch", "commit",  "issue",  "ticket",  "order",
-      "invoice", "account", "user",   "report", "metric",  "window", "region",  "bucket", "object",  "message",
-      "channel", "thread",  "search", "index",  "limit",   "offset", "cursor",  "field",  "value",   "status",
-      "return",  "list",    "read",   "write",  "update",  "delete", "create",  "fetch",  "compare", "summary",
+      "file",    "path",    "query",  "record", "table",   "branch", "commit",   "issue",  "ticket",  "order",
+      "invoice", "account", "user",   "report", "metric",  "window", "region",   "bucket", "object",  "message",
+      "channel", "thread",  "search", "index",  "limit",   "offset", "cursor",   "field",  "value",   "status",
+      "return",  "list",    "read",   "write",  "update",  "delete", "create",   "fetch",  "compare", "summary",
       "between", "with",    "from",   "every",  "current", "recent", "matching", "given"};
   uint64_t state_;
 };
@@ -72,7 +72,8 @@ AgenticScript::AgenticScript(const Tokenizer* tokenizer, const ChatTemplate* cha
                              AgenticShape shape, uint64_t seed)
     : tokenizer_(tokenizer), chat_template_(chat_template), ordinary_ids_(ordinary_ids), shape_(shape), seed_(seed) {
   if (shape.system_tokens < 1 || shape.tool_result_tokens < 1 || shape.user_tokens < 1) {
-    throw Error(ErrorCode::kInvalidArgument, "--system-tokens, --tool-result-tokens and --user-tokens must be positive");
+    throw Error(ErrorCode::kInvalidArgument,
+                "--system-tokens, --tool-result-tokens and --user-tokens must be positive");
   }
   if (ordinary_ids < 2) throw Error(ErrorCode::kInvalidArgument, "the model has no ordinary token ids");
   mode_ = "token ids";
@@ -147,7 +148,8 @@ std::string AgenticScript::user_text(uint64_t seed) const {
 std::vector<int32_t> AgenticScript::random_ids(int64_t count, uint64_t seed) const {
   Words words(seed);
   std::vector<int32_t> ids;
-  for (int64_t i = 0; i < count; ++i) ids.push_back(static_cast<int32_t>(words.next(static_cast<uint64_t>(ordinary_ids_))));
+  for (int64_t i = 0; i < count; ++i)
+    ids.push_back(static_cast<int32_t>(words.next(static_cast<uint64_t>(ordinary_ids_))));
   return ids;
 }
 
@@ -167,9 +169,11 @@ AgenticConversation::AgenticConversation(const AgenticScript& script, int64_t in
 void AgenticConversation::add_turn(std::span<const int32_t> reply) {
   ++turn_;
   prompt_.insert(prompt_.end(), reply.begin(), reply.end());
-  const uint64_t seed = mix(script_.seed_ + 1000003ull * static_cast<uint64_t>(index_ + 1) + 7919ull * static_cast<uint64_t>(turn_));
+  const uint64_t seed =
+      mix(script_.seed_ + 1000003ull * static_cast<uint64_t>(index_ + 1) + 7919ull * static_cast<uint64_t>(turn_));
   if (script_.mode_ == "token ids") {
-    const std::vector<int32_t> more = script_.random_ids(script_.shape_.tool_result_tokens + script_.shape_.user_tokens, seed);
+    const std::vector<int32_t> more =
+        script_.random_ids(script_.shape_.tool_result_tokens + script_.shape_.user_tokens, seed);
     prompt_.insert(prompt_.end(), more.begin(), more.end());
     return;
   }

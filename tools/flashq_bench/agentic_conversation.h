@@ -35,8 +35,8 @@ class AgenticScript {
  public:
   // Without `chat_template` (or when it takes no plain conversation) the script writes token ids
   // below `ordinary_ids`.
-  AgenticScript(const Tokenizer* tokenizer, const ChatTemplate* chat_template, int32_t ordinary_ids,
-                AgenticShape shape, uint64_t seed);
+  AgenticScript(const Tokenizer* tokenizer, const ChatTemplate* chat_template, int32_t ordinary_ids, AgenticShape shape,
+                uint64_t seed);
 
   const std::string& mode() const { return mode_; }
   const AgenticShape& shape() const { return shape_; }

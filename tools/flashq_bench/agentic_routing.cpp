@@ -1,7 +1,7 @@
 #include "tools/flashq_bench/agentic_routing.h"
 
-#include <iostream>
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <random>
 #include <thread>

@@ -10,10 +10,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tools/flashq_bench/agentic_conversation.h"
 
@@ -27,8 +26,8 @@ struct RoutingFigureOptions {
   int64_t conversations = 32;
   int64_t turns = 3;
   int64_t output_tokens = 32;
-  int64_t tool_ms = 500;  // a tool call's mean time between a turn and the next
-  uint64_t seed = 1;      // of the tool calls' times
+  int64_t tool_ms = 500;                 // a tool call's mean time between a turn and the next
+  uint64_t seed = 1;                     // of the tool calls' times
   std::vector<std::string> worker_args;  // --slots, --device, cache flags
   std::vector<std::string> policies = {"cache-aware", "least-loaded"};
 };

@@ -160,8 +160,10 @@ std::optional<double> metric_sum(const std::string& text, const std::string& nam
 BenchCluster::BenchCluster(const ClusterOptions& o)
     : frontend_port_(free_port()), backend_port_(free_port()), stream_port_(free_port()), broker_http_(free_port()) {
   std::filesystem::create_directories(o.log_dir);
-  std::vector<std::string> args = {"--frontend", tcp(frontend_port_), "--backend", tcp(backend_port_),
-                                   "--stream",   tcp(stream_port_),   "--http",    host_port(broker_http_),
+  std::vector<std::string> args = {"--frontend",  tcp(frontend_port_),
+                                   "--backend",   tcp(backend_port_),
+                                   "--stream",    tcp(stream_port_),
+                                   "--http",      host_port(broker_http_),
                                    "--log-level", "info"};
   args.insert(args.end(), o.broker_args.begin(), o.broker_args.end());
   broker_ = std::make_unique<ChildProgram>(o.bin_dir / "flashq-broker", args, o.log_dir / "broker.log");
@@ -172,8 +174,9 @@ BenchCluster::BenchCluster(const ClusterOptions& o)
   for (int w = 0; w < o.workers; ++w) {
     worker_http_.push_back(free_port());
     const std::string id = "w" + std::to_string(w + 1);
-    std::vector<std::string> worker = {"--broker", tcp(backend_port_), "--id", id, "--metrics-http",
-                                       host_port(worker_http_.back()), "--log-level", "info"};
+    std::vector<std::string> worker = {
+        "--broker", tcp(backend_port_), "--id", id, "--metrics-http", host_port(worker_http_.back()), "--log-level",
+        "info"};
     worker.insert(worker.end(), o.worker_args.begin(), o.worker_args.end());
     // One OpenMP thread per worker: the workers share the machine's cores.
     workers_.push_back(std::make_unique<ChildProgram>(o.bin_dir / "flashq-worker", worker, o.log_dir / (id + ".log"),
@@ -211,7 +214,8 @@ double BenchCluster::worker_metric_sum(const std::string& name, bool* present) c
   bool any = false;
   for (int port : worker_http_) {
     const std::optional<std::string> metrics = http_get(port, "/metrics");
-    if (!metrics) throw Error(ErrorCode::kIo, "a worker's /metrics on port " + std::to_string(port) + " did not answer");
+    if (!metrics)
+      throw Error(ErrorCode::kIo, "a worker's /metrics on port " + std::to_string(port) + " did not answer");
     const std::optional<double> value = metric_sum(*metrics, name);
     any = any || value.has_value();
     total += value.value_or(0);

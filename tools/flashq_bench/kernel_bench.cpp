@@ -1,14 +1,14 @@
 #include "tools/flashq_bench/kernel_bench.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <omp.h>
 
 #include "kernels/backend_factory.h"
 #include "kernels/cpu/attention.h"
@@ -267,8 +267,7 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   std::cout << nlohmann::json{{"kernel", "cpu_matmul_path"}, {"path", cpu::matmul_path_name(cpu::matmul_path())}}.dump()
             << std::endl;
   std::cout << measure_cpu_peak(omp_get_max_threads()).dump() << std::endl;
-  const double read_gb_per_s =
-      o.cpu_matmul_only && !o.moe_only ? 0.0 : report_read_bandwidth(o.min_seconds);
+  const double read_gb_per_s = o.cpu_matmul_only && !o.moe_only ? 0.0 : report_read_bandwidth(o.min_seconds);
   if (o.moe_only) return report_moe(*make_cpu_backend(), time_cpu, read_gb_per_s);
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
