@@ -159,6 +159,30 @@ TEST_F(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
   for (size_t i = 0; i < trace.size(); ++i) EXPECT_EQ(trace[i].draft, alone[i].draft) << "step " << i;
 }
 
+// A sequence that waits for its drafter's context (a cache pool with room for one) is looked up
+// in the prefix cache once, when it is admitted, not at every step it waits.
+TEST_F(EngineOnAPagedCache, ASequenceWaitingForItsDrafterContextIsLookedUpOnce) {
+  std::unique_ptr<PagedKvStore> paged = store(64, 8);
+  const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kDflash, 16),
+                                                 greedy(prompt_with_prefix(40, 5, 2), SpecMode::kDflash, 16)};
+  const int64_t context_bytes = CachePool::footprint(pair.drafter->make_context_cache(61).whole_bytes());
+  CachePool pool(*pair.target.backend, context_bytes + CachePool::kAlignment);
+  pair.proposer->use_cache_pool(&pool);
+  Engine engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(), {.max_slots = 2, .paged_cache = paged.get()});
+  for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
+  size_t most_running = 0;
+  while (!engine.idle()) {
+    engine.step();
+    most_running = std::max(most_running, engine.running());
+  }
+  pair.proposer->use_cache_pool(nullptr);
+  EXPECT_EQ(most_running, 1u) << "the second waited for the drafter's context";
+  EXPECT_EQ(paged->blocks().stats().lookup_tokens, 43 + 45);
+  std::vector<std::vector<int32_t>> outputs(requests.size());
+  for (FinishedSequence& done : engine.take_finished()) outputs[done.id] = done.tokens;
+  EXPECT_EQ(outputs, plain_outputs(requests));
+}
+
 TEST_F(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
   const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kOff, 6),

@@ -135,37 +135,34 @@ void Engine::admit() {
 
 bool Engine::take_caches(Sequence& s) {
   if (!s.preempted) s.context = s.request.generation.prompt_tokens;
-  int64_t draft_blocks = 0;  // leading blocks of a cached prefix that hold the drafter's rows too
-  if (options_.paged_cache) {
-    BlockPool& blocks = options_.paged_cache->blocks();
-    const auto length = static_cast<int64_t>(s.context.size());
-    const std::span<const int32_t> lookup =
-        options_.prefix_caching ? std::span<const int32_t>(s.context) : std::span<const int32_t>();
+  PagedKvStore* paged = options_.paged_cache;
+  const std::span<const int32_t> lookup =
+      paged && options_.prefix_caching ? std::span<const int32_t>(s.context) : std::span<const int32_t>();
+  if (paged) {
     // Room for one more block for every running sequence and this one: admitting into a pool
     // with no room to grow would only preempt the newest sequence again at the next step.
-    const int64_t headroom = static_cast<int64_t>(running_.size() + 1) * blocks.block_size();
-    if (!blocks.can_admit(lookup, std::min(length + headroom, s.target_cache.max_length()))) return false;
-    if (options_.prefix_caching) draft_blocks = s.target_cache.adopt_prefix(s.context).draft_blocks;
-    const bool reserved = s.target_cache.try_reserve(length);
-    check_invariant(reserved, "an admitted sequence's blocks can be had");
+    const auto length = static_cast<int64_t>(s.context.size());
+    const int64_t headroom = static_cast<int64_t>(running_.size() + 1) * paged->block_size();
+    if (!paged->blocks().can_admit(lookup, std::min(length + headroom, s.target_cache.max_length()))) return false;
   } else if (options_.cache_pool && !s.target_cache.take_whole(*options_.cache_pool)) {
     return false;
   }
   if (planner_.speculates(s)) {
     s.proposer_state = proposer_->start_sequence(s.target_cache.max_length());
     if (!s.proposer_state) {
-      if (options_.paged_cache) {
-        s.target_cache.clear_blocks();
-      } else {
-        s.target_cache.release();
-      }
+      if (!paged) s.target_cache.release();
       return false;
     }
+  }
+  // Only now that the sequence is admitted: the prefix is looked up (and counted) once.
+  if (paged) {
+    const int64_t draft_blocks = lookup.empty() ? 0 : s.target_cache.adopt_prefix(lookup).draft_blocks;
+    const bool reserved = s.target_cache.try_reserve(static_cast<int64_t>(s.context.size()));
+    check_invariant(reserved, "an admitted sequence's blocks can be had");
     s.imported_draft_positions = 0;
-    if (draft_blocks > 0 && options_.paged_cache->holds_draft_context()) {
-      s.imported_draft_positions =
-          proposer_->import_context_blocks(s.proposer_state.get(), *options_.paged_cache,
-                                           s.target_cache.block_ids().first(static_cast<size_t>(draft_blocks)));
+    if (s.proposer_state && draft_blocks > 0 && paged->holds_draft_context()) {
+      s.imported_draft_positions = proposer_->import_context_blocks(
+          s.proposer_state.get(), *paged, s.target_cache.block_ids().first(static_cast<size_t>(draft_blocks)));
       draft_hit_tokens_ += s.imported_draft_positions;
     }
   }
