@@ -35,6 +35,14 @@ std::vector<OpCase> moe_op_cases();
 // Every case, made once.
 const std::vector<OpCase>& op_table();
 
+// Key counts of consecutive positions first, first + 1, ...: a causal block, each row seeing one
+// key more than the row before.
+inline std::vector<int32_t> causal_counts(int64_t rows, int32_t first) {
+  std::vector<int32_t> counts;
+  for (int64_t r = 0; r < rows; ++r) counts.push_back(first + static_cast<int32_t>(r));
+  return counts;
+}
+
 // One attention case: rows of q against keys [0, count) of one k and v, with per-row counts in
 // [0, keys] unless every row sees them all (`same_count`); `misaligned_q` puts q 4 bytes off
 // 16-byte alignment, `no_keys` gives every row a count of 0.

@@ -124,13 +124,6 @@ struct OptionsCase {
   int64_t window = 0;
 };
 
-// Consecutive positions first, first + 1, ...: a causal block, each row seeing one key more.
-std::vector<int32_t> causal_counts(int64_t rows, int32_t first) {
-  std::vector<int32_t> counts;
-  for (int64_t r = 0; r < rows; ++r) counts.push_back(first + static_cast<int32_t>(r));
-  return counts;
-}
-
 const std::vector<OptionsCase>& options_cases() {
   static const std::vector<OptionsCase> cases = {
       {"SinksDecodeGqa8", 1, 16, 2, 64, 300, {300}},

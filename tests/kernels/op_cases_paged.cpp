@@ -53,12 +53,6 @@ struct PagedShape {
   bool sinks = false;
 };
 
-std::vector<int32_t> causal_counts(int64_t rows, int32_t first) {
-  std::vector<int32_t> counts;
-  for (int64_t r = 0; r < rows; ++r) counts.push_back(first + static_cast<int32_t>(r));
-  return counts;
-}
-
 const std::vector<PagedShape>& paged_shapes() {
   static const std::vector<PagedShape> shapes = {
       {"PagedBlock1Gqa2HeadDim64", 4, 2, 64, 1, {37, 0, 1, 20, 36}, 37, 11},

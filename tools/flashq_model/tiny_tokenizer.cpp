@@ -213,6 +213,21 @@ LearnedBpe learn_bpe(int32_t max_vocab, int32_t special_count) {
   return bpe;
 }
 
+// The BPE model of the tiktoken-style tokenizers (Llama 3, o200k_harmony): merges over byte-level
+// characters, no prefix or suffix markers, whole words in the vocabulary taken as they are.
+ordered_json tiktoken_bpe_model(const LearnedBpe& bpe) {
+  return {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", nullptr},
+          {"continuing_subword_prefix", nullptr},
+          {"end_of_word_suffix", nullptr},
+          {"fuse_unk", false},
+          {"byte_fallback", false},
+          {"ignore_merges", true},
+          {"vocab", bpe.vocab},
+          {"merges", bpe.merges}};
+}
+
 void write_files(const std::filesystem::path& dir, const ordered_json& tokenizer, const ordered_json& config) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -299,17 +314,7 @@ TinyLlama3TokenizerIds write_tiny_llama3_tokenizer(const std::filesystem::path& 
            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}})},
       {"post_processor", post_processor},
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"model",
-       {{"type", "BPE"},
-        {"dropout", nullptr},
-        {"unk_token", nullptr},
-        {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false},
-        {"byte_fallback", false},
-        {"ignore_merges", true},
-        {"vocab", bpe.vocab},
-        {"merges", bpe.merges}}}};
+      {"model", tiktoken_bpe_model(bpe)}};
   ordered_json config = {{"added_tokens_decoder", added_tokens_decoder},
                          {"bos_token", bos},
                          {"chat_template", kLlama3ChatTemplate},
@@ -337,17 +342,7 @@ TinyHarmonyTokenizerIds write_tiny_harmony_tokenizer(const std::filesystem::path
                             {"pre_tokenizer", split_pre_tokenizer(kLlama3SplitPattern, byte_level)},
                             {"post_processor", nullptr},
                             {"decoder", byte_level},
-                            {"model",
-                             {{"type", "BPE"},
-                              {"dropout", nullptr},
-                              {"unk_token", nullptr},
-                              {"continuing_subword_prefix", nullptr},
-                              {"end_of_word_suffix", nullptr},
-                              {"fuse_unk", false},
-                              {"byte_fallback", false},
-                              {"ignore_merges", true},
-                              {"vocab", bpe.vocab},
-                              {"merges", bpe.merges}}}};
+                            {"model", tiktoken_bpe_model(bpe)}};
   ordered_json config = {{"added_tokens_decoder", added_tokens_decoder},
                          {"bos_token", "<|startoftext|>"},
                          {"chat_template", kHarmonyChatTemplate},
