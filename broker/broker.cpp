@@ -458,7 +458,7 @@ void Broker::update_gauges() {
   metrics_.set_gauges(std::move(gauges));
 }
 
-void Broker::lose_worker(const std::string& identity, const std::string& why) {
+void Broker::lose_worker(std::string identity, const std::string& why) {
   WorkerRecord* worker = workers_.find(identity);
   if (!worker) return;
   // A worker that says goodbye with nothing running is routine; anything else deserves a warning.

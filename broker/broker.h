@@ -64,7 +64,8 @@ class Broker final : private BrokerCore {
 
   void start(JobRecord& job, WorkerRecord& worker);
   void check_timers();
-  void lose_worker(const std::string& identity, const std::string& why);
+  // `identity` by value: callers may pass the worker record's own string, which this removes.
+  void lose_worker(std::string identity, const std::string& why);
   void requeue_as_continuation(JobRecord& job);
   // Numbers the event and hands it to the store, which delivers it once stored, so that what
   // anyone sees is what a later owner of the job continues from.

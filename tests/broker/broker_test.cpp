@@ -169,6 +169,31 @@ TEST_F(BrokerFixture, WorkerDeathRequeuesTheJobAsAContinuation) {
   EXPECT_EQ(e2.final_result->usage.completion_tokens, 3);
 }
 
+// A worker that vanished without a word (its connection closed, its heartbeats not yet overdue)
+// is found out when its assignment cannot be sent: the job waits for the next worker.
+TEST_F(BrokerFixture, AJobForAWorkerThatCannotBeReachedGoesToTheNext) {
+  start();
+  zmq::socket_t p = producer();
+  auto w1 = std::make_unique<zmq::socket_t>(worker("w1"));
+  protocol::Job first = job("first", false);
+  first.session = "s";  // so the router remembers w1, and forgets it when w1 is lost
+  send(p, protocol::Submit{first});
+  expect<protocol::Accepted>(p);
+  expect<protocol::Assign>(*w1);
+  send(*w1, protocol::Final{.id = "first", .attempt = 1, .result = {.finish_reason = protocol::FinishReason::kLength}});
+  expect<protocol::Event>(p);
+  w1.reset();                          // gone, well before its heartbeats are overdue (600 ms)
+  std::this_thread::sleep_for(50ms);   // the broker's socket sees the connection close
+  protocol::Job second = job("second", false);
+  second.session = "s";
+  send(p, protocol::Submit{second});
+  expect<protocol::Accepted>(p);
+  zmq::socket_t w2 = worker("w2");
+  protocol::Assign assign = expect_while_beating<protocol::Assign>(w2);
+  EXPECT_EQ(assign.job.id, "second");
+  EXPECT_EQ(assign.attempt, 2) << "the first went to w1 and could not be sent";
+}
+
 TEST_F(BrokerFixture, AJobWhoseWorkersKeepDyingFailsWithError) {
   start({.max_attempts = 2});
   zmq::socket_t p = producer();
