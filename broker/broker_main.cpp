@@ -65,6 +65,10 @@ int main(int argc, char** argv) {
   app.add_option("--redis-retention-s", o.redis.retention_s, "results kept after the final")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--redis-session-ttl-s", o.redis.session_ttl_s,
+                 "a session's turns go to the broker that ran its last turn this long after it")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--curve-secret-key", o.curve_secret_key,
                  "KEY|FILE: the broker's CURVE secret key; all three sockets then require CURVE (docs/security.md)");
   app.add_option("--curve-allowed-keys", o.curve_allowed_keys,

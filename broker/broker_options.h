@@ -20,6 +20,8 @@ struct RedisOptions {
   int64_t dead_letters_kept = 10000;
   int64_t control_kept = 10000;    // flashq:control (cancel requests) is trimmed beyond this
   int64_t prefetch = 16;           // jobs taken beyond the free worker slots
+  // A session's turns go to the broker that last ran one for this long after it (docs/redis.md).
+  int64_t session_ttl_s = 3600;
 };
 
 struct BrokerOptions {

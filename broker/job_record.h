@@ -43,6 +43,7 @@ struct JobRecord {
   // With Redis: the intake entry this broker took (acknowledged with the final), the reason to
   // file the job under flashq:dead, and for a kRemote job the last result entry relayed.
   std::string redis_entry;
+  std::string redis_stream;  // the stream of redis_entry: flashq:jobs or this broker's handover stream
   std::string dead_reason;
   std::string relayed_up_to = "0";
   bool redis_owner_lost = false;  // another broker took the job over: nothing more is written

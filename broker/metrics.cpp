@@ -43,6 +43,10 @@ void BrokerMetrics::job_routed(const std::string& reason) {
   std::lock_guard lock(mutex_);
   ++routed_[reason];
 }
+void BrokerMetrics::job_handed_over() {
+  std::lock_guard lock(mutex_);
+  ++handovers_;
+}
 void BrokerMetrics::job_retried() {
   std::lock_guard lock(mutex_);
   ++retries_;
@@ -122,6 +126,8 @@ std::string BrokerMetrics::render() const {
   labelled_counter(out, "flashq_routing_decisions_total",
                    "Assignments of jobs to workers, by why that worker: session, prefix, least_loaded, fallback.",
                    "reason", routed_);
+  counter(out, "flashq_routing_handovers_total",
+          "Jobs taken from flashq:jobs and handed to the broker owning their session (Redis only).", handovers_);
   counter(out, "flashq_job_retries_total", "Jobs re-queued as continuations after losing their worker.", retries_);
   counter(out, "flashq_generation_tokens_total", "Tokens streamed to clients (rate() of it is tokens/s).", generation_tokens_);
   counter(out, "flashq_spec_decode_num_drafts_total", "Drafts verified (one per job per verify pass that carried one).",

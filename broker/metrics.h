@@ -46,6 +46,8 @@ class BrokerMetrics {
   // An assignment (first or a continuation's) and why it went to its worker (dispatcher.h's
   // RoutingReason names).
   void job_routed(const std::string& reason);
+  // With Redis: a job taken from flashq:jobs went to the broker that owns its session.
+  void job_handed_over();
   // A job's first assignment to a worker, `seconds` after its submission.
   void job_started(double queued_seconds);
   // A job's end (any finish reason), `seconds` after its submission.
@@ -60,7 +62,7 @@ class BrokerMetrics {
 
  private:
   mutable std::mutex mutex_;
-  uint64_t admitted_ = 0, retries_ = 0, generation_tokens_ = 0;
+  uint64_t admitted_ = 0, retries_ = 0, generation_tokens_ = 0, handovers_ = 0;
   uint64_t drafts_ = 0, draft_tokens_ = 0, accepted_ = 0;
   std::vector<uint64_t> accepted_per_pos_;  // [i]: drafts whose position i was accepted
   std::map<std::string, uint64_t> rejected_, finished_, routed_;

@@ -44,6 +44,7 @@ std::string default_redis_consumer(const std::string& frontend_endpoint) {
 RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& frontend_endpoint, BrokerCore& core,
                              JobTable& jobs, JobQueue& queue, const WorkerRegistry& workers, BrokerMetrics& metrics)
     : options_(options.redis),
+      route_sessions_(options.routing.cache_aware),
       default_deadline_ms_(options.default_deadline_ms),
       retry_after_ms_(options.retry_after_ms),
       core_(core),
@@ -53,6 +54,7 @@ RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& fr
       metrics_(metrics),
       connection_(parse_redis_url(options.redis.url)) {
   if (options_.consumer.empty()) options_.consumer = default_redis_consumer(frontend_endpoint);
+  handover_ = schema::handover_key(options_.consumer);
   for (const std::string& script : schema::scripts()) connection_.register_script(script);
   spdlog::info("broker: redis {} as consumer '{}'", connection_.url().describe(), options_.consumer);
 }
@@ -81,6 +83,7 @@ void RedisJobStore::turn() {
     const auto now = SteadyClock::now();
     if (!core_.draining()) fetch(now);
     follower_.turn(now);
+    announce_alive();
     keep_claimed();
     while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
     ok = pipeline_.send(connection_);
@@ -113,31 +116,21 @@ void RedisJobStore::on_connect() {
       spdlog::error("redis: cannot create consumer group: {}", group.text);
       return;
     }
-    std::string after = "0";
-    while (true) {
-      RedisCommand read = schema::read_own_pending(options_.consumer, 500);
-      read.back() = after;
-      const RedisReply reply = connection_.command(read);
-      if (reply.is_error()) {
-        spdlog::error("redis: cannot read pending entries: {}", reply.text);
-        return;
-      }
-      int64_t count = 0;
-      for (const auto& [stream, entries] : schema::streams_of(reply)) {
-        for (const schema::Entry& entry : entries) {
-          take(entry, true);
-          after = entry.id;
-          ++count;
-        }
-      }
-      if (count < 500) break;
+    const RedisReply handover = connection_.command(schema::create_handover_group(options_.consumer));
+    if (handover.is_error() && handover.text.rfind("BUSYGROUP", 0) != 0) {
+      spdlog::error("redis: cannot create consumer group of {}: {}", handover_, handover.text);
+      return;
     }
+    if (connection_.command(schema::register_broker(options_.consumer)).is_error()) return;
+    read_own_pending(schema::kJobs);
+    read_own_pending(handover_);
     follower_.on_connect(connection_);
   } catch (const Error& e) {
     spdlog::warn("redis: {}", e.what());
     return;
   }
   ready_ = true;
+  alive_ = false;               // said again (Redis may have lost the key) by the turn's announce_alive
   core_.store_state_changed();  // /readyz and flashq_redis_connected follow at once, not at the next sweep
 }
 
@@ -185,6 +178,26 @@ void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
       OnFailure::kDrop);
 }
 
+// Every entry pending for this broker in `stream` (taken, or handed to it, and not finished).
+// Throws Error(kIo) when the connection breaks.
+void RedisJobStore::read_own_pending(const std::string& stream) {
+  std::string after = "0";
+  while (true) {
+    const RedisReply reply = connection_.command(schema::read_own_pending(stream, options_.consumer, 500, after));
+    if (reply.is_error()) throw Error(ErrorCode::kIo, "cannot read pending entries of " + stream + ": " + reply.text);
+    int64_t count = 0;
+    for (const auto& [key, entries] : schema::streams_of(reply)) {
+      for (const schema::Entry& entry : entries) {
+        take(stream, entry, true);
+        after = entry.id;
+        ++count;
+      }
+    }
+    if (count < 500) break;
+  }
+  if (stream == handover_ && after != "0") handed_after_ = after;
+}
+
 // New entries do not wake the loop: the intake is read every few ms, and at once again while
 // reads come back full.
 void RedisJobStore::fetch(SteadyClock::time_point now) {
@@ -195,7 +208,7 @@ void RedisJobStore::fetch(SteadyClock::time_point now) {
   fetch_again_ = false;
   last_fetch_ = now;
   pipeline_.add(
-      schema::read_new(options_.consumer, count),
+      schema::read_new(options_.consumer, count, handed_after_),
       [this, count](const RedisReply& reply) {
         fetching_ = false;
         if (reply.is_error()) {
@@ -204,14 +217,15 @@ void RedisJobStore::fetch(SteadyClock::time_point now) {
           return;
         }
         for (const auto& [stream, entries] : schema::streams_of(reply)) {
-          fetch_again_ = static_cast<int64_t>(entries.size()) >= count;
-          for (const schema::Entry& entry : entries) take(entry, false);
+          fetch_again_ = fetch_again_ || static_cast<int64_t>(entries.size()) >= count;
+          for (const schema::Entry& entry : entries) take(stream, entry, false);
+          if (stream == handover_ && !entries.empty()) handed_after_ = entries.back().id;
         }
       },
       OnFailure::kDrop);
 }
 
-void RedisJobStore::take(const schema::Entry& entry, bool own_pending) {
+void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, bool own_pending) {
   protocol::Job job;
   try {
     job = job_from_fields(entry.fields);
@@ -219,7 +233,7 @@ void RedisJobStore::take(const schema::Entry& entry, bool own_pending) {
     const auto id = entry.fields.find("id");
     const std::string job_id = id == entry.fields.end() ? std::string() : id->second;
     spdlog::warn("redis: entry {} is not a job ({}); filed under {}", entry.id, e.what(), schema::kDead);
-    pipeline_.add(schema::dead_letter(entry.id, job_id, std::string("malformed job: ") + e.what(),
+    pipeline_.add(schema::dead_letter(stream, entry.id, job_id, std::string("malformed job: ") + e.what(),
                                       options_.dead_letters_kept, options_.retention_s),
                   nullptr, OnFailure::kRetry);
     metrics_.job_rejected("malformed");
@@ -227,21 +241,34 @@ void RedisJobStore::take(const schema::Entry& entry, bool own_pending) {
   }
   if (job.id.empty()) job.id = "redis-" + entry.id;
   const JobRecord* known = jobs_.find(job.id);
-  if (own_pending && known && known->redis_entry == entry.id &&
+  if (own_pending && known && known->redis_entry == entry.id && known->redis_stream == stream &&
       (known->phase == JobPhase::kQueued || known->phase == JobPhase::kRunning)) {
     return;  // a reconnect, not a restart: we hold it already
   }
-  RedisCommand command = schema::take(options_.consumer, job.id, entry.id);
+  // A session's turn goes to the broker that ran its last one (it holds the session's cache), when
+  // that broker is alive; else it runs here, and this broker owns the session from now on.
+  const std::string session = route_sessions_ && job.session ? *job.session : std::string();
+  // A handed entry was written when it was handed: the job was submitted when the original was.
+  int64_t submitted_ms = schema::entry_time_ms(entry.id);
+  if (auto original = entry.fields.find("handed_entry"); original != entry.fields.end()) {
+    try {
+      submitted_ms = schema::entry_time_ms(original->second);
+    } catch (const Error&) {
+      // not one of ours: the handed entry's own time
+    }
+  }
+  RedisCommand command =
+      schema::take(stream, options_.consumer, job.id, entry.id, session, options_.session_ttl_s * 1000);
   pipeline_.add(
       std::move(command),
-      [this, job = std::move(job), entry_id = entry.id](const RedisReply& reply) mutable {
+      [this, job = std::move(job), stream, entry_id = entry.id, submitted_ms](const RedisReply& reply) mutable {
         if (reply.is_error()) {
           // It stays pending for us: read again after a reconnect, or claimed by another broker.
           if (!connection_lost_in(reply)) spdlog::warn("redis: taking {}: {}", entry_id, reply.text);
           return;
         }
         try {
-          admit_taken(std::move(job), entry_id, schema::take_of(reply));
+          admit_taken(std::move(job), stream, entry_id, submitted_ms, schema::take_of(reply));
         } catch (const Error& e) {
           spdlog::warn("redis: taking {}: {}", entry_id, e.what());
         }
@@ -249,7 +276,13 @@ void RedisJobStore::take(const schema::Entry& entry, bool own_pending) {
       OnFailure::kDrop);
 }
 
-void RedisJobStore::admit_taken(protocol::Job job, const std::string& entry, const schema::Take& take) {
+void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, const std::string& entry,
+                                int64_t submitted_ms, const schema::Take& take) {
+  if (take.outcome == schema::Take::Outcome::kHanded) {
+    spdlog::debug("job {}: session '{}' handed to broker {}", job.id, job.session.value_or(""), take.handed_to);
+    metrics_.job_handed_over();
+    return;
+  }
   if (take.outcome != schema::Take::Outcome::kRun) return;  // finished or a duplicate: acknowledged
   auto it = jobs_.jobs.find(job.id);
   if (it != jobs_.jobs.end() && it->second.phase != JobPhase::kRemote) return;  // ours already
@@ -259,17 +292,18 @@ void RedisJobStore::admit_taken(protocol::Job job, const std::string& entry, con
     record.phase = JobPhase::kRemote;  // until admitted below
     // Written into flashq:jobs by another broker or a Redis client: it was submitted when the
     // entry was added (its id's milliseconds), which its queue time and time to first token count from.
-    const int64_t age_ms = std::max<int64_t>(0, wall_ms() - schema::entry_time_ms(entry));
+    const int64_t age_ms = std::max<int64_t>(0, wall_ms() - submitted_ms);
     record.submitted_at = now - std::chrono::milliseconds(age_ms);
     it = jobs_.jobs.emplace(job.id, std::move(record)).first;
   }
   JobRecord& record = it->second;
   const std::string id = job.id;
   const int64_t deadline = job.deadline_ms > 0 ? job.deadline_ms : default_deadline_ms_;
-  record.deadline_at = now + std::chrono::milliseconds(schema::entry_time_ms(entry) + deadline - wall_ms());
+  record.deadline_at = now + std::chrono::milliseconds(submitted_ms + deadline - wall_ms());
   record.prompt_tokens_estimate = estimate_prompt_tokens(job);
   record.job = std::move(job);
   record.redis_entry = entry;
+  record.redis_stream = stream;
   record.redis_owner_lost = false;
   record.attempt = std::max(record.attempt, take.attempt);
   if (take.cancel_requested) {  // cancelled while it waited in Redis
@@ -353,32 +387,50 @@ bool RedisJobStore::cancel_elsewhere(const std::string& producer, const std::str
   return true;
 }
 
+// Alive (sessions may be handed to us) while we have workers and are not draining: said at once
+// when that changes, and refreshed with the claims (keep_claimed). The key lives one claim
+// timeout, the time after which our entries go to other brokers too.
+void RedisJobStore::announce_alive() {
+  const bool alive = !core_.draining() && !workers_.all().empty();
+  if (alive == alive_) return;
+  alive_ = alive;
+  pipeline_.add(alive ? schema::alive(options_.consumer, options_.claim_idle_ms) : schema::not_alive(options_.consumer),
+                nullptr, OnFailure::kDrop);
+}
+
 // Entries this broker holds are claimed again now and then, so they never look idle to the
 // others; entries idle past the timeout (their broker died) are claimed for ourselves.
 void RedisJobStore::keep_claimed() {
   const auto now = SteadyClock::now();
   if (now - last_keep_ < std::chrono::milliseconds(std::max<int64_t>(options_.claim_idle_ms / 3, 10))) return;
   last_keep_ = now;
-  std::vector<std::string> entries;
+  if (alive_) pipeline_.add(schema::alive(options_.consumer, options_.claim_idle_ms), nullptr, OnFailure::kDrop);
+  std::map<std::string, std::vector<std::string>> held;  // entries per stream
+  auto keep = [&](const std::string& stream) {
+    pipeline_.add(schema::keep_claimed(stream, options_.consumer, held[stream]), nullptr, OnFailure::kDrop);
+    held[stream].clear();
+  };
   for (const auto& [id, job] : jobs_.jobs) {
     if ((job.phase == JobPhase::kQueued || job.phase == JobPhase::kRunning) && !job.redis_entry.empty()) {
-      entries.push_back(job.redis_entry);
-    }
-    if (entries.size() >= 1000) {
-      pipeline_.add(schema::keep_claimed(options_.consumer, entries), nullptr, OnFailure::kDrop);
-      entries.clear();
+      const std::string& stream = job.redis_stream.empty() ? std::string(schema::kJobs) : job.redis_stream;
+      held[stream].push_back(job.redis_entry);
+      if (held[stream].size() >= 1000) keep(stream);
     }
   }
-  if (!entries.empty()) pipeline_.add(schema::keep_claimed(options_.consumer, entries), nullptr, OnFailure::kDrop);
+  for (const auto& [stream, list] : held) {
+    if (!list.empty()) keep(stream);
+  }
   const int64_t capacity = free_capacity();
   if (core_.draining() || capacity <= 0) return;
   pipeline_.add(
       schema::claim_idle(options_.consumer, options_.claim_idle_ms, capacity),
       [this](const RedisReply& reply) {
-        if (reply.is_error() || reply.elements.size() < 2) return;
-        for (const schema::Entry& entry : schema::entries_of(reply.elements[1])) {
-          spdlog::info("redis: claimed entry {} of a silent broker", entry.id);
-          take(entry, false);
+        if (reply.is_error()) return;
+        for (const auto& [stream, entries] : schema::streams_of(reply)) {
+          for (const schema::Entry& entry : entries) {
+            spdlog::info("redis: claimed entry {} of {} from a silent broker", entry.id, stream);
+            take(stream, entry, false);
+          }
         }
       },
       OnFailure::kDrop);
@@ -422,28 +474,28 @@ void RedisJobStore::store_events(const std::string& id) {
 void RedisJobStore::store_final(JobRecord& job, protocol::Event final_event) {
   if (job.redis_owner_lost) return;
   store_events(job.job.id);  // before the final
-  pipeline_.add(schema::final(options_.consumer, job.job.id, job.redis_entry, final_event.seq,
-                              *final_event.final_result, options_.retention_s, job.dead_reason,
-                              options_.dead_letters_kept),
-                [this, final_event = std::move(final_event)](const RedisReply& reply) {
-                  const std::string& id = final_event.id;
-                  if (reply.is_error()) {
-                    spdlog::warn("job {}: storing the final: {}", id, reply.text);
-                    return;
-                  }
-                  JobRecord* owned = jobs_.find(id);
-                  if (!owned || owned->redis_owner_lost) return;
-                  if (reply.integer == 1) {
-                    core_.deliver(*owned, final_event);
-                  } else {
-                    // -1: another broker owns the job; 0: a final is stored already (another
-                    // broker's, or ours when this was a retry): the stored one is relayed.
-                    spdlog::warn("job {}: {}; relaying the stored final", id,
-                                 reply.integer == 0 ? "already finished in redis" : "another broker owns it");
-                    lost_ownership(id);
-                  }
-                },
-                OnFailure::kRetry);
+  pipeline_.add(
+      schema::final(options_.consumer, job.job.id, job.redis_stream, job.redis_entry, final_event.seq,
+                    *final_event.final_result, options_.retention_s, job.dead_reason, options_.dead_letters_kept),
+      [this, final_event = std::move(final_event)](const RedisReply& reply) {
+        const std::string& id = final_event.id;
+        if (reply.is_error()) {
+          spdlog::warn("job {}: storing the final: {}", id, reply.text);
+          return;
+        }
+        JobRecord* owned = jobs_.find(id);
+        if (!owned || owned->redis_owner_lost) return;
+        if (reply.integer == 1) {
+          core_.deliver(*owned, final_event);
+        } else {
+          // -1: another broker owns the job; 0: a final is stored already (another
+          // broker's, or ours when this was a retry): the stored one is relayed.
+          spdlog::warn("job {}: {}; relaying the stored final", id,
+                       reply.integer == 0 ? "already finished in redis" : "another broker owns it");
+          lost_ownership(id);
+        }
+      },
+      OnFailure::kRetry);
 }
 
 // Another broker took the job (we were silent too long): stop running it and relay instead, from
@@ -507,6 +559,9 @@ bool RedisJobStore::answer_replay(const std::string& producer, const protocol::R
 
 void RedisJobStore::flush(std::chrono::milliseconds timeout) {
   while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
+  // No more sessions handed to a broker that is going away (else they wait for a claim).
+  if (alive_) pipeline_.add(schema::not_alive(options_.consumer), nullptr, OnFailure::kRetry);
+  alive_ = false;
   const auto give_up = SteadyClock::now() + timeout;
   while (pipeline_.retained() > 0 && SteadyClock::now() < give_up) {
     if (connection_.ensure_connected() && pipeline_.flush(connection_)) continue;

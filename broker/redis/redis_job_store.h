@@ -1,5 +1,6 @@
 // The job store on Redis (docs/redis.md): intake into flashq:jobs, taking entries
-// as this broker's workers have room, events into flashq:out:<id> before they go out, finals with
+// as this broker's workers have room (and handing those of a session another live broker owns
+// to that broker's stream), events into flashq:out:<id> before they go out, finals with
 // acknowledgement, and claims of a dead broker's entries; the jobs that other brokers run are
 // relayed to this broker's producers and subscribers by its RedisFollower. Everything goes
 // through one pipeline per loop turn; nothing here blocks on Redis except STATUS, REPLAY and
@@ -64,15 +65,21 @@ class RedisJobStore final : public JobStore {
   void on_connect();
   int64_t free_capacity() const;
   void fetch(SteadyClock::time_point now);
-  void take(const redis_schema::Entry& entry, bool own_pending);
-  void admit_taken(protocol::Job job, const std::string& entry, const redis_schema::Take& take);
+  void read_own_pending(const std::string& stream);
+  void take(const std::string& stream, const redis_schema::Entry& entry, bool own_pending);
+  // `submitted_ms`: when the job's first entry was written (its deadline and latencies count from it).
+  void admit_taken(protocol::Job job, const std::string& stream, const std::string& entry, int64_t submitted_ms,
+                   const redis_schema::Take& take);
   void catch_up(const std::string& id, int64_t next_seq);
+  void announce_alive();
   void keep_claimed();
   void store_events(const std::string& id);
   void store_final(JobRecord& job, protocol::Event final_event);
   void lost_ownership(const std::string& id);
 
   RedisOptions options_;
+  const bool route_sessions_;  // cache-aware routing: a session's turns go to its owner broker
+  std::string handover_;       // this broker's handover stream, flashq:jobs:<consumer>
   const int64_t default_deadline_ms_;
   const int64_t retry_after_ms_;
   BrokerCore& core_;
@@ -88,6 +95,8 @@ class RedisJobStore final : public JobStore {
   bool fetching_ = false;       // an XREADGROUP is in flight
   bool fetch_again_ = false;    // the last read came back full: read again at once
   SteadyClock::time_point last_fetch_;
+  std::string handed_after_ = "0";  // the last entry of our handover stream read
+  bool alive_ = false;              // flashq:broker:<consumer> set by us and not deleted since
   static constexpr std::chrono::milliseconds kReadInterval{5};
   RedisFollower follower_{pipeline_, jobs_, core_};  // jobs run elsewhere, flashq:control
   SteadyClock::time_point last_keep_;

@@ -23,25 +23,94 @@ local entry = redis.call('XADD', KEYS[1], '*', unpack(ARGV))
 redis.call('HSET', KEYS[2], 'state', 'queued', 'entry', entry)
 return {'new', entry})";
 
+// KEYS: the stream the entry was read from (flashq:jobs or a broker's handover stream), the job's
+// status hash. ARGV: consumer, entry, session ('' for none), session TTL in ms. The hash's
+// `entry` and `stream` name the one entry that may run the job; any other is a duplicate.
+// A session owned by another live broker (its flashq:broker:<name> key exists) is handed over:
+// the entry is copied to that broker's stream, made pending for it there (XCLAIM FORCE: it finds
+// it by reading its own pending entries) and acknowledged here, in this one script, so a crash
+// can neither lose nor duplicate it. Only entries of flashq:jobs are handed over, so a job moves
+// at most once. The keys of the owner are built here from the session key's value: flashq keeps
+// everything on one Redis (not a cluster), where a script may reach any key.
 constexpr const char* kTakeScript = R"(
 local h = KEYS[2]
-local state = redis.call('HGET', h, 'state')
-if state == 'finished' then
+local function ack()
   redis.call('XACK', KEYS[1], 'flashq', ARGV[2])
   redis.call('XDEL', KEYS[1], ARGV[2])
+end
+local state = redis.call('HGET', h, 'state')
+if state == 'finished' then
+  ack()
   return {'finished', '0', '0', '0', redis.call('HGET', h, 'final') or ''}
 end
 local entry = redis.call('HGET', h, 'entry')
-if entry and entry ~= ARGV[2] then
-  redis.call('XACK', KEYS[1], 'flashq', ARGV[2])
-  redis.call('XDEL', KEYS[1], ARGV[2])
+local stream = redis.call('HGET', h, 'stream') or 'flashq:jobs'
+if entry and (entry ~= ARGV[2] or stream ~= KEYS[1]) then
+  ack()
   return {'duplicate', '0', '0', '0', ''}
 end
+local session = ARGV[3] ~= '' and ('flashq:session:' .. ARGV[3]) or nil
+if session and KEYS[1] == 'flashq:jobs' then
+  local owner = redis.call('GET', session)
+  if owner and owner ~= ARGV[1] and redis.call('EXISTS', 'flashq:broker:' .. owner) == 1 then
+    local found = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
+    if #found == 1 then
+      local fields = found[1][2]
+      fields[#fields + 1] = 'handed_from'
+      fields[#fields + 1] = ARGV[1]
+      fields[#fields + 1] = 'handed_entry'
+      fields[#fields + 1] = ARGV[2]
+      local target = 'flashq:jobs:' .. owner
+      redis.pcall('XGROUP', 'CREATE', target, 'flashq', '0', 'MKSTREAM')
+      local moved = redis.call('XADD', target, '*', unpack(fields))
+      redis.call('XCLAIM', target, 'flashq', owner, '0', moved, 'FORCE', 'JUSTID')
+      ack()
+      redis.call('HSET', h, 'entry', moved, 'stream', target, 'owner', owner)
+      if not state then redis.call('HSET', h, 'state', 'queued') end
+      return {'handed', '0', '0', '0', owner}
+    end
+  end
+end
 local deliveries = redis.call('HINCRBY', h, 'deliveries', 1)
-redis.call('HSET', h, 'entry', ARGV[2], 'owner', ARGV[1])
+redis.call('HSET', h, 'entry', ARGV[2], 'stream', KEYS[1], 'owner', ARGV[1])
 if not state then redis.call('HSET', h, 'state', 'queued') end
+if session then redis.call('SET', session, ARGV[1], 'PX', ARGV[4]) end
 local cancel = redis.call('HGET', h, 'cancel') and 'cancel' or ''
 return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', cancel})";
+
+// A broker that is alive is registered too (the claims may have forgotten it while it was not).
+constexpr const char* kAliveScript = R"(
+redis.call('SET', 'flashq:broker:' .. ARGV[1], '1', 'PX', ARGV[2])
+redis.call('SADD', 'flashq:brokers', ARGV[1])
+return 1)";
+
+// Entries idle past the claim timeout (their broker died, or stopped refreshing them), in
+// flashq:jobs and in every broker's handover stream (flashq:brokers names them); a stream
+// without the group yet is skipped. A broker that is not alive and has nothing in its stream is
+// forgotten (it registers again when it is alive), so the names of brokers gone for good do not
+// pile up in every claim; its empty stream and group stay, for when it comes back. Reply as
+// XREAD's: {stream, entries} per stream.
+constexpr const char* kClaimIdleScript = R"(
+local streams = {'flashq:jobs'}
+for _, name in ipairs(redis.call('SMEMBERS', 'flashq:brokers')) do
+  local stream = 'flashq:jobs:' .. name
+  if redis.call('EXISTS', 'flashq:broker:' .. name) == 0 and redis.call('XLEN', stream) == 0 then
+    redis.call('SREM', 'flashq:brokers', name)
+  else
+    streams[#streams + 1] = stream
+  end
+end
+local left = tonumber(ARGV[3])
+local out = {}
+for _, stream in ipairs(streams) do
+  if left <= 0 then break end
+  local claimed = redis.pcall('XAUTOCLAIM', stream, 'flashq', ARGV[1], ARGV[2], '0-0', 'COUNT', left)
+  if type(claimed) == 'table' and not claimed.err and #claimed[2] > 0 then
+    out[#out + 1] = {stream, claimed[2]}
+    left = left - #claimed[2]
+  end
+end
+return out)";
 
 // Several events of one job in one call (ARGV: owner, max events, then seq, token_ids, text per
 // event): one script run per job per loop turn, not per event.
@@ -120,6 +189,9 @@ RedisFields fields_of(const RedisReply& flat) {
 }
 
 std::string job_key(const std::string& id) { return "flashq:job:" + id; }
+std::string handover_key(const std::string& consumer) { return std::string(kJobs) + ":" + consumer; }
+std::string broker_key(const std::string& consumer) { return "flashq:broker:" + consumer; }
+std::string session_key(const std::string& session) { return "flashq:session:" + session; }
 std::string out_key(const std::string& id) { return std::string(kOutPrefix) + id; }
 std::string job_of_out_key(const std::string& key) { return key.substr(kOutPrefix.size()); }
 
@@ -142,10 +214,15 @@ std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisRe
 }
 
 std::vector<std::string> scripts() {
-  return {kIntakeScript, kTakeScript, kEventScript, kFinalScript, kDeadLetterScript, kCancelScript};
+  return {kIntakeScript, kTakeScript,  kAliveScript,      kClaimIdleScript,
+          kEventScript,  kFinalScript, kDeadLetterScript, kCancelScript};
 }
 
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
+RedisCommand create_handover_group(const std::string& consumer) {
+  return {"XGROUP", "CREATE", handover_key(consumer), kGroup, "0", "MKSTREAM"};
+}
+RedisCommand register_broker(const std::string& consumer) { return {"SADD", kBrokers, consumer}; }
 RedisCommand ping() { return {"PING"}; }
 
 RedisCommand intake(const protocol::Job& job) {
@@ -154,27 +231,36 @@ RedisCommand intake(const protocol::Job& job) {
   return command;
 }
 
-RedisCommand read_new(const std::string& consumer, int64_t count) {
-  return {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS", kJobs, ">"};
+RedisCommand read_new(const std::string& consumer, int64_t count, const std::string& handed_after) {
+  return {"XREADGROUP",           "GROUP", kGroup,      consumer, "COUNT", std::to_string(count), "STREAMS", kJobs,
+          handover_key(consumer), ">",     handed_after};
 }
 
-RedisCommand read_own_pending(const std::string& consumer, int64_t count) {
-  return {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS", kJobs, "0"};
+RedisCommand read_own_pending(const std::string& stream, const std::string& consumer, int64_t count,
+                              const std::string& after) {
+  return {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS", stream, after};
 }
 
 RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count) {
-  return {"XAUTOCLAIM", kJobs, kGroup, consumer, std::to_string(idle_ms), "0-0", "COUNT", std::to_string(count)};
+  return {"EVAL", kClaimIdleScript, "0", consumer, std::to_string(idle_ms), std::to_string(count)};
 }
 
-RedisCommand keep_claimed(const std::string& consumer, const std::vector<std::string>& entries) {
-  RedisCommand command = {"XCLAIM", kJobs, kGroup, consumer, "0"};
+RedisCommand keep_claimed(const std::string& stream, const std::string& consumer,
+                          const std::vector<std::string>& entries) {
+  RedisCommand command = {"XCLAIM", stream, kGroup, consumer, "0"};
   command.insert(command.end(), entries.begin(), entries.end());
   command.push_back("JUSTID");
   return command;
 }
 
-RedisCommand take(const std::string& consumer, const std::string& job_id, const std::string& entry) {
-  return {"EVAL", kTakeScript, "2", kJobs, job_key(job_id), consumer, entry};
+RedisCommand alive(const std::string& consumer, int64_t ttl_ms) {
+  return {"EVAL", kAliveScript, "0", consumer, std::to_string(ttl_ms)};
+}
+RedisCommand not_alive(const std::string& consumer) { return {"DEL", broker_key(consumer)}; }
+
+RedisCommand take(const std::string& stream, const std::string& consumer, const std::string& job_id,
+                  const std::string& entry, const std::string& session, int64_t session_ttl_ms) {
+  return {"EVAL", kTakeScript, "2", stream, job_key(job_id), consumer, entry, session, std::to_string(session_ttl_ms)};
 }
 
 Take take_of(const RedisReply& reply) {
@@ -185,12 +271,15 @@ Take take_of(const RedisReply& reply) {
   const std::string& outcome = reply.elements[0].text;
   out.outcome = outcome == "finished"    ? Take::Outcome::kFinished
                 : outcome == "duplicate" ? Take::Outcome::kDuplicate
+                : outcome == "handed"    ? Take::Outcome::kHanded
                                          : Take::Outcome::kRun;
   out.deliveries = to_int(reply.elements[1].text);
   out.next_seq = to_int(reply.elements[2].text);
   out.attempt = to_int(reply.elements[3].text);
   if (out.outcome == Take::Outcome::kFinished) {
     out.final_json = reply.elements[4].text;
+  } else if (out.outcome == Take::Outcome::kHanded) {
+    out.handed_to = reply.elements[4].text;
   } else {
     out.cancel_requested = reply.elements[4].text == "cancel";
   }
@@ -213,15 +302,15 @@ RedisCommand events(const std::string& consumer, const std::string& job_id, cons
   return command;
 }
 
-RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& entry, int64_t seq,
-                   const protocol::FinalResult& result, int64_t retention_s, const std::string& dead_reason,
-                   int64_t dead_max) {
+RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& stream,
+                   const std::string& entry, int64_t seq, const protocol::FinalResult& result, int64_t retention_s,
+                   const std::string& dead_reason, int64_t dead_max) {
   return {"EVAL",
           kFinalScript,
           "4",
           job_key(job_id),
           out_key(job_id),
-          kJobs,
+          stream.empty() ? std::string(kJobs) : stream,
           kDead,
           consumer,
           std::to_string(seq),
@@ -234,15 +323,26 @@ RedisCommand final(const std::string& consumer, const std::string& job_id, const
           job_id};
 }
 
-RedisCommand dead_letter(const std::string& entry, const std::string& job_id, const std::string& reason,
-                         int64_t dead_max, int64_t retention_s) {
+RedisCommand dead_letter(const std::string& stream, const std::string& entry, const std::string& job_id,
+                         const std::string& reason, int64_t dead_max, int64_t retention_s) {
   protocol::FinalResult rejected;
   rejected.finish_reason = protocol::FinishReason::kRejected;
   rejected.error = reason;
   // An id that is not a valid job id gets no result stream: nobody could have asked for it.
   const std::string id = protocol::is_valid_id(job_id) ? job_id : std::string();
-  return {"EVAL",   kDeadLetterScript, "4", kJobs, kDead, job_key(id), out_key(id), entry, id, reason,
-          std::to_string(dead_max), final_to_json(rejected), std::to_string(retention_s)};
+  return {"EVAL",
+          kDeadLetterScript,
+          "4",
+          stream,
+          kDead,
+          job_key(id),
+          out_key(id),
+          entry,
+          id,
+          reason,
+          std::to_string(dead_max),
+          final_to_json(rejected),
+          std::to_string(retention_s)};
 }
 
 RedisCommand cancel(const std::string& job_id, int64_t control_max) {

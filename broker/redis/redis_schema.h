@@ -1,6 +1,11 @@
 // What flashq keeps in Redis (docs/redis.md), as commands and replies:
 //   flashq:jobs        intake stream, consumer group `flashq`, one consumer per broker
-//   flashq:job:<id>    status hash: state, owner, entry, attempt, deliveries, next_seq, final
+//   flashq:jobs:<name> broker <name>'s handover stream: jobs of sessions it owns, taken from
+//                      flashq:jobs by another broker; same group, pending for <name> from the start
+//   flashq:job:<id>    status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final
+//   flashq:session:<s> the broker that last ran session <s> (expires)
+//   flashq:broker:<n>  present while broker <n> is alive and has workers (expires)
+//   flashq:brokers     the brokers whose handover streams are claimed from (alive, or not empty)
 //   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`
 //   flashq:dead        dead letters: id, reason, entry
 //   flashq:control     requests every broker reads: `cancel <id>`
@@ -26,7 +31,11 @@ inline constexpr const char* kJobs = "flashq:jobs";
 inline constexpr const char* kGroup = "flashq";
 inline constexpr const char* kDead = "flashq:dead";
 inline constexpr const char* kControl = "flashq:control";
+inline constexpr const char* kBrokers = "flashq:brokers";
 std::string job_key(const std::string& id);
+std::string handover_key(const std::string& consumer);  // flashq:jobs:<consumer>
+std::string broker_key(const std::string& consumer);    // flashq:broker:<consumer>
+std::string session_key(const std::string& session);    // flashq:session:<session>
 std::string out_key(const std::string& id);
 
 // A flat name, value, name, value ... reply (an entry's fields, HGETALL) as a map.
@@ -43,6 +52,8 @@ std::vector<Entry> entries_of(const RedisReply& reply);
 std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisReply& reply);
 
 RedisCommand create_group();  // BUSYGROUP (it exists) is fine
+RedisCommand create_handover_group(const std::string& consumer);  // of the consumer's own stream; BUSYGROUP fine
+RedisCommand register_broker(const std::string& consumer);        // into flashq:brokers
 RedisCommand ping();          // its reply only marks a point in the pipeline
 // The Lua scripts the commands below run, for RedisConnection::register_script.
 std::vector<std::string> scripts();
@@ -51,19 +62,35 @@ std::vector<std::string> scripts();
 // where state is "new" or the known job's state.
 RedisCommand intake(const protocol::Job& job);
 
-RedisCommand read_new(const std::string& consumer, int64_t count);
-RedisCommand read_own_pending(const std::string& consumer, int64_t count);
+// New entries of flashq:jobs, and the entries handed to this broker after `handed_after` (they
+// are pending for it from the moment they are handed, so they are read as its own pending ones).
+// Reply as streams_of() reads it: keys kJobs and handover_key(consumer).
+RedisCommand read_new(const std::string& consumer, int64_t count, const std::string& handed_after);
+// This consumer's pending entries in `stream` after entry `after` ("0": all).
+RedisCommand read_own_pending(const std::string& stream, const std::string& consumer, int64_t count,
+                              const std::string& after);
+// Entries idle past `idle_ms` in flashq:jobs and every broker's handover stream, claimed for
+// `consumer`. Reply as streams_of() reads it.
 RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count);
-RedisCommand keep_claimed(const std::string& consumer, const std::vector<std::string>& entries);
+RedisCommand keep_claimed(const std::string& stream, const std::string& consumer,
+                          const std::vector<std::string>& entries);
+// This broker is alive and can run jobs for `ttl_ms` more (sessions may be handed to it; it is
+// in flashq:brokers); or not.
+RedisCommand alive(const std::string& consumer, int64_t ttl_ms);
+RedisCommand not_alive(const std::string& consumer);
 
-// A delivered entry becomes this broker's to run. Reply: see Take.
-RedisCommand take(const std::string& consumer, const std::string& job_id, const std::string& entry);
+// A delivered entry of `stream` becomes this broker's to run, or, when its `session` (empty:
+// none) is owned by another live broker, goes to that broker's handover stream. A run makes this
+// broker the session's owner for `session_ttl_ms`. Reply: see Take.
+RedisCommand take(const std::string& stream, const std::string& consumer, const std::string& job_id,
+                  const std::string& entry, const std::string& session, int64_t session_ttl_ms);
 struct Take {
-  enum class Outcome { kRun, kFinished, kDuplicate } outcome = Outcome::kRun;
+  enum class Outcome { kRun, kFinished, kDuplicate, kHanded } outcome = Outcome::kRun;
   int64_t deliveries = 0;
   int64_t next_seq = 0;  // events already in the result stream (a previous owner's)
   int64_t attempt = 0;
   std::string final_json;        // kFinished
+  std::string handed_to;         // kHanded: the broker owning the job's session
   bool cancel_requested = false;  // kRun: a CANCEL came before any broker ran it
 };
 Take take_of(const RedisReply& reply);
@@ -73,15 +100,16 @@ RedisCommand mark_running(const std::string& job_id, int64_t attempt);
 // when another broker owns the job now, -2 when one is out of order.
 RedisCommand events(const std::string& consumer, const std::string& job_id, const std::vector<protocol::Event>& list,
                     int64_t max_events);
-// Stores the final result, acknowledges and deletes the entry, sets retention; with a
-// `dead_reason`, also a dead letter. Reply 1 stored, 0 already final, -1 another broker owns it.
-RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& entry, int64_t seq,
-                   const protocol::FinalResult& result, int64_t retention_s, const std::string& dead_reason,
-                   int64_t dead_max);
-// A malformed entry: straight to flashq:dead, acknowledged and deleted; when it names a valid
-// job id, that id's result stream gets a `rejected` final with the reason.
-RedisCommand dead_letter(const std::string& entry, const std::string& job_id, const std::string& reason,
-                         int64_t dead_max, int64_t retention_s);
+// Stores the final result, acknowledges and deletes the entry (of `stream`; empty: flashq:jobs),
+// sets retention; with a `dead_reason`, also a dead letter. Reply 1 stored, 0 already final, -1
+// another broker owns it.
+RedisCommand final(const std::string& consumer, const std::string& job_id, const std::string& stream,
+                   const std::string& entry, int64_t seq, const protocol::FinalResult& result, int64_t retention_s,
+                   const std::string& dead_reason, int64_t dead_max);
+// A malformed entry of `stream`: straight to flashq:dead, acknowledged and deleted; when it names
+// a valid job id, that id's result stream gets a `rejected` final with the reason.
+RedisCommand dead_letter(const std::string& stream, const std::string& entry, const std::string& job_id,
+                         const std::string& reason, int64_t dead_max, int64_t retention_s);
 
 // CANCEL of a job that may run on another broker: flags the job and tells every broker on
 // flashq:control. Reply "requested", "finished" or "not_found".

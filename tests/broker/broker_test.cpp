@@ -182,8 +182,8 @@ TEST_F(BrokerFixture, AJobForAWorkerThatCannotBeReachedGoesToTheNext) {
   expect<protocol::Assign>(*w1);
   send(*w1, protocol::Final{.id = "first", .attempt = 1, .result = {.finish_reason = protocol::FinishReason::kLength}});
   expect<protocol::Event>(p);
-  w1.reset();                          // gone, well before its heartbeats are overdue (600 ms)
-  std::this_thread::sleep_for(50ms);   // the broker's socket sees the connection close
+  w1.reset();                         // gone, well before its heartbeats are overdue (600 ms)
+  std::this_thread::sleep_for(50ms);  // the broker's socket sees the connection close
   protocol::Job second = job("second", false);
   second.session = "s";
   send(p, protocol::Submit{second});

@@ -178,8 +178,8 @@ TEST_F(RedisClusterTest, JobThatAlwaysCrashesItsWorkerEndsInDeadLetters) {
 }
 
 // The delivery rules of docs/redis.md under fire: two brokers, three workers, jobs from ZeroMQ
-// and Redis producers; workers SIGKILLed and restarted every second or so, one broker SIGKILLed
-// once.
+// and Redis producers, some of them turns of sessions; workers SIGKILLed and restarted every
+// second or so, one broker SIGKILLed once.
 TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
   Cluster other(scratch_.path());
   ASSERT_TRUE(start_broker(redis_flags("a")));
@@ -198,12 +198,20 @@ TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
   auto client_a = connect_client();
   Client client_b;
   client_b.connect(other.frontend(), other.stream());
+  // Every third job belongs to one of 8 sessions, so jobs are also handed between the brokers
+  // (docs/redis.md, "Sessions across brokers") while they die.
+  auto session_of = [](size_t i) { return "conv-" + std::to_string(i % 8); };
   for (size_t i = 0; i < texts.size(); ++i) {
     ids.push_back("c-" + std::to_string(i));
     if (i % 2 == 0) {
-      xadd_job(redis, ids.back(), texts[i], kTokens);
+      if (i % 3 == 0) {
+        xadd_job(redis, ids.back(), texts[i], kTokens, {"session", session_of(i)});
+      } else {
+        xadd_job(redis, ids.back(), texts[i], kTokens);
+      }
     } else {
       protocol::Job job = make_job(ids.back(), texts[i], kTokens);
+      if (i % 3 == 0) job.session = session_of(i);
       job.stream = false;
       ASSERT_NO_THROW((i % 4 == 1 ? *client_a : client_b).submit(job, 20000)) << ids.back();
     }
@@ -237,17 +245,38 @@ TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
     }
   }
   EXPECT_TRUE(broker_killed);
+  if (finished < ids.size()) {  // what Redis holds of each unfinished job, for the failure message
+    auto joined = [](const std::vector<std::string>& words) {
+      std::string out;
+      for (const std::string& w : words) out += w + " ";
+      return out;
+    };
+    for (const std::string& id : ids) {
+      if (redis.command({"HGET", "flashq:job:" + id, "state"}) == std::vector<std::string>{"finished"}) continue;
+      std::cerr << id << ": " << joined(redis.command({"HGETALL", "flashq:job:" + id})) << "\n";
+    }
+    for (const char* stream : {"flashq:jobs", "flashq:jobs:a", "flashq:jobs:b"}) {
+      std::cerr << stream << " pending: " << joined(redis.command({"XPENDING", stream, "flashq", "-", "+", "100"}))
+                << "\n";
+    }
+    std::cerr << "brokers: " << joined(redis.command({"SMEMBERS", "flashq:brokers"})) << "\n";
+    std::cerr << "alive: " << joined(redis.command({"KEYS", "flashq:broker:*"})) << "\n";
+  }
   ASSERT_EQ(finished, ids.size());
   // The failures did land: some jobs were delivered again (a's, claimed by b or by a restarted)
-  // and some ran more than one attempt (a worker died under them).
-  int redelivered = 0, retried = 0;
+  // and some ran more than one attempt (a worker died under them); and some turns of sessions
+  // were handed to the other broker.
+  int redelivered = 0, retried = 0, handed = 0;
   for (const std::string& id : ids) {
-    const std::vector<std::string> fields = redis.command({"HMGET", "flashq:job:" + id, "deliveries", "attempt"});
-    redelivered += fields.size() == 2 && fields[0] != "(nil)" && std::stoi(fields[0]) > 1;
-    retried += fields.size() == 2 && fields[1] != "(nil)" && std::stoi(fields[1]) > 1;
+    const std::vector<std::string> fields =
+        redis.command({"HMGET", "flashq:job:" + id, "deliveries", "attempt", "stream"});
+    redelivered += fields.size() == 3 && fields[0] != "(nil)" && std::stoi(fields[0]) > 1;
+    retried += fields.size() == 3 && fields[1] != "(nil)" && std::stoi(fields[1]) > 1;
+    handed += fields.size() == 3 && fields[2].rfind("flashq:jobs:", 0) == 0;
   }
   EXPECT_GT(redelivered, 0);
   EXPECT_GT(retried, 0);
+  EXPECT_GT(handed, 0);
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i])) << ids[i];
   if (HasFailure()) std::cerr << other.logs();
 }
