@@ -1,6 +1,6 @@
 // The block pool of the paged KV cache (worker/model/block_pool.h): reference counts, the free
-// list, registration of full blocks under chain hashes, least-recently-used eviction of cached
-// blocks, and typed errors for misuse.
+// list, registration of full blocks under chain hashes and of tails, matches to the token,
+// least-recently-used eviction of cached blocks, and typed errors for misuse.
 #include "worker/model/block_pool.h"
 
 #include <gtest/gtest.h>
@@ -235,6 +235,132 @@ TEST(BlockPoolTest, UnregisteringAPrivateBlockMakesItFreeOnRelease) {
   pool.release(id);
   EXPECT_EQ(pool.stats().free, 2);
   EXPECT_EQ(pool.stats().cached, 0);
+}
+
+// A tail (a sequence's last, partial block) after a registered block: found by its parent and
+// its first tokens, never past the last token, which must run.
+TEST(BlockPoolTest, ATailLendsTheRowsThatAgreeWithTheRest) {
+  BlockPool pool(4, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(kBlock + 3, 0);  // a full block, a tail of 3
+  const BlockId full = pool.allocate().value(), tail = pool.allocate().value();
+  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
+  ASSERT_TRUE(pool.register_tail(tail, full, hashes[0], std::span(tokens).subspan(kBlock)));
+  pool.release(tail);
+  pool.release(full);
+  EXPECT_EQ(pool.stats().cached, 2);
+
+  std::vector<int32_t> next = tokens;
+  next.push_back(50);  // the tail and more: all 3 rows
+  PrefixMatch match = pool.peek_prefix(next);
+  EXPECT_EQ(match.blocks, std::vector<BlockId>{full});
+  EXPECT_EQ(match.partial, tail);
+  EXPECT_EQ(match.partial_tokens, 3);
+  EXPECT_EQ(match.evictable, 1) << "of the full blocks";
+  // Exactly the tail's tokens: the last one must still run.
+  EXPECT_EQ(pool.peek_prefix(tokens).partial_tokens, 2);
+  // Diverging after its first token: one row.
+  std::vector<int32_t> diverging(tokens.begin(), tokens.begin() + kBlock + 1);
+  diverging.insert(diverging.end(), {77, 78});
+  EXPECT_EQ(pool.peek_prefix(diverging).partial_tokens, 1);
+  // Diverging at once: nothing.
+  std::vector<int32_t> other(tokens.begin(), tokens.begin() + kBlock);
+  other.insert(other.end(), {77, 78});
+  EXPECT_FALSE(pool.peek_prefix(other).partial);
+
+  match = pool.match_prefix(next);
+  EXPECT_EQ(pool.ref_count(tail), 1) << "retained for the caller, like the full blocks";
+  EXPECT_EQ(pool.stats().hit_tokens, kBlock + 3);
+}
+
+// A prompt diverging inside a cached full block borrows the rows before the divergence.
+TEST(BlockPoolTest, AFullBlockMatchedInPartLendsItsFirstRows) {
+  BlockPool pool(4, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(2 * kBlock + 1, 0);
+  const std::vector<BlockId> ids = {pool.allocate().value(), pool.allocate().value()};
+  register_chain(pool, ids, tokens);
+  std::vector<int32_t> other(tokens.begin(), tokens.begin() + kBlock + 2);
+  other.insert(other.end(), {90, 91, 92, 93});
+  const PrefixMatch match = pool.peek_prefix(other);
+  EXPECT_EQ(match.blocks, std::vector<BlockId>{ids[0]});
+  EXPECT_EQ(match.partial, ids[1]);
+  EXPECT_EQ(match.partial_tokens, 2);
+  EXPECT_EQ(match.evictable, 0) << "both are held by their writer";
+  // At the start of a sequence too.
+  const std::vector<int32_t> early = {0, 1, 90, 91};
+  EXPECT_TRUE(pool.peek_prefix(early).blocks.empty());
+  EXPECT_EQ(pool.peek_prefix(early).partial, ids[0]);
+  EXPECT_EQ(pool.peek_prefix(early).partial_tokens, 2);
+}
+
+TEST(BlockPoolTest, TheBlockThatAgreesLongestIsLent) {
+  BlockPool pool(4, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(kBlock + 3, 0);
+  const BlockId full = pool.allocate().value(), shorter = pool.allocate().value(), longer = pool.allocate().value();
+  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
+  ASSERT_TRUE(pool.register_tail(shorter, full, hashes[0], std::span(tokens).subspan(kBlock, 1)));
+  ASSERT_TRUE(pool.register_tail(longer, full, hashes[0], std::span(tokens).subspan(kBlock, 3)));
+  std::vector<int32_t> next = tokens;
+  next.push_back(9);
+  EXPECT_EQ(pool.peek_prefix(next).partial, longer);
+  // A tail that a cached block already begins with adds nothing: it is not registered.
+  const BlockId again = pool.allocate().value();
+  EXPECT_FALSE(pool.register_tail(again, full, hashes[0], std::span(tokens).subspan(kBlock, 2)));
+  EXPECT_FALSE(pool.registered(again));
+  pool.release(again);
+  EXPECT_EQ(pool.stats().free, 1);
+}
+
+TEST(BlockPoolTest, AnEvictedTailIsFoundNoMore) {
+  BlockPool pool(2, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(kBlock + 3, 0);
+  const BlockId full = pool.allocate().value(), tail = pool.allocate().value();
+  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
+  ASSERT_TRUE(pool.register_tail(tail, full, hashes[0], std::span(tokens).subspan(kBlock, 2)));
+  pool.release(tail);  // released first: evicted first
+  pool.release(full);
+  EXPECT_EQ(pool.peek_prefix(tokens).partial, tail);
+  EXPECT_EQ(pool.allocate().value(), tail);
+  EXPECT_FALSE(pool.peek_prefix(tokens).partial);
+  EXPECT_EQ(pool.peek_prefix(tokens).blocks, std::vector<BlockId>{full});
+}
+
+// A partial match saves compute, not a block: with no block left to copy it into, once it is
+// held, its rows are computed again, and admission does not wait for it.
+TEST(BlockPoolTest, APartialMatchIsLentOnlyWithABlockToCopyItInto) {
+  BlockPool pool(2, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(kBlock + 3, 0);
+  const BlockId full = pool.allocate().value(), tail = pool.allocate().value();
+  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
+  ASSERT_TRUE(pool.register_tail(tail, full, hashes[0], std::span(tokens).subspan(kBlock, 2)));
+  pool.release(tail);
+  pool.release(full);
+  EXPECT_TRUE(pool.can_admit(tokens, 2 * kBlock));
+  const PrefixMatch match = pool.match_prefix(tokens);
+  EXPECT_EQ(match.blocks, std::vector<BlockId>{full});
+  EXPECT_FALSE(match.partial);
+  EXPECT_EQ(match.partial_tokens, 0);
+  EXPECT_EQ(pool.ref_count(tail), 0);
+  EXPECT_EQ(pool.stats().hit_tokens, kBlock);
+}
+
+TEST(BlockPoolTest, MisusedTailsAreTypedErrors) {
+  BlockPool pool(4, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(2 * kBlock, 0);
+  const BlockId full = pool.allocate().value(), tail = pool.allocate().value(), other = pool.allocate().value();
+  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
+  const auto rest = std::span(tokens).subspan(kBlock);
+  expect_code(ErrorCode::kInvalidArgument, [&] { pool.register_tail(tail, full, hashes[0], rest); });  // a whole block
+  expect_code(ErrorCode::kInvalidArgument, [&] { pool.register_tail(tail, full, hashes[0], rest.first(0)); });
+  expect_code(ErrorCode::kInvalidArgument, [&] { pool.register_tail(tail, full, 12345, rest.first(2)); });
+  ASSERT_TRUE(pool.register_tail(tail, full, hashes[0], rest.first(2)));
+  // Nothing follows a tail, and it never holds the drafter's context.
+  expect_code(ErrorCode::kInvalidArgument, [&] { pool.register_tail(other, tail, hashes[0], rest.first(1)); });
+  expect_code(ErrorCode::kInvalidArgument,
+              [&] { pool.register_block(other, tail, hashes[0], std::span(tokens).first(kBlock), false); });
+  expect_code(ErrorCode::kInvalidArgument, [&] { pool.mark_draft_context(tail); });
+  EXPECT_FALSE(pool.registered(other));
+  pool.retain(tail);
+  expect_code(ErrorCode::kInvalidArgument, [&] { pool.register_tail(tail, full, hashes[0], rest.first(1)); });
 }
 
 }  // namespace

@@ -278,7 +278,12 @@ TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
   };
   std::vector<Live> live;
   std::map<BlockId, std::vector<int32_t>> rows;  // what each block holds, row by row
-  int64_t copies_made = 0;
+  int64_t copies_made = 0, partial_hits = 0, tails_kept = 0;
+  const auto copy = [&](const BlockCopy& c) {
+    std::vector<int32_t> r = rows[c.from];
+    std::fill(r.begin() + c.rows, r.end(), -1);
+    rows[c.to] = r;
+  };
   const auto write = [&](const BlockTable& t, int64_t position, int32_t token) {
     std::vector<int32_t>& r = rows[t.blocks()[static_cast<size_t>(position / kBlock)]];
     r.resize(kBlock, -1);
@@ -293,7 +298,11 @@ TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
       const int32_t prompt = static_cast<int32_t>(pick(3));
       const int64_t length = 1 + pick(3 * kBlock);
       for (int64_t i = 0; i < length; ++i) s.tokens.push_back(prompt * 100 + static_cast<int32_t>(i % 7));
-      s.table->adopt_prefix(s.tokens);
+      const PrefixMatch match = s.table->adopt_prefix(s.tokens);
+      if (match.partial_copy) {
+        copy(*match.partial_copy);
+        ++partial_hits;
+      }
       const int64_t from = s.table->length();
       if (!s.table->reserve(length)) continue;  // the pool is full: it waits (its table gives back what it took)
       for (int64_t p = from; p < length; ++p) write(*s.table, p, s.tokens[static_cast<size_t>(p)]);
@@ -326,13 +335,15 @@ TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
         const auto copies = t.truncate(kept);
         if (!copies) continue;
         for (const BlockCopy& c : *copies) {
-          std::vector<int32_t> r = rows[c.from];
-          std::fill(r.begin() + c.rows, r.end(), -1);
-          rows[c.to] = r;
+          copy(c);
           ++copies_made;
         }
         s.tokens.resize(static_cast<size_t>(kept));
-      } else {  // finished
+      } else {  // finished, half the time keeping its last partial block as a tail
+        if (pick(2) == 0) {
+          tails_kept += t.length() % kBlock > 0;
+          t.clear_keeping_tail(s.tokens);
+        }
         std::swap(s, live.back());
         live.pop_back();
       }
@@ -380,8 +391,59 @@ TEST(BlockTableTest, RandomOperationsKeepEveryBlockConsistent) {
   EXPECT_GT(pool.stats().hit_tokens, 0);
   EXPECT_GT(pool.stats().evictions, 0);
   EXPECT_GT(copies_made, 0);
+  EXPECT_GT(partial_hits, 0) << "rows borrowed from a block matched in part";
+  EXPECT_GT(tails_kept, 0);
   live.clear();
   EXPECT_EQ(pool.stats().used, 0);
+}
+
+// A sequence that ends keeps its last partial block as a tail; the next turn, extending it,
+// copies its rows into a block of its own and goes on from there.
+TEST(BlockTableTest, TheNextTurnCopiesTheTailOfTheTurnBefore) {
+  BlockPool pool(8, kBlock);
+  const std::vector<int32_t> turn = iota_tokens(2 * kBlock + 3, 0);
+  BlockId tail;
+  {
+    BlockTable first(pool);
+    prefill(first, turn);
+    tail = first.blocks()[2];
+    first.clear_keeping_tail(turn);
+  }
+  EXPECT_TRUE(pool.registered(tail));
+  EXPECT_EQ(pool.stats().cached, 3);
+
+  std::vector<int32_t> next = turn;
+  next.insert(next.end(), {40, 41});
+  BlockTable second(pool);
+  const PrefixMatch match = second.adopt_prefix(next);
+  EXPECT_EQ(match.blocks.size(), 2U);
+  ASSERT_TRUE(match.partial_copy);
+  EXPECT_EQ(match.partial_copy->from, tail);
+  EXPECT_EQ(match.partial_copy->to, second.blocks()[2]);
+  EXPECT_EQ(match.partial_copy->rows, 3);
+  EXPECT_EQ(second.length(), 2 * kBlock + 3);
+  EXPECT_EQ(pool.ref_count(second.blocks()[2]), 1);
+  EXPECT_FALSE(pool.registered(second.blocks()[2])) << "the copy is the table's own, to write";
+  EXPECT_TRUE(pool.registered(tail));
+  EXPECT_EQ(pool.ref_count(tail), 0) << "cached again";
+  prefill(second, next);
+  EXPECT_EQ(second.registered_blocks(), 3);
+  EXPECT_EQ(pool.stats().hit_tokens, 2 * kBlock + 3);
+}
+
+TEST(BlockTableTest, ATailIsKeptOnlyAfterRegisteredBlocks) {
+  BlockPool pool(8, kBlock);
+  const std::vector<int32_t> tokens = iota_tokens(kBlock + 2, 0);
+  BlockTable table(pool);
+  ASSERT_TRUE(table.reserve(kBlock + 2));
+  table.commit(kBlock + 2);  // nothing registered: a tail could not be walked to
+  table.clear_keeping_tail(tokens);
+  EXPECT_EQ(pool.stats().cached, 0);
+  EXPECT_EQ(pool.stats().free, 8);
+  BlockTable whole(pool);
+  prefill(whole, std::span(tokens).first(kBlock));  // no partial block: nothing to keep
+  whole.clear_keeping_tail(tokens);
+  EXPECT_EQ(pool.stats().cached, 1);
 }
 
 }  // namespace

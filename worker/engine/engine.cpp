@@ -273,10 +273,20 @@ void Engine::keep_draft_context(Sequence& s) {
   s.target_cache.commit_draft_context(through);
 }
 
+// The next turn of a conversation, or the sequence itself when it resumes, continues its tokens:
+// its last, partial block stays cached as a tail.
+void Engine::release_blocks(Sequence& s) {
+  if (options_.paged_cache && options_.prefix_caching) {
+    s.target_cache.clear_blocks_keeping_tail(s.context);
+  } else {
+    s.target_cache.clear_blocks();
+  }
+}
+
 void Engine::preempt(Sequence& s) {
   register_blocks(s);
   keep_draft_context(s);
-  s.target_cache.clear_blocks();
+  release_blocks(s);
   s.proposer_state.reset();
   s.preempted = true;
   ++preemptions_;
@@ -427,6 +437,7 @@ void Engine::retire() {
   for (auto& s : running_) {
     if (!done(s)) continue;
     keep_draft_context(*s);
+    release_blocks(*s);
     const auto now = Clock::now();
     const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const bool produced = s->first_token_at.time_since_epoch().count() != 0;

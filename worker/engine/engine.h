@@ -133,6 +133,8 @@ class Engine {
   void reserve_blocks(std::vector<SequenceStep>& steps);
   // Gives the sequence's caches back and queues it first in line, to resume.
   void preempt(Sequence& sequence);
+  // Gives the sequence's blocks back, its partial last block cached as a tail with prefix caching.
+  void release_blocks(Sequence& sequence);
   // Registers the sequence's full blocks of committed tokens in the prefix cache.
   void register_blocks(Sequence& sequence);
   // Copies the drafter's context rows of the sequence's registered blocks into the store, so that

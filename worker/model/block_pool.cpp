@@ -89,15 +89,37 @@ int32_t BlockPool::ref_count(BlockId id) const { return block(id).refs; }
 bool BlockPool::registered(BlockId id) const { return block(id).registered; }
 bool BlockPool::has_draft_context(BlockId id) const { return block(id).draft_context; }
 
+bool BlockPool::follows(const Block& b, std::optional<BlockId> parent) const {
+  return parent ? b.parent == *parent && b.parent_generation == blocks_[static_cast<size_t>(*parent)].generation
+                : b.parent == -1;
+}
+
 std::optional<BlockId> BlockPool::find(std::optional<BlockId> parent, uint64_t hash,
                                        std::span<const int32_t> tokens) const {
   const auto it = index_.find(hash);
   if (it == index_.end()) return std::nullopt;
   const Block& b = blocks_[static_cast<size_t>(it->second)];
-  const bool same_parent = parent ? b.parent == *parent && b.parent_generation == blocks_[static_cast<size_t>(*parent)].generation
-                                  : b.parent == -1;
-  if (!same_parent || !std::equal(b.tokens.begin(), b.tokens.end(), tokens.begin(), tokens.end())) return std::nullopt;
+  if (!follows(b, parent) || !std::equal(b.tokens.begin(), b.tokens.end(), tokens.begin(), tokens.end())) {
+    return std::nullopt;
+  }
   return it->second;
+}
+
+std::optional<std::pair<BlockId, int64_t>> BlockPool::find_partial(std::optional<BlockId> parent, uint64_t parent_hash,
+                                                                   std::span<const int32_t> tokens) const {
+  const auto it = children_.find(parent_hash);
+  if (it == children_.end()) return std::nullopt;
+  std::optional<std::pair<BlockId, int64_t>> best;
+  for (BlockId id : it->second) {
+    const Block& b = blocks_[static_cast<size_t>(id)];
+    if (!follows(b, parent)) continue;
+    const size_t limit = std::min(b.tokens.size(), tokens.size());
+    const auto agree = static_cast<int64_t>(
+        std::mismatch(b.tokens.begin(), b.tokens.begin() + static_cast<std::ptrdiff_t>(limit), tokens.begin()).first -
+        b.tokens.begin());
+    if (agree > 0 && (!best || agree > best->second)) best = std::make_pair(id, agree);
+  }
+  return best;
 }
 
 PrefixMatch BlockPool::walk(std::span<const int32_t> tokens) const {
@@ -120,6 +142,16 @@ PrefixMatch BlockPool::walk(std::span<const int32_t> tokens) const {
     last_hash = hash;
     parent = found;
   }
+  const auto matched = static_cast<int64_t>(match.blocks.size()) * block_size_;
+  const int64_t rest = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size()) - 1 - matched;
+  if (rest > 0) {
+    const auto after =
+        tokens.subspan(static_cast<size_t>(matched), static_cast<size_t>(std::min(rest, block_size_ - 1)));
+    if (const auto found = find_partial(parent, last_hash, after)) {
+      match.partial = found->first;
+      match.partial_tokens = found->second;
+    }
+  }
   return match;
 }
 
@@ -127,9 +159,20 @@ PrefixMatch BlockPool::peek_prefix(std::span<const int32_t> tokens) const { retu
 
 PrefixMatch BlockPool::match_prefix(std::span<const int32_t> tokens) {
   PrefixMatch match = walk(tokens);
+  if (match.partial) {
+    // Its rows go into a block of the caller's own: lent only when that block, and the rest of
+    // `tokens`, can be had with the partial block held (else those rows are computed again).
+    const bool cached = blocks_[static_cast<size_t>(*match.partial)].refs == 0;
+    const int64_t need = blocks_for(static_cast<int64_t>(tokens.size())) - static_cast<int64_t>(match.blocks.size());
+    if (available() - match.evictable - (cached ? 1 : 0) < need) {
+      match.partial.reset();
+      match.partial_tokens = 0;
+    }
+  }
   for (BlockId id : match.blocks) retain(id);
+  if (match.partial) retain(*match.partial);
   lookup_tokens_ += static_cast<int64_t>(tokens.size());
-  hit_tokens_ += static_cast<int64_t>(match.blocks.size()) * block_size_;
+  hit_tokens_ += match.positions(block_size_);
   return match;
 }
 
@@ -140,9 +183,40 @@ bool BlockPool::can_admit(std::span<const int32_t> tokens, int64_t length) const
   return need <= available() - match.evictable;
 }
 
+bool BlockPool::register_tail(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash,
+                              std::span<const int32_t> tokens) {
+  Block& b = block(id);
+  if (b.registered) misuse("block " + std::to_string(id) + " is registered already");
+  if (b.refs != 1) misuse("registration of tail " + std::to_string(id) + " held " + std::to_string(b.refs) + " times");
+  if (tokens.empty() || static_cast<int64_t>(tokens.size()) >= block_size_) {
+    misuse("a tail holds 1 to " + std::to_string(block_size_ - 1) + " tokens, got " + std::to_string(tokens.size()));
+  }
+  if (parent) {
+    const Block& p = block(*parent);
+    if (!p.registered || p.tail || p.hash != parent_hash)
+      misuse("the parent of a tail must be a registered full block");
+  } else if (parent_hash != kRootHash) {
+    misuse("a first block's parent hash must be the root's");
+  }
+  // A cached block after the same parent that begins with these tokens holds all this one could.
+  const std::optional<std::pair<BlockId, int64_t>> holder = find_partial(parent, parent_hash, tokens);
+  if (holder && holder->second == static_cast<int64_t>(tokens.size())) return false;
+  b.registered = true;
+  b.tail = true;
+  b.draft_context = false;
+  b.hash = 0;
+  b.parent_hash = parent_hash;
+  b.parent = parent.value_or(-1);
+  b.parent_generation = parent ? blocks_[static_cast<size_t>(*parent)].generation : 0;
+  b.tokens.assign(tokens.begin(), tokens.end());
+  children_[parent_hash].push_back(id);
+  return true;
+}
+
 void BlockPool::mark_draft_context(BlockId id) {
   Block& b = block(id);
-  if (!b.registered) misuse("drafter context marked on unregistered block " + std::to_string(id));
+  if (!b.registered || b.tail)
+    misuse("drafter context marked on block " + std::to_string(id) + ", not a registered full one");
   b.draft_context = true;
 }
 
@@ -158,7 +232,8 @@ std::optional<BlockId> BlockPool::register_block(BlockId id, std::optional<Block
   }
   if (parent) {
     const Block& p = block(*parent);
-    if (!p.registered || p.hash != parent_hash) misuse("the parent of a registered block must be registered");
+    if (!p.registered || p.tail || p.hash != parent_hash)
+      misuse("the parent of a registered block must be a registered full block");
   } else if (parent_hash != kRootHash) {
     misuse("a first block's parent hash must be the root's");
   }
@@ -168,10 +243,12 @@ std::optional<BlockId> BlockPool::register_block(BlockId id, std::optional<Block
   b.registered = true;
   b.draft_context = draft_context;
   b.hash = hash;
+  b.parent_hash = parent_hash;
   b.parent = parent.value_or(-1);
   b.parent_generation = parent ? blocks_[static_cast<size_t>(*parent)].generation : 0;
   b.tokens.assign(tokens.begin(), tokens.end());
   index_.emplace(hash, id);
+  children_[parent_hash].push_back(id);
   return id;
 }
 
@@ -184,8 +261,13 @@ void BlockPool::unregister(BlockId id) {
 }
 
 void BlockPool::drop_registration(Block& b) {
-  index_.erase(b.hash);
+  if (!b.tail) index_.erase(b.hash);
+  std::vector<BlockId>& siblings = children_[b.parent_hash];
+  const auto id = static_cast<BlockId>(&b - blocks_.data());
+  siblings.erase(std::remove(siblings.begin(), siblings.end(), id), siblings.end());
+  if (siblings.empty()) children_.erase(b.parent_hash);
   b.registered = false;
+  b.tail = false;
   b.draft_context = false;
   b.tokens.clear();
 }

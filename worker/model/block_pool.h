@@ -10,6 +10,14 @@
 // wrong one. A registered block whose count drops to 0 stays cached with its contents, and the
 // least recently released one is evicted when a block is needed and none is free.
 //
+// Matches go to the token, not just the block: after the run of whole blocks, the cached block
+// after the same parent whose first tokens agree with the rest of the sequence longest (a
+// block's rows depend on its tokens and the ones before only) lends that many rows, copied into
+// a block of the sequence's own, which it goes on writing. Those cached blocks include a
+// sequence's last, partial block, registered as a tail when the sequence lets its blocks go (it
+// ended or was preempted): the next turn of a conversation extends the previous one token for
+// token, and a prompt that shares a system prompt ending mid-block diverges mid-block.
+//
 // A block id names the same rows in every store laid out by block: the target's keys and values
 // of its positions, and the drafter's context (its injected keys and values) for the same
 // positions. A block registered with `draft_context` holds the drafter's rows too, so a prefix
@@ -42,12 +50,29 @@ struct BlockPoolStats {
   int64_t hit_tokens = 0;
 };
 
-// The longest run of cached full blocks at the start of a token sequence.
+// Rows [0, rows) of block `from` must be copied to block `to` (in every store: target K/V, the
+// drafter's context) before `to` is written.
+struct BlockCopy {
+  BlockId from;
+  BlockId to;
+  int64_t rows;
+};
+
+// The longest run of cached full blocks at the start of a token sequence, and the cached block
+// (full or a tail) whose first tokens continue it furthest.
 struct PrefixMatch {
   std::vector<BlockId> blocks;  // retained for the caller (match_prefix) or not (peek_prefix)
   int64_t draft_blocks = 0;     // leading blocks that also hold the drafter's context
   int64_t evictable = 0;        // of `blocks`, those no sequence referenced (peek_prefix)
   std::vector<uint64_t> hashes; // each block's chain hash
+  std::optional<BlockId> partial;  // retained like `blocks`; its drafter rows are not used
+  int64_t partial_tokens = 0;      // its leading rows that hold the next positions
+  // Set by BlockTable::adopt_prefix: the partial block's rows, copied into the table's own block.
+  std::optional<BlockCopy> partial_copy;
+
+  int64_t positions(int64_t block_size) const {
+    return static_cast<int64_t>(blocks.size()) * block_size + partial_tokens;
+  }
 };
 
 class BlockPool {
@@ -78,15 +103,17 @@ class BlockPool {
   bool registered(BlockId id) const;
   bool has_draft_context(BlockId id) const;
 
-  // Full blocks of `tokens` found cached, retained for the caller: at most the blocks wholly
-  // inside tokens[0, size - 1), since the last token must still run through the model for its
-  // logits. Counts lookup and hit tokens.
+  // Full blocks of `tokens` found cached, and the partial match after them, retained for the
+  // caller: at most tokens[0, size - 1), since the last token must still run through the model
+  // for its logits. The partial match only when, with it held, the pool can still supply the
+  // blocks `tokens` lack (its rows are copied into the first). Counts lookup and hit tokens.
   PrefixMatch match_prefix(std::span<const int32_t> tokens);
   // The same run without retaining or counting (admission asks before it commits).
   PrefixMatch peek_prefix(std::span<const int32_t> tokens) const;
   // Whether a new sequence starting with `tokens` can hold `length` positions now: the blocks
-  // its cached prefix lacks, from free and evictable ones, those of the prefix itself not
-  // counted as evictable. The engine keeps a sequence waiting while this is false.
+  // its cached full blocks lack (a partial match saves compute, not a block, and is used only
+  // when there is room), from free and evictable ones, those of the prefix not counted as evictable. The engine keeps a
+  // sequence waiting while this is false.
   bool can_admit(std::span<const int32_t> tokens, int64_t length) const;
 
   // Registers block `id` (referenced only by its caller) holding `tokens` (block_size of them)
@@ -96,6 +123,11 @@ class BlockPool {
   // holds the hash (`id` stays unregistered).
   std::optional<BlockId> register_block(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash,
                                         std::span<const int32_t> tokens, bool draft_context);
+  // Registers block `id` (referenced only by its caller, who will not write it again) as a tail
+  // holding `tokens` (1 to block_size - 1 of them) after the prefix ending in `parent` (nullopt:
+  // none), whose chain hash is `parent_hash`. False, and `id` unregistered, when a cached block
+  // after the same parent begins with these tokens already.
+  bool register_tail(BlockId id, std::optional<BlockId> parent, uint64_t parent_hash, std::span<const int32_t> tokens);
   // Block `id` (registered) now holds the drafter's context for all of its positions too: its
   // writer's drafter caught up on them (the drafter injects committed positions lazily).
   void mark_draft_context(BlockId id);
@@ -110,8 +142,10 @@ class BlockPool {
     int32_t refs = 0;
     uint32_t generation = 0;  // bumped when the block is taken for new content
     bool registered = false;
+    bool tail = false;  // registered with fewer than block_size tokens
     bool draft_context = false;
-    uint64_t hash = 0;
+    uint64_t hash = 0;         // a full block's chain hash (the index's key)
+    uint64_t parent_hash = 0;  // its parent's chain hash (the children's key)
     BlockId parent = -1;  // -1: the first block of its sequence
     uint32_t parent_generation = 0;
     std::vector<int32_t> tokens;     // when registered: what a match compares
@@ -122,6 +156,11 @@ class BlockPool {
   const Block& block(BlockId id) const;
   // The cached block holding `tokens` after `parent`, if any.
   std::optional<BlockId> find(std::optional<BlockId> parent, uint64_t hash, std::span<const int32_t> tokens) const;
+  bool follows(const Block& b, std::optional<BlockId> parent) const;
+  // The registered block after `parent` (chain hash `parent_hash`) whose first tokens agree with
+  // `tokens` longest, and how many agree; nothing when none agrees on the first.
+  std::optional<std::pair<BlockId, int64_t>> find_partial(std::optional<BlockId> parent, uint64_t parent_hash,
+                                                          std::span<const int32_t> tokens) const;
   PrefixMatch walk(std::span<const int32_t> tokens) const;
   void drop_registration(Block& b);
 
@@ -130,6 +169,7 @@ class BlockPool {
   std::vector<BlockId> free_;               // a stack: the most recently freed is reused first
   std::list<BlockId> lru_;                  // cached, unreferenced: least recently released first
   std::unordered_map<uint64_t, BlockId> index_;  // chain hash -> registered block
+  std::unordered_map<uint64_t, std::vector<BlockId>> children_;  // parent's chain hash -> blocks after it
   int64_t evictions_ = 0, lookup_tokens_ = 0, hit_tokens_ = 0;
 };
 

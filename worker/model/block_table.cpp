@@ -21,6 +21,17 @@ PrefixMatch BlockTable::adopt_prefix(std::span<const int32_t> tokens) {
   written_.assign(blocks_.size(), false);
   hashes_ = match.hashes;
   length_ = capacity();
+  if (match.partial) {
+    // Never shared: this table writes after the borrowed rows, so it takes a copy of them.
+    const std::optional<BlockId> copy = pool_.allocate();
+    check_invariant(copy.has_value(), "a partial match is lent only when a block can take its copy");
+    match.partial_copy = BlockCopy{*match.partial, *copy, match.partial_tokens};
+    blocks_.push_back(*copy);
+    written_.push_back(true);
+    length_ += match.partial_tokens;
+    pool_.release(*match.partial);  // cached again, and not evicted before the caller copies it
+    match.partial.reset();
+  }
   return match;
 }
 
@@ -121,6 +132,24 @@ void BlockTable::commit_full_blocks(std::span<const int32_t> tokens, int64_t dra
     }
     hashes_.push_back(BlockPool::chain_hash(parent_hash, block_tokens));
   }
+}
+
+void BlockTable::clear_keeping_tail(std::span<const int32_t> tokens) {
+  const int64_t block_size = pool_.block_size();
+  const auto full = static_cast<size_t>(length_ / block_size);
+  const int64_t tail_rows = length_ % block_size;
+  if (static_cast<int64_t>(tokens.size()) < length_) {
+    misuse(std::to_string(tokens.size()) + " tokens for a sequence of " + std::to_string(length_));
+  }
+  // Only after registered full blocks: a tail is found by walking to it.
+  if (tail_rows > 0 && hashes_.size() == full && pool_.ref_count(blocks_[full]) == 1 &&
+      !pool_.registered(blocks_[full])) {
+    const std::optional<BlockId> parent = full == 0 ? std::nullopt : std::optional<BlockId>(blocks_[full - 1]);
+    const uint64_t parent_hash = full == 0 ? BlockPool::kRootHash : hashes_.back();
+    pool_.register_tail(blocks_[full], parent, parent_hash,
+                        tokens.subspan(full * static_cast<size_t>(block_size), static_cast<size_t>(tail_rows)));
+  }
+  clear();
 }
 
 void BlockTable::commit_draft_context(int64_t drafter_through) {

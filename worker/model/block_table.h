@@ -20,14 +20,6 @@
 
 namespace flashq {
 
-// Rows [0, rows) of block `from` must be copied to block `to` (in every store: target K/V, the
-// drafter's context) before `to` is written.
-struct BlockCopy {
-  BlockId from;
-  BlockId to;
-  int64_t rows;
-};
-
 class BlockTable {
  public:
   explicit BlockTable(BlockPool& pool) : pool_(pool) {}
@@ -45,7 +37,9 @@ class BlockTable {
   // Starts an empty table on the longest cached prefix of `tokens` (the sequence's prompt, or
   // its prompt and output when it is resumed): its length becomes the positions found, which
   // the model need not run again. Returns the match (draft_blocks says how much of the drafter's
-  // context came with it). kInvalidArgument unless the table is empty.
+  // context came with it); the rows of a partial match after the full blocks go into a block of
+  // the table's own: `partial_copy` names them, for the caller to copy before the pool
+  // allocates again. kInvalidArgument unless the table is empty.
   PrefixMatch adopt_prefix(std::span<const int32_t> tokens);
 
   // Blocks reserve(length) would take.
@@ -81,6 +75,10 @@ class BlockTable {
 
   // Gives every block back; the table is empty after.
   void clear();
+  // The same, keeping the last, partial block in the cache as a tail (BlockPool::register_tail)
+  // when its full blocks are registered; `tokens` as for commit_full_blocks. For a sequence that
+  // ends or is preempted: its tokens are final, and its next turn or its resumption continues them.
+  void clear_keeping_tail(std::span<const int32_t> tokens);
 
  private:
   BlockPool& pool_;

@@ -102,7 +102,9 @@ std::span<const BlockId> KvCache::block_ids() const { return table_ ? table_->bl
 
 PrefixMatch KvCache::adopt_prefix(std::span<const int32_t> tokens) {
   check_invariant(table_ != nullptr, "only a paged cache adopts a cached prefix");
-  return table_->adopt_prefix(tokens);
+  PrefixMatch match = table_->adopt_prefix(tokens);
+  if (match.partial_copy) paged_->copy_block(*match.partial_copy);
+  return match;
 }
 
 void KvCache::commit_full_blocks(std::span<const int32_t> tokens) {
@@ -119,6 +121,10 @@ void KvCache::commit_draft_context(int64_t drafter_through) {
 
 void KvCache::clear_blocks() {
   if (table_) table_->clear();
+}
+
+void KvCache::clear_blocks_keeping_tail(std::span<const int32_t> tokens) {
+  if (table_) table_->clear_keeping_tail(tokens);
 }
 
 bool KvCache::take_whole(CachePool& pool) {

@@ -82,7 +82,8 @@ class KvCache {
   std::span<const BlockId> block_ids() const;
   // The row of position t in the store (t itself when not paged: its own tensors).
   int64_t slot(int64_t position) const { return table_ ? table_->slot(position) : position; }
-  // Starts an empty paged cache on the longest cached prefix of `tokens` (BlockTable::adopt_prefix).
+  // Starts an empty paged cache on the longest cached prefix of `tokens` (BlockTable::adopt_prefix),
+  // a partial match's rows copied into its own block.
   PrefixMatch adopt_prefix(std::span<const int32_t> tokens);
   // Registers the full blocks of committed positions in the prefix cache; `tokens` holds the
   // sequence's tokens at positions [0, length()) at least (BlockTable::commit_full_blocks).
@@ -96,6 +97,8 @@ class KvCache {
   int64_t registered_blocks() const { return table_ ? table_->registered_blocks() : 0; }
   // Gives every block back; the cache is empty after (a preempted sequence's).
   void clear_blocks();
+  // The same, keeping the last partial block cached as a tail (BlockTable::clear_keeping_tail).
+  void clear_blocks_keeping_tail(std::span<const int32_t> tokens);
 
  private:
   // Rows layer `layer` holds once whole: max_length, or its ring.
