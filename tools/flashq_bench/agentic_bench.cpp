@@ -53,6 +53,7 @@ struct AgenticBenchOptions {
   int routing_workers = 3;
   int64_t routing_conversations = 32;
   int64_t routing_turns = 6;
+  std::string routing_load_gap;  // empty: the broker's default
   int64_t tool_ms = 500;
   int64_t worker_slots = 16;
   int64_t worker_cache_mb = 0;
@@ -499,6 +500,7 @@ void run_agentic_bench(AgenticBenchOptions o) {
     routing.output_tokens = o.output_tokens;
     routing.seed = o.seed;
     routing.tool_ms = o.tool_ms;
+    routing.load_gap = o.routing_load_gap;
     const ScriptSource source = script_for(routing.model_dir, o);
     const int64_t cache_mb =
         o.worker_cache_mb > 0 ? o.worker_cache_mb : worker_cache_mb(routing.model_dir, *source.script, o);
@@ -555,6 +557,8 @@ std::function<void()> add_agentic_bench(CLI::App& app) {
   cmd->add_option("--routing-conversations", o->routing_conversations, "figure 3: conversations")
       ->capture_default_str();
   cmd->add_option("--routing-turns", o->routing_turns, "figure 3: turns per conversation")->capture_default_str();
+  cmd->add_option("--routing-load-gap", o->routing_load_gap,
+                  "figure 3: the broker's --routing-load-gap (default: the broker's own)");
   cmd->add_option("--tool-ms", o->tool_ms, "figure 3: a tool call's mean time between a turn and the next")
       ->capture_default_str();
   cmd->add_option("--worker-slots", o->worker_slots, "figure 3: each worker's --slots")->capture_default_str();

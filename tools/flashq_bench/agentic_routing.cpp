@@ -150,6 +150,8 @@ Json measure_policy(const RoutingFigureOptions& o, const AgenticScript& script, 
                                  .workers = o.workers,
                                  .worker_args = {"--model", o.model_dir}};
   cluster_options.worker_args.insert(cluster_options.worker_args.end(), o.worker_args.begin(), o.worker_args.end());
+  if (!o.load_gap.empty())
+    cluster_options.broker_args.insert(cluster_options.broker_args.end(), {"--routing-load-gap", o.load_gap});
   std::cerr << "flashq-bench agentic: figure 3, --routing " << policy << std::endl;
   BenchCluster cluster(cluster_options);
   zmq::context_t context;
@@ -207,6 +209,7 @@ Json measure_routing(const RoutingFigureOptions& o, const AgenticScript& script)
                  {"output_tokens", o.output_tokens},
                  {"tool_ms", o.tool_ms},
                  {"worker_args", o.worker_args},
+                 {"routing_load_gap", o.load_gap.empty() ? Json("broker default") : Json(o.load_gap)},
                  {"arms", Json::array()}};
   for (const std::string& policy : o.policies) figure["arms"].push_back(measure_policy(o, script, policy));
   const Json& first = figure["arms"][0];

@@ -29,6 +29,7 @@ struct RoutingFigureOptions {
   int64_t tool_ms = 500;                 // a tool call's mean time between a turn and the next
   uint64_t seed = 1;                     // of the tool calls' times
   std::vector<std::string> worker_args;  // --slots, --device, cache flags
+  std::string load_gap;                  // the broker's --routing-load-gap; empty: its default
   std::vector<std::string> policies = {"cache-aware", "least-loaded"};
 };
 
