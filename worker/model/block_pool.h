@@ -112,8 +112,8 @@ class BlockPool {
   PrefixMatch peek_prefix(std::span<const int32_t> tokens) const;
   // Whether a new sequence starting with `tokens` can hold `length` positions now: the blocks
   // its cached full blocks lack (a partial match saves compute, not a block, and is used only
-  // when there is room), from free and evictable ones, those of the prefix not counted as evictable. The engine keeps a
-  // sequence waiting while this is false.
+  // when there is room), from free and evictable ones, those of the prefix not counted as
+  // evictable. The engine keeps a sequence waiting while this is false.
   bool can_admit(std::span<const int32_t> tokens, int64_t length) const;
 
   // Registers block `id` (referenced only by its caller) holding `tokens` (block_size of them)
