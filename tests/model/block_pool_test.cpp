@@ -37,6 +37,17 @@ std::vector<uint64_t> register_chain(BlockPool& pool, const std::vector<BlockId>
   return hashes;
 }
 
+// A cached full block of tokens[0, kBlock) and a cached tail of the next `tail_tokens` after it,
+// the tail released first (so evicted first).
+std::pair<BlockId, BlockId> cache_block_and_tail(BlockPool& pool, std::span<const int32_t> tokens, size_t tail_tokens) {
+  const BlockId full = pool.allocate().value(), tail = pool.allocate().value();
+  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
+  EXPECT_TRUE(pool.register_tail(tail, full, hashes[0], tokens.subspan(kBlock, tail_tokens)));
+  pool.release(tail);
+  pool.release(full);
+  return {full, tail};
+}
+
 void expect_code(ErrorCode code, const auto& action) {
   try {
     action();
@@ -242,11 +253,7 @@ TEST(BlockPoolTest, UnregisteringAPrivateBlockMakesItFreeOnRelease) {
 TEST(BlockPoolTest, ATailLendsTheRowsThatAgreeWithTheRest) {
   BlockPool pool(4, kBlock);
   const std::vector<int32_t> tokens = iota_tokens(kBlock + 3, 0);  // a full block, a tail of 3
-  const BlockId full = pool.allocate().value(), tail = pool.allocate().value();
-  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
-  ASSERT_TRUE(pool.register_tail(tail, full, hashes[0], std::span(tokens).subspan(kBlock)));
-  pool.release(tail);
-  pool.release(full);
+  const auto [full, tail] = cache_block_and_tail(pool, tokens, 3);
   EXPECT_EQ(pool.stats().cached, 2);
 
   std::vector<int32_t> next = tokens;
@@ -313,11 +320,7 @@ TEST(BlockPoolTest, TheBlockThatAgreesLongestIsLent) {
 TEST(BlockPoolTest, AnEvictedTailIsFoundNoMore) {
   BlockPool pool(2, kBlock);
   const std::vector<int32_t> tokens = iota_tokens(kBlock + 3, 0);
-  const BlockId full = pool.allocate().value(), tail = pool.allocate().value();
-  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
-  ASSERT_TRUE(pool.register_tail(tail, full, hashes[0], std::span(tokens).subspan(kBlock, 2)));
-  pool.release(tail);  // released first: evicted first
-  pool.release(full);
+  const auto [full, tail] = cache_block_and_tail(pool, tokens, 2);
   EXPECT_EQ(pool.peek_prefix(tokens).partial, tail);
   EXPECT_EQ(pool.allocate().value(), tail);
   EXPECT_FALSE(pool.peek_prefix(tokens).partial);
@@ -329,11 +332,7 @@ TEST(BlockPoolTest, AnEvictedTailIsFoundNoMore) {
 TEST(BlockPoolTest, APartialMatchIsLentOnlyWithABlockToCopyItInto) {
   BlockPool pool(2, kBlock);
   const std::vector<int32_t> tokens = iota_tokens(kBlock + 3, 0);
-  const BlockId full = pool.allocate().value(), tail = pool.allocate().value();
-  const std::vector<uint64_t> hashes = register_chain(pool, {full}, tokens);
-  ASSERT_TRUE(pool.register_tail(tail, full, hashes[0], std::span(tokens).subspan(kBlock, 2)));
-  pool.release(tail);
-  pool.release(full);
+  const auto [full, tail] = cache_block_and_tail(pool, tokens, 2);
   EXPECT_TRUE(pool.can_admit(tokens, 2 * kBlock));
   const PrefixMatch match = pool.match_prefix(tokens);
   EXPECT_EQ(match.blocks, std::vector<BlockId>{full});

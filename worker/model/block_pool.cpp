@@ -191,13 +191,7 @@ bool BlockPool::register_tail(BlockId id, std::optional<BlockId> parent, uint64_
   if (tokens.empty() || static_cast<int64_t>(tokens.size()) >= block_size_) {
     misuse("a tail holds 1 to " + std::to_string(block_size_ - 1) + " tokens, got " + std::to_string(tokens.size()));
   }
-  if (parent) {
-    const Block& p = block(*parent);
-    if (!p.registered || p.tail || p.hash != parent_hash)
-      misuse("the parent of a tail must be a registered full block");
-  } else if (parent_hash != kRootHash) {
-    misuse("a first block's parent hash must be the root's");
-  }
+  check_parent(parent, parent_hash);
   // A cached block after the same parent that begins with these tokens holds all this one could.
   const std::optional<std::pair<BlockId, int64_t>> holder = find_partial(parent, parent_hash, tokens);
   if (holder && holder->second == static_cast<int64_t>(tokens.size())) return false;
@@ -211,6 +205,17 @@ bool BlockPool::register_tail(BlockId id, std::optional<BlockId> parent, uint64_
   b.tokens.assign(tokens.begin(), tokens.end());
   children_[parent_hash].push_back(id);
   return true;
+}
+
+void BlockPool::check_parent(std::optional<BlockId> parent, uint64_t parent_hash) const {
+  if (parent) {
+    const Block& p = block(*parent);
+    if (!p.registered || p.tail || p.hash != parent_hash) {
+      misuse("the parent of a registered block must be a registered full block of that hash");
+    }
+  } else if (parent_hash != kRootHash) {
+    misuse("a first block's parent hash must be the root's");
+  }
 }
 
 void BlockPool::mark_draft_context(BlockId id) {
@@ -230,13 +235,7 @@ std::optional<BlockId> BlockPool::register_block(BlockId id, std::optional<Block
   if (static_cast<int64_t>(tokens.size()) != block_size_) {
     misuse("a registered block holds " + std::to_string(block_size_) + " tokens, got " + std::to_string(tokens.size()));
   }
-  if (parent) {
-    const Block& p = block(*parent);
-    if (!p.registered || p.tail || p.hash != parent_hash)
-      misuse("the parent of a registered block must be a registered full block");
-  } else if (parent_hash != kRootHash) {
-    misuse("a first block's parent hash must be the root's");
-  }
+  check_parent(parent, parent_hash);
   const uint64_t hash = chain_hash(parent_hash, tokens);
   if (const std::optional<BlockId> equal = find(parent, hash, tokens)) return equal;
   if (index_.contains(hash)) return std::nullopt;  // a collision: the first content keeps the hash

@@ -157,6 +157,8 @@ class BlockPool {
   // The cached block holding `tokens` after `parent`, if any.
   std::optional<BlockId> find(std::optional<BlockId> parent, uint64_t hash, std::span<const int32_t> tokens) const;
   bool follows(const Block& b, std::optional<BlockId> parent) const;
+  // kInvalidArgument unless `parent` (nullopt: none) may precede a block registered after it.
+  void check_parent(std::optional<BlockId> parent, uint64_t parent_hash) const;
   // The registered block after `parent` (chain hash `parent_hash`) whose first tokens agree with
   // `tokens` longest, and how many agree; nothing when none agrees on the first.
   std::optional<std::pair<BlockId, int64_t>> find_partial(std::optional<BlockId> parent, uint64_t parent_hash,
