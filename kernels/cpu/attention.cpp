@@ -166,19 +166,31 @@ struct RunningSoftmax {
 // One query vector's online softmax step over a block of scores: they become the weights
 // exp(score - new max), the running max and total move on, and the factor the sums so far
 // must be multiplied by is returned.
+// The max and the total go 8 keys at a time in vector lanes (a chain of one add per key would
+// cost a third of the block's multiply-adds); the total's order depends only on `keys`.
 float fold_block(float* weights, int64_t keys, RunningSoftmax& state) {
+  __m256 lanes_max = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= keys; j += 8) lanes_max = _mm256_max_ps(lanes_max, _mm256_loadu_ps(weights + j));
+  alignas(32) float lane[8];
+  _mm256_store_ps(lane, lanes_max);
   float block_max = -INFINITY;
-  for (int64_t j = 0; j < keys; ++j) block_max = std::max(block_max, weights[j]);
+  for (float m : lane) block_max = std::max(block_max, m);
+  for (; j < keys; ++j) block_max = std::max(block_max, weights[j]);
   const float new_max = std::max(state.max, block_max);
   // exp(-inf) = 0 on the first block: nothing summed yet to rescale.
   const float correction = std::exp(state.max - new_max);
-  int64_t j = 0;
-  for (; j + 8 <= keys; j += 8) {
-    _mm256_storeu_ps(weights + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(weights + j), _mm256_set1_ps(new_max))));
+  __m256 lanes_total = _mm256_setzero_ps();
+  for (j = 0; j + 8 <= keys; j += 8) {
+    const __m256 w = exp8(_mm256_sub_ps(_mm256_loadu_ps(weights + j), _mm256_set1_ps(new_max)));
+    _mm256_storeu_ps(weights + j, w);
+    lanes_total = _mm256_add_ps(lanes_total, w);
   }
-  for (; j < keys; ++j) weights[j] = std::exp(weights[j] - new_max);
-  float block_total = 0.0f;
-  for (j = 0; j < keys; ++j) block_total += weights[j];
+  float block_total = hsum(lanes_total);
+  for (; j < keys; ++j) {
+    weights[j] = std::exp(weights[j] - new_max);
+    block_total += weights[j];
+  }
   state.total = state.total * correction + block_total;
   state.max = new_max;
   return correction;
@@ -288,8 +300,10 @@ KeySpan key_span(int64_t count, int64_t window) {
 }
 
 // Rows a task takes together with all query heads of one KV head, so that each block of keys
-// and values is read from memory once for all of them and then from the core's caches.
-constexpr int64_t kRowTile = 4;
+// and values is read from memory once for all of them and then from the core's caches: 16 rows
+// of a long prefill (a quarter of the key traffic of 4, some 8% faster on its attention), 4 of a
+// verification block (more tasks than KV heads for the threads). No result depends on it.
+int64_t row_tile(int64_t rows) { return rows > 64 ? 16 : 4; }
 
 }  // namespace
 
@@ -306,7 +320,8 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
     const KeySpan span = key_span(key_counts[m], window);
     max_keys = std::max(max_keys, span.end - span.begin);
   }
-  const int64_t tiles = (s.rows + kRowTile - 1) / kRowTile;
+  const int64_t tile_rows = row_tile(s.rows);
+  const int64_t tiles = (s.rows + tile_rows - 1) / tile_rows;
 #pragma omp parallel if (s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18))
   {
     std::vector<float> weights(2 * kKeyBlock);
@@ -317,7 +332,7 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int64_t tile = 0; tile < tiles; ++tile) {
       for (int64_t kv_head = 0; kv_head < s.kv_heads; ++kv_head) {
-        const int64_t m0 = tile * kRowTile, m1 = std::min(m0 + kRowTile, s.rows);
+        const int64_t m0 = tile * tile_rows, m1 = std::min(m0 + tile_rows, s.rows);
         const float* kh = k + kv_head * s.head_dim;
         const float* vh = v + kv_head * s.head_dim;
         // Query vector (m, g): row m, head kv_head * group + g.
