@@ -12,8 +12,11 @@ import { spawn } from 'node:child_process';
 import { OpenAI, client, startBroker, startGateway, startScriptedWorker, waitFor } from './harness.mjs';
 
 const MODEL = 'scripted-slow';
+// About 4 s of reply (39 pieces of 7 bytes, 100 ms apart): the first test's requests must all
+// arrive while the first job still runs, also on a loaded machine.
+const SLOW_REPLY = 'A slow and steady answer, piece by piece, for as long as it takes. '.repeat(4);
 const RULES = [
-  { when: 'Take your time', reply: 'A slow and steady answer, piece by piece, for as long as it takes.', delay_ms: 100 },
+  { when: 'Take your time', reply: SLOW_REPLY, delay_ms: 100 },
   { when: '', reply: 'Quick.' },
 ];
 
