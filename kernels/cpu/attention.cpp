@@ -165,9 +165,9 @@ struct RunningSoftmax {
 
 // One query vector's online softmax step over a block of scores: they become the weights
 // exp(score - new max), the running max and total move on, and the factor the sums so far
-// must be multiplied by is returned.
-// The max and the total go 8 keys at a time in vector lanes (a chain of one add per key would
-// cost a third of the block's multiply-adds); the total's order depends only on `keys`.
+// must be multiplied by is returned. The max and the total go 8 keys at a time in vector lanes,
+// not in a chain of one add per key; the total's order depends only on `keys`, so a row's result
+// still depends on its own count alone.
 float fold_block(float* weights, int64_t keys, RunningSoftmax& state) {
   __m256 lanes_max = _mm256_set1_ps(-INFINITY);
   int64_t j = 0;
@@ -301,7 +301,7 @@ KeySpan key_span(int64_t count, int64_t window) {
 
 // Rows a task takes together with all query heads of one KV head, so that each block of keys
 // and values is read from memory once for all of them and then from the core's caches: 16 rows
-// of a long prefill (a quarter of the key traffic of 4, some 8% faster on its attention), 4 of a
+// of a long prefill (a quarter of the key traffic of 4, about 6% faster on its attention), 4 of a
 // verification block (more tasks than KV heads for the threads). No result depends on it.
 int64_t row_tile(int64_t rows) { return rows > 64 ? 16 : 4; }
 
