@@ -3,24 +3,16 @@
 #include <array>
 
 #include "shared/error.h"
+#include "shared/splitmix64.h"
 
 namespace flashq {
 namespace {
 
-// splitmix64: one well-mixed value per (seed, stream, index), so each piece of text depends only
-// on the seed and where it is in the script.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 class Words {
  public:
-  explicit Words(uint64_t seed) : state_(mix(seed)) {}
+  explicit Words(uint64_t seed) : state_(splitmix64(seed)) {}
   uint64_t next(uint64_t bound) {
-    state_ = mix(state_);
+    state_ = splitmix64(state_);
     return state_ % bound;
   }
   const char* word() { return kWords[next(kWords.size())]; }
@@ -154,7 +146,7 @@ std::vector<int32_t> AgenticScript::random_ids(int64_t count, uint64_t seed) con
 }
 
 AgenticConversation::AgenticConversation(const AgenticScript& script, int64_t index) : script_(script), index_(index) {
-  const uint64_t seed = mix(script.seed_ + 1000003ull * static_cast<uint64_t>(index + 1));
+  const uint64_t seed = splitmix64(script.seed_ + 1000003ull * static_cast<uint64_t>(index + 1));
   if (!script.tokenizer_ || script.mode_ == "token ids") {
     prompt_ = script.random_ids(script.shape_.system_tokens, script.seed_);
     const std::vector<int32_t> user = script.random_ids(script.shape_.user_tokens, seed);
@@ -169,8 +161,8 @@ AgenticConversation::AgenticConversation(const AgenticScript& script, int64_t in
 void AgenticConversation::add_turn(std::span<const int32_t> reply) {
   ++turn_;
   prompt_.insert(prompt_.end(), reply.begin(), reply.end());
-  const uint64_t seed =
-      mix(script_.seed_ + 1000003ull * static_cast<uint64_t>(index_ + 1) + 7919ull * static_cast<uint64_t>(turn_));
+  const uint64_t seed = splitmix64(script_.seed_ + 1000003ull * static_cast<uint64_t>(index_ + 1) +
+                                   7919ull * static_cast<uint64_t>(turn_));
   if (script_.mode_ == "token ids") {
     const std::vector<int32_t> more =
         script_.random_ids(script_.shape_.tool_result_tokens + script_.shape_.user_tokens, seed);

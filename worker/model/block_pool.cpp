@@ -4,26 +4,19 @@
 #include <string>
 
 #include "shared/error.h"
+#include "shared/splitmix64.h"
 
 namespace flashq {
 namespace {
-
-// splitmix64's finalizer: every input bit reaches every output bit.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 [[noreturn]] void misuse(const std::string& what) { throw Error(ErrorCode::kInvalidArgument, "block pool: " + what); }
 
 }  // namespace
 
 uint64_t BlockPool::chain_hash(uint64_t parent_hash, std::span<const int32_t> tokens) {
-  uint64_t h = mix(parent_hash ^ 0x5bd1e995ULL);
-  for (int32_t t : tokens) h = mix(h ^ static_cast<uint32_t>(t));
-  return mix(h ^ tokens.size());
+  uint64_t h = splitmix64(parent_hash ^ 0x5bd1e995ULL);
+  for (int32_t t : tokens) h = splitmix64(h ^ static_cast<uint32_t>(t));
+  return splitmix64(h ^ tokens.size());
 }
 
 BlockPool::BlockPool(int64_t blocks, int64_t block_size) : block_size_(block_size) {
