@@ -25,6 +25,13 @@ int64_t ms_between(SteadyClock::time_point from, SteadyClock::time_point to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
 }
 
+// A figure of the final (docs/protocol.md: never negative). Its times come from one steady clock,
+// or from Redis's clock for a job taken over from the store, so `to` is never before `from`
+// unless that clock stepped back; such a figure is 0, not a message the peer must refuse.
+int64_t elapsed_ms(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::max<int64_t>(0, ms_between(from, to));
+}
+
 void bind_or_throw(zmq::socket_t& socket, const std::string& endpoint) {
   try {
     socket.bind(endpoint);
@@ -368,9 +375,10 @@ void Broker::on_final(WorkerRecord& worker, const protocol::Final& final_message
   // Figures for the whole job, across attempts, as the producer sees it.
   const auto now = SteadyClock::now();
   result.usage.completion_tokens = static_cast<int64_t>(job.streamed.size());
-  result.timings.queue_ms = ms_between(job.submitted_at, job.first_assigned_at) + result.timings.queue_ms;
-  result.timings.ttft_ms = job.first_token_at ? ms_between(job.submitted_at, *job.first_token_at) : 0;
-  result.timings.total_ms = ms_between(job.submitted_at, now);
+  const SteadyClock::time_point assigned = job.first_assigned_at.value_or(now);
+  result.timings.queue_ms = elapsed_ms(job.submitted_at, assigned) + result.timings.queue_ms;
+  result.timings.ttft_ms = job.first_token_at ? elapsed_ms(job.submitted_at, *job.first_token_at) : 0;
+  result.timings.total_ms = elapsed_ms(job.submitted_at, now);
   finish(job, std::move(result));
   dispatch();
 }
@@ -387,9 +395,10 @@ void Broker::start(JobRecord& job, WorkerRecord& worker) {
   job.worker = worker.identity;
   job.worker_seq = 0;
   job.attempt += 1;
-  if (job.attempt == 1) {
+  // The first attempt anywhere: a job taken over from Redis brings its first assignment along.
+  if (!job.first_assigned_at) {
     job.first_assigned_at = SteadyClock::now();
-    metrics_.job_started(std::chrono::duration<double>(job.first_assigned_at - job.submitted_at).count());
+    metrics_.job_started(std::chrono::duration<double>(*job.first_assigned_at - job.submitted_at).count());
   }
   protocol::Assign assign{.job = job.job,
                           .attempt = job.attempt,

@@ -30,9 +30,11 @@ struct JobRecord {
   std::vector<int32_t> streamed;    // every token published, the prefix of a continuation
   int64_t streamed_text_bytes = 0;  // the text published with them (a continuation resumes after it)
   int64_t prompt_tokens_estimate = 0;
+  // Figures count from these. With Redis a job taken from the store (a restarted broker's, or
+  // one claimed from a dead broker) gets them back from Redis's clock, so they hold across brokers.
   SteadyClock::time_point submitted_at;
   SteadyClock::time_point deadline_at;
-  SteadyClock::time_point first_assigned_at;
+  std::optional<SteadyClock::time_point> first_assigned_at;  // set once, by whichever attempt came first
   std::optional<SteadyClock::time_point> first_token_at;
   SteadyClock::time_point last_token_at;
   bool cancel_requested = false;

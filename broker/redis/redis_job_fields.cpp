@@ -73,16 +73,6 @@ json parse_json(const std::string& field, const std::string& text) {
 // the repair the tokenizer makes of such text anyway.
 std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// The opaque msgpack metadata as JSON; msgpack that JSON cannot express (a map with non-string
-// keys, say) is refused, typed, rather than stored in another shape.
-std::string metadata_json(const std::string& packed) {
-  try {
-    return json_text(json::from_msgpack(packed));
-  } catch (const json::exception& e) {
-    throw Error(ErrorCode::kProtocol, std::string("job field metadata: cannot be stored as JSON in Redis (") + e.what() + ")");
-  }
-}
-
 // A message as the JSON map of the wire: only the keys it has.
 json message_json(const protocol::ChatMessage& m) {
   json out = {{"role", m.role}};
@@ -113,6 +103,22 @@ std::string number_text(double value) {
 }
 
 }  // namespace
+
+// Msgpack that JSON cannot express (a map with non-string keys, say) is refused, typed, rather
+// than stored in another shape.
+std::string metadata_to_json(const std::string& packed) {
+  try {
+    return json_text(json::from_msgpack(packed));
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kProtocol, std::string("job field metadata: cannot be stored as JSON in Redis (") + e.what() + ")");
+  }
+}
+
+std::string metadata_from_json(const std::string& text) {
+  const std::vector<uint8_t> packed = json::to_msgpack(parse_json("metadata", text));
+  msgpack::object_handle handle = protocol::unpack_body(std::string(packed.begin(), packed.end()), "redis metadata");
+  return protocol::read_raw(handle.get());
+}
 
 std::vector<std::string> job_to_fields(const protocol::Job& job) {
   std::vector<std::string> out;
@@ -145,7 +151,7 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
   if (job.model) add("model", *job.model);
   if (job.session) add("session", *job.session);
   // Opaque msgpack travels as JSON here, so that Redis users can read it.
-  if (job.metadata) add("metadata", metadata_json(*job.metadata));
+  if (job.metadata) add("metadata", metadata_to_json(*job.metadata));
   add("stream", job.stream ? "true" : "false");
   add("block_size", std::to_string(job.block_size));
   // Chat jobs only, as on the wire: tools and template options are JSON text already.

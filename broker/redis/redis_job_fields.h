@@ -19,6 +19,11 @@ using RedisFields = std::map<std::string, std::string>;
 // field is written as U+FFFD; metadata that JSON cannot express is kProtocol.
 std::vector<std::string> job_to_fields(const protocol::Job& job);
 
+// The job's opaque msgpack metadata as the JSON text Redis keeps (in its entry and its status
+// hash), and back: the bytes a job read by job_from_fields carries. kProtocol when it cannot be.
+std::string metadata_to_json(const std::string& packed);
+std::string metadata_from_json(const std::string& text);
+
 // Validated as strictly as a SUBMIT (the same limits and messages); kProtocol naming the field.
 // A job without an id gets none here: the caller names it after the entry.
 protocol::Job job_from_fields(const RedisFields& fields);

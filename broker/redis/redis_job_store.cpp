@@ -17,11 +17,6 @@ using protocol::FinishReason;
 using OnFailure = RedisPipeline::OnFailure;
 namespace schema = redis_schema;
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 bool connection_lost_in(const RedisReply& reply) {
   return reply.is_error() && reply.text.rfind("connection lost", 0) == 0;
 }
@@ -257,8 +252,10 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
       // not one of ours: the handed entry's own time
     }
   }
-  RedisCommand command =
-      schema::take(stream, options_.consumer, job.id, entry.id, session, options_.session_ttl_s * 1000);
+  const auto metadata = entry.fields.find("metadata");  // valid JSON: job_from_fields read it
+  RedisCommand command = schema::take(stream, options_.consumer, job.id, entry.id, session,
+                                      options_.session_ttl_s * 1000,
+                                      metadata == entry.fields.end() ? std::string() : metadata->second);
   pipeline_.add(
       std::move(command),
       [this, job = std::move(job), stream, entry_id = entry.id, submitted_ms](const RedisReply& reply) mutable {
@@ -290,16 +287,24 @@ void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, co
   if (it == jobs_.jobs.end()) {
     JobRecord record;
     record.phase = JobPhase::kRemote;  // until admitted below
-    // Written into flashq:jobs by another broker or a Redis client: it was submitted when the
-    // entry was added (its id's milliseconds), which its queue time and time to first token count from.
-    const int64_t age_ms = std::max<int64_t>(0, wall_ms() - submitted_ms);
-    record.submitted_at = now - std::chrono::milliseconds(age_ms);
     it = jobs_.jobs.emplace(job.id, std::move(record)).first;
   }
   JobRecord& record = it->second;
+  // Its figures count from what Redis holds, on Redis's clock: submitted when its entry was added
+  // (the id's milliseconds), first assigned and first streamed when the store says, under whichever
+  // broker that was (this one before a restart, or a dead one). Never a time this process made up.
+  const auto at = [&](int64_t redis_ms) {
+    return now - std::chrono::milliseconds(std::max<int64_t>(0, take.redis_now_ms - redis_ms));
+  };
+  record.submitted_at = at(submitted_ms);
+  if (take.first_assigned_ms > 0 && !record.first_assigned_at) record.first_assigned_at = at(take.first_assigned_ms);
+  if (take.first_token_ms > 0 && !record.first_token_at) {
+    record.first_token_at = at(take.first_token_ms);
+    record.last_token_at = now;  // the gap across the takeover is not one inter-token interval
+  }
   const std::string id = job.id;
   const int64_t deadline = job.deadline_ms > 0 ? job.deadline_ms : default_deadline_ms_;
-  record.deadline_at = now + std::chrono::milliseconds(submitted_ms + deadline - wall_ms());
+  record.deadline_at = now + std::chrono::milliseconds(submitted_ms + deadline - take.redis_now_ms);
   record.prompt_tokens_estimate = estimate_prompt_tokens(job);
   record.job = std::move(job);
   record.redis_entry = entry;
@@ -528,6 +533,8 @@ bool RedisJobStore::answer_status(const std::string& producer, const protocol::S
     out.attempt = fields.count("attempt") ? std::stoll(fields["attempt"]) : 0;
     out.seq = fields.count("next_seq") ? std::stoll(fields["next_seq"]) : 0;
     if (fields.count("final")) out.final_result = schema::final_from_json(fields["final"]);
+    // What a gateway renders a response from, whichever broker ran the job (docs/gateway.md).
+    if (fields.count("metadata")) out.metadata = metadata_from_json(fields["metadata"]);
     reply(producer, out);
     return true;
   } catch (const std::exception& e) {

@@ -15,16 +15,23 @@ using nlohmann::json;
 
 constexpr std::string_view kOutPrefix = "flashq:out:";
 
-// The job's state decides: a finished job only has its duplicate entries acknowledged.
+// The job's state decides: a finished job only has its duplicate entries acknowledged. The status
+// hash keeps the job's metadata from the start, so any broker answers STATUS with it.
 constexpr const char* kIntakeScript = R"(
 local state = redis.call('HGET', KEYS[2], 'state')
 if state then return {state, redis.call('HGET', KEYS[2], 'final') or ''} end
 local entry = redis.call('XADD', KEYS[1], '*', unpack(ARGV))
 redis.call('HSET', KEYS[2], 'state', 'queued', 'entry', entry)
+for i = 1, #ARGV - 1, 2 do
+  if ARGV[i] == 'metadata' then redis.call('HSET', KEYS[2], 'metadata', ARGV[i + 1]) end
+end
 return {'new', entry})";
 
 // KEYS: the stream the entry was read from (flashq:jobs or a broker's handover stream), the job's
-// status hash. ARGV: consumer, entry, session ('' for none), session TTL in ms. The hash's
+// status hash. ARGV: consumer, entry, session ('' for none), session TTL in ms, the job's metadata
+// as JSON ('' for none: kept in the hash for STATUS, for jobs a Redis client wrote). A run answers
+// with Redis's time and the times of the job's first assignment and first token (0: none yet),
+// all three on Redis's clock like the entry ids, so the taker's figures need no other. The hash's
 // `entry` and `stream` name the one entry that may run the job; any other is a duplicate.
 // A session owned by another live broker (its flashq:broker:<name> key exists) is handed over:
 // the entry is copied to that broker's stream, made pending for it there (XCLAIM FORCE: it finds
@@ -74,9 +81,13 @@ end
 local deliveries = redis.call('HINCRBY', h, 'deliveries', 1)
 redis.call('HSET', h, 'entry', ARGV[2], 'stream', KEYS[1], 'owner', ARGV[1])
 if not state then redis.call('HSET', h, 'state', 'queued') end
+if ARGV[5] ~= '' then redis.call('HSETNX', h, 'metadata', ARGV[5]) end
 if session then redis.call('SET', session, ARGV[1], 'PX', ARGV[4]) end
 local cancel = redis.call('HGET', h, 'cancel') and 'cancel' or ''
-return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', cancel})";
+local now = redis.call('TIME')
+return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', cancel,
+        string.format('%.0f', now[1] * 1000 + math.floor(now[2] / 1000)),
+        redis.call('HGET', h, 'first_assigned_ms') or '0', redis.call('HGET', h, 'first_token_ms') or '0'})";
 
 // A broker that is alive is registered too (the claims may have forgotten it while it was not).
 constexpr const char* kAliveScript = R"(
@@ -114,6 +125,8 @@ return out)";
 
 // Several events of one job in one call (ARGV: owner, max events, then seq, token_ids, text per
 // event): one script run per job per loop turn, not per event.
+// The first event with tokens also stores when it came (Redis's clock), for the time to first
+// token of a job that another broker finishes.
 constexpr const char* kEventScript = R"(
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
 local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '0')
@@ -123,6 +136,10 @@ for i = 3, #ARGV, 3 do
   if seq > next_seq then return -2 end
   if seq == next_seq then
     redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'seq', ARGV[i], 'token_ids', ARGV[i + 1], 'text', ARGV[i + 2])
+    if ARGV[i + 1] ~= '[]' and redis.call('HEXISTS', KEYS[1], 'first_token_ms') == 0 then
+      local now = redis.call('TIME')
+      redis.call('HSET', KEYS[1], 'first_token_ms', string.format('%.0f', now[1] * 1000 + math.floor(now[2] / 1000)))
+    end
     next_seq = seq + 1
     written = written + 1
   end
@@ -147,6 +164,18 @@ redis.call('EXPIRE', KEYS[2], ARGV[5])
 ack()
 if ARGV[7] ~= '' then
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'id', ARGV[9], 'reason', ARGV[7], 'entry', ARGV[4])
+end
+return 1)";
+
+// An attempt started: the first one anywhere also stores when (Redis's clock), for the queue time
+// of a job another broker finishes. A finished or expired job is left as it is.
+constexpr const char* kRunningScript = R"(
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state or state == 'finished' then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'running', 'attempt', ARGV[1])
+if redis.call('HEXISTS', KEYS[1], 'first_assigned_ms') == 0 then
+  local now = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'first_assigned_ms', string.format('%.0f', now[1] * 1000 + math.floor(now[2] / 1000)))
 end
 return 1)";
 
@@ -214,8 +243,8 @@ std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisRe
 }
 
 std::vector<std::string> scripts() {
-  return {kIntakeScript, kTakeScript,  kAliveScript,      kClaimIdleScript,
-          kEventScript,  kFinalScript, kDeadLetterScript, kCancelScript};
+  return {kIntakeScript, kTakeScript,   kAliveScript,      kClaimIdleScript, kEventScript,
+          kFinalScript,  kRunningScript, kDeadLetterScript, kCancelScript};
 }
 
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
@@ -259,12 +288,14 @@ RedisCommand alive(const std::string& consumer, int64_t ttl_ms) {
 RedisCommand not_alive(const std::string& consumer) { return {"DEL", broker_key(consumer)}; }
 
 RedisCommand take(const std::string& stream, const std::string& consumer, const std::string& job_id,
-                  const std::string& entry, const std::string& session, int64_t session_ttl_ms) {
-  return {"EVAL", kTakeScript, "2", stream, job_key(job_id), consumer, entry, session, std::to_string(session_ttl_ms)};
+                  const std::string& entry, const std::string& session, int64_t session_ttl_ms,
+                  const std::string& metadata_json) {
+  return {"EVAL",  kTakeScript, "2", stream, job_key(job_id), consumer, entry, session, std::to_string(session_ttl_ms),
+          metadata_json};
 }
 
 Take take_of(const RedisReply& reply) {
-  if (reply.is_error() || reply.elements.size() != 5) {
+  if (reply.is_error() || reply.elements.size() < 5) {
     throw Error(ErrorCode::kProtocol, "redis: unexpected reply to take: " + reply.text);
   }
   Take out;
@@ -282,12 +313,16 @@ Take take_of(const RedisReply& reply) {
     out.handed_to = reply.elements[4].text;
   } else {
     out.cancel_requested = reply.elements[4].text == "cancel";
+    if (reply.elements.size() != 8) throw Error(ErrorCode::kProtocol, "redis: a take to run without its times");
+    out.redis_now_ms = to_int(reply.elements[5].text);
+    out.first_assigned_ms = to_int(reply.elements[6].text);
+    out.first_token_ms = to_int(reply.elements[7].text);
   }
   return out;
 }
 
 RedisCommand mark_running(const std::string& job_id, int64_t attempt) {
-  return {"HSET", job_key(job_id), "state", "running", "attempt", std::to_string(attempt)};
+  return {"EVAL", kRunningScript, "1", job_key(job_id), std::to_string(attempt)};
 }
 
 RedisCommand events(const std::string& consumer, const std::string& job_id, const std::vector<protocol::Event>& list,

@@ -2,7 +2,8 @@
 //   flashq:jobs        intake stream, consumer group `flashq`, one consumer per broker
 //   flashq:jobs:<name> broker <name>'s handover stream: jobs of sessions it owns, taken from
 //                      flashq:jobs by another broker; same group, pending for <name> from the start
-//   flashq:job:<id>    status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final
+//   flashq:job:<id>    status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final,
+//                      metadata, first_assigned_ms, first_token_ms
 //   flashq:session:<s> the broker that last ran session <s> (expires)
 //   flashq:broker:<n>  present while broker <n> is alive and has workers (expires)
 //   flashq:brokers     the brokers whose handover streams are claimed from (alive, or not empty)
@@ -81,9 +82,11 @@ RedisCommand not_alive(const std::string& consumer);
 
 // A delivered entry of `stream` becomes this broker's to run, or, when its `session` (empty:
 // none) is owned by another live broker, goes to that broker's handover stream. A run makes this
-// broker the session's owner for `session_ttl_ms`. Reply: see Take.
+// broker the session's owner for `session_ttl_ms`. The job's metadata (JSON, empty: none) is kept
+// in its status hash unless it is there already. Reply: see Take.
 RedisCommand take(const std::string& stream, const std::string& consumer, const std::string& job_id,
-                  const std::string& entry, const std::string& session, int64_t session_ttl_ms);
+                  const std::string& entry, const std::string& session, int64_t session_ttl_ms,
+                  const std::string& metadata_json);
 struct Take {
   enum class Outcome { kRun, kFinished, kDuplicate, kHanded } outcome = Outcome::kRun;
   int64_t deliveries = 0;
@@ -92,9 +95,15 @@ struct Take {
   std::string final_json;        // kFinished
   std::string handed_to;         // kHanded: the broker owning the job's session
   bool cancel_requested = false;  // kRun: a CANCEL came before any broker ran it
+  // kRun, on Redis's clock (unix ms, as entry ids): now, and the job's first assignment and first
+  // token under any broker (0: not yet).
+  int64_t redis_now_ms = 0;
+  int64_t first_assigned_ms = 0;
+  int64_t first_token_ms = 0;
 };
 Take take_of(const RedisReply& reply);
 
+// The job's attempt-th attempt started (the first one also stores when).
 RedisCommand mark_running(const std::string& job_id, int64_t attempt);
 // A job's events in seq order. Reply: how many were new (events already there are skipped), -1
 // when another broker owns the job now, -2 when one is out of order.

@@ -5,6 +5,8 @@
 #include "shared/protocol/field_reader.h"
 #include "shared/protocol/limits.h"
 #include "shared/protocol/map_writer.h"
+#include "shared/protocol/strict_unpack.h"
+#include "shared/protocol/wire.h"
 
 namespace flashq::protocol {
 namespace {
@@ -75,7 +77,17 @@ void write_final_fields(MapWriter& out, const FinalResult& result) {
 std::string encode_final_result(const FinalResult& result) {
   MapWriter out;
   write_final_fields(out, result);
-  return out.finish();
+  std::string packed = out.finish();
+#ifndef NDEBUG
+  // The final map also goes where no to_wire checks it (Redis's result streams): checked here too.
+  try {
+    msgpack::object_handle handle = unpack_body(packed, "final");
+    (void)read_final_fields(FieldReader(handle.get(), FieldPath{"final", ""}));
+  } catch (const Error& e) {
+    refused_own_encoding("final map", e.what());
+  }
+#endif
+  return packed;
 }
 
 FinalResult read_final_fields(const FieldReader& fields) {

@@ -1,6 +1,7 @@
 #include "shared/protocol/wire.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "shared/protocol/limits.h"
 
@@ -22,6 +23,12 @@ std::string hex_bytes(std::string_view bytes) {
 }
 
 }  // namespace
+
+void refused_own_encoding(std::string_view what, const std::string& problem) {
+  std::fprintf(stderr, "flashq: encoded %.*s refused by its own decoder: %s\n", static_cast<int>(what.size()),
+               what.data(), problem.c_str());
+  std::abort();
+}
 
 std::vector<std::string> to_frames(const WireMessage& message) {
   return {std::string(kProtocolTag), std::string(1, static_cast<char>(message.type)), message.body};

@@ -30,9 +30,23 @@ std::vector<std::string> to_frames(const WireMessage& message);
 // decode it with from_wire). kProtocol on any violation.
 WireMessage from_frames(std::span<const std::string_view> frames);
 
+// A message this side encoded that its own decoder refuses: a bug here, not the peer's. Aborts
+// with both names, so a test (the suite runs Debug builds under the sanitizers) fails loudly.
+[[noreturn]] void refused_own_encoding(std::string_view what, const std::string& problem);
+
 template <typename Message>
 WireMessage to_wire(const Message& message) {
-  return {Message::kType, encode_body(message)};
+  WireMessage wire{Message::kType, encode_body(message)};
+#ifndef NDEBUG
+  // Encode-side checks (docs/protocol.md 4): whatever the decoder range-checks, the
+  // encoder never sends; checked by decoding what was encoded, so no range is written twice.
+  try {
+    (void)decode_body<Message>(wire.body);
+  } catch (const Error& e) {
+    refused_own_encoding(message_type_name(Message::kType), e.what());
+  }
+#endif
+  return wire;
 }
 
 // The body decoded as `Message`; kProtocol when the type is another one or the body is bad.

@@ -47,7 +47,7 @@ class RedisHandoverTest : public ::testing::Test {
 
   schema::Take take(const std::string& stream, const std::string& consumer, const std::string& entry,
                     const std::string& job_id, const std::string& session) {
-    return schema::take_of(connection_.command(schema::take(stream, consumer, job_id, entry, session, 60000)));
+    return schema::take_of(connection_.command(schema::take(stream, consumer, job_id, entry, session, 60000, "")));
   }
 
   std::string get(const std::vector<std::string>& command) {

@@ -195,3 +195,42 @@ export function scriptedPromptTokens(messages) {
     (sum, m) => sum + (typeof m.content === 'string' ? Buffer.byteLength(m.content) : 0), 0);
   return Math.max(1, Math.ceil(bytes / 4));
 }
+
+// ---- Redis behind the brokers (the durability tests).
+
+// Whether a Redis server answers PING on `port` (NOAUTH also means it is up).
+export function redisAnswers(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let reply = '';
+    socket.setTimeout(500, () => { socket.destroy(); resolve(false); });
+    socket.on('error', () => resolve(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => {
+      reply += data.toString();
+      if (reply.includes('\r\n')) {
+        socket.destroy();
+        resolve(reply.startsWith('+PONG') || reply.startsWith('-NOAUTH'));
+      }
+    });
+  });
+}
+
+// A real redis-server on a free port in its own directory, append-only and fsynced on every
+// write (a restart keeps every acknowledged write); `restart()` starts it again on the same port
+// and directory. `url` is what brokers take as --redis.
+export async function startRedis(extraArgs = []) {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes',
+    '--appendfsync', 'always', '--protected-mode', 'no', ...extraArgs];
+  const redis = { port, dir, url: `redis://127.0.0.1:${port}` };
+  redis.restart = async () => {
+    redis.program = new Program('redis-server', args, { command: '/usr/bin/redis-server' });
+    await waitFor(async () => !redis.program.running() || await redisAnswers(port), 30, 'redis-server')
+      .catch((e) => { throw new Error(`${e.message}\n${redis.program.output()}`); });
+    if (!redis.program.running()) throw new Error(`redis-server exited:\n${redis.program.output()}`);
+    return redis;
+  };
+  return redis.restart();
+}
