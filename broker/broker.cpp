@@ -84,8 +84,8 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
       backend_(context, zmq::socket_type::router),
       fanout_(context, options_, frontend_, jobs_),
       queue_(options_.queue),
-      // With Redis other brokers' workers may serve a model this one's do not (docs/redis.md).
-      models_(options_.redis.url.empty() ? options_.unknown_model_grace_ms : 0, SteadyClock::now()),
+      // With Redis a model another broker's workers serve is served (docs/redis.md).
+      models_(options_.unknown_model_grace_ms, SteadyClock::now(), !options_.redis.url.empty()),
       dispatcher_(options_.routing.cache_aware
                       ? std::unique_ptr<Dispatcher>(std::make_unique<CacheAwareDispatcher>(options_.routing))
                       : std::make_unique<LeastLoadedDispatcher>()) {
@@ -258,7 +258,8 @@ void Broker::cancel(JobRecord& job) {
 void Broker::on_status(const std::string& producer, const protocol::Status& status) {
   protocol::StatusReply answer{.id = status.id};
   const JobRecord* job = jobs_.find(status.id);
-  if ((!job || job->phase == JobPhase::kRemote) && store_->answer_status(producer, status)) return;
+  const bool store_knows_more = !job || job->phase == JobPhase::kRemote || job->known_by_id_only;
+  if (store_knows_more && store_->answer_status(producer, status)) return;
   if (job) {
     answer.state = job->phase == JobPhase::kQueued    ? protocol::JobState::kQueued
                    : job->phase == JobPhase::kRunning ? protocol::JobState::kRunning
@@ -542,6 +543,11 @@ void Broker::deliver(JobRecord& job, const protocol::Event& event) {
   job.stored_tokens += event.token_ids.size();
   job.stored_text_bytes += static_cast<int64_t>(event.text.size());
   fanout_.deliver(job, event);
+}
+
+void Broker::models_served_elsewhere(
+    const std::vector<std::pair<std::string, SteadyClock::time_point>>& last_served) {
+  models_.note_served_elsewhere(last_served, SteadyClock::now());
 }
 
 void Broker::reply(const std::string& producer, const protocol::WireMessage& message) {

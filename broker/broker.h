@@ -84,6 +84,8 @@ class Broker final : private BrokerCore {
   void cancel(JobRecord& job) override;
   void withdraw(JobRecord& job) override;
   void store_state_changed() override { update_gauges(); }
+  void models_served_elsewhere(
+      const std::vector<std::pair<std::string, SteadyClock::time_point>>& last_served) override;
   bool draining() const override { return draining_; }
 
   template <typename Message>

@@ -49,6 +49,9 @@ struct JobRecord {
   std::string dead_reason;
   std::string relayed_up_to = "0";
   bool redis_owner_lost = false;  // another broker took the job over: nothing more is written
+  // Followed for subscribers here by its id alone: the job itself (its fields, its metadata) is
+  // only in the store, which answers STATUS for it.
+  bool known_by_id_only = false;
   // The prefix of the stream that the store holds (and subscribers have seen, since only stored
   // events are delivered): where the job's record goes back to when another broker takes it over.
   int64_t stored_next_seq = 0;

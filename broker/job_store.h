@@ -11,6 +11,8 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "broker/job_record.h"
 #include "shared/protocol/producer_messages.h"
@@ -37,6 +39,10 @@ class BrokerCore {
   virtual void withdraw(JobRecord& job) = 0;
   // The store's connection came or went (gauges, /readyz).
   virtual void store_state_changed() = 0;
+  // Other brokers' workers serve models too (a shared store knows which): each model ever known
+  // to be served, with when it last was (now, for one served at present).
+  virtual void models_served_elsewhere(
+      const std::vector<std::pair<std::string, SteadyClock::time_point>>& last_served) = 0;
   virtual bool draining() const = 0;
 };
 

@@ -4,11 +4,20 @@
 
 namespace flashq {
 
-ModelCatalog::ModelCatalog(int64_t grace_ms, SteadyClock::time_point started)
-    : grace_(std::chrono::milliseconds(grace_ms)), started_(started) {}
+ModelCatalog::ModelCatalog(int64_t grace_ms, SteadyClock::time_point started, bool shared)
+    : grace_(std::chrono::milliseconds(grace_ms)), started_(started), shared_(shared) {}
 
 void ModelCatalog::note_connected(const WorkerRegistry& workers, SteadyClock::time_point now) {
   for (const auto& [identity, worker] : workers.all()) last_served_[worker.ready.model] = now;
+}
+
+void ModelCatalog::note_served_elsewhere(
+    const std::vector<std::pair<std::string, SteadyClock::time_point>>& last_served, SteadyClock::time_point now) {
+  for (const auto& [model, when] : last_served) {
+    auto [it, added] = last_served_.try_emplace(model, when);
+    if (!added) it->second = std::max(it->second, when);
+  }
+  shared_view_at_ = now;
 }
 
 std::optional<ModelRefusal> ModelCatalog::refusal(const protocol::Job& job, const WorkerRegistry& workers,
@@ -16,6 +25,9 @@ std::optional<ModelRefusal> ModelCatalog::refusal(const protocol::Job& job, cons
   // Jobs without a model go to any worker; a broker younger than the grace period has not yet
   // heard from the workers that may be starting with it.
   if (!job.model || grace_.count() <= 0 || within_grace(started_, now)) return std::nullopt;
+  // Without a fresh view of the other brokers (the store is unreachable) a model may be served
+  // there: nothing is refused on a stale view.
+  if (shared_ && (!shared_view_at_ || !within_grace(*shared_view_at_, now))) return std::nullopt;
   const std::string& model = *job.model;
   const auto served_recently = [&] {
     auto served = last_served_.find(model);
@@ -26,7 +38,8 @@ std::optional<ModelRefusal> ModelCatalog::refusal(const protocol::Job& job, cons
   if (served_recently()) return std::nullopt;
   note_connected(workers, now);
   if (served_recently()) return std::nullopt;
-  return ModelRefusal{"unknown_model", "no worker serves model '" + model + "'; models served: " + served_models(now)};
+  return ModelRefusal{"unknown_model", "no worker" + std::string(shared_ ? " of any broker" : "") + " serves model '" +
+                                           model + "'; models served: " + served_models(now)};
 }
 
 std::string ModelCatalog::served_models(SteadyClock::time_point now) const {

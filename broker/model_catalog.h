@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "broker/worker_registry.h"
 #include "shared/protocol/job.h"
@@ -25,10 +27,15 @@ struct ModelRefusal {
 class ModelCatalog {
  public:
   // grace_ms <= 0 turns the rule off: jobs naming an unserved model wait for their deadline.
-  ModelCatalog(int64_t grace_ms, SteadyClock::time_point started);
+  // `shared`: brokers share one store (Redis), and a model another broker serves is served; then
+  // nothing is refused unless that view of the others is fresh (noted within the grace period).
+  ModelCatalog(int64_t grace_ms, SteadyClock::time_point started, bool shared = false);
 
   // Every connected worker's model is served as of `now`.
   void note_connected(const WorkerRegistry& workers, SteadyClock::time_point now);
+  // The other brokers' view, as of `now`: `model` was last served at `when`.
+  void note_served_elsewhere(const std::vector<std::pair<std::string, SteadyClock::time_point>>& last_served,
+                             SteadyClock::time_point now);
   // Why `job` cannot be served, as of `now` (noting the connected workers before refusing); none
   // when it can, or may yet be.
   std::optional<ModelRefusal> refusal(const protocol::Job& job, const WorkerRegistry& workers,
@@ -43,6 +50,8 @@ class ModelCatalog {
 
   std::chrono::milliseconds grace_;
   SteadyClock::time_point started_;
+  const bool shared_;
+  std::optional<SteadyClock::time_point> shared_view_at_;  // when the other brokers' view last came
   std::map<std::string, SteadyClock::time_point> last_served_;  // per model: last seen connected
 };
 

@@ -105,6 +105,7 @@ void RedisFollower::follow(const std::string& id) {
         if (known_here || !known_to_redis) return;
         JobRecord record;
         record.job.id = id;
+        record.known_by_id_only = true;
         record.phase = JobPhase::kRemote;
         record.submitted_at = SteadyClock::now();
         jobs_.jobs.emplace(id, std::move(record));

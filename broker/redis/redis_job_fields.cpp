@@ -116,7 +116,8 @@ std::string metadata_to_json(const std::string& packed) {
 
 std::string metadata_from_json(const std::string& text) {
   const std::vector<uint8_t> packed = json::to_msgpack(parse_json("metadata", text));
-  msgpack::object_handle handle = protocol::unpack_body(std::string(packed.begin(), packed.end()), "redis metadata");
+  const std::string bytes(packed.begin(), packed.end());  // the handle below refers to these
+  msgpack::object_handle handle = protocol::unpack_body(bytes, "redis metadata");
   return protocol::read_raw(handle.get());
 }
 

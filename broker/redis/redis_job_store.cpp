@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -40,6 +41,7 @@ RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& fr
                              JobTable& jobs, JobQueue& queue, const WorkerRegistry& workers, BrokerMetrics& metrics)
     : options_(options.redis),
       route_sessions_(options.routing.cache_aware),
+      unknown_model_grace_ms_(options.unknown_model_grace_ms),
       default_deadline_ms_(options.default_deadline_ms),
       retry_after_ms_(options.retry_after_ms),
       core_(core),
@@ -79,6 +81,7 @@ void RedisJobStore::turn() {
     if (!core_.draining()) fetch(now);
     follower_.turn(now);
     announce_alive();
+    announce_models();
     keep_claimed();
     while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
     ok = pipeline_.send(connection_);
@@ -119,6 +122,12 @@ void RedisJobStore::on_connect() {
     if (connection_.command(schema::register_broker(options_.consumer)).is_error()) return;
     read_own_pending(schema::kJobs);
     read_own_pending(handover_);
+    // A restarted broker's jobs in the models' streams are its own too, served here or not yet
+    // (its workers come back after it).
+    model_groups_.clear();
+    for (const RedisReply& model : connection_.command({"SMEMBERS", schema::kModels}).elements) {
+      read_own_pending(schema::model_jobs_key(model.text));
+    }
     follower_.on_connect(connection_);
   } catch (const Error& e) {
     spdlog::warn("redis: {}", e.what());
@@ -179,6 +188,7 @@ void RedisJobStore::read_own_pending(const std::string& stream) {
   std::string after = "0";
   while (true) {
     const RedisReply reply = connection_.command(schema::read_own_pending(stream, options_.consumer, 500, after));
+    if (reply.is_error() && reply.text.rfind("NOGROUP", 0) == 0) return;  // a model's stream nobody read yet
     if (reply.is_error()) throw Error(ErrorCode::kIo, "cannot read pending entries of " + stream + ": " + reply.text);
     int64_t count = 0;
     for (const auto& [key, entries] : schema::streams_of(reply)) {
@@ -203,7 +213,7 @@ void RedisJobStore::fetch(SteadyClock::time_point now) {
   fetch_again_ = false;
   last_fetch_ = now;
   pipeline_.add(
-      schema::read_new(options_.consumer, count, handed_after_),
+      schema::read_new(options_.consumer, count, handed_after_, model_streams_ready()),
       [this, count](const RedisReply& reply) {
         fetching_ = false;
         if (reply.is_error()) {
@@ -243,19 +253,25 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
   // A session's turn goes to the broker that ran its last one (it holds the session's cache), when
   // that broker is alive; else it runs here, and this broker owns the session from now on.
   const std::string session = route_sessions_ && job.session ? *job.session : std::string();
-  // A handed entry was written when it was handed: the job was submitted when the original was.
+  // A sorted or handed entry was written when it moved: the job was submitted when the original was.
   int64_t submitted_ms = schema::entry_time_ms(entry.id);
-  if (auto original = entry.fields.find("handed_entry"); original != entry.fields.end()) {
-    try {
-      submitted_ms = schema::entry_time_ms(original->second);
-    } catch (const Error&) {
-      // not one of ours: the handed entry's own time
+  for (const char* original : {"sorted_entry", "handed_entry"}) {
+    if (auto found = entry.fields.find(original); found != entry.fields.end()) {
+      try {
+        submitted_ms = std::min(submitted_ms, schema::entry_time_ms(found->second));
+      } catch (const Error&) {
+        // not one of ours: the moved entry's own time
+      }
     }
   }
   const auto metadata = entry.fields.find("metadata");  // valid JSON: job_from_fields read it
-  RedisCommand command = schema::take(stream, options_.consumer, job.id, entry.id, session,
-                                      options_.session_ttl_s * 1000,
-                                      metadata == entry.fields.end() ? std::string() : metadata->second);
+  RedisCommand command = schema::take(
+      stream, options_.consumer, job.id, entry.id,
+      {.session = session,
+       .session_ttl_ms = options_.session_ttl_s * 1000,
+       .metadata_json = metadata == entry.fields.end() ? std::string() : metadata->second,
+       .model = job.model.value_or(""),
+       .model_served_here = job.model && models_here_.count(*job.model) > 0});
   pipeline_.add(
       std::move(command),
       [this, job = std::move(job), stream, entry_id = entry.id, submitted_ms](const RedisReply& reply) mutable {
@@ -276,8 +292,12 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
 void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, const std::string& entry,
                                 int64_t submitted_ms, const schema::Take& take) {
   if (take.outcome == schema::Take::Outcome::kHanded) {
-    spdlog::debug("job {}: session '{}' handed to broker {}", job.id, job.session.value_or(""), take.handed_to);
+    spdlog::debug("job {}: session '{}' handed to broker {}", job.id, job.session.value_or(""), take.moved_to);
     metrics_.job_handed_over();
+    return;
+  }
+  if (take.outcome == schema::Take::Outcome::kSorted) {  // for the brokers serving its model
+    spdlog::debug("job {}: no worker here for model '{}'; moved to {}", job.id, job.model.value_or(""), take.moved_to);
     return;
   }
   if (take.outcome != schema::Take::Outcome::kRun) return;  // finished or a duplicate: acknowledged
@@ -307,6 +327,7 @@ void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, co
   record.deadline_at = now + std::chrono::milliseconds(submitted_ms + deadline - take.redis_now_ms);
   record.prompt_tokens_estimate = estimate_prompt_tokens(job);
   record.job = std::move(job);
+  record.known_by_id_only = false;
   record.redis_entry = entry;
   record.redis_stream = stream;
   record.redis_owner_lost = false;
@@ -428,7 +449,7 @@ void RedisJobStore::keep_claimed() {
   const int64_t capacity = free_capacity();
   if (core_.draining() || capacity <= 0) return;
   pipeline_.add(
-      schema::claim_idle(options_.consumer, options_.claim_idle_ms, capacity),
+      schema::claim_idle(options_.consumer, options_.claim_idle_ms, capacity, model_streams_ready()),
       [this](const RedisReply& reply) {
         if (reply.is_error()) return;
         for (const auto& [stream, entries] : schema::streams_of(reply)) {
@@ -439,6 +460,75 @@ void RedisJobStore::keep_claimed() {
         }
       },
       OnFailure::kDrop);
+}
+
+// The models this broker's workers serve, leased in Redis while they do: said at once when the set
+// changes, and renewed often enough that every broker's view of what is served stays fresh within
+// the unknown-model grace period. The reply is that view: the models served anywhere go to the
+// broker's catalog, and the streams of models nobody has served for the grace period are read
+// here too, so that their jobs are rejected (a model no broker serves is read by every broker).
+void RedisJobStore::announce_models() {
+  const auto now = SteadyClock::now();
+  std::set<std::string> here;
+  for (const auto& [identity, worker] : workers_.all()) here.insert(worker.ready.model);
+  const auto interval = std::chrono::milliseconds(
+      std::max<int64_t>(10, std::min(options_.claim_idle_ms, std::max<int64_t>(unknown_model_grace_ms_, 30)) / 3));
+  if (here == models_here_ && (announcing_models_ || now - last_models_announced_ < interval)) return;
+  models_here_ = std::move(here);
+  last_models_announced_ = now;
+  announcing_models_ = true;
+  pipeline_.add(
+      schema::served(options_.consumer, options_.claim_idle_ms, models_here_),
+      [this](const RedisReply& reply) {
+        announcing_models_ = false;
+        if (reply.is_error()) return;
+        schema::ServedModels view;
+        try {
+          view = schema::served_of(reply);
+        } catch (const Error& e) {
+          spdlog::warn("redis: {}", e.what());
+          return;
+        }
+        const auto answered = SteadyClock::now();
+        std::vector<std::pair<std::string, SteadyClock::time_point>> served;
+        models_swept_.clear();
+        for (const schema::ServedModel& model : view.models) {
+          const int64_t unserved_ms = model.live ? 0
+                                      : model.last_served_ms > 0 ? view.redis_now_ms - model.last_served_ms
+                                                                 : std::numeric_limits<int64_t>::max();
+          if (model.live || model.last_served_ms > 0) {
+            served.emplace_back(model.name, answered - std::chrono::milliseconds(std::max<int64_t>(0, unserved_ms)));
+          }
+          if (unknown_model_grace_ms_ > 0 && unserved_ms >= unknown_model_grace_ms_ && !models_here_.count(model.name)) {
+            models_swept_.insert(model.name);
+          }
+        }
+        core_.models_served_elsewhere(served);
+      },
+      OnFailure::kDrop);
+}
+
+// The model streams this broker reads (those of its workers' models, and those nobody serves),
+// once their consumer groups are known to exist; the rest get theirs made on the way.
+std::vector<std::string> RedisJobStore::model_streams_ready() {
+  std::vector<std::string> ready;
+  auto add = [&](const std::string& model) {
+    if (model_groups_.count(model)) {
+      ready.push_back(model);
+      return;
+    }
+    if (!making_groups_.insert(model).second) return;
+    pipeline_.add(
+        schema::create_model_group(model),
+        [this, model](const RedisReply& reply) {
+          making_groups_.erase(model);
+          if (!reply.is_error() || reply.text.rfind("BUSYGROUP", 0) == 0) model_groups_.insert(model);
+        },
+        OnFailure::kDrop);
+  };
+  for (const std::string& model : models_here_) add(model);
+  for (const std::string& model : models_swept_) add(model);
+  return ready;
 }
 
 void RedisJobStore::job_started(const std::string& id, int64_t attempt) {
@@ -479,9 +569,13 @@ void RedisJobStore::store_events(const std::string& id) {
 void RedisJobStore::store_final(JobRecord& job, protocol::Event final_event) {
   if (job.redis_owner_lost) return;
   store_events(job.job.id);  // before the final
-  pipeline_.add(
+  // Built before the handler takes the event: the order in which a call's arguments are
+  // evaluated is unspecified, and a moved-from final would be stored without its error text.
+  RedisCommand command =
       schema::final(options_.consumer, job.job.id, job.redis_stream, job.redis_entry, final_event.seq,
-                    *final_event.final_result, options_.retention_s, job.dead_reason, options_.dead_letters_kept),
+                    *final_event.final_result, options_.retention_s, job.dead_reason, options_.dead_letters_kept);
+  pipeline_.add(
+      std::move(command),
       [this, final_event = std::move(final_event)](const RedisReply& reply) {
         const std::string& id = final_event.id;
         if (reply.is_error()) {

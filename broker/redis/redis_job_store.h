@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,8 @@ class RedisJobStore final : public JobStore {
                    const redis_schema::Take& take);
   void catch_up(const std::string& id, int64_t next_seq);
   void announce_alive();
+  void announce_models();
+  std::vector<std::string> model_streams_ready();
   void keep_claimed();
   void store_events(const std::string& id);
   void store_final(JobRecord& job, protocol::Event final_event);
@@ -79,6 +82,7 @@ class RedisJobStore final : public JobStore {
 
   RedisOptions options_;
   const bool route_sessions_;  // cache-aware routing: a session's turns go to its owner broker
+  const int64_t unknown_model_grace_ms_;  // <= 0: jobs for a model nobody serves wait, never swept
   std::string handover_;       // this broker's handover stream, flashq:jobs:<consumer>
   const int64_t default_deadline_ms_;
   const int64_t retry_after_ms_;
@@ -97,6 +101,13 @@ class RedisJobStore final : public JobStore {
   SteadyClock::time_point last_fetch_;
   std::string handed_after_ = "0";  // the last entry of our handover stream read
   bool alive_ = false;              // flashq:broker:<consumer> set by us and not deleted since
+  // Models across brokers (docs/redis.md, "Models across brokers").
+  std::set<std::string> models_here_;    // served by this broker's workers, as last announced
+  std::set<std::string> models_swept_;   // served by nobody for the grace period: their jobs are read here to be rejected
+  std::set<std::string> model_groups_;   // model streams whose consumer group exists
+  std::set<std::string> making_groups_;  // ... and those whose group is being made
+  bool announcing_models_ = false;
+  SteadyClock::time_point last_models_announced_;
   static constexpr std::chrono::milliseconds kReadInterval{5};
   RedisFollower follower_{pipeline_, jobs_, core_};  // jobs run elsewhere, flashq:control
   SteadyClock::time_point last_keep_;

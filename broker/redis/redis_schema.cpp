@@ -27,23 +27,31 @@ for i = 1, #ARGV - 1, 2 do
 end
 return {'new', entry})";
 
-// KEYS: the stream the entry was read from (flashq:jobs or a broker's handover stream), the job's
-// status hash. ARGV: consumer, entry, session ('' for none), session TTL in ms, the job's metadata
-// as JSON ('' for none: kept in the hash for STATUS, for jobs a Redis client wrote). A run answers
-// with Redis's time and the times of the job's first assignment and first token (0: none yet),
-// all three on Redis's clock like the entry ids, so the taker's figures need no other. The hash's
-// `entry` and `stream` name the one entry that may run the job; any other is a duplicate.
-// A session owned by another live broker (its flashq:broker:<name> key exists) is handed over:
-// the entry is copied to that broker's stream, made pending for it there (XCLAIM FORCE: it finds
-// it by reading its own pending entries) and acknowledged here, in this one script, so a crash
-// can neither lose nor duplicate it. Only entries of flashq:jobs are handed over, so a job moves
-// at most once. The keys of the owner are built here from the session key's value: flashq keeps
-// everything on one Redis (not a cluster), where a script may reach any key.
+// KEYS: the stream the entry was read from (flashq:jobs, a model's stream or a broker's handover
+// stream), the job's status hash. ARGV: consumer, entry, session ('' for none), session TTL in ms,
+// the job's metadata as JSON ('' for none: kept in the hash for STATUS, for jobs a Redis client
+// wrote), the job's model ('' for none), '1' when this broker has a worker for that model. A run
+// answers with Redis's time and the times of the job's first assignment and first token (0: none
+// yet), all three on Redis's clock like the entry ids, so the taker's figures need no other. The
+// hash's `entry` and `stream` name the one entry that may run the job; any other is a duplicate.
+// Two moves, each whole or not at all (one script), so a crash can neither lose nor duplicate a job:
+//  - sorted: an entry of flashq:jobs naming a model this broker does not serve is copied, as a new
+//    entry, to flashq:model:<model>:jobs, which only brokers serving the model read;
+//  - handed: a job whose session is owned by another live broker (its flashq:broker:<name> key
+//    exists) that serves the job's model goes to that broker's stream, pending for it there
+//    (XCLAIM FORCE: it finds it by reading its own pending entries). Entries of a handover
+//    stream are never moved again, so a job moves at most twice, and always forward.
+// Keys of the owner and the model are built here from values: flashq keeps everything on one Redis
+// (not a cluster), where a script may reach any key.
 constexpr const char* kTakeScript = R"(
 local h = KEYS[2]
 local function ack()
   redis.call('XACK', KEYS[1], 'flashq', ARGV[2])
   redis.call('XDEL', KEYS[1], ARGV[2])
+end
+local function now_ms()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 local state = redis.call('HGET', h, 'state')
 if state == 'finished' then
@@ -56,24 +64,39 @@ if entry and (entry ~= ARGV[2] or stream ~= KEYS[1]) then
   ack()
   return {'duplicate', '0', '0', '0', ''}
 end
+-- This entry, copied to `target` with `extra` fields, acknowledged and deleted here; the copy's id.
+local function move(target, extra)
+  local found = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
+  if #found ~= 1 then return nil end
+  local fields = found[1][2]
+  for _, value in ipairs(extra) do fields[#fields + 1] = value end
+  redis.pcall('XGROUP', 'CREATE', target, 'flashq', '0', 'MKSTREAM')
+  local moved = redis.call('XADD', target, '*', unpack(fields))
+  ack()
+  redis.call('HSET', h, 'entry', moved, 'stream', target)
+  if not state then redis.call('HSET', h, 'state', 'queued') end
+  return moved
+end
+local model = ARGV[6]
+if model ~= '' and ARGV[7] ~= '1' and KEYS[1] == 'flashq:jobs' then
+  local target = 'flashq:model:' .. model .. ':jobs'
+  if move(target, {'sorted_entry', ARGV[2]}) then
+    redis.call('SADD', 'flashq:models', model)
+    return {'sorted', '0', '0', '0', target}
+  end
+end
 local session = ARGV[3] ~= '' and ('flashq:session:' .. ARGV[3]) or nil
-if session and KEYS[1] == 'flashq:jobs' then
+local movable = KEYS[1] == 'flashq:jobs' or string.sub(KEYS[1], 1, 13) == 'flashq:model:'
+if session and movable then
   local owner = redis.call('GET', session)
-  if owner and owner ~= ARGV[1] and redis.call('EXISTS', 'flashq:broker:' .. owner) == 1 then
-    local found = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
-    if #found == 1 then
-      local fields = found[1][2]
-      fields[#fields + 1] = 'handed_from'
-      fields[#fields + 1] = ARGV[1]
-      fields[#fields + 1] = 'handed_entry'
-      fields[#fields + 1] = ARGV[2]
-      local target = 'flashq:jobs:' .. owner
-      redis.pcall('XGROUP', 'CREATE', target, 'flashq', '0', 'MKSTREAM')
-      local moved = redis.call('XADD', target, '*', unpack(fields))
+  local serves = model == '' or
+    tonumber(redis.call('ZSCORE', 'flashq:model:' .. model .. ':servers', owner or '') or '0') > now_ms()
+  if owner and owner ~= ARGV[1] and serves and redis.call('EXISTS', 'flashq:broker:' .. owner) == 1 then
+    local target = 'flashq:jobs:' .. owner
+    local moved = move(target, {'handed_from', ARGV[1], 'handed_entry', ARGV[2]})
+    if moved then
       redis.call('XCLAIM', target, 'flashq', owner, '0', moved, 'FORCE', 'JUSTID')
-      ack()
-      redis.call('HSET', h, 'entry', moved, 'stream', target, 'owner', owner)
-      if not state then redis.call('HSET', h, 'state', 'queued') end
+      redis.call('HSET', h, 'owner', owner)
       return {'handed', '0', '0', '0', owner}
     end
   end
@@ -84,10 +107,9 @@ if not state then redis.call('HSET', h, 'state', 'queued') end
 if ARGV[5] ~= '' then redis.call('HSETNX', h, 'metadata', ARGV[5]) end
 if session then redis.call('SET', session, ARGV[1], 'PX', ARGV[4]) end
 local cancel = redis.call('HGET', h, 'cancel') and 'cancel' or ''
-local now = redis.call('TIME')
 return {'run', tostring(deliveries), redis.call('HGET', h, 'next_seq') or '0', redis.call('HGET', h, 'attempt') or '0', cancel,
-        string.format('%.0f', now[1] * 1000 + math.floor(now[2] / 1000)),
-        redis.call('HGET', h, 'first_assigned_ms') or '0', redis.call('HGET', h, 'first_token_ms') or '0'})";
+        string.format('%.0f', now_ms()), redis.call('HGET', h, 'first_assigned_ms') or '0',
+        redis.call('HGET', h, 'first_token_ms') or '0'})";
 
 // A broker that is alive is registered too (the claims may have forgotten it while it was not).
 constexpr const char* kAliveScript = R"(
@@ -96,11 +118,12 @@ redis.call('SADD', 'flashq:brokers', ARGV[1])
 return 1)";
 
 // Entries idle past the claim timeout (their broker died, or stopped refreshing them), in
-// flashq:jobs and in every broker's handover stream (flashq:brokers names them); a stream
-// without the group yet is skipped. A broker that is not alive and has nothing in its stream is
-// forgotten (it registers again when it is alive), so the names of brokers gone for good do not
-// pile up in every claim; its empty stream and group stay, for when it comes back. Reply as
-// XREAD's: {stream, entries} per stream.
+// flashq:jobs, in every broker's handover stream (flashq:brokers names them) and in the streams
+// of the models given (ARGV[4...]: those this broker reads); a stream without the group yet is
+// skipped. A broker that is not alive and has nothing in its stream is forgotten (it registers
+// again when it is alive), so the names of brokers gone for good do not pile up in every claim;
+// its empty stream and group stay, for when it comes back. Reply as XREAD's: {stream, entries}
+// per stream.
 constexpr const char* kClaimIdleScript = R"(
 local streams = {'flashq:jobs'}
 for _, name in ipairs(redis.call('SMEMBERS', 'flashq:brokers')) do
@@ -111,6 +134,7 @@ for _, name in ipairs(redis.call('SMEMBERS', 'flashq:brokers')) do
     streams[#streams + 1] = stream
   end
 end
+for i = 4, #ARGV do streams[#streams + 1] = 'flashq:model:' .. ARGV[i] .. ':jobs' end
 local left = tonumber(ARGV[3])
 local out = {}
 for _, stream in ipairs(streams) do
@@ -119,6 +143,39 @@ for _, stream in ipairs(streams) do
   if type(claimed) == 'table' and not claimed.err and #claimed[2] > 0 then
     out[#out + 1] = {stream, claimed[2]}
     left = left - #claimed[2]
+  end
+end
+return out)";
+
+// Which models are served, across brokers. ARGV: consumer, lease in ms, then the models this
+// broker's workers serve: it is a server of each (flashq:model:<m>:servers, a sorted set of
+// brokers scored by when their lease ends) and of no other. For every model flashq knows
+// (flashq:models), the reply says whether a lease is live, and since when the model has been
+// known to be served (flashq:model:<m>:last_served, Redis's clock): {now, {model, live, last}...}.
+// A model nobody serves, with no jobs waiting, is forgotten.
+constexpr const char* kServedScript = R"(
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local here = {}
+for i = 3, #ARGV do
+  here[ARGV[i]] = true
+  redis.call('ZADD', 'flashq:model:' .. ARGV[i] .. ':servers', now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('SADD', 'flashq:models', ARGV[i])
+end
+local out = {string.format('%.0f', now)}
+for _, model in ipairs(redis.call('SMEMBERS', 'flashq:models')) do
+  local servers = 'flashq:model:' .. model .. ':servers'
+  local last = 'flashq:model:' .. model .. ':last_served'
+  if not here[model] and redis.call('ZREM', servers, ARGV[1]) == 1 then
+    redis.call('SET', last, string.format('%.0f', now), 'EX', 86400)
+  end
+  redis.call('ZREMRANGEBYSCORE', servers, '-inf', now)
+  local live = redis.call('ZCARD', servers) > 0
+  if live then redis.call('SET', last, string.format('%.0f', now), 'EX', 86400) end
+  if not live and redis.call('XLEN', 'flashq:model:' .. model .. ':jobs') == 0 then
+    redis.call('SREM', 'flashq:models', model)
+  else
+    out[#out + 1] = {model, live and '1' or '0', redis.call('GET', last) or '0'}
   end
 end
 return out)";
@@ -221,6 +278,7 @@ std::string job_key(const std::string& id) { return "flashq:job:" + id; }
 std::string handover_key(const std::string& consumer) { return std::string(kJobs) + ":" + consumer; }
 std::string broker_key(const std::string& consumer) { return "flashq:broker:" + consumer; }
 std::string session_key(const std::string& session) { return "flashq:session:" + session; }
+std::string model_jobs_key(const std::string& model) { return "flashq:model:" + model + ":jobs"; }
 std::string out_key(const std::string& id) { return std::string(kOutPrefix) + id; }
 std::string job_of_out_key(const std::string& key) { return key.substr(kOutPrefix.size()); }
 
@@ -243,8 +301,8 @@ std::vector<std::pair<std::string, std::vector<Entry>>> streams_of(const RedisRe
 }
 
 std::vector<std::string> scripts() {
-  return {kIntakeScript, kTakeScript,   kAliveScript,      kClaimIdleScript, kEventScript,
-          kFinalScript,  kRunningScript, kDeadLetterScript, kCancelScript};
+  return {kIntakeScript, kTakeScript,   kAliveScript,      kClaimIdleScript, kServedScript,
+          kEventScript,  kFinalScript,   kRunningScript,    kDeadLetterScript, kCancelScript};
 }
 
 RedisCommand create_group() { return {"XGROUP", "CREATE", kJobs, kGroup, "0", "MKSTREAM"}; }
@@ -260,9 +318,14 @@ RedisCommand intake(const protocol::Job& job) {
   return command;
 }
 
-RedisCommand read_new(const std::string& consumer, int64_t count, const std::string& handed_after) {
-  return {"XREADGROUP",           "GROUP", kGroup,      consumer, "COUNT", std::to_string(count), "STREAMS", kJobs,
-          handover_key(consumer), ">",     handed_after};
+RedisCommand read_new(const std::string& consumer, int64_t count, const std::string& handed_after,
+                      const std::vector<std::string>& models) {
+  RedisCommand command = {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS", kJobs,
+                          handover_key(consumer)};
+  for (const std::string& model : models) command.push_back(model_jobs_key(model));
+  command.insert(command.end(), {">", handed_after});
+  for (size_t i = 0; i < models.size(); ++i) command.push_back(">");
+  return command;
 }
 
 RedisCommand read_own_pending(const std::string& stream, const std::string& consumer, int64_t count,
@@ -270,8 +333,35 @@ RedisCommand read_own_pending(const std::string& stream, const std::string& cons
   return {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", std::to_string(count), "STREAMS", stream, after};
 }
 
-RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count) {
-  return {"EVAL", kClaimIdleScript, "0", consumer, std::to_string(idle_ms), std::to_string(count)};
+RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count,
+                        const std::vector<std::string>& models) {
+  RedisCommand command = {"EVAL", kClaimIdleScript, "0", consumer, std::to_string(idle_ms), std::to_string(count)};
+  command.insert(command.end(), models.begin(), models.end());
+  return command;
+}
+
+RedisCommand create_model_group(const std::string& model) {
+  return {"XGROUP", "CREATE", model_jobs_key(model), kGroup, "0", "MKSTREAM"};
+}
+
+RedisCommand served(const std::string& consumer, int64_t lease_ms, const std::set<std::string>& models_here) {
+  RedisCommand command = {"EVAL", kServedScript, "0", consumer, std::to_string(lease_ms)};
+  command.insert(command.end(), models_here.begin(), models_here.end());
+  return command;
+}
+
+ServedModels served_of(const RedisReply& reply) {
+  if (reply.is_error() || reply.elements.empty()) {
+    throw Error(ErrorCode::kProtocol, "redis: unexpected reply to served: " + reply.text);
+  }
+  ServedModels out;
+  out.redis_now_ms = to_int(reply.elements[0].text);
+  for (size_t i = 1; i < reply.elements.size(); ++i) {
+    const RedisReply& model = reply.elements[i];
+    if (model.elements.size() != 3) throw Error(ErrorCode::kProtocol, "redis: a served model without its figures");
+    out.models.push_back({model.elements[0].text, model.elements[1].text == "1", to_int(model.elements[2].text)});
+  }
+  return out;
 }
 
 RedisCommand keep_claimed(const std::string& stream, const std::string& consumer,
@@ -288,10 +378,19 @@ RedisCommand alive(const std::string& consumer, int64_t ttl_ms) {
 RedisCommand not_alive(const std::string& consumer) { return {"DEL", broker_key(consumer)}; }
 
 RedisCommand take(const std::string& stream, const std::string& consumer, const std::string& job_id,
-                  const std::string& entry, const std::string& session, int64_t session_ttl_ms,
-                  const std::string& metadata_json) {
-  return {"EVAL",  kTakeScript, "2", stream, job_key(job_id), consumer, entry, session, std::to_string(session_ttl_ms),
-          metadata_json};
+                  const std::string& entry, const TakeContext& context) {
+  return {"EVAL",
+          kTakeScript,
+          "2",
+          stream,
+          job_key(job_id),
+          consumer,
+          entry,
+          context.session,
+          std::to_string(context.session_ttl_ms),
+          context.metadata_json,
+          context.model,
+          context.model_served_here ? "1" : "0"};
 }
 
 Take take_of(const RedisReply& reply) {
@@ -303,15 +402,16 @@ Take take_of(const RedisReply& reply) {
   out.outcome = outcome == "finished"    ? Take::Outcome::kFinished
                 : outcome == "duplicate" ? Take::Outcome::kDuplicate
                 : outcome == "handed"    ? Take::Outcome::kHanded
+                : outcome == "sorted"    ? Take::Outcome::kSorted
                                          : Take::Outcome::kRun;
   out.deliveries = to_int(reply.elements[1].text);
   out.next_seq = to_int(reply.elements[2].text);
   out.attempt = to_int(reply.elements[3].text);
   if (out.outcome == Take::Outcome::kFinished) {
     out.final_json = reply.elements[4].text;
-  } else if (out.outcome == Take::Outcome::kHanded) {
-    out.handed_to = reply.elements[4].text;
-  } else {
+  } else if (out.outcome == Take::Outcome::kHanded || out.outcome == Take::Outcome::kSorted) {
+    out.moved_to = reply.elements[4].text;
+  } else if (out.outcome == Take::Outcome::kRun) {
     out.cancel_requested = reply.elements[4].text == "cancel";
     if (reply.elements.size() != 8) throw Error(ErrorCode::kProtocol, "redis: a take to run without its times");
     out.redis_now_ms = to_int(reply.elements[5].text);

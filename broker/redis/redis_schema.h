@@ -1,5 +1,10 @@
 // What flashq keeps in Redis (docs/redis.md), as commands and replies:
 //   flashq:jobs        intake stream, consumer group `flashq`, one consumer per broker
+//   flashq:model:<m>:jobs  jobs naming model <m>, sorted out of flashq:jobs by a broker without a
+//                      worker for it; same group, read only by brokers serving <m>
+//   flashq:model:<m>:servers  the brokers serving <m>, scored by when their lease ends
+//   flashq:model:<m>:last_served  when <m> was last known to be served (Redis's clock, ms)
+//   flashq:models      the models with a stream or a server
 //   flashq:jobs:<name> broker <name>'s handover stream: jobs of sessions it owns, taken from
 //                      flashq:jobs by another broker; same group, pending for <name> from the start
 //   flashq:job:<id>    status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final,
@@ -16,6 +21,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,10 +39,12 @@ inline constexpr const char* kGroup = "flashq";
 inline constexpr const char* kDead = "flashq:dead";
 inline constexpr const char* kControl = "flashq:control";
 inline constexpr const char* kBrokers = "flashq:brokers";
+inline constexpr const char* kModels = "flashq:models";
 std::string job_key(const std::string& id);
 std::string handover_key(const std::string& consumer);  // flashq:jobs:<consumer>
 std::string broker_key(const std::string& consumer);    // flashq:broker:<consumer>
 std::string session_key(const std::string& session);    // flashq:session:<session>
+std::string model_jobs_key(const std::string& model);   // flashq:model:<model>:jobs
 std::string out_key(const std::string& id);
 
 // A flat name, value, name, value ... reply (an entry's fields, HGETALL) as a map.
@@ -63,16 +71,20 @@ std::vector<std::string> scripts();
 // where state is "new" or the known job's state.
 RedisCommand intake(const protocol::Job& job);
 
-// New entries of flashq:jobs, and the entries handed to this broker after `handed_after` (they
-// are pending for it from the moment they are handed, so they are read as its own pending ones).
-// Reply as streams_of() reads it: keys kJobs and handover_key(consumer).
-RedisCommand read_new(const std::string& consumer, int64_t count, const std::string& handed_after);
+// New entries of flashq:jobs and of the streams of `models` (their groups made first:
+// create_model_group), and the entries handed to this broker after `handed_after` (they are
+// pending for it from the moment they are handed, so they are read as its own pending ones).
+// Reply as streams_of() reads it: keys kJobs, handover_key(consumer) and model_jobs_key(model).
+RedisCommand read_new(const std::string& consumer, int64_t count, const std::string& handed_after,
+                      const std::vector<std::string>& models);
+RedisCommand create_model_group(const std::string& model);  // BUSYGROUP (it exists) is fine
 // This consumer's pending entries in `stream` after entry `after` ("0": all).
 RedisCommand read_own_pending(const std::string& stream, const std::string& consumer, int64_t count,
                               const std::string& after);
-// Entries idle past `idle_ms` in flashq:jobs and every broker's handover stream, claimed for
-// `consumer`. Reply as streams_of() reads it.
-RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count);
+// Entries idle past `idle_ms` in flashq:jobs, every broker's handover stream and the streams of
+// `models`, claimed for `consumer`. Reply as streams_of() reads it.
+RedisCommand claim_idle(const std::string& consumer, int64_t idle_ms, int64_t count,
+                        const std::vector<std::string>& models);
 RedisCommand keep_claimed(const std::string& stream, const std::string& consumer,
                           const std::vector<std::string>& entries);
 // This broker is alive and can run jobs for `ttl_ms` more (sessions may be handed to it; it is
@@ -80,20 +92,42 @@ RedisCommand keep_claimed(const std::string& stream, const std::string& consumer
 RedisCommand alive(const std::string& consumer, int64_t ttl_ms);
 RedisCommand not_alive(const std::string& consumer);
 
-// A delivered entry of `stream` becomes this broker's to run, or, when its `session` (empty:
-// none) is owned by another live broker, goes to that broker's handover stream. A run makes this
-// broker the session's owner for `session_ttl_ms`. The job's metadata (JSON, empty: none) is kept
-// in its status hash unless it is there already. Reply: see Take.
+// This broker serves `models_here` (a lease of `lease_ms`, renewed by the next call) and no other
+// model; the reply says which models flashq knows and whether, and since when, each is served.
+RedisCommand served(const std::string& consumer, int64_t lease_ms, const std::set<std::string>& models_here);
+struct ServedModel {
+  std::string name;
+  bool live = false;         // a broker with a worker for it holds a lease now
+  int64_t last_served_ms = 0;  // Redis's clock; 0: never known to be served
+};
+struct ServedModels {
+  int64_t redis_now_ms = 0;
+  std::vector<ServedModel> models;
+};
+ServedModels served_of(const RedisReply& reply);
+
+// What a take needs of the job besides its entry.
+struct TakeContext {
+  std::string session;  // empty: none
+  int64_t session_ttl_ms = 0;
+  std::string metadata_json;  // empty: none
+  std::string model;          // empty: none
+  bool model_served_here = false;
+};
+// A delivered entry of `stream` becomes this broker's to run; or, when it is an entry of
+// flashq:jobs naming a model this broker does not serve, goes to the model's stream; or, when its
+// session is owned by another live broker serving its model, goes to that broker's handover
+// stream. A run makes this broker the session's owner for `session_ttl_ms`. The job's metadata is
+// kept in its status hash unless it is there already. Reply: see Take.
 RedisCommand take(const std::string& stream, const std::string& consumer, const std::string& job_id,
-                  const std::string& entry, const std::string& session, int64_t session_ttl_ms,
-                  const std::string& metadata_json);
+                  const std::string& entry, const TakeContext& context);
 struct Take {
-  enum class Outcome { kRun, kFinished, kDuplicate, kHanded } outcome = Outcome::kRun;
+  enum class Outcome { kRun, kFinished, kDuplicate, kHanded, kSorted } outcome = Outcome::kRun;
   int64_t deliveries = 0;
   int64_t next_seq = 0;  // events already in the result stream (a previous owner's)
   int64_t attempt = 0;
   std::string final_json;        // kFinished
-  std::string handed_to;         // kHanded: the broker owning the job's session
+  std::string moved_to;          // kHanded: the broker owning the job's session; kSorted: the model's stream
   bool cancel_requested = false;  // kRun: a CANCEL came before any broker ran it
   // kRun, on Redis's clock (unix ms, as entry ids): now, and the job's first assignment and first
   // token under any broker (0: not yet).

@@ -24,6 +24,7 @@ class RecordingCore final : public BrokerCore {
   void cancel(JobRecord&) override {}
   void withdraw(JobRecord&) override { ADD_FAILURE() << "no other broker takes a job over"; }
   void store_state_changed() override {}
+  void models_served_elsewhere(const std::vector<std::pair<std::string, SteadyClock::time_point>>&) override {}
   bool draining() const override { return false; }
 };
 

@@ -51,6 +51,21 @@ TEST_F(ModelCatalogTest, RefusalWithNoWorkerAtAllSaysNone) {
   EXPECT_EQ(refusal->message, "no worker serves model 'absent'; models served: none");
 }
 
+// Brokers sharing Redis: a model another broker serves is served; and nothing is refused while
+// the view of the other brokers is stale (the store unreachable) or not there yet.
+TEST_F(ModelCatalogTest, SharedAModelAnotherBrokerServesIsServedAndAStaleViewRefusesNothing) {
+  ModelCatalog shared(1000, start_, /*shared=*/true);
+  EXPECT_FALSE(shared.refusal(job_for("absent"), workers_, start_ + 2s)) << "no view of the others yet";
+  shared.note_served_elsewhere({{"big", start_ + 2s}}, start_ + 2s);
+  EXPECT_FALSE(shared.refusal(job_for("big"), workers_, start_ + 2500ms)) << "served by another broker";
+  std::optional<ModelRefusal> refusal = shared.refusal(job_for("absent"), workers_, start_ + 2500ms);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->message, "no worker of any broker serves model 'absent'; models served: big");
+  EXPECT_FALSE(shared.refusal(job_for("absent"), workers_, start_ + 3500ms)) << "the view is older than the grace";
+  shared.note_served_elsewhere({{"big", start_ + 2s}}, start_ + 3500ms);
+  EXPECT_TRUE(shared.refusal(job_for("big"), workers_, start_ + 3500ms)) << "unserved elsewhere for the grace period";
+}
+
 TEST_F(ModelCatalogTest, AModelAConnectedWorkerServesIsNotRefused) {
   add_worker("w1", "qwen");
   EXPECT_FALSE(catalog_.refusal(job_for("qwen"), workers_, start_ + 10s));

@@ -163,9 +163,10 @@ TEST_F(RedisBrokersTest, SubscriberBeforeTheJobExistsFollowsItOnceSubmittedElsew
   EXPECT_EQ(JobRun::text_of(events), want.text);
 }
 
-// docs/protocol.md 9.4, docs/redis.md "Limits": with Redis a broker does not reject a job for a
-// model its own workers do not serve, since another broker's may.
-TEST_F(RedisBrokersTest, ABrokerWithoutWorkersForAModelDoesNotRejectJobsNamingIt) {
+// docs/protocol.md 9.4, docs/redis.md "Models across brokers": with Redis a broker does not reject
+// a job for a model its own workers do not serve when another broker's do; a model no broker
+// serves is rejected.
+TEST_F(RedisBrokersTest, ABrokerWithoutWorkersForAModelDoesNotRejectJobsAnotherBrokerServes) {
   start_two_brokers({"--unknown-model-grace-ms", "100"});
   std::this_thread::sleep_for(milliseconds(300));  // a is past its grace period, with no worker at all
   auto client = connect_client();                   // to broker a
@@ -177,7 +178,12 @@ TEST_F(RedisBrokersTest, ABrokerWithoutWorkersForAModelDoesNotRejectJobsNamingIt
   EXPECT_TRUE(run.finish_reason() == "length" || run.finish_reason() == "stop") << run;
   protocol::Job unknown = make_job("nobody-serves", "hello world", 8);
   unknown.model = "absent";
-  EXPECT_NO_THROW(client->submit(unknown, 20000)) << "with Redis the unknown-model rule is off";
+  try {
+    client->submit(unknown, 20000);
+    ADD_FAILURE() << "a job for a model no broker serves was accepted";
+  } catch (const JobRejected& e) {
+    EXPECT_EQ(e.reason(), "unknown_model") << e.what();
+  }
 }
 
 }  // namespace

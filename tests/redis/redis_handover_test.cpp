@@ -37,7 +37,7 @@ class RedisHandoverTest : public ::testing::Test {
   std::vector<std::pair<std::string, schema::Entry>> read(const std::string& consumer,
                                                           const std::string& handed_after = "0") {
     std::vector<std::pair<std::string, schema::Entry>> out;
-    const RedisReply reply = connection_.command(schema::read_new(consumer, 10, handed_after));
+    const RedisReply reply = connection_.command(schema::read_new(consumer, 10, handed_after, {}));
     EXPECT_FALSE(reply.is_error()) << reply.text;
     for (auto& [stream, entries] : schema::streams_of(reply)) {
       for (schema::Entry& entry : entries) out.emplace_back(stream, std::move(entry));
@@ -47,7 +47,7 @@ class RedisHandoverTest : public ::testing::Test {
 
   schema::Take take(const std::string& stream, const std::string& consumer, const std::string& entry,
                     const std::string& job_id, const std::string& session) {
-    return schema::take_of(connection_.command(schema::take(stream, consumer, job_id, entry, session, 60000, "")));
+    return schema::take_of(connection_.command(schema::take(stream, consumer, job_id, entry, {.session = session, .session_ttl_ms = 60000})));
   }
 
   std::string get(const std::vector<std::string>& command) {
@@ -71,7 +71,7 @@ TEST_F(RedisHandoverTest, ATurnOfASessionOwnedByALiveBrokerMovesToItsStreamOnce)
   ASSERT_EQ(taken_by_b[0].first, schema::kJobs);
   const schema::Take handed = take(schema::kJobs, "b", taken_by_b[0].second.id, "t2", "conv");
   EXPECT_EQ(handed.outcome, schema::Take::Outcome::kHanded);
-  EXPECT_EQ(handed.handed_to, "a");
+  EXPECT_EQ(handed.moved_to, "a");
   EXPECT_EQ(get({"XLEN", "flashq:jobs"}), "0") << "acknowledged and deleted where it was taken";
   EXPECT_EQ(get({"XPENDING", "flashq:jobs", "flashq"}), "0");
   EXPECT_EQ(get({"XPENDING", "flashq:jobs:a", "flashq"}), "1") << "pending for its new broker at once";
@@ -151,7 +151,7 @@ TEST_F(RedisHandoverTest, AnEntryHandedToABrokerThatDiedIsClaimedFromItsStream) 
   // a dies before reading it. A name in flashq:brokers whose stream has no group yet is skipped.
   connection_.command(schema::not_alive("a"));
   plain_->command({"SADD", "flashq:brokers", "never-started"});
-  const RedisReply claimed = connection_.command(schema::claim_idle("b", 0, 10));
+  const RedisReply claimed = connection_.command(schema::claim_idle("b", 0, 10, {}));
   ASSERT_FALSE(claimed.is_error()) << claimed.text;
   const auto streams = schema::streams_of(claimed);
   ASSERT_EQ(streams.size(), 1u);
@@ -166,7 +166,7 @@ TEST_F(RedisHandoverTest, AnEntryHandedToABrokerThatDiedIsClaimedFromItsStream) 
           .integer,
       1);
   EXPECT_EQ(get({"XPENDING", "flashq:jobs:a", "flashq"}), "0");
-  EXPECT_TRUE(schema::streams_of(connection_.command(schema::claim_idle("b", 0, 10))).empty()) << "nothing left";
+  EXPECT_TRUE(schema::streams_of(connection_.command(schema::claim_idle("b", 0, 10, {}))).empty()) << "nothing left";
   // Brokers that are not alive and have nothing handed to them are no longer looked at; one
   // that is alive again is.
   EXPECT_EQ(get({"SCARD", "flashq:brokers"}), "0");

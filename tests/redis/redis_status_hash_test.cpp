@@ -40,12 +40,13 @@ class RedisStatusHashTest : public ::testing::Test {
     RedisCommand add = {"XADD", schema::kJobs, "*"};
     add.insert(add.end(), fields.begin(), fields.end());
     const std::string entry = connection_.command(add).text;
-    connection_.command(schema::read_new("a", 10, "0"));
+    connection_.command(schema::create_handover_group("a"));
+    connection_.command(schema::read_new("a", 10, "0", {}));
     return entry;
   }
 
   schema::Take take(const std::string& id, const std::string& entry, const std::string& metadata = "") {
-    return schema::take_of(connection_.command(schema::take(schema::kJobs, "a", id, entry, "", 60000, metadata)));
+    return schema::take_of(connection_.command(schema::take(schema::kJobs, "a", id, entry, {.metadata_json = metadata})));
   }
 
   testing::TempDir dir_;

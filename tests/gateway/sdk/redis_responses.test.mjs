@@ -19,7 +19,7 @@ let redis;
 const programs = [];  // everything started, stopped (or found dead) at the end
 
 function brokerFlags(consumer) {
-  return ['--redis', redis.url, '--redis-consumer', consumer, '--redis-claim-idle-ms', '1500', '--heartbeat-ms', '200'];
+  return ['--redis', redis.url, '--redis-consumer', consumer, '--redis-claim-idle-ms', '1500'];
 }
 
 async function broker(consumer) {
@@ -36,7 +36,7 @@ async function restart(killed) {
   programs.push(program);
   await waitFor(async () => {
     try {
-      return (await fetch(`http://127.0.0.1:${killed.httpPort}/readyz`)).status === 200;
+      return (await fetch(`http://127.0.0.1:${killed.httpPort}/healthz`)).status === 200;
     } catch {
       return false;
     }
@@ -47,7 +47,7 @@ async function restart(killed) {
 
 async function worker(behind) {
   const started = await startScriptedWorker(behind, { model: MODEL, rules: RULES, toolCallFormat: 'hermes',
-    extraArgs: ['--heartbeat-ms', '100'] });
+  });
   programs.push(started);
   return started;
 }
@@ -121,6 +121,8 @@ test('a response is followed through another broker after the one running it die
 
   // Broker a restarted holds nothing in memory: through its gateway the response is read from Redis.
   await restart(a);
+  await waitFor(async () => (await fetch(`${gatewayOfA.baseURL}/responses/${started.id}`)).status === 200, 30,
+    'the gateway of a to reach its restarted broker');
   const again = await rawStream(gatewayOfA, started.id);
   assert.deepEqual(again.map((e) => e.text), followed.map((e) => e.text));
   const fromRedis = await client(gatewayOfA).responses.retrieve(started.id);
