@@ -107,7 +107,9 @@ class SentinelGroup {
   // `primary` is started already; the replica and the Sentinels live in `dir`.
   SentinelGroup(const std::filesystem::path& dir, RedisServer& primary, SentinelSettings settings)
       : primary_(primary), replica_(dir / "replica"), settings_(std::move(settings)) {
-    for (int i = 0; i < 3; ++i) sentinels_.push_back(std::make_unique<SentinelProcess>(dir / ("sentinel-" + std::to_string(i))));
+    for (int i = 0; i < 3; ++i) {
+      sentinels_.push_back(std::make_unique<SentinelProcess>(dir / ("sentinel-" + std::to_string(i))));
+    }
   }
 
   // The replica (in sync), then the Sentinels, once each knows the replica and the two others:
@@ -116,7 +118,9 @@ class SentinelGroup {
     // A replica's first sync would otherwise wait 5 s for others to share the primary's snapshot.
     client_of(primary_.port(), settings_.data_password)->command({"CONFIG", "SET", "repl-diskless-sync-delay", "0"});
     if (!replica_.start(replica_flags())) return ::testing::AssertionFailure() << "the replica did not start";
-    if (!replicated(std::chrono::milliseconds(10000))) return ::testing::AssertionFailure() << "the replica never synced";
+    if (!replicated(std::chrono::milliseconds(10000))) {
+      return ::testing::AssertionFailure() << "the replica never synced";
+    }
     for (auto& sentinel : sentinels_) {
       std::vector<const SentinelProcess*> others;
       for (const auto& other : sentinels_) {
@@ -263,11 +267,12 @@ TEST_F(SentinelConnectionTest, FollowsTheFailoverToThePromotedReplicaWithTheWrit
   std::set<std::string> stored;
   for (int i = 0; i < 20; ++i) {
     const std::string key = "kept-" + std::to_string(i);
-    pipeline.add({"SET", key, "1"},
-                 [&stored, key](const RedisReply& reply) {
-                   if (!reply.is_error()) stored.insert(key);
-                 },
-                 RedisPipeline::OnFailure::kRetry);
+    pipeline.add(
+        {"SET", key, "1"},
+        [&stored, key](const RedisReply& reply) {
+          if (!reply.is_error()) stored.insert(key);
+        },
+        RedisPipeline::OnFailure::kRetry);
   }
   EXPECT_FALSE(pipeline.flush(connection)) << "the primary is dead";
   EXPECT_EQ(pipeline.retained(), 20u);
@@ -358,8 +363,7 @@ TEST_F(SentinelBrokerTest, JobsBeforeDuringAndAfterAFailoverFinishExactlyOnce) {
   redis_->kill();
   const auto killed = Clock::now();
   for (size_t i = 6; i < 12; ++i) submit(i, "during");
-  ASSERT_TRUE(eventually([&] { return group_->primary_port_now() == group_->replica().port(); },
-                         milliseconds(20000)))
+  ASSERT_TRUE(eventually([&] { return group_->primary_port_now() == group_->replica().port(); }, milliseconds(20000)))
       << "the Sentinels never promoted the replica";
   for (size_t i = 12; i < 18; ++i) submit(i, "after");
   for (size_t i = 0; i < ids.size(); ++i) expect_matches(wait_job(*client, ids[i], 60000), want[i]);

@@ -22,10 +22,10 @@ namespace flashq::testing {
 struct SentinelSettings {
   std::string master_name = "flashq";
   int quorum = 2;
-  int64_t down_after_ms = 500;      // silence after which this Sentinel thinks the primary is down
+  int64_t down_after_ms = 500;  // silence after which this Sentinel thinks the primary is down
   int64_t failover_timeout_ms = 3000;
-  std::string data_password;        // the primary's and replicas' requirepass (sentinel auth-pass)
-  std::string own_password;         // this Sentinel's requirepass
+  std::string data_password;  // the primary's and replicas' requirepass (sentinel auth-pass)
+  std::string own_password;   // this Sentinel's requirepass
 };
 
 class SentinelProcess {
@@ -60,7 +60,9 @@ class SentinelProcess {
         out << "sentinel known-sentinel " << settings.master_name << " 127.0.0.1 " << other->port() << " "
             << other->id() << "\n";
       }
-      for (int port : replica_ports) out << "sentinel known-replica " << settings.master_name << " 127.0.0.1 " << port << "\n";
+      for (int port : replica_ports) {
+        out << "sentinel known-replica " << settings.master_name << " 127.0.0.1 " << port << "\n";
+      }
       if (!settings.data_password.empty()) {
         out << "sentinel auth-pass " << settings.master_name << " " << settings.data_password << "\n";
       }

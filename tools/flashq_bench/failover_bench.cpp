@@ -30,12 +30,12 @@ constexpr const char* kMasterName = "flashq";
 constexpr int64_t kResendNs = 50'000'000;  // a job refused `unavailable` is submitted again after this
 
 struct FailoverBenchOptions {
-  double rate = 500;                 // submissions/s
-  int64_t kill_after_ms = 2000;      // the primary's SIGKILL, this long into the run
-  int64_t submit_for_ms = 8000;      // new submissions go on this long after the kill
-  int64_t down_after_ms = 500;       // Sentinel's down-after-milliseconds
+  double rate = 500;             // submissions/s
+  int64_t kill_after_ms = 2000;  // the primary's SIGKILL, this long into the run
+  int64_t submit_for_ms = 8000;  // new submissions go on this long after the kill
+  int64_t down_after_ms = 500;   // Sentinel's down-after-milliseconds
   int64_t failover_timeout_ms = 3000;
-  int64_t wait_replicas = 0;         // the broker's --redis-wait-replicas
+  int64_t wait_replicas = 0;  // the broker's --redis-wait-replicas
   std::string redis_server = "/usr/bin/redis-server";
   std::string redis_sentinel = "/usr/bin/redis-sentinel";
   bool json = false;
@@ -81,7 +81,8 @@ class SentinelGroup {
   SentinelGroup(const FailoverBenchOptions& o, const std::filesystem::path& dir)
       : primary_port_(free_port()), replica_port_(free_port()) {
     primary_ = start_redis(o, dir / "primary", primary_port_, {});
-    replica_ = start_redis(o, dir / "replica", replica_port_, {"--replicaof", "127.0.0.1", std::to_string(primary_port_)});
+    replica_ =
+        start_redis(o, dir / "replica", replica_port_, {"--replicaof", "127.0.0.1", std::to_string(primary_port_)});
     auto primary = connect_local(primary_port_, 10s);
     connect_local(replica_port_, 10s);
     const RedisReply synced = primary->command({"WAIT", "1", "10000"});
@@ -103,9 +104,8 @@ class SentinelGroup {
                << "\n";
       }
       config.close();
-      sentinels_.push_back(std::make_unique<ChildProgram>(o.redis_sentinel,
-                                                          std::vector<std::string>{(own / "sentinel.conf").string()},
-                                                          own / "sentinel.log"));
+      sentinels_.push_back(std::make_unique<ChildProgram>(
+          o.redis_sentinel, std::vector<std::string>{(own / "sentinel.conf").string()}, own / "sentinel.log"));
     }
     watcher_ = connect_local(sentinel_ports_[0], 10s);
     if (named_primary() != primary_port_) throw Error(ErrorCode::kIo, "the Sentinels do not name the primary");
@@ -113,7 +113,9 @@ class SentinelGroup {
 
   std::string url() const {
     std::string out = "redis+sentinel://";
-    for (size_t i = 0; i < sentinel_ports_.size(); ++i) out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinel_ports_[i]);
+    for (size_t i = 0; i < sentinel_ports_.size(); ++i) {
+      out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinel_ports_[i]);
+    }
     return out + "/" + kMasterName;
   }
   void kill_primary() { primary_.reset(); }
@@ -140,8 +142,9 @@ class SentinelGroup {
                                                    int port, const std::vector<std::string>& extra) {
     std::filesystem::create_directories(dir);
     // Durable as docker/compose.yaml runs it: every write fsynced before Redis answers.
-    std::vector<std::string> args = {"--port", std::to_string(port), "--bind", "127.0.0.1", "--dir", dir.string(),
-                                     "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+    std::vector<std::string> args = {"--port",       std::to_string(port), "--bind",         "127.0.0.1",
+                                     "--dir",        dir.string(),         "--save",         "",
+                                     "--appendonly", "yes",                "--appendfsync",  "always",
                                      "--repl-diskless-sync-delay", "0"};
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<ChildProgram>(o.redis_server, args, dir / "redis.log");
@@ -159,7 +162,7 @@ struct Submission {
   int64_t accepted_ns = -1;  // first ACCEPTED
   int64_t final_ns = -1;     // first final
   int finals = 0;
-  int64_t resend_ns = -1;    // refused: submitted again at this time
+  int64_t resend_ns = -1;  // refused: submitted again at this time
 };
 
 double ms_since(int64_t from_ns, int64_t to_ns) { return to_ns < 0 ? -1 : static_cast<double>(to_ns - from_ns) / 1e6; }
@@ -254,7 +257,8 @@ void run_failover_bench(const FailoverBenchOptions& o) {
     }
   }
 
-  int64_t accepted = 0, finished_once = 0, lost = 0, repeated = 0, never_accepted = 0, in_flight = 0, in_flight_done = 0;
+  int64_t accepted = 0, finished_once = 0, lost = 0, repeated = 0, never_accepted = 0, in_flight = 0,
+          in_flight_done = 0;
   int64_t intake_back_ns = -1, flowing_ns = -1;
   for (const Submission& s : jobs) {
     if (s.accepted_ns < 0) {
@@ -305,10 +309,13 @@ std::function<void()> add_failover_bench(CLI::App& app) {
   cmd->add_option("--rate", o->rate, "submissions/s")->capture_default_str()->check(CLI::Range(1.0, 100000.0));
   cmd->add_option("--kill-after-ms", o->kill_after_ms, "the primary's SIGKILL this long into the run")
       ->capture_default_str();
-  cmd->add_option("--submit-for-ms", o->submit_for_ms, "new submissions this long after the kill")->capture_default_str();
+  cmd->add_option("--submit-for-ms", o->submit_for_ms, "new submissions this long after the kill")
+      ->capture_default_str();
   cmd->add_option("--down-after-ms", o->down_after_ms, "Sentinel's down-after-milliseconds")->capture_default_str();
-  cmd->add_option("--failover-timeout-ms", o->failover_timeout_ms, "Sentinel's failover-timeout")->capture_default_str();
-  cmd->add_option("--redis-wait-replicas", o->wait_replicas, "the broker's --redis-wait-replicas")->capture_default_str();
+  cmd->add_option("--failover-timeout-ms", o->failover_timeout_ms, "Sentinel's failover-timeout")
+      ->capture_default_str();
+  cmd->add_option("--redis-wait-replicas", o->wait_replicas, "the broker's --redis-wait-replicas")
+      ->capture_default_str();
   cmd->add_option("--redis-server", o->redis_server)->capture_default_str();
   cmd->add_option("--redis-sentinel", o->redis_sentinel)->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON line");
