@@ -22,7 +22,9 @@ namespace flashq::testing {
 struct SentinelSettings {
   std::string master_name = "flashq";
   int quorum = 2;
-  int64_t down_after_ms = 500;  // silence after which this Sentinel thinks the primary is down
+  // Silence after which this Sentinel thinks the primary is down. Shorter, a Sentinel started on
+  // a loaded machine can think so of a live primary before its first PING is answered.
+  int64_t down_after_ms = 1000;
   int64_t failover_timeout_ms = 3000;
   std::string data_password;  // the primary's and replicas' requirepass (sentinel auth-pass)
   std::string own_password;   // this Sentinel's requirepass
