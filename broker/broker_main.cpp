@@ -1,15 +1,60 @@
 // flashq-broker: the queue, scheduler, worker registry and stream fan-out (docs/architecture.md).
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/redis/redis_url.h"
 #include "shared/cli.h"
+#include "shared/error.h"
 
 namespace {
 
 std::atomic<bool> stop_requested{false};
 void request_stop(int) { stop_requested.store(true); }
+
+// A password from `file` (its first line), else from the environment variable `env_name`; nothing
+// when neither gives one.
+std::optional<std::string> read_secret(const std::string& file, const char* env_name) {
+  if (!file.empty()) {
+    std::ifstream in(file);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      throw flashq::Error(flashq::ErrorCode::kBadConfig, file + ": cannot read a password");
+    }
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) {
+      throw flashq::Error(flashq::ErrorCode::kBadConfig, file + ": the first line (the password) is empty");
+    }
+    return line;
+  }
+  const char* value = std::getenv(env_name);
+  if (value && *value) return std::string(value);
+  return std::nullopt;
+}
+
+// The passwords that do not come in the URL go into it here, in memory only: a file first, then
+// the environment, then the URL's own (docs/redis.md, "Passwords").
+void resolve_redis_passwords(flashq::RedisOptions& redis) {
+  if (redis.url.empty()) return;
+  flashq::RedisUrl url = flashq::parse_redis_url(redis.url);
+  if (std::optional<std::string> password = read_secret(redis.password_file, "FLASHQ_REDIS_PASSWORD")) {
+    url.password = *password;
+  }
+  if (std::optional<std::string> password =
+          read_secret(redis.sentinel_password_file, "FLASHQ_REDIS_SENTINEL_PASSWORD")) {
+    if (!url.uses_sentinels()) {
+      throw flashq::Error(flashq::ErrorCode::kBadConfig,
+                          "a Sentinel password (--redis-sentinel-password-file or FLASHQ_REDIS_SENTINEL_PASSWORD), "
+                          "but --redis names no Sentinels");
+    }
+    url.sentinel_password = *password;
+  }
+  redis.url = url.to_string();
+}
 
 }  // namespace
 
@@ -54,7 +99,22 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--send-hwm", o.send_high_water_mark, "messages queued per peer")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--redis", o.redis.url, "durable queue: redis://[[user]:password@]host[:port][/db] (none: in memory)");
+  app.add_option("--redis", o.redis.url,
+                 "durable queue: redis://[[user]:password@]host[:port][/db] or "
+                 "redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[/db] (none: in memory)");
+  app.add_option("--redis-password-file", o.redis.password_file,
+                 "FILE: Redis's password on its first line (wins over FLASHQ_REDIS_PASSWORD, then the URL's)");
+  app.add_option("--redis-sentinel-password-file", o.redis.sentinel_password_file,
+                 "FILE: the Sentinels' own password (wins over FLASHQ_REDIS_SENTINEL_PASSWORD, "
+                 "then the URL's ?sentinel_password=)");
+  app.add_option("--redis-wait-replicas", o.redis.wait_replicas,
+                 "answer ACCEPTED only once this many replicas have the job (WAIT); else REJECTED unavailable (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  app.add_option("--redis-wait-timeout-ms", o.redis.wait_timeout_ms,
+                 "how long WAIT waits for the replicas (it holds the broker's Redis connection meanwhile)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{60000}));
   app.add_option("--redis-consumer", o.redis.consumer, "this broker's consumer name (default: host/frontend)");
   app.add_option("--redis-claim-idle-ms", o.redis.claim_idle_ms, "claim jobs of a broker silent this long")
       ->capture_default_str()
@@ -75,6 +135,7 @@ int main(int argc, char** argv) {
                  "FILE: client public keys allowed in, one Z85 key per line (required with --curve-secret-key)");
   return flashq::run_cli(app, argc, argv, [&] {
     o.routing.cache_aware = routing == "cache-aware";
+    resolve_redis_passwords(o.redis);
     std::signal(SIGTERM, request_stop);
     std::signal(SIGINT, request_stop);
     zmq::context_t context;

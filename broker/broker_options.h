@@ -11,7 +11,14 @@ namespace flashq {
 
 // Durability on Redis (docs/redis.md); off when `url` is empty.
 struct RedisOptions {
-  std::string url;                 // redis://[[user]:password@]host[:port][/db] or unix:///path
+  // redis://[[user]:password@]host[:port][/db], redis+sentinel://host:port[,...]/master-name[/db]
+  // or unix:///path (broker/redis/redis_url.h)
+  std::string url;
+  // The data nodes' password, read from this file (its first line) rather than the URL, which the
+  // process list shows; FLASHQ_REDIS_PASSWORD in the environment comes next, the URL's last.
+  std::string password_file;
+  // The same for the Sentinels' own password (FLASHQ_REDIS_SENTINEL_PASSWORD, ?sentinel_password=).
+  std::string sentinel_password_file;
   std::string consumer;            // this broker's name in group `flashq`; stable across restarts
   int64_t claim_idle_ms = 30000;   // a broker silent this long about a job loses it to another
   int64_t max_deliveries = 5;      // deliveries of one entry (broker deaths) before flashq:dead
@@ -22,6 +29,10 @@ struct RedisOptions {
   int64_t prefetch = 16;           // jobs taken beyond the free worker slots
   // A session's turns go to the broker that last ran one for this long after it (docs/redis.md).
   int64_t session_ttl_s = 3600;
+  // A SUBMIT is ACCEPTED only once this many replicas acknowledged its entry (WAIT), else it is
+  // REJECTED unavailable; 0: once the primary has it (docs/redis.md, "Sentinel and failover").
+  int64_t wait_replicas = 0;
+  int64_t wait_timeout_ms = 1000;  // how long WAIT waits for them, holding the broker's connection
 };
 
 struct BrokerOptions {

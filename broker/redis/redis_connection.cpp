@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "shared/error.h"
 
 namespace flashq {
@@ -30,10 +32,28 @@ RedisReply convert(const redisReply* r) {
   return out;
 }
 
+// A Sentinel on the same network answers at once; one that does not is skipped after this.
+constexpr std::chrono::milliseconds kSentinelTimeout{300};
+// How often the Sentinels are asked where the primary is while there is no connection.
+constexpr std::chrono::milliseconds kSentinelInterval{100};
+
+// Error replies of a node that cannot serve us now: a primary demoted by a failover (READONLY),
+// one still loading its data after a restart (LOADING), a replica cut off from its primary
+// (MASTERDOWN). Elsewhere an error reply is an answer, for the command's handler.
+bool node_unavailable(const RedisReply& reply) {
+  if (!reply.is_error()) return false;
+  for (const char* prefix : {"READONLY", "LOADING", "MASTERDOWN"}) {
+    if (reply.text.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 RedisConnection::RedisConnection(RedisUrl url, std::chrono::milliseconds timeout)
-    : url_(std::move(url)), timeout_(timeout) {}
+    : url_(std::move(url)), timeout_(timeout), node_{.host = url_.host, .port = url_.port} {
+  if (url_.uses_sentinels()) sentinel_.emplace(url_, std::min(timeout_, kSentinelTimeout));
+}
 
 RedisConnection::~RedisConnection() {
   if (context_) redisFree(context_);
@@ -49,14 +69,50 @@ void RedisConnection::disconnect(const std::string& why) {
 
 void RedisConnection::fail(const std::string& why) {
   disconnect(why);
-  throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": " + why);
+  throw Error(ErrorCode::kIo, "redis " + where() + ": " + why);
+}
+
+std::string RedisConnection::where() const {
+  return sentinel_ ? url_.describe() + " (primary " + node_.describe() + ")" : url_.describe();
+}
+
+RedisReply RedisConnection::checked(RedisReply reply) {
+  if (node_unavailable(reply)) fail(reply.text);
+  return reply;
+}
+
+// The backoff is for trying the same node again. The Sentinels are asked more often (they answer
+// at once), so that a primary they name anew is connected to as soon as they name it.
+std::optional<RedisAddress> RedisConnection::choose_node() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!sentinel_) {
+    if (now < next_attempt_) return std::nullopt;
+    return node_;
+  }
+  if (now < next_sentinel_question_) return std::nullopt;
+  next_sentinel_question_ = now + kSentinelInterval;
+  std::string why;
+  std::optional<RedisAddress> primary = sentinel_->find_primary(why);
+  if (!primary) {
+    last_error_ = "no Sentinel names the primary '" + url_.master_name + "': " + why;
+    return std::nullopt;
+  }
+  if (*primary == node_) {
+    if (now < next_attempt_) return std::nullopt;
+    return primary;
+  }
+  spdlog::info("redis {}: the Sentinels name {} as the primary", url_.describe(), primary->describe());
+  node_ = *primary;
+  backoff_ = std::chrono::milliseconds(100);
+  return primary;
 }
 
 bool RedisConnection::ensure_connected() {
   if (context_) return true;
-  if (std::chrono::steady_clock::now() < next_attempt_) return false;
+  const std::optional<RedisAddress> node = choose_node();
+  if (!node) return false;
   const timeval tv = to_timeval(timeout_);
-  redisContext* c = url_.unix_path.empty() ? redisConnectWithTimeout(url_.host.c_str(), url_.port, tv)
+  redisContext* c = url_.unix_path.empty() ? redisConnectWithTimeout(node->host.c_str(), node->port, tv)
                                            : redisConnectUnixWithTimeout(url_.unix_path.c_str(), tv);
   if (!c || c->err) {
     disconnect(c ? c->errstr : "cannot allocate a connection");
@@ -73,6 +129,8 @@ bool RedisConnection::ensure_connected() {
     }
     if (url_.database != 0) setup.push_back({"SELECT", std::to_string(url_.database)});
     setup.push_back({"PING"});
+    // The Sentinels may name a node that is not (or no longer) the primary: writes there would fail.
+    if (sentinel_) setup.push_back({"ROLE"});
     // A restarted Redis has no scripts: load them before anything uses EVALSHA.
     std::vector<std::string*> shas;
     for (auto& [text, sha] : script_shas_) {
@@ -87,6 +145,14 @@ bool RedisConnection::ensure_connected() {
         return false;
       }
     }
+    if (sentinel_) {
+      const RedisReply& role = replies[replies.size() - shas.size() - 1];
+      const std::string said = role.elements.empty() ? role.text : role.elements[0].text;
+      if (said != "master") {
+        disconnect(node->describe() + " is not the primary (ROLE says " + said + ")");
+        return false;
+      }
+    }
     for (size_t i = 0; i < shas.size(); ++i) *shas[i] = replies[replies.size() - shas.size() + i].text;
   } catch (const Error&) {
     return false;  // pipeline() disconnected and recorded why
@@ -97,7 +163,7 @@ bool RedisConnection::ensure_connected() {
 }
 
 void RedisConnection::append(const RedisCommand& command) {
-  if (!context_) throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": not connected (" + last_error_ + ")");
+  if (!context_) throw Error(ErrorCode::kIo, "redis " + where() + ": not connected (" + last_error_ + ")");
   std::vector<const char*> argv;
   std::vector<size_t> lengths;
   for (const std::string& part : command) {
@@ -137,15 +203,16 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
 int RedisConnection::fd() const { return context_ ? context_->fd : -1; }
 
 std::vector<RedisReply> RedisConnection::read_ready() {
-  if (!context_) throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": not connected (" + last_error_ + ")");
+  if (!context_) throw Error(ErrorCode::kIo, "redis " + where() + ": not connected (" + last_error_ + ")");
   std::vector<RedisReply> replies;
   auto take_parsed = [&] {
     void* raw = nullptr;
     while (true) {
       if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) fail(context_->errstr);
       if (!raw) return;
-      replies.push_back(convert(static_cast<redisReply*>(raw)));
+      RedisReply reply = convert(static_cast<redisReply*>(raw));
       freeReplyObject(raw);
+      replies.push_back(checked(std::move(reply)));
     }
   };
   take_parsed();
@@ -158,14 +225,14 @@ std::vector<RedisReply> RedisConnection::read_ready() {
 }
 
 RedisReply RedisConnection::read_one() {
-  if (!context_) throw Error(ErrorCode::kIo, "redis " + url_.describe() + ": not connected (" + last_error_ + ")");
+  if (!context_) throw Error(ErrorCode::kIo, "redis " + where() + ": not connected (" + last_error_ + ")");
   void* raw = nullptr;
   if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
     fail(context_->err ? context_->errstr : "connection lost");
   }
   RedisReply reply = convert(static_cast<redisReply*>(raw));
   freeReplyObject(raw);
-  return reply;
+  return checked(std::move(reply));
 }
 
 void RedisConnection::register_script(const std::string& text) {

@@ -2,14 +2,20 @@
 // commands with send() and reads the replies with read_ready() when fd() is readable, so it never
 // waits on a round trip; pipeline() and command() are the blocking forms, for set-up and for the
 // rare request answered at once (nothing may be outstanding then: RedisPipeline::settle).
+// With a redis+sentinel:// URL each connect asks the Sentinels where the primary is and checks
+// with ROLE that it is one; a node that answers READONLY, LOADING or MASTERDOWN (a primary
+// demoted by a failover, a node still loading its data) counts as a lost connection, so the
+// next connect asks again and writes kept for a retry go to the new primary.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "broker/redis/redis_sentinel.h"
 #include "broker/redis/redis_url.h"
 
 struct redisContext;
@@ -38,7 +44,8 @@ class RedisConnection {
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   // Connects (AUTH, SELECT) unless connected; after a failure, waits out a backoff that doubles
-  // from 100 ms to 5 s before trying again. True when connected.
+  // from 100 ms to 5 s before trying the same node again. With Sentinels, they are asked every
+  // 100 ms meanwhile, and a primary they name anew is tried at once. True when connected.
   bool ensure_connected();
   bool connected() const { return context_ != nullptr; }
   // Why the last connect or command failed (for logs and /readyz).
@@ -60,6 +67,8 @@ class RedisConnection {
   RedisReply read_one();
 
   const RedisUrl& url() const { return url_; }
+  // The node connected to last (with Sentinels, the primary they named then).
+  const RedisAddress& node() const { return node_; }
 
   // A Lua script sent as EVAL: loaded (SCRIPT LOAD) on every connect, after which an EVAL of
   // exactly this text goes out as EVALSHA, saving the script's bytes on every call.
@@ -68,12 +77,19 @@ class RedisConnection {
  private:
   void disconnect(const std::string& why);
   [[noreturn]] void fail(const std::string& why);
+  std::string where() const;
+  // The node to connect to now: the URL's, or the primary the Sentinels name.
+  std::optional<RedisAddress> choose_node();
+  RedisReply checked(RedisReply reply);
 
   RedisUrl url_;
   std::chrono::milliseconds timeout_;
+  std::optional<RedisSentinel> sentinel_;
+  RedisAddress node_;
   redisContext* context_ = nullptr;
   std::string last_error_;
   std::chrono::steady_clock::time_point next_attempt_{};
+  std::chrono::steady_clock::time_point next_sentinel_question_{};
   std::chrono::milliseconds backoff_{100};
   std::unordered_map<std::string, std::string> script_shas_;  // text -> sha1, "" until loaded
 };

@@ -145,8 +145,8 @@ void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
     return;
   }
   RedisCommand command = schema::intake(job);  // before the handler takes the job
-  pipeline_.add(
-      std::move(command),
+  const std::string job_id = job.id;
+  RedisPipeline::Handler answer =
       [this, producer, job = std::move(job)](const RedisReply& stored) mutable {
         if (stored.is_error() || stored.elements.size() < 2) {
           // Not stored, so not accepted: the producer may try again.
@@ -178,6 +178,30 @@ void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
         const std::string id = job.id;
         record.job = std::move(job);
         jobs_.jobs.emplace(id, std::move(record));
+      };
+  if (options_.wait_replicas <= 0) {
+    pipeline_.add(std::move(command), std::move(answer), OnFailure::kDrop);
+    return;
+  }
+  // ACCEPTED only once the entry is on the primary and on `wait_replicas` replicas too, so that it
+  // survives a failover to one of them (docs/redis.md, "Sentinel and failover"). WAIT follows the
+  // intake in the same pipeline, and its reply the intake's.
+  auto intake_reply = std::make_shared<RedisReply>();
+  pipeline_.add(std::move(command), [intake_reply](const RedisReply& stored) { *intake_reply = stored; },
+                OnFailure::kDrop);
+  pipeline_.add(
+      schema::wait_replicas(options_.wait_replicas, options_.wait_timeout_ms),
+      [this, job_id, intake_reply, answer = std::move(answer)](const RedisReply& acknowledged) {
+        if (intake_reply->is_error() || (!acknowledged.is_error() && acknowledged.integer >= options_.wait_replicas)) {
+          answer(*intake_reply);
+          return;
+        }
+        // Stored on the primary but maybe on no replica: not accepted, yet it may run. A retry
+        // with the same id is idempotent.
+        spdlog::warn("job {}: stored, but {} of {} replicas acknowledged it within {} ms: answered unavailable", job_id,
+                     acknowledged.is_error() ? 0 : acknowledged.integer, options_.wait_replicas,
+                     options_.wait_timeout_ms);
+        answer(RedisReply{.type = RedisReply::Type::kError, .text = "too few replicas"});
       },
       OnFailure::kDrop);
 }

@@ -25,7 +25,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// A loopback TCP port that was free a moment ago: bound to port 0, read back, released.
+std::string tcp(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
+std::string host_port(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+template <typename Check>
+bool eventually(Check check, milliseconds timeout) {
+  const auto until = Clock::now() + timeout;
+  while (!check()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return true;
+}
+
+}  // namespace
+
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw Error(ErrorCode::kIo, std::string("socket: ") + std::strerror(errno));
@@ -42,21 +56,6 @@ int free_port() {
   if (port < 0) throw Error(ErrorCode::kIo, "no free loopback port");
   return port;
 }
-
-std::string tcp(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
-std::string host_port(int port) { return "127.0.0.1:" + std::to_string(port); }
-
-template <typename Check>
-bool eventually(Check check, milliseconds timeout) {
-  const auto until = Clock::now() + timeout;
-  while (!check()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return true;
-}
-
-}  // namespace
 
 std::filesystem::path executable_dir() {
   std::error_code error;

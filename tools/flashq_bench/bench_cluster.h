@@ -18,6 +18,9 @@ namespace flashq::bench {
 // The directory of the running executable (where flashq-broker and flashq-worker are built).
 std::filesystem::path executable_dir();
 
+// A loopback TCP port that was free a moment ago: bound to port 0, read back, released.
+int free_port();
+
 // A child process, its stdout and stderr to `log`; SIGKILLed and reaped on destruction.
 class ChildProgram {
  public:

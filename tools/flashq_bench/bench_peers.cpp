@@ -41,10 +41,10 @@ zmq::socket_t make_socket(zmq::context_t& context, zmq::socket_type type, const 
   return socket;
 }
 
-RunningBroker::RunningBroker(zmq::context_t& c, std::int64_t max_jobs, const std::string& redis) : context(c) {
+RunningBroker::RunningBroker(zmq::context_t& c, std::int64_t max_jobs, const RedisOptions& redis) : context(c) {
   BrokerOptions options;
-  options.redis.url = redis;
-  options.redis.consumer = "bench-" + std::to_string(now_ns());
+  options.redis = redis;
+  if (options.redis.consumer.empty()) options.redis.consumer = "bench-" + std::to_string(now_ns());
   options.frontend = options.backend = options.stream = "tcp://127.0.0.1:*";
   options.http = "";
   options.queue.max_jobs = max_jobs;

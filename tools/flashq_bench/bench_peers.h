@@ -41,14 +41,15 @@ double percentile(std::vector<double> values, double p);
 zmq::socket_t make_socket(zmq::context_t& context, zmq::socket_type type, const std::string& endpoint);
 
 // A broker on its own thread, on loopback ports chosen by the system, without Redis unless
-// `redis` names one, from construction to destruction.
+// `redis` names one (its consumer name made unique when not given), from construction to
+// destruction.
 struct RunningBroker {
   zmq::context_t& context;
   std::unique_ptr<Broker> broker;
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  RunningBroker(zmq::context_t& c, std::int64_t max_jobs, const std::string& redis = "");
+  RunningBroker(zmq::context_t& c, std::int64_t max_jobs, const RedisOptions& redis = {});
   ~RunningBroker();
 };
 

@@ -31,6 +31,9 @@ struct BrokerBenchOptions {
   int64_t latency_events = 20000;
   int64_t window = 1000;  // submissions in flight per producer
   std::string redis;      // also measure with this Redis behind the broker
+  int64_t wait_replicas = 0;  // > 0: also intake with --redis-wait-replicas, beside intake without
+  int64_t wait_timeout_ms = 1000;
+  int64_t one_at_a_time = 2000;  // submissions sent one after another's ACCEPTED (latency alone)
   bool json = false;
 };
 
@@ -39,8 +42,8 @@ struct BrokerBenchOptions {
 std::string run_prefix() { return "bench-" + std::to_string(now_ns()) + "-"; }
 
 // With Redis, the broker is ready once it is connected: until then it refuses jobs.
-void wait_ready(zmq::context_t& context, RunningBroker& running, const std::string& redis) {
-  if (redis.empty()) return;
+void wait_ready(zmq::context_t& context, RunningBroker& running, const RedisOptions& redis) {
+  if (redis.url.empty()) return;
   zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, running.broker->frontend_endpoint());
   protocol::Job job;
   job.prompt = std::string("probe");
@@ -51,32 +54,84 @@ void wait_ready(zmq::context_t& context, RunningBroker& running, const std::stri
     if (reply && reply->type == protocol::MessageType::kAccepted) return;
     std::this_thread::sleep_for(50ms);
   }
-  throw Error(ErrorCode::kIo, "the broker did not connect to redis " + redis);
+  throw Error(ErrorCode::kIo, "the broker did not connect to redis " + redis.url);
 }
 
-double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o, const std::string& redis) {
-  RunningBroker running(context, o.jobs + 1, redis);
+struct IntakeFigures {
+  double per_s = 0;
+  std::vector<double> accepted_us;  // SUBMIT to ACCEPTED, per job
+  int64_t rejected = 0;
+};
+
+// Submissions/s, and each job's time from SUBMIT to ACCEPTED, with `window` SUBMITs in flight
+// until `jobs` are answered.
+IntakeFigures measure_intake(zmq::context_t& context, int64_t jobs, int64_t window, const RedisOptions& redis) {
+  RunningBroker running(context, jobs + 1, redis);
   wait_ready(context, running, redis);
   const std::string prefix = run_prefix();
   zmq::socket_t producer = make_socket(context, zmq::socket_type::dealer, running.broker->frontend_endpoint());
   protocol::Job job;
   job.prompt = std::string("synthetic job");
-  int64_t sent = 0, accepted = 0;
+  std::vector<int64_t> sent_ns(static_cast<size_t>(jobs));
+  IntakeFigures figures;
+  int64_t sent = 0, answered = 0;
   const auto start = Clock::now();
-  while (accepted < o.jobs) {
-    while (sent < o.jobs && sent - accepted < o.window) {
-      job.id = prefix + std::to_string(sent++);
+  while (answered < jobs) {
+    while (sent < jobs && sent - answered < window) {
+      job.id = prefix + std::to_string(sent);
+      sent_ns[static_cast<size_t>(sent++)] = now_ns();
       send_message(producer, protocol::Submit{job});
     }
-    if (auto reply = receive(producer, 5000ms); reply && reply->type == protocol::MessageType::kAccepted) ++accepted;
-    else if (!reply) break;
+    auto reply = receive(producer, 5000ms);
+    if (!reply) break;
+    if (reply->type == protocol::MessageType::kAccepted) {
+      const std::string id = protocol::from_wire<protocol::Accepted>(*reply).id;
+      const int64_t index = std::stoll(id.substr(prefix.size()));
+      figures.accepted_us.push_back(static_cast<double>(now_ns() - sent_ns[static_cast<size_t>(index)]) / 1000.0);
+      ++answered;
+    } else if (reply->type == protocol::MessageType::kRejected) {
+      ++figures.rejected;
+      ++answered;
+    }
   }
-  return static_cast<double>(accepted) / std::chrono::duration<double>(Clock::now() - start).count();
+  figures.per_s = static_cast<double>(figures.accepted_us.size()) /
+                  std::chrono::duration<double>(Clock::now() - start).count();
+  return figures;
+}
+
+double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o, const RedisOptions& redis) {
+  return measure_intake(context, o.jobs, o.window, redis).per_s;
+}
+
+// Intake with WAIT after each job's entry against intake without, on the same Redis in one run:
+// at full load (`window` in flight) and one submission at a time.
+nlohmann::json measure_wait_replicas(zmq::context_t& context, const BrokerBenchOptions& o, RedisConnection& redis) {
+  nlohmann::json out = {{"wait_replicas", o.wait_replicas}, {"wait_timeout_ms", o.wait_timeout_ms}};
+  for (const bool wait : {false, true}) {
+    RedisOptions options{.url = o.redis};
+    if (wait) {
+      options.wait_replicas = o.wait_replicas;
+      options.wait_timeout_ms = o.wait_timeout_ms;
+    }
+    const IntakeFigures loaded = measure_intake(context, o.jobs, o.window, options);
+    (void)redis.command({"FLUSHDB"});
+    const IntakeFigures alone = measure_intake(context, o.one_at_a_time, 1, options);
+    (void)redis.command({"FLUSHDB"});
+    out[wait ? "with_wait" : "without_wait"] = {
+        {"submissions_per_s", loaded.per_s},
+        {"accepted_p50_us", percentile(loaded.accepted_us, 0.5)},
+        {"accepted_p99_us", percentile(loaded.accepted_us, 0.99)},
+        {"rejected", loaded.rejected + alone.rejected},
+        {"one_at_a_time_per_s", alone.per_s},
+        {"one_at_a_time_accepted_p50_us", percentile(alone.accepted_us, 0.5)},
+        {"one_at_a_time_accepted_p99_us", percentile(alone.accepted_us, 0.99)}};
+  }
+  return out;
 }
 
 // Events/s: synthetic workers stream TOKENS for their jobs as fast as they can; one subscriber
 // receives every event through the broker's XPUB.
-double measure_fanout(zmq::context_t& context, const BrokerBenchOptions& o, const std::string& redis) {
+double measure_fanout(zmq::context_t& context, const BrokerBenchOptions& o, const RedisOptions& redis) {
   RunningBroker running(context, 1000, redis);
   wait_ready(context, running, redis);
   const std::string prefix = run_prefix();
@@ -232,20 +287,21 @@ void check_scratch(RedisConnection& redis, const std::string& url) {
 void run_broker_bench(const BrokerBenchOptions& o) {
   zmq::context_t context;
   nlohmann::json report = {{"synthetic", "producers and workers are test programs; no model runs"}};
-  report["submissions_per_s"] = measure_submissions(context, o, "");
-  report["token_events_per_s"] = measure_fanout(context, o, "");
+  report["submissions_per_s"] = measure_submissions(context, o, {});
+  report["token_events_per_s"] = measure_fanout(context, o, {});
   if (!o.redis.empty()) {
     // Side by side: every accepted job stored in flashq:jobs first, every event in flashq:out.
     RedisConnection redis(parse_redis_url(o.redis));
     check_scratch(redis, o.redis);
-    const double jobs = measure_submissions(context, o, o.redis);
+    const double jobs = measure_submissions(context, o, {.url = o.redis});
     (void)redis.command({"FLUSHDB"});
-    const double events = measure_fanout(context, o, o.redis);
+    const double events = measure_fanout(context, o, {.url = o.redis});
     (void)redis.command({"FLUSHDB"});
     report["redis"] = {{"submissions_per_s", jobs},
                        {"token_events_per_s", events},
                        {"submissions_ratio", jobs / report["submissions_per_s"].get<double>()},
                        {"token_events_ratio", events / report["token_events_per_s"].get<double>()}};
+    if (o.wait_replicas > 0) report["redis"]["intake_by_wait"] = measure_wait_replicas(context, o, redis);
   }
   report["latency"] = measure_added_latency(context, o);
   std::cout << (o.json ? report.dump() : report.dump(2)) << std::endl;
@@ -262,6 +318,13 @@ std::function<void()> add_broker_bench(CLI::App& app) {
   cmd->add_option("--latency-events", o->latency_events)->capture_default_str();
   cmd->add_option("--redis", o->redis,
                   "also measure with this Redis (redis://host:port[/db]): an empty database, emptied after each run")
+      ->capture_default_str();
+  cmd->add_option("--redis-wait-replicas", o->wait_replicas,
+                  "with --redis: also intake with WAIT for this many replicas, beside intake without (its "
+                  "primary needs them)")
+      ->capture_default_str();
+  cmd->add_option("--redis-wait-timeout-ms", o->wait_timeout_ms)->capture_default_str();
+  cmd->add_option("--one-at-a-time", o->one_at_a_time, "submissions timed one after another's ACCEPTED")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON line");
   return [cmd, o] {

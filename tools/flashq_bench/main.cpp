@@ -3,6 +3,7 @@
 #include "tools/flashq_bench/agentic_bench.h"
 #include "tools/flashq_bench/broker_bench.h"
 #include "tools/flashq_bench/engine_bench.h"
+#include "tools/flashq_bench/failover_bench.h"
 #include "tools/flashq_bench/gateway_bench.h"
 #include "tools/flashq_bench/kernel_bench.h"
 #include "tools/flashq_bench/tokenizer_bench.h"
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   auto engine = flashq::add_engine_bench(app);
   auto kernels = flashq::add_kernel_bench(app);
   auto broker = flashq::add_broker_bench(app);
+  auto failover = flashq::add_failover_bench(app);
   auto tokenizer = flashq::add_tokenizer_bench(app);
   auto gateway = flashq::add_gateway_bench(app);
   auto agentic = flashq::add_agentic_bench(app);
@@ -20,6 +22,7 @@ int main(int argc, char** argv) {
     engine();
     kernels();
     broker();
+    failover();
     tokenizer();
     gateway();
     agentic();
