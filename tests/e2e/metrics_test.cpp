@@ -143,12 +143,13 @@ TEST_F(E2eTest, AWorkerWithAPagedCacheCountsPrefixHitsAndBlocks) {
 }
 
 // On the CPU the pool is sized from the host's memory without a flag (host_cache_pool_bytes), so
-// the paged cache and prefix caching are on by default: the same prompt twice is a hit, and the
-// pool is what the worker could fill (2 slots at the demo target's whole context, twice) or less.
+// the paged cache and prefix caching are on by default: the same prompt twice is a hit. For a
+// model this small the pool is what the worker could fill: its 2 slots at the whole context, twice.
 TEST_F(E2eTest, AWorkerOnTheCpuCachesPrefixesWithoutFlags) {
   ASSERT_TRUE(start_broker());
   const int port = free_port();
-  start_worker("w1", 2, {"--metrics-http", "127.0.0.1:" + std::to_string(port)});
+  cluster_->start_worker("w1", target_dir(), /*drafter=*/{}, 2,
+                         {"--metrics-http", "127.0.0.1:" + std::to_string(port)});
   ASSERT_TRUE(cluster_->wait_for_workers(1));
   auto client = connect_client();
   const std::string prompt = "A system prompt that every request repeats, word for word, ahead of its question";
@@ -161,7 +162,9 @@ TEST_F(E2eTest, AWorkerOnTheCpuCachesPrefixesWithoutFlags) {
   EXPECT_EQ(outputs[0], outputs[1]);
   const std::string m = http_get(port, "/metrics").body;
   auto value = [&](const std::string& name) { return metric_value(m, name).value_or(-1); };
-  EXPECT_GT(value("flashq_worker_kv_cache_capacity_bytes"), 0) << m;
+  const double useful = 2.0 * 2 * static_cast<double>(model_->config().max_position_embeddings) *
+                        static_cast<double>(model_->paged_bytes_per_block(1));
+  EXPECT_EQ(value("flashq_worker_kv_cache_capacity_bytes"), useful) << m;
   EXPECT_GT(value("flashq_worker_kv_blocks{state=\"free\"}"), 0) << m;
   EXPECT_GT(value("flashq_worker_kv_blocks{state=\"cached\"}"), 0) << m;
   const double lookups = value("flashq_worker_prefix_cache_lookup_tokens_total");
