@@ -69,9 +69,14 @@ std::function<void()> add_up_command(CLI::App& app) {
                   "share of the GPU for the model and its KV cache pool")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 1.0));
-  cmd->add_option("--cache-memory-mb", o->worker.cache_memory_mb,
-                  "KV cache pool size (0: from --gpu-memory-fraction on a GPU, none on the CPU)")
+  cmd->add_option("--cpu-memory-fraction", o->worker.cpu_memory_fraction,
+                  "share of the host's available memory, less the weights, for the KV cache pool on the CPU"
+                  " (at most 8 GiB)")
       ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--cache-memory-mb", o->worker.cache_memory_mb,
+                  "KV cache pool size, instead of a fraction of the memory (0: no pool, whole-length caches"
+                  " and no prefix caching)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--graphs", o->worker.graphs,
                "record the target's and the drafter's passes and replay them while they repeat"

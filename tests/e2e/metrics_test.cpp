@@ -142,6 +142,52 @@ TEST_F(E2eTest, AWorkerWithAPagedCacheCountsPrefixHitsAndBlocks) {
   EXPECT_EQ(value("flashq_worker_kv_cache_used_bytes"), 0) << m;
 }
 
+// On the CPU the pool is sized from the host's memory without a flag (host_cache_pool_bytes), so
+// the paged cache and prefix caching are on by default: the same prompt twice is a hit. For a
+// model this small the pool is what the worker could fill: its 2 slots at the whole context, twice.
+TEST_F(E2eTest, AWorkerOnTheCpuCachesPrefixesWithoutFlags) {
+  ASSERT_TRUE(start_broker());
+  const int port = free_port();
+  cluster_->start_worker("w1", target_dir(), /*drafter=*/{}, 2,
+                         {"--metrics-http", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  auto client = connect_client();
+  const std::string prompt = "A system prompt that every request repeats, word for word, ahead of its question";
+  std::vector<std::vector<int32_t>> outputs;
+  for (const char* id : {"default-pool-1", "default-pool-2"}) {
+    const JobRun run = run_job(*client, make_job(id, prompt, 8));
+    ASSERT_TRUE(run.final_result) << run;
+    outputs.push_back(run.ids());
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  const std::string m = http_get(port, "/metrics").body;
+  auto value = [&](const std::string& name) { return metric_value(m, name).value_or(-1); };
+  const double useful = 2.0 * 2 * static_cast<double>(model_->config().max_position_embeddings) *
+                        static_cast<double>(model_->paged_bytes_per_block(1));
+  EXPECT_EQ(value("flashq_worker_kv_cache_capacity_bytes"), useful) << m;
+  EXPECT_GT(value("flashq_worker_kv_blocks{state=\"free\"}"), 0) << m;
+  EXPECT_GT(value("flashq_worker_kv_blocks{state=\"cached\"}"), 0) << m;
+  const double lookups = value("flashq_worker_prefix_cache_lookup_tokens_total");
+  ASSERT_GT(lookups, 0) << m;
+  EXPECT_EQ(value("flashq_worker_prefix_cache_hit_tokens_total"), lookups / 2 - 1)
+      << "the second job found all of its prompt but the last token\n" << m;
+}
+
+// --cache-memory-mb 0: no pool, so whole-length caches and no prefix caching, as before there
+// was a default pool on the CPU.
+TEST_F(E2eTest, AWorkerWithCacheMemoryZeroHasNoPool) {
+  ASSERT_TRUE(start_broker());
+  const int port = free_port();
+  start_worker("w1", 2, {"--metrics-http", "127.0.0.1:" + std::to_string(port), "--cache-memory-mb", "0"});
+  ASSERT_TRUE(cluster_->wait_for_workers(1));
+  auto client = connect_client();
+  const JobRun run = run_job(*client, make_job("no-pool", "The queue hums along", 8));
+  ASSERT_TRUE(run.final_result) << run;
+  const std::string m = http_get(port, "/metrics").body;
+  EXPECT_FALSE(metric_value(m, "flashq_worker_kv_cache_capacity_bytes").has_value()) << m;
+  EXPECT_FALSE(metric_value(m, "flashq_worker_prefix_cache_lookup_tokens_total").has_value()) << m;
+}
+
 TEST_F(E2eTest, AWorkerWithAMalformedMetricsAddressExitsSayingSo) {
   const CommandResult result = run_command(bin_path("flashq-worker") + " --model '" + target_dir().string() +
                                            "' --device cpu --broker tcp://127.0.0.1:1 --metrics-http nonsense");

@@ -1,11 +1,15 @@
-// The cache pool (--gpu-memory-fraction): first fit with merging, sizing from the device's
-// memory, and the engine on a pool: a sequence waits until its caches fit, one that no pool
+// The cache pool (--gpu-memory-fraction, --cpu-memory-fraction): first fit with merging, host
+// memory committed only as it is written, sizing from the device's or the host's memory, and the
+// engine on a pool: a sequence waits until its caches fit, one that no pool
 // could hold is refused at once, and the output is the same as without a pool.
 #include "worker/model/cache_pool.h"
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 
 #include "kernels/backend_factory.h"
 #include "shared/error.h"
@@ -89,6 +93,67 @@ TEST(CachePoolBytes, AModelThatLeavesNoRoomIsAClearError) {
   }
   EXPECT_THROW(cache_pool_bytes(0.0, 80 * kGiB, 80 * kGiB), Error);
   EXPECT_THROW(cache_pool_bytes(1.5, 80 * kGiB, 80 * kGiB), Error);
+}
+
+// The process's resident memory (/proc/self/statm's second field, in pages).
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// A pool sized from the host's memory must not take it at start: many workers (and the test
+// suite's) share one host, and a cache uses what it writes.
+TEST(CachePool, InHostMemoryCommitsOnlyWhatItsRunsWrite) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const int64_t before = resident_bytes();
+  CachePool pool(*backend, 2048 * kMiB);
+  EXPECT_LT(resident_bytes() - before, 64 * kMiB) << "mapping 2 GiB committed it";
+  Tensor run = floats(pool, 8 * kMiB);
+  std::fill_n(run.data<float>(), run.numel(), 1.0f);
+  const int64_t written = resident_bytes() - before;
+  EXPECT_GE(written, 8 * kMiB);
+  EXPECT_LT(written, 64 * kMiB) << "writing 8 MiB committed more than it";
+  Tensor fresh = floats(pool, kMiB);
+  EXPECT_EQ(*std::max_element(fresh.data<float>(), fresh.data<float>() + fresh.numel()), 0.0f)
+      << "untouched pages read as zero";
+}
+
+// The CPU's default: a fraction of what the host has available, less the weights read in place,
+// bounded by what the worker could fill and by 8 GiB.
+TEST(HostCachePoolBytes, FractionOfAvailableMemoryLessTheWeights) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  constexpr int64_t kLots = 1000 * kGiB;  // what the worker could fill: no bound here
+  EXPECT_EQ(host_cache_pool_bytes(0.5, 10 * kGiB, 2 * kGiB, kLots), 4 * kGiB);
+  EXPECT_EQ(host_cache_pool_bytes(0.25, 12 * kGiB, 0, kLots), 3 * kGiB);
+  EXPECT_EQ(host_cache_pool_bytes(1.0, 6 * kGiB, kGiB, kLots), 5 * kGiB);
+}
+
+TEST(HostCachePoolBytes, AtMostEightGiBAndWhatTheWorkerCouldFill) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  EXPECT_EQ(kHostCachePoolMaxBytes, 8 * kGiB);
+  EXPECT_EQ(host_cache_pool_bytes(0.5, 256 * kGiB, 16 * kGiB, 1000 * kGiB), 8 * kGiB);
+  // A tiny model: 8 slots x 512 positions x 1 KiB, twice, is all it could use.
+  const int64_t useful = 2 * 8 * 512 * 1024;
+  EXPECT_EQ(host_cache_pool_bytes(0.5, 20 * kGiB, 0, useful), useful);
+}
+
+TEST(HostCachePoolBytes, NoPoolWhenTooLittleIsLeft) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  constexpr int64_t kLots = int64_t{1} << 40;
+  EXPECT_EQ(host_cache_pool_bytes(0.5, 100 * kMiB, 0, kLots), 0) << "50 MiB is under the 64 MiB floor";
+  EXPECT_EQ(host_cache_pool_bytes(0.5, 1024 * kMiB, 2048 * kMiB, kLots), 0) << "weights above what is available";
+  EXPECT_EQ(host_cache_pool_bytes(0.5, 128 * kMiB, 0, kLots), 64 * kMiB) << "the floor itself is a pool";
+  EXPECT_EQ(host_cache_pool_bytes(0.5, 100 * kMiB, 0, 16 * kMiB), 16 * kMiB)
+      << "a model that needs less than the floor gets what it needs";
+}
+
+TEST(HostCachePoolBytes, FractionMustBeInZeroToOne) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  EXPECT_THROW(host_cache_pool_bytes(0.0, 8 * kGiB, 0, kGiB), Error);
+  EXPECT_THROW(host_cache_pool_bytes(1.5, 8 * kGiB, 0, kGiB), Error);
 }
 
 SequenceRequest request_for(uint32_t seed, SpecMode spec, int64_t max_tokens) {

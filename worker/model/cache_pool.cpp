@@ -1,7 +1,11 @@
 #include "worker/model/cache_pool.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -13,6 +17,19 @@ namespace {
 
 std::string mib(int64_t bytes) {
   return std::to_string(static_cast<int64_t>(std::llround(static_cast<double>(bytes) / (1 << 20)))) + " MiB";
+}
+
+// Host memory for the pool, mapped and never touched here: anonymous pages read as zero and are
+// committed one by one as caches first write them (the runs' contents are unspecified anyway).
+Tensor map_host_memory(int64_t bytes) {
+  void* memory = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) {
+    throw Error(ErrorCode::kIo, "cannot map a KV cache pool of " + mib(bytes) + ": " + std::strerror(errno) +
+                                    " (a smaller --cache-memory-mb or --cpu-memory-fraction needs less)");
+  }
+  std::shared_ptr<void> owner(memory, [bytes](void* p) { ::munmap(p, static_cast<size_t>(bytes)); });
+  return Tensor(std::move(owner), memory, DType::kF32, Device::kCpu, {bytes / static_cast<int64_t>(sizeof(float))});
 }
 
 }  // namespace
@@ -46,7 +63,9 @@ CachePool::CachePool(Backend& backend, int64_t bytes) : state_(std::make_shared<
   if (bytes <= 0) throw Error(ErrorCode::kInvalidArgument, "the cache pool needs a positive size");
   state_->capacity = bytes / kAlignment * kAlignment;
   if (state_->capacity == 0) throw Error(ErrorCode::kInvalidArgument, "the cache pool is smaller than one run");
-  state_->memory = backend.allocate(DType::kF32, {state_->capacity / static_cast<int64_t>(sizeof(float))});
+  state_->memory = backend.device() == Device::kCpu
+                       ? map_host_memory(state_->capacity)
+                       : backend.allocate(DType::kF32, {state_->capacity / static_cast<int64_t>(sizeof(float))});
   state_->free_runs.emplace(0, state_->capacity);
 }
 
@@ -110,6 +129,17 @@ int64_t cache_pool_bytes(double fraction, int64_t total_bytes, int64_t free_byte
                     mib(allowed) + ", which leaves nothing for KV caches");
   }
   return left;
+}
+
+int64_t host_cache_pool_bytes(double fraction, int64_t available_bytes, int64_t weight_bytes, int64_t useful_bytes) {
+  if (!(fraction > 0.0 && fraction <= 1.0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--cpu-memory-fraction must be in (0, 1], got " + std::to_string(fraction));
+  }
+  const int64_t spare = std::max<int64_t>(0, available_bytes - weight_bytes);
+  const auto share = static_cast<int64_t>(fraction * static_cast<double>(spare));
+  const int64_t bytes = std::min({share, useful_bytes, kHostCachePoolMaxBytes});
+  return bytes < std::min(kHostCachePoolMinBytes, useful_bytes) || bytes < CachePool::kAlignment ? 0 : bytes;
 }
 
 }  // namespace flashq

@@ -22,9 +22,14 @@ int main(int argc, char** argv) {
                  "share of the GPU for the model and its KV cache pool (the pool gets what the model leaves)")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 1.0));
-  app.add_option("--cache-memory-mb", options.cache_memory_mb,
-                 "KV cache pool size (0: from --gpu-memory-fraction on a GPU, none on the CPU)")
+  app.add_option("--cpu-memory-fraction", options.cpu_memory_fraction,
+                 "share of the host's available memory, less the weights, for the KV cache pool on the CPU"
+                 " (at most 8 GiB)")
       ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--cache-memory-mb", options.cache_memory_mb,
+                 "KV cache pool size, instead of a fraction of the memory (0: no pool, whole-length caches"
+                 " and no prefix caching)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--kv-block-size", options.kv_block_size,
                  "positions per block of the paged KV cache, where there is a cache pool (0: whole-length caches)")

@@ -24,7 +24,7 @@ class WorkerMetrics {
   void engine_step(double seconds, int64_t batch, int64_t tokens, int64_t jobs_running);
   // Seconds one step spent in each kind of pass (Engine::phase_seconds, as a difference).
   void pass_seconds(double prefill, double draft, double verify, double other);
-  // The KV cache pool after a step (absent on the CPU without --cache-memory-mb).
+  // The KV cache pool after a step (absent without one: --cache-memory-mb 0, or too little memory).
   void cache_pool(int64_t capacity_bytes, int64_t used_bytes);
   // The paged KV cache after a step: its blocks, prefix lookups and hits, evictions, preemptions.
   void paged_cache(const PagedCacheStats& stats);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace flashq {
@@ -14,10 +15,13 @@ struct WorkerOptions {
   std::string worker_id;    // default: hostname-pid
   std::string device = "auto";
   int64_t slots = 8;  // sequences decoding at once
-  // The KV cache pool (worker/model/cache_pool.h): `cache_memory_mb` when set; else, on a GPU,
-  // this fraction of the device less what the model uses once loaded; else (CPU) no pool.
+  // The KV cache pool (worker/model/cache_pool.h): `cache_memory_mb` MiB when set, and none when
+  // that is 0; else, on a GPU, gpu_memory_fraction of the device less what the model uses once
+  // loaded; else (the CPU) cpu_memory_fraction of the host's available memory less the weights,
+  // at most 8 GiB (host_cache_pool_bytes).
   double gpu_memory_fraction = 0.9;
-  int64_t cache_memory_mb = 0;
+  double cpu_memory_fraction = 0.5;
+  std::optional<int64_t> cache_memory_mb;
   // Where there is a pool: the target's KV cache paged in blocks of this many positions, with
   // prefix caching unless prefix_caching is off (docs/operations.md, "Sizing the block pool");
   // 0: whole-length caches, as without a pool.

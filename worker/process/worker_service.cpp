@@ -19,6 +19,7 @@
 #include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
 #include "worker/process/broker_link.h"
+#include "worker/process/host_memory.h"
 #include "worker/process/job_runner.h"
 #include "worker/process/worker_metrics.h"
 
@@ -35,15 +36,61 @@ std::string default_model_name(const std::string& model_dir) {
   return std::filesystem::weakly_canonical(std::filesystem::absolute(model_dir)).filename().string();
 }
 
-// The KV cache pool the options ask for, once the model is loaded (so that what it uses is
-// known); null on the CPU without --cache-memory-mb.
-std::unique_ptr<CachePool> make_cache_pool(Backend& backend, const WorkerOptions& options) {
-  if (options.cache_memory_mb < 0) throw Error(ErrorCode::kInvalidArgument, "--cache-memory-mb must not be negative");
-  int64_t bytes = options.cache_memory_mb << 20;
+// The bytes of a checkpoint's weights: its .safetensors files, which the CPU reads in place.
+int64_t checkpoint_bytes(const std::string& dir) {
+  int64_t bytes = 0;
+  if (dir.empty()) return bytes;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".safetensors") bytes += static_cast<int64_t>(entry.file_size(ec));
+  }
+  return bytes;
+}
+
+// The default pool in host memory (host_cache_pool_bytes); 0 for none.
+int64_t host_pool_bytes(const ServingModel& serving, const WorkerOptions& options) {
+  const std::optional<int64_t> available = host_available_bytes();
+  if (!available) {
+    spdlog::warn("KV cache pool: none (the host's available memory is unknown; --cache-memory-mb sets one)");
+    return 0;
+  }
+  // A position's keys and values in every layer of the target, and the drafter's context rows
+  // twice (in the blocks, and in its whole-length contexts): an upper bound of what it takes.
+  int64_t position_bytes = serving.model->paged_bytes_per_block(1);
+  if (serving.drafter) {
+    const ModelConfig& d = serving.drafter->config().layers;
+    position_bytes += 2 * PagedKvStore::bytes_per_block(d.num_layers, d.num_kv_heads, d.head_dim, 1);
+  }
+  const int64_t useful = 2 * options.slots * serving.max_model_len() * position_bytes;
+  const int64_t weights = checkpoint_bytes(options.model_dir) + checkpoint_bytes(options.drafter_dir);
+  const int64_t bytes = host_cache_pool_bytes(options.cpu_memory_fraction, *available, weights, useful);
   if (bytes == 0) {
-    const std::optional<DeviceMemory> memory = backend.memory();
-    if (!memory) return nullptr;
+    spdlog::warn("KV cache pool: none ({} MiB available, {} MiB of weights, --cpu-memory-fraction {}); "
+                 "--cache-memory-mb sets one",
+                 *available >> 20, weights >> 20, options.cpu_memory_fraction);
+  }
+  return bytes;
+}
+
+// The KV cache pool the options ask for, once the model is loaded (so that what it uses is
+// known); null with --cache-memory-mb 0, or when the host has too little memory to spare.
+std::unique_ptr<CachePool> make_cache_pool(const ServingModel& serving, const WorkerOptions& options) {
+  Backend& backend = *serving.backend;
+  int64_t bytes = 0;
+  if (options.cache_memory_mb) {
+    if (*options.cache_memory_mb < 0) {
+      throw Error(ErrorCode::kInvalidArgument, "--cache-memory-mb must not be negative");
+    }
+    if (*options.cache_memory_mb == 0) {
+      spdlog::info("KV cache pool: none (--cache-memory-mb 0)");
+      return nullptr;
+    }
+    bytes = *options.cache_memory_mb << 20;
+  } else if (const std::optional<DeviceMemory> memory = backend.memory()) {
     bytes = cache_pool_bytes(options.gpu_memory_fraction, memory->total_bytes, memory->free_bytes);
+  } else {
+    bytes = host_pool_bytes(serving, options);
+    if (bytes == 0) return nullptr;
   }
   auto pool = std::make_unique<CachePool>(backend, bytes);
   spdlog::info("KV cache pool: {} MiB on {}", pool->capacity_bytes() >> 20, backend.name());
@@ -114,7 +161,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   spdlog::info("worker {}: model {} on {}, {} slots, block size {}, context {}", ready.worker_id, ready.model,
                ready.backend, ready.slots, ready.block_size, ready.max_model_len);
 
-  std::unique_ptr<CachePool> cache_pool = make_cache_pool(*serving.backend, options);
+  std::unique_ptr<CachePool> cache_pool = make_cache_pool(serving, options);
   if (cache_pool && serving.proposer) serving.proposer->use_cache_pool(cache_pool.get());
   // Declared before the runner: its sequences' block tables refer to it.
   const std::unique_ptr<PagedKvStore> paged_cache = make_paged_store(serving, cache_pool.get(), options);

@@ -7,6 +7,10 @@
 Client is blocking, AsyncClient its asyncio twin; both speak the FQ1 wire (docs/protocol.md) over
 ZeroMQ, optionally with CurveZMQ keys (CurveKeys)."""
 
+# The package's version (client/python/pyproject.toml reads it from here). It changes with the
+# package's API; the wire it speaks is versioned separately by its tag (FQ1).
+__version__ = "0.1.0"
+
 from .aio import AsyncClient, AsyncEventStream
 from .client import Client, EventStream
 from .curve import CurveKeys
