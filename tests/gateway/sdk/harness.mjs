@@ -234,3 +234,173 @@ export async function startRedis(extraArgs = []) {
   };
   return redis.restart();
 }
+
+// A Redis connection speaking RESP2 (the tests' own, so that they need no Redis package):
+// `command(...args)` sends one command and resolves with its reply (a string, number, array or
+// null), or rejects with the server's error; commands sent together are pipelined.
+export class RedisClient {
+  static connect(port, { timeoutMs = 1000 } = {}) {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`redis on port ${port}: no answer in ${timeoutMs} ms`)));
+      socket.once('error', reject);
+      socket.once('connect', () => {
+        socket.removeListener('error', reject);
+        resolve(new RedisClient(socket, port));
+      });
+    });
+  }
+
+  constructor(socket, port) {
+    this.socket = socket;
+    this.port = port;
+    this.waiting = [];
+    this.buffer = Buffer.alloc(0);
+    socket.on('data', (data) => this.read(data));
+    const fail = (error) => {
+      for (const { reject } of this.waiting.splice(0)) reject(error ?? new Error(`redis on port ${port}: connection closed`));
+    };
+    socket.on('error', fail);
+    socket.on('close', () => fail());
+  }
+
+  command(...args) {
+    const parts = [`*${args.length}\r\n`];
+    for (const arg of args) {
+      const text = String(arg);
+      parts.push(`$${Buffer.byteLength(text)}\r\n${text}\r\n`);
+    }
+    return new Promise((resolve, reject) => {
+      if (this.socket.destroyed) {
+        reject(new Error(`redis on port ${this.port}: connection closed`));
+        return;
+      }
+      this.waiting.push({ resolve, reject });
+      this.socket.write(parts.join(''));
+    });
+  }
+
+  close() { this.socket.destroy(); }
+
+  read(data) {
+    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, data]) : data;
+    for (;;) {
+      const parsed = parseResp(this.buffer, 0);
+      if (!parsed) return;
+      this.buffer = this.buffer.subarray(parsed.end);
+      const { resolve, reject } = this.waiting.shift();
+      if (parsed.value instanceof Error) reject(parsed.value);
+      else resolve(parsed.value);
+    }
+  }
+}
+
+// One RESP2 reply from `buffer` at `at`: {value, end}, or null while it is incomplete.
+function parseResp(buffer, at) {
+  const lineEnd = buffer.indexOf('\r\n', at);
+  if (lineEnd < 0) return null;
+  const kind = String.fromCharCode(buffer[at]);
+  const line = buffer.toString('utf8', at + 1, lineEnd);
+  const next = lineEnd + 2;
+  switch (kind) {
+    case '+': return { value: line, end: next };
+    case '-': return { value: new Error(line), end: next };
+    case ':': return { value: Number(line), end: next };
+    case '$': {
+      const length = Number(line);
+      if (length < 0) return { value: null, end: next };
+      if (buffer.length < next + length + 2) return null;
+      return { value: buffer.toString('utf8', next, next + length), end: next + length + 2 };
+    }
+    case '*': {
+      const count = Number(line);
+      if (count < 0) return { value: null, end: next };
+      const items = [];
+      let end = next;
+      for (let i = 0; i < count; ++i) {
+        const item = parseResp(buffer, end);
+        if (!item) return null;
+        items.push(item.value);
+        end = item.end;
+      }
+      return { value: items, end };
+    }
+    default: throw new Error(`redis sent a reply of unknown kind '${kind}'`);
+  }
+}
+
+// One command on a connection of its own; null when the server does not answer.
+export async function redisCommand(port, ...args) {
+  let redis;
+  try {
+    redis = await RedisClient.connect(port);
+    return await redis.command(...args);
+  } catch {
+    return null;
+  } finally {
+    redis?.close();
+  }
+}
+
+// Three redis-sentinel processes monitoring the primary on `primaryPort` (with its replica on
+// `replicaPort`) as `masterName`, each with its config in its own directory (Sentinel rewrites
+// it as it learns), told of the two others and of the replica up front, and ready once each of
+// them names the primary and knows the others and the replica: only then can they agree that the
+// primary is down and elect one of them to fail it over. Tight timings, so that a test sees a
+// failover within seconds; shorter than 1000 ms down-after, a Sentinel started on a loaded
+// machine can think a live primary down before its first PING is answered.
+export async function startSentinels(primaryPort, replicaPort,
+  { masterName = 'flashq', downAfterMs = 1000, failoverTimeoutMs = 3000 } = {}) {
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const idOf = (port) => String(port).padStart(40, '0');
+  const sentinels = ports.map((port) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-sentinel-'));
+    const lines = [`port ${port}`, 'bind 127.0.0.1', 'protected-mode no', `dir ${dir}`,
+      `sentinel monitor ${masterName} 127.0.0.1 ${primaryPort} 2`,
+      `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
+      `sentinel failover-timeout ${masterName} ${failoverTimeoutMs}`,
+      `sentinel parallel-syncs ${masterName} 1`,
+      `sentinel myid ${idOf(port)}`,
+      ...ports.filter((other) => other !== port)
+        .map((other) => `sentinel known-sentinel ${masterName} 127.0.0.1 ${other} ${idOf(other)}`),
+      `sentinel known-replica ${masterName} 127.0.0.1 ${replicaPort}`];
+    fs.writeFileSync(path.join(dir, 'sentinel.conf'), `${lines.join('\n')}\n`);
+    const program = new Program('redis-sentinel', [path.join(dir, 'sentinel.conf')], { command: '/usr/bin/redis-sentinel' });
+    return { port, program };
+  });
+  const group = {
+    sentinels,
+    masterName,
+    downAfterMs,
+    // What brokers take as --redis.
+    url: `redis+sentinel://${ports.map((port) => `127.0.0.1:${port}`).join(',')}/${masterName}`,
+    // The primary's port as a majority of the Sentinels names it now; 0 while they disagree.
+    async primaryPort() {
+      const votes = new Map();
+      for (const { port } of sentinels) {
+        const reply = await redisCommand(port, 'SENTINEL', 'get-master-addr-by-name', masterName);
+        if (Array.isArray(reply)) votes.set(Number(reply[1]), (votes.get(Number(reply[1])) ?? 0) + 1);
+      }
+      for (const [port, count] of votes) if (count >= 2) return port;
+      return 0;
+    },
+    logs() {
+      return sentinels.map(({ port, program }) => `---- sentinel ${port} ----\n${program.output()}`).join('');
+    },
+  };
+  const aware = async () => {
+    for (const { port, program } of sentinels) {
+      if (!program.running()) throw new Error(`redis-sentinel on ${port} exited:\n${program.output()}`);
+      const reply = await redisCommand(port, 'SENTINEL', 'MASTER', masterName);
+      if (!Array.isArray(reply)) return false;
+      const field = (name) => reply[reply.indexOf(name) + 1];
+      if (Number(field('port')) !== primaryPort || field('num-other-sentinels') !== '2' || field('num-slaves') !== '1') {
+        return false;
+      }
+    }
+    return true;
+  };
+  await waitFor(aware, 30, 'the Sentinels to know the primary, its replica and each other')
+    .catch((e) => { throw new Error(`${e.message}\n${group.logs()}`); });
+  return group;
+}
