@@ -4,6 +4,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+#include <zmq_addon.hpp>
+
 #include "client/socket_frames.h"
 #include "shared/error.h"
 #include "shared/protocol/limits.h"
@@ -18,6 +22,7 @@ constexpr int kSocketQueueMessages = 1'000'000;
 // Messages read from one socket per round of the loop: a stream flooding in as fast as it is
 // read must not starve the other socket, the requests posted to the link, or the timeouts.
 constexpr int kMessagesPerRound = 256;
+constexpr const char* kMonitorEndpoint = "inproc://flashq-gateway-broker-monitor";  // one context per link
 
 protocol::ErrorReply unavailable(const std::string& what, std::optional<std::string> id = std::nullopt) {
   return {"unavailable", what, std::move(id)};
@@ -40,7 +45,8 @@ struct BrokerLink::TrackedJob {
 BrokerLink::BrokerLink(BrokerEndpoints endpoints)
     : endpoints_(std::move(endpoints)),
       dealer_(context_, zmq::socket_type::dealer),
-      sub_(context_, zmq::socket_type::sub) {
+      sub_(context_, zmq::socket_type::sub),
+      monitor_(context_, zmq::socket_type::pair) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::kIo, "eventfd failed for the broker link");
   for (zmq::socket_t* socket : {&dealer_, &sub_}) {
@@ -57,6 +63,12 @@ BrokerLink::BrokerLink(BrokerEndpoints endpoints)
     socket->set(zmq::sockopt::sndhwm, kSocketQueueMessages);
     socket->set(zmq::sockopt::rcvhwm, kSocketQueueMessages);
   }
+  // The monitor tells at once when the connection closes (the broker died or restarted).
+  if (zmq_socket_monitor(dealer_.handle(), kMonitorEndpoint, ZMQ_EVENT_DISCONNECTED) != 0) {
+    throw Error(ErrorCode::kIo, std::string("zmq_socket_monitor: ") + zmq_strerror(zmq_errno()));
+  }
+  monitor_.set(zmq::sockopt::linger, 0);
+  monitor_.connect(kMonitorEndpoint);
   dealer_.connect(endpoints_.frontend);
   sub_.connect(endpoints_.stream);
   thread_ = std::thread([this] { run(); });
@@ -66,6 +78,7 @@ BrokerLink::~BrokerLink() {
   stopping_ = true;
   post([] {});
   thread_.join();
+  zmq_socket_monitor(dealer_.handle(), nullptr, 0);
   for (auto& [id, job] : jobs_) job->listener->failed(unavailable("the gateway is shutting down", id));
   for (auto& [id, waiter] : status_waiters_) waiter.second(unavailable("the gateway is shutting down", id));
   for (auto& waiter : models_waiters_) waiter.second(unavailable("the gateway is shutting down"));
@@ -319,11 +332,62 @@ void BrokerLink::expire_answers(std::int64_t now_ms) {
   }
 }
 
+void BrokerLink::read_monitor_events() {
+  std::vector<zmq::message_t> parts;
+  while (zmq::recv_multipart(monitor_, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
+    std::uint16_t event = 0;
+    if (!parts.empty() && parts[0].size() >= sizeof event) std::memcpy(&event, parts[0].data(), sizeof event);
+    if (event == ZMQ_EVENT_DISCONNECTED) follow_after_disconnect();
+    parts.clear();
+  }
+}
+
+void BrokerLink::follow_after_disconnect() {
+  // Jobs still waiting for ACCEPTED keep their SUBMIT's deadline: the broker may not have them.
+  const std::int64_t deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
+  std::size_t followed = 0;
+  for (auto& [id, job] : jobs_) {
+    if (job->awaiting_accept) continue;
+    if (!job->watched) {
+      job->watched = true;
+      sub_.set(zmq::sockopt::subscribe, protocol::stream_topic(id));
+    }
+    job->answer_deadline_ms = deadline_ms;
+    rejoining_.insert(id);
+    ++followed;
+  }
+  spdlog::warn("lost the connection to the broker at {}; following its {} jobs under way again", endpoints_.frontend,
+               followed);
+}
+
+void BrokerLink::send_rejoins() {
+  for (auto it = rejoining_.begin(); it != rejoining_.end();) {
+    auto [first, last] = jobs_.equal_range(*it);
+    if (first == last) {  // ended or forgotten meanwhile
+      it = rejoining_.erase(it);
+      continue;
+    }
+    // One REPLAY serves every listener of the job: each drops what it has seen (deliver()).
+    std::int64_t from_seq = first->second->next_seq;
+    for (auto job = first; job != last; ++job) from_seq = std::min(from_seq, job->second->next_seq);
+    try {
+      send_frames(dealer_, protocol::to_frames(protocol::to_wire(protocol::Replay{*it, from_seq})), endpoints_.frontend);
+    } catch (const Error&) {
+      return;  // no connection takes it yet: sent again next round
+    }
+    for (auto job = first; job != last; ++job) job->second->replay_asked_from = from_seq;
+    it = rejoining_.erase(it);
+  }
+}
+
 void BrokerLink::run() {
   while (!stopping_) {
-    zmq::pollitem_t items[] = {
-        {dealer_.handle(), 0, ZMQ_POLLIN, 0}, {sub_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 3, std::chrono::milliseconds(kPollIntervalMs));
+    zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
+                               {sub_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                               {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 4, std::chrono::milliseconds(kPollIntervalMs));
+    if (items[3].revents & ZMQ_POLLIN) read_monitor_events();
     if (items[2].revents & ZMQ_POLLIN) {
       std::uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof count);
@@ -354,6 +418,7 @@ void BrokerLink::run() {
         spdlog::warn("broker stream {} sent a message that breaks the protocol: {}", endpoints_.stream, e.what());
       }
     }
+    if (!rejoining_.empty()) send_rejoins();
     expire_answers(steady_now_ms());
   }
 }

@@ -5,6 +5,11 @@
 // own thread; other threads queue commands, and answers arrive through JobListener and
 // callbacks, on the link's thread.
 //
+// When the connection to the broker closes (the broker died or restarted), the events of jobs
+// under way would come no more on it: each such job is followed on the stream socket and
+// replayed from its next seq once a broker answers there again (on Redis, a restarted broker
+// relays what another broker runs), or fails as unavailable after kAnswerTimeoutMs.
+//
 // Replies are matched by job id (the gateway names its jobs), so any number of requests share
 // the connection. A job may have several listeners (its submitter, and followers that watch it
 // from seq 0), each with its own place in the job's events; a listener is held until the job's
@@ -19,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <variant>
@@ -81,6 +87,11 @@ class BrokerLink {
   void fail_waiting(const std::string& id, const protocol::ErrorReply& error);
   void expire_answers(std::int64_t now_ms);
   bool send(const protocol::WireMessage& message);
+  void read_monitor_events();
+  // The connection closed: every job under way is followed again from its next seq.
+  void follow_after_disconnect();
+  // Sends the REPLAYs of jobs followed again, as far as a connection takes them.
+  void send_rejoins();
 
   BrokerEndpoints endpoints_;
   std::mutex mutex_;
@@ -92,6 +103,8 @@ class BrokerLink {
   zmq::context_t context_{1};
   zmq::socket_t dealer_;
   zmq::socket_t sub_;
+  zmq::socket_t monitor_;            // PAIR receiving the DEALER's disconnects
+  std::set<std::string> rejoining_;  // jobs whose REPLAY waits for a connection to take it
   std::multimap<std::string, std::unique_ptr<TrackedJob>> jobs_;
   // Answers awaited, with the time (ms, steady) after which they fail as unavailable. STATUS is
   // matched by id; MODELS replies carry none and come in the order asked.
