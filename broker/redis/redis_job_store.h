@@ -107,6 +107,7 @@ class RedisJobStore final : public JobStore {
   std::set<std::string> model_groups_;   // model streams whose consumer group exists
   std::set<std::string> making_groups_;  // ... and those whose group is being made
   bool announcing_models_ = false;
+  std::map<std::string, std::set<std::string>> taking_;  // entries per stream whose take is not answered yet
   SteadyClock::time_point last_models_announced_;
   static constexpr std::chrono::milliseconds kReadInterval{5};
   RedisFollower follower_{pipeline_, jobs_, core_};  // jobs run elsewhere, flashq:control

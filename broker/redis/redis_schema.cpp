@@ -543,8 +543,4 @@ StoredEvent event_of(const Entry& entry) {
 
 int64_t entry_time_ms(const std::string& entry_id) { return to_int(entry_id.substr(0, entry_id.find('-'))); }
 
-RedisCommand wait_replicas(int64_t replicas, int64_t timeout_ms) {
-  return {"WAIT", std::to_string(replicas), std::to_string(timeout_ms)};
-}
-
 }  // namespace flashq::redis_schema

@@ -189,8 +189,4 @@ StoredEvent event_of(const Entry& entry);
 // The unix time in ms at which an entry id ("<ms>-<n>") was written.
 int64_t entry_time_ms(const std::string& entry_id);
 
-// WAIT: blocks this connection until `replicas` replicas have acknowledged every write it made
-// before, or `timeout_ms` passed. Reply: the number that did.
-RedisCommand wait_replicas(int64_t replicas, int64_t timeout_ms);
-
 }  // namespace flashq::redis_schema
