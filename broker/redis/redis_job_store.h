@@ -1,6 +1,6 @@
 // The job store on Redis (docs/redis.md): intake into flashq:jobs, taking entries
 // as this broker's workers have room (and handing those of a session another live broker owns
-// to that broker's stream), events into flashq:out:<id> before they go out, finals with
+// to that broker's stream), events into flashq:out:{<id>} before they go out, finals with
 // acknowledgement, and claims of a dead broker's entries; the jobs that other brokers run are
 // relayed to this broker's producers and subscribers by its RedisFollower. Everything goes
 // through one pipeline per loop turn; nothing here blocks on Redis except STATUS, REPLAY and

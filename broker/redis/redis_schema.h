@@ -7,14 +7,15 @@
 //   flashq:models      the models with a stream or a server
 //   flashq:jobs:<name> broker <name>'s handover stream: jobs of sessions it owns, taken from
 //                      flashq:jobs by another broker; same group, pending for <name> from the start
-//   flashq:job:<id>    status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final,
+//   flashq:job:{<id>}  status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final,
 //                      metadata, first_assigned_ms, first_token_ms
 //   flashq:session:<s> the broker that last ran session <s> (expires)
 //   flashq:broker:<n>  present while broker <n> is alive and has workers (expires)
 //   flashq:brokers     the brokers whose handover streams are claimed from (alive, or not empty)
-//   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`
+//   flashq:out:{<id>}  result stream: seq, token_ids (JSON), text; the last entry has `final`
 //   flashq:dead        dead letters: id, reason, entry
 //   flashq:control     requests every broker reads: `cancel <id>`
+// A job's two keys carry its id as a Redis Cluster hash tag, so they share a slot.
 // Every write is idempotent (Lua scripts check the job's state, owner and next seq), so a
 // pipeline cut by a lost connection can be sent again whole.
 #pragma once
