@@ -485,8 +485,10 @@ void RedisJobStore::keep_claimed() {
 // here too, so that their jobs are rejected (a model no broker serves is read by every broker).
 void RedisJobStore::announce_models() {
   const auto now = SteadyClock::now();
-  std::set<std::string> here;
-  for (const auto& [identity, worker] : workers_.all()) here.insert(worker.ready.model);
+  std::set<std::string> here;  // none while draining: this broker takes no more jobs
+  if (!core_.draining()) {
+    for (const auto& [identity, worker] : workers_.all()) here.insert(worker.ready.model);
+  }
   const auto interval = std::chrono::milliseconds(
       std::max<int64_t>(10, std::min(options_.claim_idle_ms, std::max<int64_t>(unknown_model_grace_ms_, 30)) / 3));
   if (here == models_here_ && (announcing_models_ || now - last_models_announced_ < interval)) return;
@@ -676,9 +678,12 @@ bool RedisJobStore::answer_replay(const std::string& producer, const protocol::R
 
 void RedisJobStore::flush(std::chrono::milliseconds timeout) {
   while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
-  // No more sessions handed to a broker that is going away (else they wait for a claim).
+  // No more sessions handed to a broker that is going away (else they wait for a claim), and its
+  // models' leases given up (else a model only it served is rejected a lease later).
   if (alive_) pipeline_.add(schema::not_alive(options_.consumer), nullptr, OnFailure::kRetry);
   alive_ = false;
+  if (!models_here_.empty()) pipeline_.add(schema::served(options_.consumer, 0, {}), nullptr, OnFailure::kRetry);
+  models_here_.clear();
   const auto give_up = SteadyClock::now() + timeout;
   while (pipeline_.retained() > 0 && SteadyClock::now() < give_up) {
     if (connection_.ensure_connected() && pipeline_.flush(connection_)) continue;
