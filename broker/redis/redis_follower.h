@@ -1,5 +1,5 @@
 // The jobs a broker on Redis follows without running them: accepted here and taken by another
-// broker, or subscribed to here and run anywhere. Their result streams (flashq:out:<id>) are read
+// broker, or subscribed to here and run anywhere. Their result streams (flashq:out:{<id>}) are read
 // from where this broker is and relayed to its producers and subscribers, in the same XREAD as
 // flashq:control, whose cancel requests reach the jobs running here. A subscription to a job that
 // Redis does not know yet (not taken, or not even submitted) is asked about again until the job

@@ -16,6 +16,7 @@ namespace {
 
 using protocol::FinishReason;
 using OnFailure = RedisPipeline::OnFailure;
+using Replication = RedisPipeline::Replication;
 namespace schema = redis_schema;
 
 bool connection_lost_in(const RedisReply& reply) {
@@ -49,10 +50,14 @@ RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& fr
       queue_(queue),
       workers_(workers),
       metrics_(metrics),
-      connection_(parse_redis_url(options.redis.url)) {
+      // A blocking read (STATUS answered from Redis) may wait behind a WAIT: it outlasts one.
+      connection_(parse_redis_url(options.redis.url),
+                  std::chrono::milliseconds(std::max<int64_t>(1000, options.redis.wait_timeout_ms + 1000))) {
   if (options_.consumer.empty()) options_.consumer = default_redis_consumer(frontend_endpoint);
   handover_ = schema::handover_key(options_.consumer);
   for (const std::string& script : schema::scripts()) connection_.register_script(script);
+  // What anyone is told (ACCEPTED, an event, a final) is on the replicas first, when asked for.
+  pipeline_.require_replicas(options_.wait_replicas, options_.wait_timeout_ms);
   spdlog::info("broker: redis {} as consumer '{}'", connection_.url().describe(), options_.consumer);
 }
 
@@ -145,11 +150,15 @@ void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
     return;
   }
   RedisCommand command = schema::intake(job);  // before the handler takes the job
-  const std::string job_id = job.id;
-  RedisPipeline::Handler answer =
+  // With --redis-wait-replicas, ACCEPTED only once the replicas have the entry too, so that it
+  // survives a failover to one of them (docs/redis.md, "Sentinel and failover"); else nothing is
+  // kept of the job here, so a retry of the id asks Redis (and its replicas) again.
+  pipeline_.add(
+      std::move(command),
       [this, producer, job = std::move(job)](const RedisReply& stored) mutable {
         if (stored.is_error() || stored.elements.size() < 2) {
-          // Not stored, so not accepted: the producer may try again.
+          // Not stored (or not on enough replicas), so not accepted: the producer may try again.
+          if (!connection_lost_in(stored)) spdlog::warn("job {}: not accepted: {}", job.id, stored.text);
           reply(producer, protocol::Rejected{job.id, "unavailable", retry_after_ms_});
           metrics_.job_rejected("unavailable");
           return;
@@ -178,32 +187,8 @@ void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
         const std::string id = job.id;
         record.job = std::move(job);
         jobs_.jobs.emplace(id, std::move(record));
-      };
-  if (options_.wait_replicas <= 0) {
-    pipeline_.add(std::move(command), std::move(answer), OnFailure::kDrop);
-    return;
-  }
-  // ACCEPTED only once the entry is on the primary and on `wait_replicas` replicas too, so that it
-  // survives a failover to one of them (docs/redis.md, "Sentinel and failover"). WAIT follows the
-  // intake in the same pipeline, and its reply the intake's.
-  auto intake_reply = std::make_shared<RedisReply>();
-  pipeline_.add(std::move(command), [intake_reply](const RedisReply& stored) { *intake_reply = stored; },
-                OnFailure::kDrop);
-  pipeline_.add(
-      schema::wait_replicas(options_.wait_replicas, options_.wait_timeout_ms),
-      [this, job_id, intake_reply, answer = std::move(answer)](const RedisReply& acknowledged) {
-        if (intake_reply->is_error() || (!acknowledged.is_error() && acknowledged.integer >= options_.wait_replicas)) {
-          answer(*intake_reply);
-          return;
-        }
-        // Stored on the primary but maybe on no replica: not accepted, yet it may run. A retry
-        // with the same id is idempotent.
-        spdlog::warn("job {}: stored, but {} of {} replicas acknowledged it within {} ms: answered unavailable", job_id,
-                     acknowledged.is_error() ? 0 : acknowledged.integer, options_.wait_replicas,
-                     options_.wait_timeout_ms);
-        answer(RedisReply{.type = RedisReply::Type::kError, .text = "too few replicas"});
       },
-      OnFailure::kDrop);
+      OnFailure::kDrop, Replication::kReplicas);
 }
 
 // Every entry pending for this broker in `stream` (taken, or handed to it, and not finished).
@@ -296,9 +281,13 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
        .metadata_json = metadata == entry.fields.end() ? std::string() : metadata->second,
        .model = job.model.value_or(""),
        .model_served_here = job.model && models_here_.count(*job.model) > 0});
+  // Kept claimed until the take's answer is in (with --redis-wait-replicas that waits for the
+  // replicas), so that no claim takes it meanwhile and counts a delivery more.
+  taking_[stream].insert(entry.id);
   pipeline_.add(
       std::move(command),
       [this, job = std::move(job), stream, entry_id = entry.id, submitted_ms](const RedisReply& reply) mutable {
+        taking_[stream].erase(entry_id);
         if (reply.is_error()) {
           // It stays pending for us: read again after a reconnect, or claimed by another broker.
           if (!connection_lost_in(reply)) spdlog::warn("redis: taking {}: {}", entry_id, reply.text);
@@ -310,7 +299,7 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
           spdlog::warn("redis: taking {}: {}", entry_id, e.what());
         }
       },
-      OnFailure::kDrop);
+      OnFailure::kRetry, Replication::kReplicas);
 }
 
 void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, const std::string& entry,
@@ -467,6 +456,9 @@ void RedisJobStore::keep_claimed() {
       if (held[stream].size() >= 1000) keep(stream);
     }
   }
+  for (const auto& [stream, entries] : taking_) {
+    for (const std::string& entry : entries) held[stream].push_back(entry);
+  }
   for (const auto& [stream, list] : held) {
     if (!list.empty()) keep(stream);
   }
@@ -493,8 +485,10 @@ void RedisJobStore::keep_claimed() {
 // here too, so that their jobs are rejected (a model no broker serves is read by every broker).
 void RedisJobStore::announce_models() {
   const auto now = SteadyClock::now();
-  std::set<std::string> here;
-  for (const auto& [identity, worker] : workers_.all()) here.insert(worker.ready.model);
+  std::set<std::string> here;  // none while draining: this broker takes no more jobs
+  if (!core_.draining()) {
+    for (const auto& [identity, worker] : workers_.all()) here.insert(worker.ready.model);
+  }
   const auto interval = std::chrono::milliseconds(
       std::max<int64_t>(10, std::min(options_.claim_idle_ms, std::max<int64_t>(unknown_model_grace_ms_, 30)) / 3));
   if (here == models_here_ && (announcing_models_ || now - last_models_announced_ < interval)) return;
@@ -586,7 +580,7 @@ void RedisJobStore::store_events(const std::string& id) {
                     for (const protocol::Event& event : events) core_.deliver(*owned, event);
                   }
                 },
-                OnFailure::kRetry);
+                OnFailure::kRetry, Replication::kReplicas);
   unstored_events_.erase(it);
 }
 
@@ -618,7 +612,7 @@ void RedisJobStore::store_final(JobRecord& job, protocol::Event final_event) {
           lost_ownership(id);
         }
       },
-      OnFailure::kRetry);
+      OnFailure::kRetry, Replication::kReplicas);
 }
 
 // Another broker took the job (we were silent too long): stop running it and relay instead, from
@@ -684,9 +678,12 @@ bool RedisJobStore::answer_replay(const std::string& producer, const protocol::R
 
 void RedisJobStore::flush(std::chrono::milliseconds timeout) {
   while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
-  // No more sessions handed to a broker that is going away (else they wait for a claim).
+  // No more sessions handed to a broker that is going away (else they wait for a claim), and its
+  // models' leases given up (else a model only it served is rejected a lease later).
   if (alive_) pipeline_.add(schema::not_alive(options_.consumer), nullptr, OnFailure::kRetry);
   alive_ = false;
+  if (!models_here_.empty()) pipeline_.add(schema::served(options_.consumer, 0, {}), nullptr, OnFailure::kRetry);
+  models_here_.clear();
   const auto give_up = SteadyClock::now() + timeout;
   while (pipeline_.retained() > 0 && SteadyClock::now() < give_up) {
     if (connection_.ensure_connected() && pipeline_.flush(connection_)) continue;

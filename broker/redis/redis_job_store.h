@@ -1,6 +1,6 @@
 // The job store on Redis (docs/redis.md): intake into flashq:jobs, taking entries
 // as this broker's workers have room (and handing those of a session another live broker owns
-// to that broker's stream), events into flashq:out:<id> before they go out, finals with
+// to that broker's stream), events into flashq:out:{<id>} before they go out, finals with
 // acknowledgement, and claims of a dead broker's entries; the jobs that other brokers run are
 // relayed to this broker's producers and subscribers by its RedisFollower. Everything goes
 // through one pipeline per loop turn; nothing here blocks on Redis except STATUS, REPLAY and
@@ -107,6 +107,7 @@ class RedisJobStore final : public JobStore {
   std::set<std::string> model_groups_;   // model streams whose consumer group exists
   std::set<std::string> making_groups_;  // ... and those whose group is being made
   bool announcing_models_ = false;
+  std::map<std::string, std::set<std::string>> taking_;  // entries per stream whose take is not answered yet
   SteadyClock::time_point last_models_announced_;
   static constexpr std::chrono::milliseconds kReadInterval{5};
   RedisFollower follower_{pipeline_, jobs_, core_};  // jobs run elsewhere, flashq:control

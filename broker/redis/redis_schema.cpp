@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kOutPrefix = "flashq:out:";
+constexpr std::string_view kOutPrefix = "flashq:out:{";
 
 // The job's state decides: a finished job only has its duplicate entries acknowledged. The status
 // hash keeps the job's metadata from the start, so any broker answers STATUS with it.
@@ -236,7 +236,7 @@ if redis.call('HEXISTS', KEYS[1], 'first_assigned_ms') == 0 then
 end
 return 1)";
 
-// A producer waiting on flashq:out:<id> gets a `rejected` final, unless the id already finished.
+// A producer waiting on flashq:out:{<id>} gets a `rejected` final, unless the id already finished.
 constexpr const char* kDeadLetterScript = R"(
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'id', ARGV[2], 'reason', ARGV[3], 'entry', ARGV[1])
 redis.call('XACK', KEYS[1], 'flashq', ARGV[1])
@@ -274,13 +274,16 @@ RedisFields fields_of(const RedisReply& flat) {
   return fields;
 }
 
-std::string job_key(const std::string& id) { return "flashq:job:" + id; }
+// A job's own keys carry its id as a hash tag ({id}): in a Redis Cluster both would share a slot.
+std::string job_key(const std::string& id) { return "flashq:job:{" + id + "}"; }
 std::string handover_key(const std::string& consumer) { return std::string(kJobs) + ":" + consumer; }
 std::string broker_key(const std::string& consumer) { return "flashq:broker:" + consumer; }
 std::string session_key(const std::string& session) { return "flashq:session:" + session; }
 std::string model_jobs_key(const std::string& model) { return "flashq:model:" + model + ":jobs"; }
-std::string out_key(const std::string& id) { return std::string(kOutPrefix) + id; }
-std::string job_of_out_key(const std::string& key) { return key.substr(kOutPrefix.size()); }
+std::string out_key(const std::string& id) { return std::string(kOutPrefix) + id + "}"; }
+std::string job_of_out_key(const std::string& key) {
+  return key.substr(kOutPrefix.size(), key.size() - kOutPrefix.size() - 1);
+}
 
 std::vector<Entry> entries_of(const RedisReply& reply) {
   std::vector<Entry> out;
@@ -542,9 +545,5 @@ StoredEvent event_of(const Entry& entry) {
 }
 
 int64_t entry_time_ms(const std::string& entry_id) { return to_int(entry_id.substr(0, entry_id.find('-'))); }
-
-RedisCommand wait_replicas(int64_t replicas, int64_t timeout_ms) {
-  return {"WAIT", std::to_string(replicas), std::to_string(timeout_ms)};
-}
 
 }  // namespace flashq::redis_schema

@@ -7,14 +7,15 @@
 //   flashq:models      the models with a stream or a server
 //   flashq:jobs:<name> broker <name>'s handover stream: jobs of sessions it owns, taken from
 //                      flashq:jobs by another broker; same group, pending for <name> from the start
-//   flashq:job:<id>    status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final,
+//   flashq:job:{<id>}  status hash: state, owner, entry, stream, attempt, deliveries, next_seq, final,
 //                      metadata, first_assigned_ms, first_token_ms
 //   flashq:session:<s> the broker that last ran session <s> (expires)
 //   flashq:broker:<n>  present while broker <n> is alive and has workers (expires)
 //   flashq:brokers     the brokers whose handover streams are claimed from (alive, or not empty)
-//   flashq:out:<id>    result stream: seq, token_ids (JSON), text; the last entry has `final`
+//   flashq:out:{<id>}  result stream: seq, token_ids (JSON), text; the last entry has `final`
 //   flashq:dead        dead letters: id, reason, entry
 //   flashq:control     requests every broker reads: `cancel <id>`
+// A job's two keys carry its id as a Redis Cluster hash tag, so they share a slot.
 // Every write is idempotent (Lua scripts check the job's state, owner and next seq), so a
 // pipeline cut by a lost connection can be sent again whole.
 #pragma once
@@ -188,9 +189,5 @@ StoredEvent event_of(const Entry& entry);
 
 // The unix time in ms at which an entry id ("<ms>-<n>") was written.
 int64_t entry_time_ms(const std::string& entry_id);
-
-// WAIT: blocks this connection until `replicas` replicas have acknowledged every write it made
-// before, or `timeout_ms` passed. Reply: the number that did.
-RedisCommand wait_replicas(int64_t replicas, int64_t timeout_ms);
 
 }  // namespace flashq::redis_schema

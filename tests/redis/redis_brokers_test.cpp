@@ -88,10 +88,10 @@ TEST_F(RedisBrokersTest, ProducerWithOnlyARedisClientCancelsARunningJob) {
   ASSERT_FALSE(prompt.empty());
   RedisClient redis(redis_->port());
   xadd_job(redis, "redis-cancel", prompt, kLongJob);
-  ASSERT_TRUE(eventually([&] { return redis.command({"XLEN", "flashq:out:redis-cancel"}) != std::vector<std::string>{"0"}; },
+  ASSERT_TRUE(eventually([&] { return redis.command({"XLEN", "flashq:out:{redis-cancel}"}) != std::vector<std::string>{"0"}; },
                          milliseconds(20000)))
       << "the job never started";
-  redis.command({"HSET", "flashq:job:redis-cancel", "cancel", "1"});
+  redis.command({"HSET", "flashq:job:{redis-cancel}", "cancel", "1"});
   redis.command({"XADD", "flashq:control", "*", "cancel", "redis-cancel"});
   ASSERT_TRUE(wait_finals({"redis-cancel"}, milliseconds(20000)));
   const StoredRun stored = read_run(redis, "redis-cancel");
@@ -129,7 +129,7 @@ TEST_F(RedisBrokersTest, SubscriberOnTheOtherBrokerFollowsTheJobToItsFinal) {
   xadd_job(redis, "follow-1", prompt, kTokens);
   // Here the subscriber comes once b has taken the job (it may have finished already).
   ASSERT_TRUE(eventually(
-      [&] { return redis.command({"HGET", "flashq:job:follow-1", "state"}) != std::vector<std::string>{"(nil)"}; },
+      [&] { return redis.command({"HGET", "flashq:job:{follow-1}", "state"}) != std::vector<std::string>{"(nil)"}; },
       milliseconds(20000)));
   auto client = connect_client();  // to broker a, which knows nothing of the job
   StreamSubscriber subscriber = client->subscribe("follow-1");
@@ -153,7 +153,7 @@ TEST_F(RedisBrokersTest, SubscriberBeforeTheJobExistsFollowsItOnceSubmittedElsew
   StreamSubscriber subscriber = client->subscribe("early-sub-1");
   std::this_thread::sleep_for(milliseconds(300));  // a asks Redis, which knows nothing yet
   RedisClient redis(redis_->port());
-  ASSERT_EQ(redis.command({"EXISTS", "flashq:job:early-sub-1"}), std::vector<std::string>{"0"});
+  ASSERT_EQ(redis.command({"EXISTS", "flashq:job:{early-sub-1}"}), std::vector<std::string>{"0"});
   xadd_job(redis, "early-sub-1", prompt, kTokens);  // b takes and runs it
   const std::vector<protocol::Event> events = follow_to_final(subscriber);
   ASSERT_FALSE(events.empty()) << "nothing relayed to the early subscriber";

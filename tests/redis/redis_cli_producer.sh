@@ -9,10 +9,10 @@ for i in 1 2 3; do
 done
 for i in 1 2 3; do
   for _ in $(seq 1 300); do
-    if cli XRANGE "flashq:out:cli-$i" - + | grep -q '^final$'; then break; fi
+    if cli XRANGE "flashq:out:{cli-$i}" - + | grep -q '^final$'; then break; fi
     sleep 0.1
   done
-  final=$(cli XRANGE "flashq:out:cli-$i" - + | grep -A1 '^final$' | tail -1)
+  final=$(cli XRANGE "flashq:out:{cli-$i}" - + | grep -A1 '^final$' | tail -1)
   echo "cli-$i: $final"
   case "$final" in *'"finish_reason":"length"'*|*'"finish_reason":"stop"'*) ;; *) exit 1 ;; esac
 done

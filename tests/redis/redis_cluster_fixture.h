@@ -25,7 +25,7 @@ struct StoredRun {
 
 inline StoredRun read_run(RedisClient& redis, const std::string& id) {
   StoredRun run;
-  for (auto& fields : redis.entries("flashq:out:" + id)) {
+  for (auto& fields : redis.entries("flashq:out:{" + id + "}")) {
     run.seqs.push_back(std::stoll(fields["seq"]));
     if (fields.count("final")) {
       ++run.finals;
@@ -86,7 +86,7 @@ class RedisClusterTest : public E2eTest {
     const bool all = eventually(
         [&] {
           while (done < ids.size()) {
-            const std::vector<std::string> state = redis.command({"HGET", "flashq:job:" + ids[done], "state"});
+            const std::vector<std::string> state = redis.command({"HGET", "flashq:job:{" + ids[done] + "}", "state"});
             if (state.empty() || state[0] != "finished") return false;
             ++done;
           }

@@ -29,7 +29,7 @@ TEST_F(RedisClusterTest, ProducerWithOnlyARedisClientGetsEveryResult) {
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i])) << ids[i];
   EXPECT_EQ(redis.command({"XLEN", "flashq:jobs"}), std::vector<std::string>{"0"}) << "finished entries are deleted";
   EXPECT_EQ(redis.command({"XPENDING", "flashq:jobs", "flashq"})[0], "0") << "and acknowledged";
-  EXPECT_EQ(redis.command({"TTL", "flashq:out:r-0"})[0] > "0", true) << "results expire";
+  EXPECT_EQ(redis.command({"TTL", "flashq:out:{r-0}"})[0] > "0", true) << "results expire";
 }
 
 TEST_F(RedisClusterTest, RedisCliProducerScript) {
@@ -158,7 +158,7 @@ TEST_F(RedisClusterTest, JobThatAlwaysCrashesItsWorkerEndsInDeadLetters) {
   zmq::context_t context;
   int crashes = 0;
   for (int round = 0; round < 5; ++round) {
-    if (redis.command({"HGET", "flashq:job:poison", "state"}) == std::vector<std::string>{"finished"}) break;
+    if (redis.command({"HGET", "flashq:job:{poison}", "state"}) == std::vector<std::string>{"finished"}) break;
     RawDealer crashy(context, cluster_->backend());
     crashy.keep_alive(true);
     crashy.send_message(protocol::Ready{.worker_id = "crashy-" + std::to_string(round), .model = "crashy", .slots = 1,
@@ -241,7 +241,7 @@ TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
     }
     finished = 0;
     for (const std::string& id : ids) {
-      finished += redis.command({"HGET", "flashq:job:" + id, "state"}) == std::vector<std::string>{"finished"};
+      finished += redis.command({"HGET", "flashq:job:{" + id + "}", "state"}) == std::vector<std::string>{"finished"};
     }
   }
   EXPECT_TRUE(broker_killed);
@@ -252,8 +252,8 @@ TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
       return out;
     };
     for (const std::string& id : ids) {
-      if (redis.command({"HGET", "flashq:job:" + id, "state"}) == std::vector<std::string>{"finished"}) continue;
-      std::cerr << id << ": " << joined(redis.command({"HGETALL", "flashq:job:" + id})) << "\n";
+      if (redis.command({"HGET", "flashq:job:{" + id + "}", "state"}) == std::vector<std::string>{"finished"}) continue;
+      std::cerr << id << ": " << joined(redis.command({"HGETALL", "flashq:job:{" + id + "}"})) << "\n";
     }
     for (const char* stream : {"flashq:jobs", "flashq:jobs:a", "flashq:jobs:b"}) {
       std::cerr << stream << " pending: " << joined(redis.command({"XPENDING", stream, "flashq", "-", "+", "100"}))
@@ -269,7 +269,7 @@ TEST_F(RedisClusterTest, ChaosEveryJobExactlyOnce) {
   int redelivered = 0, retried = 0, handed = 0;
   for (const std::string& id : ids) {
     const std::vector<std::string> fields =
-        redis.command({"HMGET", "flashq:job:" + id, "deliveries", "attempt", "stream"});
+        redis.command({"HMGET", "flashq:job:{" + id + "}", "deliveries", "attempt", "stream"});
     redelivered += fields.size() == 3 && fields[0] != "(nil)" && std::stoi(fields[0]) > 1;
     retried += fields.size() == 3 && fields[1] != "(nil)" && std::stoi(fields[1]) > 1;
     handed += fields.size() == 3 && fields[2].rfind("flashq:jobs:", 0) == 0;

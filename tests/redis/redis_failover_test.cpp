@@ -426,15 +426,20 @@ TEST_F(SentinelBrokerTest, WaitReplicasAcceptsWithAReplicaAndRefusesWithoutOne) 
     EXPECT_EQ(e.reason(), "unavailable") << e.what();
     EXPECT_GT(e.retry_after_ms(), 0) << "a retry hint";
   }
-  // Stored on the primary all the same, so it runs (docs/redis.md says so), once.
+  // Stored on the primary all the same (docs/redis.md says so), but nothing of it is told to
+  // anyone, nor run, while no replica has it: its taking waits for the replica too.
+  std::this_thread::sleep_for(milliseconds(3000));
+  EXPECT_EQ(primary.command({"XLEN", "flashq:out:{unreplicated}"}), std::vector<std::string>{"0"});
+  // Once the replica is back it runs, once, and the replica holds it too; a retry with the same
+  // id is answered with that one final.
+  ASSERT_TRUE(replica.start({"--replicaof", "127.0.0.1", std::to_string(redis_->port())}));
   ASSERT_TRUE(wait_finals({"unreplicated"}, milliseconds(30000)));
   EXPECT_TRUE(matches(read_run(primary, "unreplicated"), want));
-  // Once the replica is back it holds the job too, and a retry with the same id is answered
-  // with that one final.
-  ASSERT_TRUE(replica.start({"--replicaof", "127.0.0.1", std::to_string(redis_->port())}));
   ASSERT_EQ(primary.command({"WAIT", "1", "5000"}), std::vector<std::string>{"1"}) << "the replica never synced";
   RedisClient on_replica(replica.port());
   EXPECT_TRUE(matches(read_run(on_replica, "unreplicated"), want));
+  EXPECT_EQ(primary.command({"HGET", "flashq:job:{unreplicated}", "deliveries"}), std::vector<std::string>{"1"})
+      << "taken once: its entry was kept claimed while the replica was away";
   const JobRun retried = run_job(*client, make_job("unreplicated", "job 1: the queue hums", 16));
   ASSERT_TRUE(retried.final_result) << retried;
   EXPECT_EQ(retried.finish_reason(), want.finish_reason);

@@ -75,7 +75,7 @@ TEST_F(RedisHandoverTest, ATurnOfASessionOwnedByALiveBrokerMovesToItsStreamOnce)
   EXPECT_EQ(get({"XLEN", "flashq:jobs"}), "0") << "acknowledged and deleted where it was taken";
   EXPECT_EQ(get({"XPENDING", "flashq:jobs", "flashq"}), "0");
   EXPECT_EQ(get({"XPENDING", "flashq:jobs:a", "flashq"}), "1") << "pending for its new broker at once";
-  EXPECT_EQ(get({"HGET", "flashq:job:t2", "deliveries"}), "(nil)") << "a handover is not a delivery";
+  EXPECT_EQ(get({"HGET", "flashq:job:{t2}", "deliveries"}), "(nil)") << "a handover is not a delivery";
 
   const auto taken_by_a = read("a");
   ASSERT_EQ(taken_by_a.size(), 1u);
@@ -93,8 +93,8 @@ TEST_F(RedisHandoverTest, ATurnOfASessionOwnedByALiveBrokerMovesToItsStreamOnce)
   const schema::Take run = take("flashq:jobs:a", "a", moved.id, "t2", "conv");
   EXPECT_EQ(run.outcome, schema::Take::Outcome::kRun);
   EXPECT_EQ(run.deliveries, 1);
-  EXPECT_EQ(get({"HGET", "flashq:job:t2", "owner"}), "a");
-  EXPECT_EQ(get({"HGET", "flashq:job:t2", "stream"}), "flashq:jobs:a");
+  EXPECT_EQ(get({"HGET", "flashq:job:{t2}", "owner"}), "a");
+  EXPECT_EQ(get({"HGET", "flashq:job:{t2}", "stream"}), "flashq:jobs:a");
   EXPECT_EQ(get({"GET", "flashq:session:conv"}), "a") << "the broker that runs a turn owns the session";
 
   // The same id written again into flashq:jobs: a duplicate, whoever takes it.
@@ -138,7 +138,7 @@ TEST_F(RedisHandoverTest, AJobWithoutASessionIsTakenAsBefore) {
   const schema::Take run = take(schema::kJobs, "b", taken[0].second.id, "t4", "");
   EXPECT_EQ(run.outcome, schema::Take::Outcome::kRun);
   EXPECT_EQ(plain_->command({"KEYS", "flashq:session:*"}), std::vector<std::string>{});
-  EXPECT_EQ(get({"HGET", "flashq:job:t4", "stream"}), "flashq:jobs");
+  EXPECT_EQ(get({"HGET", "flashq:job:{t4}", "stream"}), "flashq:jobs");
 }
 
 TEST_F(RedisHandoverTest, AnEntryHandedToABrokerThatDiedIsClaimedFromItsStream) {

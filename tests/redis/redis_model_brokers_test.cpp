@@ -75,7 +75,7 @@ TEST_F(RedisModelBrokersTest, EveryJobRunsOnABrokerServingItsModel) {
   for (size_t i = 0; i < ids.size(); ++i) {
     SCOPED_TRACE(ids[i]);
     EXPECT_TRUE(matches(read_run(redis, ids[i]), want[i]));
-    const std::string owner = redis.command({"HGET", "flashq:job:" + ids[i], "owner"}).at(0);
+    const std::string owner = redis.command({"HGET", "flashq:job:{" + ids[i] + "}", "owner"}).at(0);
     EXPECT_EQ(owner, model_of[ids[i]] == "model-a" ? "a" : "b") << "run by the broker serving " << model_of[ids[i]];
   }
 }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/redis/redis_cluster_fixture.h"
+#include "tests/support/run_command.h"
 
 namespace flashq::testing {
 namespace {
@@ -40,13 +41,13 @@ TEST_F(RedisRestartTest, BrokerKilledMidJobFinishesItAfterRestartWithFiguresFrom
   xadd_job(redis, "restart-1", prompt, kTokens);
   // Mid-job: tokens stored, the final not. The worker is paused there, so the job is still
   // running when its broker dies (the tiny model would otherwise finish in a blink).
-  ASSERT_TRUE(eventually([&] { return redis.command({"XLEN", "flashq:out:restart-1"}) != std::vector<std::string>{"0"}; },
+  ASSERT_TRUE(eventually([&] { return redis.command({"XLEN", "flashq:out:{restart-1}"}) != std::vector<std::string>{"0"}; },
                          milliseconds(20000)));
   worker.signal(SIGSTOP);
-  const std::vector<std::string> state = redis.command({"HGET", "flashq:job:restart-1", "state"});
+  const std::vector<std::string> state = redis.command({"HGET", "flashq:job:{restart-1}", "state"});
   ASSERT_EQ(state, std::vector<std::string>{"running"}) << "the job finished before the broker was killed";
-  ASSERT_NE(redis.command({"HGET", "flashq:job:restart-1", "first_assigned_ms"}), std::vector<std::string>{"(nil)"});
-  ASSERT_NE(redis.command({"HGET", "flashq:job:restart-1", "first_token_ms"}), std::vector<std::string>{"(nil)"});
+  ASSERT_NE(redis.command({"HGET", "flashq:job:{restart-1}", "first_assigned_ms"}), std::vector<std::string>{"(nil)"});
+  ASSERT_NE(redis.command({"HGET", "flashq:job:{restart-1}", "first_token_ms"}), std::vector<std::string>{"(nil)"});
   cluster_->broker().kill_now();
   std::this_thread::sleep_for(milliseconds(500));
   ASSERT_TRUE(start_broker(redis_flags("a")));
@@ -74,6 +75,43 @@ TEST_F(RedisRestartTest, BrokerKilledMidJobFinishesItAfterRestartWithFiguresFrom
   expect_consistent(replayed.back().final_result->timings, lived_ms, "final event");
   EXPECT_TRUE(is_complete_stream(replayed));
   EXPECT_TRUE(matches(read_run(redis, "restart-1"), want)) << "the continuation is the job's own output";
+}
+
+// docs/redis.md, "Upgrading: key names": the keys an earlier version wrote (untagged) are renamed
+// with the brokers stopped, and a broker of this version goes on with the jobs they hold.
+TEST_F(RedisRestartTest, KeysOfAnEarlierVersionAreMigratedAndItsJobsGoOn) {
+  RedisClient redis(redis_->port());
+  // As an earlier broker `a` left them: a job taken and not finished, and a finished one.
+  redis.command({"XGROUP", "CREATE", "flashq:jobs", "flashq", "0", "MKSTREAM"});
+  xadd_job(redis, "old-1", "job 1: the queue hums", 12);
+  redis.command({"XREADGROUP", "GROUP", "flashq", "a", "COUNT", "1", "STREAMS", "flashq:jobs", ">"});
+  const std::string entry = redis.command({"XRANGE", "flashq:jobs", "-", "+"}).at(0);
+  redis.command({"HSET", "flashq:job:old-1", "state", "running", "owner", "a", "entry", entry, "stream", "flashq:jobs",
+                 "attempt", "1", "deliveries", "1", "next_seq", "0"});
+  const std::string final_json =
+      R"({"finish_reason":"stop","usage":{"prompt_tokens":3,"completion_tokens":1},)"
+      R"("spec_stats":{"draft_steps":0,"accepted_tokens":0,"tau":1},"timings":{"queue_ms":1,"ttft_ms":2,"total_ms":3}})";
+  redis.command({"XADD", "flashq:out:old-2", "*", "seq", "0", "final", final_json});
+  redis.command({"HSET", "flashq:job:old-2", "state", "finished", "final", final_json, "next_seq", "1"});
+
+  const CommandResult migrated = run_command("/bin/bash scripts/redis-migrate-keys -p " + std::to_string(redis_->port()));
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.output;
+  EXPECT_NE(migrated.output.find("3 keys renamed"), std::string::npos) << migrated.output;
+  EXPECT_EQ(redis.command({"EXISTS", "flashq:job:old-1"}), std::vector<std::string>{"0"});
+  const CommandResult again = run_command("/bin/bash scripts/redis-migrate-keys -p " + std::to_string(redis_->port()));
+  EXPECT_NE(again.output.find("0 keys renamed"), std::string::npos) << "idempotent: " << again.output;
+
+  ASSERT_TRUE(start_broker(redis_flags("a")));
+  start_worker("w1", 2);
+  ASSERT_TRUE(wait_finals({"old-1"}, milliseconds(30000)));
+  EXPECT_TRUE(matches(read_run(redis, "old-1"), reference("job 1: the queue hums", 12)));
+  EXPECT_EQ(redis.command({"HGET", "flashq:job:{old-1}", "deliveries"}), std::vector<std::string>{"2"})
+      << "the same job, taken again";
+  auto client = connect_client();
+  const protocol::StatusReply done = client->status("old-2", 20000);
+  EXPECT_EQ(done.state, protocol::JobState::kFinished);
+  ASSERT_TRUE(done.final_result);
+  EXPECT_EQ(done.final_result->timings.total_ms, 3);
 }
 
 }  // namespace

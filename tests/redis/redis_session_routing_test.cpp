@@ -68,7 +68,7 @@ class RedisSessionRoutingTest : public RedisClusterTest {
     return reply.empty() ? "" : reply[0];
   }
   // The broker that ran the job (the status hash's owner).
-  std::string ran_on(const std::string& id) { return field({"HGET", "flashq:job:" + id, "owner"}); }
+  std::string ran_on(const std::string& id) { return field({"HGET", "flashq:job:{" + id + "}", "owner"}); }
 
   static protocol::Job turn(const std::string& id, const std::string& session, int index) {
     protocol::Job job = make_job(id, prompt_of(index), kTokens);
@@ -101,7 +101,7 @@ class RedisSessionRoutingTest : public RedisClusterTest {
     }
     // Polled closely: the owner's workers count it lost after 1 s of silence.
     const auto until = Clock::now() + milliseconds(5000);
-    while (field({"HGET", "flashq:job:" + id, "stream"}) != "flashq:jobs:" + owner) {
+    while (field({"HGET", "flashq:job:{" + id + "}", "stream"}) != "flashq:jobs:" + owner) {
       if (Clock::now() > until) return false;
       std::this_thread::sleep_for(milliseconds(2));
     }
@@ -145,7 +145,7 @@ TEST_F(RedisSessionRoutingTest, TurnsSubmittedToEitherBrokerRunWhereTheSessionsF
       expect_matches(run, reference(prompt_of(i), kTokens));
     }
     EXPECT_EQ(ran_on(id), owner) << id << " submitted to " << to;
-    EXPECT_EQ(field({"HGET", "flashq:job:" + id, "deliveries"}), "1") << id << " ran once";
+    EXPECT_EQ(field({"HGET", "flashq:job:{" + id + "}", "deliveries"}), "1") << id << " ran once";
   }
   EXPECT_GE(forced, 2) << "turns 1 to 5 alternate between the brokers: 2 or 3 go to the one not owning the session";
   EXPECT_GE(handovers(other(owner)), forced);
@@ -170,7 +170,7 @@ TEST_F(RedisSessionRoutingTest, ATurnHandedToABrokerThatThenDiesRunsOnceOnTheOth
   const JobRun run = wait_job(client(live), "died-1", 60000);
   expect_matches(run, reference(prompt_of(1), kTokens));
   EXPECT_EQ(ran_on("died-1"), live);
-  EXPECT_EQ(field({"HGET", "flashq:job:died-1", "deliveries"}), "1") << "run exactly once";
+  EXPECT_EQ(field({"HGET", "flashq:job:{died-1}", "deliveries"}), "1") << "run exactly once";
   EXPECT_EQ(read_run(*redis_client_, "died-1").finals, 1);
   EXPECT_EQ(field({"XPENDING", "flashq:jobs:" + owner, "flashq"}), "0") << "acknowledged in the dead one's stream";
   EXPECT_EQ(field({"GET", "flashq:session:died"}), live) << "the session moved with it";
@@ -263,7 +263,7 @@ TEST_F(RedisSessionRoutingTest, JobsWithoutASessionAreNeverHandedOver) {
   for (int i = 0; i < 12; ++i) {
     const JobRun run = wait_job(client(i % 2 ? "b" : "a"), ids[i], 60000);
     expect_matches(run, reference(prompt_of(i), kTokens));
-    EXPECT_EQ(field({"HGET", "flashq:job:" + ids[i], "stream"}), "flashq:jobs") << ids[i];
+    EXPECT_EQ(field({"HGET", "flashq:job:{" + ids[i] + "}", "stream"}), "flashq:jobs") << ids[i];
   }
   EXPECT_EQ(handovers("a"), 0);
   EXPECT_EQ(handovers("b"), 0);

@@ -103,8 +103,9 @@ double measure_submissions(zmq::context_t& context, const BrokerBenchOptions& o,
   return measure_intake(context, o.jobs, o.window, redis).per_s;
 }
 
-// Intake with WAIT after each job's entry against intake without, on the same Redis in one run:
-// at full load (`window` in flight) and one submission at a time.
+// Intake with --redis-wait-replicas (a WAIT closing each loop turn's writes) against intake
+// without, on the same Redis in one run: at full load (`window` in flight) and one submission at
+// a time.
 nlohmann::json measure_wait_replicas(zmq::context_t& context, const BrokerBenchOptions& o, RedisConnection& redis) {
   nlohmann::json out = {{"wait_replicas", o.wait_replicas}, {"wait_timeout_ms", o.wait_timeout_ms}};
   for (const bool wait : {false, true}) {
