@@ -356,8 +356,8 @@ void BrokerLink::follow_after_disconnect() {
     rejoining_.insert(id);
     ++followed;
   }
-  spdlog::warn("lost the connection to the broker at {}; following its {} jobs under way again", endpoints_.frontend,
-               followed);
+  spdlog::warn("lost the connection to the broker at {}; {} jobs under way there are followed again",
+               endpoints_.frontend, followed);
 }
 
 void BrokerLink::send_rejoins() {
