@@ -16,13 +16,13 @@ namespace {
 using RedisRestartTest = RedisClusterTest;
 
 // What a strict decoder already refuses (negative figures) is taken as given; these are the
-// relations between the figures of one job.
+// relations between the figures of one job. (Queue time and time to first token are not ordered:
+// a continuation's queue time adds its last attempt's wait in the worker to the first assignment.)
 void expect_consistent(const protocol::Timings& t, int64_t at_least_total_ms, const std::string& where) {
   SCOPED_TRACE(where);
   EXPECT_GE(t.queue_ms, 0);
   EXPECT_LE(t.queue_ms, t.total_ms);
   EXPECT_GT(t.ttft_ms, 0) << "the job streamed tokens";
-  EXPECT_LE(t.queue_ms, t.ttft_ms);
   EXPECT_LE(t.ttft_ms, t.total_ms);
   EXPECT_GE(t.total_ms, at_least_total_ms) << "the job ran across the restart";
   EXPECT_LT(t.total_ms, 600000) << "a figure counted from the clock's zero";
