@@ -56,6 +56,40 @@ void resolve_redis_passwords(flashq::RedisOptions& redis) {
   redis.url = url.to_string();
 }
 
+// The durable queue's flags (docs/redis.md).
+void add_redis_options(CLI::App& app, flashq::RedisOptions& redis) {
+  app.add_option("--redis", redis.url,
+                 "durable queue: redis://[[user]:password@]host[:port][/db] or "
+                 "redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[/db] (none: in memory)");
+  app.add_option("--redis-password-file", redis.password_file,
+                 "FILE: Redis's password on its first line (wins over FLASHQ_REDIS_PASSWORD, then the URL's)");
+  app.add_option("--redis-sentinel-password-file", redis.sentinel_password_file,
+                 "FILE: the Sentinels' own password (wins over FLASHQ_REDIS_SENTINEL_PASSWORD, "
+                 "then the URL's ?sentinel_password=)");
+  app.add_option("--redis-wait-replicas", redis.wait_replicas,
+                 "tell nobody anything (ACCEPTED, an event, a final) before this many replicas have it (WAIT; 0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  app.add_option("--redis-wait-timeout-ms", redis.wait_timeout_ms,
+                 "how long WAIT waits for the replicas (it holds the broker's Redis connection meanwhile)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{60000}));
+  app.add_option("--redis-consumer", redis.consumer, "this broker's consumer name (default: host/frontend)");
+  app.add_option("--redis-claim-idle-ms", redis.claim_idle_ms, "claim jobs of a broker silent this long")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{86'400'000}));
+  app.add_option("--redis-max-deliveries", redis.max_deliveries, "deliveries before flashq:dead")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--redis-retention-s", redis.retention_s, "results kept after the final")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--redis-session-ttl-s", redis.session_ttl_s,
+                 "a session's turns go to the broker that ran its last turn this long after it")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,7 +112,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--unknown-model-grace-ms", o.unknown_model_grace_ms,
-                 "reject jobs naming a model no worker has served for this long (0: they wait; ignored with --redis)")
+                 "reject jobs naming a model no worker (of any broker, with --redis) has served for this long (0: they wait)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   std::string routing = "cache-aware";
@@ -99,36 +133,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--send-hwm", o.send_high_water_mark, "messages queued per peer")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--redis", o.redis.url,
-                 "durable queue: redis://[[user]:password@]host[:port][/db] or "
-                 "redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[/db] (none: in memory)");
-  app.add_option("--redis-password-file", o.redis.password_file,
-                 "FILE: Redis's password on its first line (wins over FLASHQ_REDIS_PASSWORD, then the URL's)");
-  app.add_option("--redis-sentinel-password-file", o.redis.sentinel_password_file,
-                 "FILE: the Sentinels' own password (wins over FLASHQ_REDIS_SENTINEL_PASSWORD, "
-                 "then the URL's ?sentinel_password=)");
-  app.add_option("--redis-wait-replicas", o.redis.wait_replicas,
-                 "answer ACCEPTED only once this many replicas have the job (WAIT); else REJECTED unavailable (0: off)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100));
-  app.add_option("--redis-wait-timeout-ms", o.redis.wait_timeout_ms,
-                 "how long WAIT waits for the replicas (it holds the broker's Redis connection meanwhile)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{60000}));
-  app.add_option("--redis-consumer", o.redis.consumer, "this broker's consumer name (default: host/frontend)");
-  app.add_option("--redis-claim-idle-ms", o.redis.claim_idle_ms, "claim jobs of a broker silent this long")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, int64_t{86'400'000}));
-  app.add_option("--redis-max-deliveries", o.redis.max_deliveries, "deliveries before flashq:dead")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--redis-retention-s", o.redis.retention_s, "results kept after the final")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--redis-session-ttl-s", o.redis.session_ttl_s,
-                 "a session's turns go to the broker that ran its last turn this long after it")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  add_redis_options(app, o.redis);
   app.add_option("--curve-secret-key", o.curve_secret_key,
                  "KEY|FILE: the broker's CURVE secret key; all three sockets then require CURVE (docs/security.md)");
   app.add_option("--curve-allowed-keys", o.curve_allowed_keys,

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -167,6 +168,107 @@ struct Submission {
 
 double ms_since(int64_t from_ns, int64_t to_ns) { return to_ns < 0 ? -1 : static_cast<double>(to_ns - from_ns) / 1e6; }
 
+// The broker refuses jobs until it has found the primary: a probe job is submitted until accepted.
+void await_intake(zmq::socket_t& producer, const std::string& prefix) {
+  protocol::Job job;
+  job.prompt = std::string("synthetic job");
+  job.id = prefix + "probe";
+  for (int tries = 0;; ++tries) {
+    if (tries == 200) throw Error(ErrorCode::kIo, "the broker never found the primary through the Sentinels");
+    send_message(producer, protocol::Submit{job});
+    auto reply = receive(producer, 2000ms);
+    if (reply && reply->type == protocol::MessageType::kAccepted) return;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+struct Refusals {
+  int64_t unavailable = 0;  // submitted again after kResendNs
+  int64_t other = 0;
+  int64_t last_ns = -1;  // the last `unavailable`
+};
+
+// One reply to the producer, at `now`, noted against the job it names (`index_of`: -1 for none of
+// the timed jobs).
+void note_reply(const protocol::WireMessage& reply, int64_t now, const std::function<int64_t(const std::string&)>& index_of,
+                std::vector<Submission>& jobs, Refusals& refusals) {
+  if (reply.type == protocol::MessageType::kAccepted) {
+    const int64_t i = index_of(protocol::from_wire<protocol::Accepted>(reply).id);
+    if (i >= 0 && jobs[static_cast<size_t>(i)].accepted_ns < 0) jobs[static_cast<size_t>(i)].accepted_ns = now;
+  } else if (reply.type == protocol::MessageType::kRejected) {
+    const auto rejected = protocol::from_wire<protocol::Rejected>(reply);
+    const int64_t i = index_of(rejected.id);
+    if (i < 0) return;
+    if (rejected.reason != "unavailable") {
+      ++refusals.other;
+      return;
+    }
+    ++refusals.unavailable;
+    refusals.last_ns = now;
+    jobs[static_cast<size_t>(i)].resend_ns = now + kResendNs;
+  } else if (reply.type == protocol::MessageType::kEvent) {
+    const auto event = protocol::from_wire<protocol::Event>(reply);
+    const int64_t i = index_of(event.id);
+    if (i < 0 || !event.final_result) return;
+    Submission& s = jobs[static_cast<size_t>(i)];
+    if (++s.finals == 1) s.final_ns = now;
+  }
+}
+
+// What became of the jobs, counted against the primary's kill.
+struct Outcomes {
+  int64_t accepted = 0, finished_once = 0, lost = 0, repeated = 0, never_accepted = 0, in_flight = 0,
+          in_flight_done = 0;
+  int64_t intake_back_ns = -1, flowing_ns = -1;  // first ACCEPTED, first final, of jobs sent after the kill
+};
+
+Outcomes outcomes_of(const std::vector<Submission>& jobs, int64_t kill_ns) {
+  Outcomes out;
+  for (const Submission& s : jobs) {
+    if (s.accepted_ns < 0) {
+      ++out.never_accepted;
+      continue;
+    }
+    ++out.accepted;
+    out.finished_once += s.finals == 1;
+    out.lost += s.finals == 0;
+    out.repeated += s.finals > 1;
+    if (s.accepted_ns < kill_ns && (s.final_ns < 0 || s.final_ns > kill_ns)) {
+      ++out.in_flight;
+      out.in_flight_done += s.finals == 1;
+    }
+    if (s.sent_ns > kill_ns) {
+      if (out.intake_back_ns < 0 || s.accepted_ns < out.intake_back_ns) out.intake_back_ns = s.accepted_ns;
+      if (s.final_ns >= 0 && (out.flowing_ns < 0 || s.final_ns < out.flowing_ns)) out.flowing_ns = s.final_ns;
+    }
+  }
+  return out;
+}
+
+nlohmann::json report_of(const FailoverBenchOptions& o, int64_t kill_ns, int64_t switch_ns, int64_t submitted,
+                         const Outcomes& out, const Refusals& refusals) {
+  return {
+      {"synthetic", "redis-server and redis-sentinel processes, a broker in this process, a synthetic worker"},
+      {"rate_per_s", o.rate},
+      {"down_after_ms", o.down_after_ms},
+      {"failover_timeout_ms", o.failover_timeout_ms},
+      {"wait_replicas", o.wait_replicas},
+      {"sentinels_named_the_replica_ms", ms_since(kill_ns, switch_ns)},
+      {"first_accepted_after_kill_ms", ms_since(kill_ns, out.intake_back_ns)},
+      {"first_final_after_kill_ms", ms_since(kill_ns, out.flowing_ns)},
+      {"last_refusal_after_kill_ms", ms_since(kill_ns, refusals.last_ns)},
+      {"submitted", submitted},
+      {"accepted", out.accepted},
+      {"finished_exactly_once", out.finished_once},
+      {"accepted_without_final", out.lost},
+      {"more_than_one_final", out.repeated},
+      {"never_accepted", out.never_accepted},
+      {"unavailable_refusals", refusals.unavailable},
+      {"other_rejections", refusals.other},
+      {"in_flight_at_kill", out.in_flight},
+      {"in_flight_at_kill_finished_once", out.in_flight_done}};
+}
+
 void run_failover_bench(const FailoverBenchOptions& o) {
   ScratchDir dir;
   SentinelGroup group(o, dir.path());
@@ -183,29 +285,21 @@ void run_failover_bench(const FailoverBenchOptions& o) {
     job.id = prefix + std::to_string(index);
     send_message(producer, protocol::Submit{job});
   };
-  auto index_of = [&](const std::string& id) -> int64_t {  // -1: not one of the timed jobs (the probe)
+  const std::function<int64_t(const std::string&)> index_of = [&](const std::string& id) -> int64_t {  // -1: not one of the timed jobs (the probe)
     int64_t index = -1;
     if (id.rfind(prefix, 0) != 0) return -1;
     const auto [end, error] = std::from_chars(id.data() + prefix.size(), id.data() + id.size(), index);
     return error == std::errc() && end == id.data() + id.size() ? index : -1;
   };
-  // The broker refuses jobs until it has found the primary.
-  for (int tries = 0;; ++tries) {
-    if (tries == 200) throw Error(ErrorCode::kIo, "the broker never found the primary through the Sentinels");
-    job.id = prefix + "probe";
-    send_message(producer, protocol::Submit{job});
-    auto reply = receive(producer, 2000ms);
-    if (reply && reply->type == protocol::MessageType::kAccepted) break;
-    std::this_thread::sleep_for(50ms);
-  }
+  await_intake(producer, prefix);
 
   const int64_t interval_ns = static_cast<int64_t>(1e9 / o.rate);
   const int64_t start_ns = now_ns();
   const int64_t kill_at = start_ns + o.kill_after_ms * 1'000'000;
   const int64_t stop_at = kill_at + o.submit_for_ms * 1'000'000;
   const int64_t give_up_at = stop_at + 30'000'000'000;
-  int64_t next_submit = start_ns, kill_ns = -1, switch_ns = -1, next_look = 0, last_refusal_ns = -1;
-  int64_t refusals = 0, other_rejections = 0;
+  int64_t next_submit = start_ns, kill_ns = -1, switch_ns = -1, next_look = 0;
+  Refusals refusals;
   while (true) {
     int64_t now = now_ns();
     while (now < stop_at && next_submit <= now) {
@@ -231,73 +325,11 @@ void run_failover_bench(const FailoverBenchOptions& o) {
       waiting = waiting || s.resend_ns >= 0 || (s.accepted_ns >= 0 && s.finals == 0);
     }
     if (now >= stop_at && (!waiting || now >= give_up_at)) break;
-    while (auto reply = receive(producer, 1ms)) {
-      now = now_ns();
-      if (reply->type == protocol::MessageType::kAccepted) {
-        const int64_t i = index_of(protocol::from_wire<protocol::Accepted>(*reply).id);
-        if (i >= 0 && jobs[static_cast<size_t>(i)].accepted_ns < 0) jobs[static_cast<size_t>(i)].accepted_ns = now;
-      } else if (reply->type == protocol::MessageType::kRejected) {
-        const auto rejected = protocol::from_wire<protocol::Rejected>(*reply);
-        const int64_t i = index_of(rejected.id);
-        if (i < 0) continue;
-        if (rejected.reason != "unavailable") {
-          ++other_rejections;
-          continue;
-        }
-        ++refusals;
-        last_refusal_ns = now;
-        jobs[static_cast<size_t>(i)].resend_ns = now + kResendNs;
-      } else if (reply->type == protocol::MessageType::kEvent) {
-        const auto event = protocol::from_wire<protocol::Event>(*reply);
-        const int64_t i = index_of(event.id);
-        if (i < 0 || !event.final_result) continue;
-        Submission& s = jobs[static_cast<size_t>(i)];
-        if (++s.finals == 1) s.final_ns = now;
-      }
-    }
+    while (auto reply = receive(producer, 1ms)) note_reply(*reply, now_ns(), index_of, jobs, refusals);
   }
 
-  int64_t accepted = 0, finished_once = 0, lost = 0, repeated = 0, never_accepted = 0, in_flight = 0,
-          in_flight_done = 0;
-  int64_t intake_back_ns = -1, flowing_ns = -1;
-  for (const Submission& s : jobs) {
-    if (s.accepted_ns < 0) {
-      ++never_accepted;
-      continue;
-    }
-    ++accepted;
-    finished_once += s.finals == 1;
-    lost += s.finals == 0;
-    repeated += s.finals > 1;
-    if (s.accepted_ns < kill_ns && (s.final_ns < 0 || s.final_ns > kill_ns)) {
-      ++in_flight;
-      in_flight_done += s.finals == 1;
-    }
-    if (s.sent_ns > kill_ns) {
-      if (intake_back_ns < 0 || s.accepted_ns < intake_back_ns) intake_back_ns = s.accepted_ns;
-      if (s.final_ns >= 0 && (flowing_ns < 0 || s.final_ns < flowing_ns)) flowing_ns = s.final_ns;
-    }
-  }
-  const nlohmann::json report = {
-      {"synthetic", "redis-server and redis-sentinel processes, a broker in this process, a synthetic worker"},
-      {"rate_per_s", o.rate},
-      {"down_after_ms", o.down_after_ms},
-      {"failover_timeout_ms", o.failover_timeout_ms},
-      {"wait_replicas", o.wait_replicas},
-      {"sentinels_named_the_replica_ms", ms_since(kill_ns, switch_ns)},
-      {"first_accepted_after_kill_ms", ms_since(kill_ns, intake_back_ns)},
-      {"first_final_after_kill_ms", ms_since(kill_ns, flowing_ns)},
-      {"last_refusal_after_kill_ms", ms_since(kill_ns, last_refusal_ns)},
-      {"submitted", jobs.size()},
-      {"accepted", accepted},
-      {"finished_exactly_once", finished_once},
-      {"accepted_without_final", lost},
-      {"more_than_one_final", repeated},
-      {"never_accepted", never_accepted},
-      {"unavailable_refusals", refusals},
-      {"other_rejections", other_rejections},
-      {"in_flight_at_kill", in_flight},
-      {"in_flight_at_kill_finished_once", in_flight_done}};
+  const nlohmann::json report =
+      report_of(o, kill_ns, switch_ns, static_cast<int64_t>(jobs.size()), outcomes_of(jobs, kill_ns), refusals);
   std::cout << (o.json ? report.dump() : report.dump(2)) << std::endl;
 }
 
