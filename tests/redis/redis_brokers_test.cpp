@@ -3,6 +3,7 @@
 // stream socket follows a job that another broker runs, from the first event to the final.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <thread>
 
 #include "tests/redis/redis_cluster_fixture.h"
@@ -91,8 +92,17 @@ TEST_F(RedisBrokersTest, ProducerWithOnlyARedisClientCancelsARunningJob) {
   ASSERT_TRUE(eventually([&] { return redis.command({"XLEN", "flashq:out:{redis-cancel}"}) != std::vector<std::string>{"0"}; },
                          milliseconds(20000)))
       << "the job never started";
+  // The worker is paused while the cancel goes in, so that the job is still running when the
+  // CANCEL reaches it (the tiny model would otherwise finish in a blink on a loaded machine).
+  ChildProcess& worker = other_->worker("w1");
+  worker.signal(SIGSTOP);
+  ASSERT_EQ(redis.command({"HGET", "flashq:job:{redis-cancel}", "state"}), std::vector<std::string>{"running"})
+      << "the job finished before the cancel";
   redis.command({"HSET", "flashq:job:{redis-cancel}", "cancel", "1"});
   redis.command({"XADD", "flashq:control", "*", "cancel", "redis-cancel"});
+  // Resumed once the broker found the cancel (its CANCEL then waits in the worker's socket).
+  std::this_thread::sleep_for(milliseconds(500));
+  worker.signal(SIGCONT);
   ASSERT_TRUE(wait_finals({"redis-cancel"}, milliseconds(20000)));
   const StoredRun stored = read_run(redis, "redis-cancel");
   EXPECT_EQ(stored.finish_reason, "cancelled");

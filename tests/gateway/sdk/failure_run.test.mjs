@@ -236,10 +236,39 @@ async function waitUntilFinished(ids, seconds = 180) {
     }
     if (finished.size === ids.length) return finished;
     if (Date.now() > end) {
-      throw new Error(`responses never finished: ${ids.filter((id) => !finished.has(id)).join(' ')}`);
+      const unfinished = ids.filter((id) => !finished.has(id));
+      throw new Error(`responses never finished: ${unfinished.join(' ')}\n${await whereTheyAre(unfinished)}`);
     }
     await sleep(200);
   }
+}
+
+// What Redis and the programs' logs say of jobs that never finished, for the failure's message.
+async function whereTheyAre(ids) {
+  const lines = [];
+  try {
+    const redis = await RedisClient.connect(await sentinels.primaryPort());
+    try {
+      for (const id of ids) {
+        const hash = await redis.command('HGETALL', `flashq:job:{${id}}`);
+        const fields = (hash ?? []).flatMap((v, n) => (n % 2 || hash[n] === 'final' ? [] : [`${v}=${hash[n + 1]}`]));
+        lines.push(`${id}: ${fields.join(' ')}; ${await redis.command('XLEN', `flashq:out:{${id}}`)} results`);
+      }
+      for (const stream of ['flashq:jobs', 'flashq:model:target:jobs']) {
+        const pending = await redis.command('XPENDING', stream, 'flashq').catch((e) => e.message);
+        lines.push(`${stream}: length ${await redis.command('XLEN', stream)}, pending ${JSON.stringify(pending)}`);
+      }
+    } finally {
+      redis.close();
+    }
+  } catch (e) {
+    lines.push(`Redis: ${e.message}`);
+  }
+  const tail = (program) => program.output().trimEnd().split('\n').slice(-25).join('\n');
+  brokers.forEach((b) => lines.push(`--- broker ${b.consumer}:\n${tail(b.program)}`));
+  workers.forEach((w, n) => lines.push(`--- worker ${n} (broker ${w.broker.consumer}):\n${tail(w)}`));
+  if (gateway) lines.push(`--- gateway:\n${tail(gateway)}`);
+  return lines.join('\n');
 }
 
 // The raw server-sent events of GET /v1/responses/{id}?stream=true, as [{type, data, text}] with
