@@ -1,12 +1,13 @@
 // The decoder-only target model on any backend: the TargetModel of every family here (Qwen3,
-// Llama 3, Qwen3-MoE; docs/models.md), whose layers (decoder_layer.h) differ only in options
-// their config decides: the q/k norm, biases, RoPE scaling, tied embeddings, and a mixture of
-// experts (moe_mlp.h) in place of the dense MLP on sparse layers.
+// Llama 3, Qwen3-MoE, gpt-oss; docs/models.md), whose layers (decoder_layer.h) differ only in
+// options their config decides: the q/k norm, biases, RoPE scaling, tied embeddings, attention
+// sinks and sliding windows, and a mixture of experts (moe_mlp.h, MXFP4 for gpt-oss) in place of
+// the dense MLP on sparse layers.
 // One forward pass runs a batch of sequence chunks together: every chunk's tokens are appended
 // on top of its own KV cache, the projections run once over all rows, attention runs per
 // chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.
 // The residual stream after any list of layers can be captured (the DFlash taps, docs/dflash.md
-// §2.1). Its chat template is ChatML.
+// §2.1). The model sees token ids only: chat templates are the tokenizer's (worker/tokenizer).
 #pragma once
 
 #include <cstdint>

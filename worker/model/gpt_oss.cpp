@@ -1,9 +1,5 @@
 #include "worker/model/gpt_oss.h"
 
-#include <memory>
-
-#include "worker/model/decoder_model.h"
-
 namespace flashq {
 namespace {
 
@@ -62,10 +58,7 @@ ModelFamily gpt_oss_family() {
           .qk_norm = false,
           .reads_mlp_bias = false,
           .reads_layer_types = true,
-          .read_family_options = read_gpt_oss,
-          .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
-            return std::make_unique<DecoderModel>(std::move(config), weights, backend);
-          }};
+          .read_family_options = read_gpt_oss};
 }
 
 }  // namespace flashq

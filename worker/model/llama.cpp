@@ -1,9 +1,5 @@
 #include "worker/model/llama.h"
 
-#include <memory>
-
-#include "worker/model/decoder_model.h"
-
 namespace flashq {
 
 ModelFamily llama_family() {
@@ -18,10 +14,7 @@ ModelFamily llama_family() {
                               .rms_norm_eps = 1e-6,
                               .rope_theta = 10000.0},
           .qk_norm = false,
-          .reads_mlp_bias = true,
-          .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
-            return std::make_unique<DecoderModel>(std::move(config), weights, backend);
-          }};
+          .reads_mlp_bias = true};
 }
 
 }  // namespace flashq

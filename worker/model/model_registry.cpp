@@ -2,11 +2,12 @@
 
 #include <algorithm>
 
-#include "shared/error.h"
+#include "worker/model/decoder_model.h"
 #include "worker/model/gpt_oss.h"
 #include "worker/model/llama.h"
 #include "worker/model/qwen3.h"
 #include "worker/model/qwen3_moe.h"
+#include "worker/model/safetensors.h"
 
 namespace flashq {
 
@@ -45,10 +46,8 @@ std::string supported_model_types() {
 
 std::unique_ptr<TargetModel> load_target_model(const std::filesystem::path& dir, Backend& backend) {
   ModelConfig config = load_model_config(dir);
-  const ModelFamily* family = find_model_family(config.model_type, config.architecture);
-  check_invariant(family != nullptr, "a parsed config names an implemented family");
-  WeightStore weights = WeightStore::open(dir);
-  return family->load(std::move(config), weights, backend);
+  const WeightStore weights = WeightStore::open(dir);
+  return std::make_unique<DecoderModel>(std::move(config), weights, backend);
 }
 
 }  // namespace flashq

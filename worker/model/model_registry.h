@@ -1,8 +1,8 @@
 // The target-model families this build implements, and the one place that turns a model
-// directory into a TargetModel of the family its config.json names. Adding a family is its
-// file pair (its ModelFamily: defaults, layer options, loader; see qwen3.h, llama.h and
-// qwen3_moe.h) and one line in model_registry.cpp; the decoder model (decoder_model.h) runs every
-// family here.
+// directory into the TargetModel its config.json describes. A family is data: its config.json
+// names and defaults and the layer options it turns on (qwen3.h, llama.h, qwen3_moe.h,
+// gpt_oss.h); one decoder model (decoder_model.h) runs every family. Adding one is its file pair
+// and one line in model_registry.cpp.
 #pragma once
 
 #include <filesystem>
@@ -14,7 +14,6 @@
 #include "kernels/backend.h"
 #include "worker/model/config_reader.h"
 #include "worker/model/model_config.h"
-#include "worker/model/safetensors.h"
 #include "worker/model/target_model.h"
 
 namespace flashq {
@@ -29,9 +28,6 @@ struct ModelFamily {
   // The keys only this family has (its experts, say), read into `config` after the common ones;
   // null when it has none.
   void (*read_family_options)(const ConfigReader& reader, ModelConfig& config) = nullptr;
-  // The model, its weights read from `weights` onto `backend` (kBadCheckpoint naming a tensor
-  // that is missing or of the wrong shape).
-  std::unique_ptr<TargetModel> (*load)(ModelConfig config, const WeightStore& weights, Backend& backend);
 };
 
 // Every family, in registry order.
@@ -44,8 +40,8 @@ const ModelFamily* find_model_family(const std::string& model_type, const std::s
 // The model_types implemented, for messages: "qwen3, llama".
 std::string supported_model_types();
 
-// Loads dir/config.json (and generation_config.json) and the safetensors weights as the family
-// the config names. Every error is typed and names the file: kUnsupported for a family or a
+// Loads dir/config.json (and generation_config.json, the family's defaults applied) and the
+// safetensors weights into the decoder model. Every error is typed and names the file: kUnsupported for a family or a
 // feature not implemented, kBadConfig, kBadCheckpoint, kNotFound.
 std::unique_ptr<TargetModel> load_target_model(const std::filesystem::path& dir, Backend& backend);
 

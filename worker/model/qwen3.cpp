@@ -1,9 +1,5 @@
 #include "worker/model/qwen3.h"
 
-#include <memory>
-
-#include "worker/model/decoder_model.h"
-
 namespace flashq {
 
 ModelFamily qwen3_family() {
@@ -16,10 +12,7 @@ ModelFamily qwen3_family() {
                               .rms_norm_eps = 1e-6,
                               .rope_theta = 10000.0},
           .qk_norm = true,
-          .reads_mlp_bias = false,
-          .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
-            return std::make_unique<DecoderModel>(std::move(config), weights, backend);
-          }};
+          .reads_mlp_bias = false};
 }
 
 }  // namespace flashq

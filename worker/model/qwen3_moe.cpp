@@ -1,9 +1,5 @@
 #include "worker/model/qwen3_moe.h"
 
-#include <memory>
-
-#include "worker/model/decoder_model.h"
-
 namespace flashq {
 namespace {
 
@@ -50,10 +46,7 @@ ModelFamily qwen3_moe_family() {
                               .rope_theta = 10000.0},
           .qk_norm = true,
           .reads_mlp_bias = false,
-          .read_family_options = read_experts,
-          .load = [](ModelConfig config, const WeightStore& weights, Backend& backend) -> std::unique_ptr<TargetModel> {
-            return std::make_unique<DecoderModel>(std::move(config), weights, backend);
-          }};
+          .read_family_options = read_experts};
 }
 
 }  // namespace flashq
