@@ -25,7 +25,7 @@
 #include "broker/job_table.h"
 #include "broker/metrics.h"
 #include "broker/model_catalog.h"
-#include "broker/router_socket.h"
+#include "shared/transport/router_socket.h"
 #include "broker/stream_fanout.h"
 #include "broker/worker_registry.h"
 #include "broker/zap_handler.h"

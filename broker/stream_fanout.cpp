@@ -4,7 +4,7 @@
 
 #include <zmq_addon.hpp>
 
-#include "broker/router_socket.h"
+#include "shared/transport/router_socket.h"
 #include "shared/protocol/limits.h"
 #include "shared/protocol/stream.h"
 

@@ -2,9 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "client/socket_frames.h"
-#include "shared/protocol/limits.h"
 #include "shared/protocol/message_type.h"
+#include "shared/transport/frames.h"
 
 namespace flashq {
 namespace {
@@ -68,8 +67,7 @@ BrokerError::BrokerError(const protocol::ErrorReply& reply)
 
 Client::Client() : context_(std::make_shared<zmq::context_t>()), dealer_(*context_, zmq::socket_type::dealer) {
   // Nothing we send needs to outlive the client: every request waits for its answer.
-  dealer_.set(zmq::sockopt::linger, 0);
-  dealer_.set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
+  configure_socket(dealer_);
 }
 
 Client::~Client() = default;
@@ -244,7 +242,7 @@ protocol::ModelsReply Client::models(int timeout_ms) {
 
 void Client::send(const protocol::WireMessage& message) {
   if (frontend_endpoint_.empty()) throw Error(ErrorCode::kInvalidArgument, "client not connected");
-  send_frames(dealer_, protocol::to_frames(message), frontend_endpoint_);
+  send_message(dealer_, message, frontend_endpoint_);
 }
 
 std::optional<protocol::WireMessage> Client::receive_reply(std::int64_t deadline_ms) {

@@ -3,10 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include "client/flashq_client.h"
-#include "client/socket_frames.h"
 #include "shared/error.h"
-#include "shared/protocol/limits.h"
 #include "shared/protocol/stream.h"
+#include "shared/transport/frames.h"
 
 namespace flashq {
 
@@ -14,8 +13,7 @@ StreamSubscriber::StreamSubscriber(std::shared_ptr<zmq::context_t> context, cons
                                    std::string job_id, const std::optional<CurveClientKeys>& curve)
     : context_(std::move(context)), socket_(*context_, zmq::socket_type::sub), job_id_(std::move(job_id)) {
   check_job_id(job_id_);
-  socket_.set(zmq::sockopt::linger, 0);
-  socket_.set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
+  configure_socket(socket_);
   if (curve) make_curve_client(socket_, *curve);
   socket_.set(zmq::sockopt::subscribe, protocol::stream_topic(job_id_));
   try {

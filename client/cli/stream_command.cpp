@@ -6,7 +6,7 @@
 #include "client/cli/broker_options.h"
 #include "client/cli/job_report.h"
 #include "client/flashq_client.h"
-#include "client/socket_frames.h"
+#include "shared/transport/frames.h"
 #include "shared/error.h"
 
 namespace flashq {

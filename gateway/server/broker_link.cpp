@@ -5,14 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
-#include <zmq_addon.hpp>
 
-#include "client/socket_frames.h"
 #include "shared/error.h"
-#include "shared/protocol/limits.h"
 #include "shared/protocol/stream.h"
 #include "shared/protocol/wire.h"
+#include "shared/transport/frames.h"
 
 namespace flashq::gateway {
 namespace {
@@ -22,7 +19,6 @@ constexpr int kSocketQueueMessages = 1'000'000;
 // Messages read from one socket per round of the loop: a stream flooding in as fast as it is
 // read must not starve the other socket, the requests posted to the link, or the timeouts.
 constexpr int kMessagesPerRound = 256;
-constexpr const char* kMonitorEndpoint = "inproc://flashq-gateway-broker-monitor";  // one context per link
 
 protocol::ErrorReply unavailable(const std::string& what, std::optional<std::string> id = std::nullopt) {
   return {"unavailable", what, std::move(id)};
@@ -45,30 +41,20 @@ struct BrokerLink::TrackedJob {
 BrokerLink::BrokerLink(BrokerEndpoints endpoints)
     : endpoints_(std::move(endpoints)),
       dealer_(context_, zmq::socket_type::dealer),
-      sub_(context_, zmq::socket_type::sub),
-      monitor_(context_, zmq::socket_type::pair) {
+      sub_(context_, zmq::socket_type::sub) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::kIo, "eventfd failed for the broker link");
+  // Every request of the gateway shares these sockets: their queues are not the bound (the
+  // HTTP side bounds each client); an event the broker still drops is replayed (deliver()).
   for (zmq::socket_t* socket : {&dealer_, &sub_}) {
-    socket->set(zmq::sockopt::linger, 0);
-    socket->set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
+    configure_socket(*socket, kSocketQueueMessages);
     if (endpoints_.curve) make_curve_client(*socket, *endpoints_.curve);
   }
   // A broker that is away: sends fail at once instead of queueing behind a connection that
   // may never come, so a request hears "unavailable" now rather than at its timeout.
   dealer_.set(zmq::sockopt::immediate, 1);
-  // Every request of the gateway shares these sockets: their queues are not the bound (the
-  // HTTP side bounds each client); an event the broker still drops is replayed (deliver()).
-  for (zmq::socket_t* socket : {&dealer_, &sub_}) {
-    socket->set(zmq::sockopt::sndhwm, kSocketQueueMessages);
-    socket->set(zmq::sockopt::rcvhwm, kSocketQueueMessages);
-  }
   // The monitor tells at once when the connection closes (the broker died or restarted).
-  if (zmq_socket_monitor(dealer_.handle(), kMonitorEndpoint, ZMQ_EVENT_DISCONNECTED) != 0) {
-    throw Error(ErrorCode::kIo, std::string("zmq_socket_monitor: ") + zmq_strerror(zmq_errno()));
-  }
-  monitor_.set(zmq::sockopt::linger, 0);
-  monitor_.connect(kMonitorEndpoint);
+  monitor_.emplace(context_, dealer_, ZMQ_EVENT_DISCONNECTED);
   dealer_.connect(endpoints_.frontend);
   sub_.connect(endpoints_.stream);
   thread_ = std::thread([this] { run(); });
@@ -96,7 +82,7 @@ void BrokerLink::post(Command command) {
 
 bool BrokerLink::send(const protocol::WireMessage& message) {
   try {
-    send_frames(dealer_, protocol::to_frames(message), endpoints_.frontend);
+    send_message(dealer_, message, endpoints_.frontend);
     return true;
   } catch (const Error& e) {
     spdlog::warn("broker link {}: {}", endpoints_.frontend, e.what());
@@ -333,12 +319,8 @@ void BrokerLink::expire_answers(std::int64_t now_ms) {
 }
 
 void BrokerLink::read_monitor_events() {
-  std::vector<zmq::message_t> parts;
-  while (zmq::recv_multipart(monitor_, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
-    std::uint16_t event = 0;
-    if (!parts.empty() && parts[0].size() >= sizeof event) std::memcpy(&event, parts[0].data(), sizeof event);
+  for (const std::uint16_t event : monitor_->take_events()) {
     if (event == ZMQ_EVENT_DISCONNECTED) follow_after_disconnect();
-    parts.clear();
   }
 }
 
@@ -371,7 +353,7 @@ void BrokerLink::send_rejoins() {
     std::int64_t from_seq = first->second->next_seq;
     for (auto job = first; job != last; ++job) from_seq = std::min(from_seq, job->second->next_seq);
     try {
-      send_frames(dealer_, protocol::to_frames(protocol::to_wire(protocol::Replay{*it, from_seq})), endpoints_.frontend);
+      send_message(dealer_, protocol::to_wire(protocol::Replay{*it, from_seq}), endpoints_.frontend);
     } catch (const Error&) {
       return;  // no connection takes it yet: sent again next round
     }
@@ -385,7 +367,7 @@ void BrokerLink::run() {
     zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
                                {sub_.handle(), 0, ZMQ_POLLIN, 0},
                                {nullptr, wake_fd_, ZMQ_POLLIN, 0},
-                               {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+                               {monitor_->events_socket().handle(), 0, ZMQ_POLLIN, 0}};
     zmq::poll(items, 4, std::chrono::milliseconds(kPollIntervalMs));
     if (items[3].revents & ZMQ_POLLIN) read_monitor_events();
     if (items[2].revents & ZMQ_POLLIN) {

@@ -35,6 +35,7 @@
 #include "shared/curve/curve_socket.h"
 #include "shared/protocol/messages.h"
 #include "shared/protocol/wire.h"
+#include "shared/transport/connection_monitor.h"
 
 namespace flashq::gateway {
 
@@ -103,7 +104,7 @@ class BrokerLink {
   zmq::context_t context_{1};
   zmq::socket_t dealer_;
   zmq::socket_t sub_;
-  zmq::socket_t monitor_;            // PAIR receiving the DEALER's disconnects
+  std::optional<ConnectionMonitor> monitor_;  // the DEALER's disconnects
   std::set<std::string> rejoining_;  // jobs whose REPLAY waits for a connection to take it
   std::multimap<std::string, std::unique_ptr<TrackedJob>> jobs_;
   // Answers awaited, with the time (ms, steady) after which they fail as unavailable. STATUS is

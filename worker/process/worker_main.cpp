@@ -1,5 +1,5 @@
 // flashq-worker: runs the engine on one device and serves jobs from a broker (docs/architecture.md).
-// Two threads: this one becomes the I/O thread (BrokerLink, the only one touching sockets); the
+// Two threads: this one becomes the I/O thread (WorkerBrokerLink, the only one touching sockets); the
 // engine thread (JobRunner) owns the model. SIGTERM or SIGINT drain, and the exit status is 0.
 #include <zmq.hpp>
 

@@ -18,7 +18,7 @@
 #include "shared/protocol/job.h"
 #include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
-#include "worker/process/broker_link.h"
+#include "worker/process/worker_broker_link.h"
 #include "worker/process/host_memory.h"
 #include "worker/process/job_runner.h"
 #include "worker/process/worker_metrics.h"
@@ -207,7 +207,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
                            .reconnect_max_ms = std::max(options.reconnect_min_ms, options.reconnect_max_ms),
                            .drain_timeout_ms = options.drain_timeout_ms,
                            .curve = curve};
-  BrokerLink link(context, link_options, inbox, outbox, [&runner] { return runner.load(); });
+  WorkerBrokerLink link(context, link_options, inbox, outbox, [&runner] { return runner.load(); });
   link.run(shutdown_fd);
   spdlog::info("worker {}: drained, exiting", ready.worker_id);
 }

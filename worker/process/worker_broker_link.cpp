@@ -1,15 +1,14 @@
-#include "worker/process/broker_link.h"
+#include "worker/process/worker_broker_link.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "shared/error.h"
-#include "shared/protocol/limits.h"
 #include "shared/protocol/messages.h"
+#include "shared/transport/frames.h"
 
 namespace flashq {
 namespace {
@@ -25,8 +24,8 @@ constexpr int kSendHighWaterMark = 100000;
 
 }  // namespace
 
-BrokerLink::BrokerLink(zmq::context_t& context, LinkOptions options, WorkInbox& inbox, MessageOutbox& outbox,
-                       std::function<int64_t()> load)
+WorkerBrokerLink::WorkerBrokerLink(zmq::context_t& context, LinkOptions options, WorkInbox& inbox,
+                                   MessageOutbox& outbox, std::function<int64_t()> load)
     : context_(context),
       options_(std::move(options)),
       inbox_(inbox),
@@ -36,16 +35,16 @@ BrokerLink::BrokerLink(zmq::context_t& context, LinkOptions options, WorkInbox& 
       jitter_(static_cast<unsigned>(::getpid()) ^
               static_cast<unsigned>(SteadyClock::now().time_since_epoch().count())) {}
 
-BrokerLink::~BrokerLink() { close_socket(0); }
+WorkerBrokerLink::~WorkerBrokerLink() { close_socket(0); }
 
-void BrokerLink::run(int shutdown_fd) {
+void WorkerBrokerLink::run(int shutdown_fd) {
   connect();
   while (true) {
     std::vector<zmq::pollitem_t> items = {{nullptr, shutdown_fd, ZMQ_POLLIN, 0},
                                           {nullptr, outbox_.wakeup_fd(), ZMQ_POLLIN, 0}};
     if (connected()) {
       items.push_back({socket_->handle(), 0, ZMQ_POLLIN, 0});
-      items.push_back({monitor_->handle(), 0, ZMQ_POLLIN, 0});
+      items.push_back({monitor_->events_socket().handle(), 0, ZMQ_POLLIN, 0});
     }
     // A shutdown signal interrupts the poll (EINTR); its eventfd is then readable.
     if (zmq_poll(items.data(), static_cast<int>(items.size()), poll_timeout_ms()) < 0 && zmq_errno() != EINTR) {
@@ -72,7 +71,7 @@ void BrokerLink::run(int shutdown_fd) {
   }
 }
 
-int BrokerLink::poll_timeout_ms() const {
+int WorkerBrokerLink::poll_timeout_ms() const {
   const auto now = SteadyClock::now();
   int64_t wait = 1000;
   if (connected()) {
@@ -84,23 +83,14 @@ int BrokerLink::poll_timeout_ms() const {
   return static_cast<int>(std::clamp<int64_t>(wait, 0, 1000));
 }
 
-void BrokerLink::connect() {
+void WorkerBrokerLink::connect() {
   socket_.emplace(context_, zmq::socket_type::dealer);
-  socket_->set(zmq::sockopt::linger, 0);
-  socket_->set(zmq::sockopt::sndhwm, kSendHighWaterMark);
-  socket_->set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
+  configure_socket(*socket_, kSendHighWaterMark);
   if (options_.curve) make_curve_client(*socket_, *options_.curve);
-  socket_->connect(options_.endpoint);
   // The monitor tells at once when the TCP connection closes (a broker restart), instead of
   // after `liveness` silent heartbeats.
-  const std::string monitor_endpoint = "inproc://flashq-worker-monitor-" + std::to_string(link_);
-  if (zmq_socket_monitor(socket_->handle(), monitor_endpoint.c_str(),
-                         ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
-    throw Error(ErrorCode::kIo, std::string("zmq_socket_monitor: ") + zmq_strerror(zmq_errno()));
-  }
-  monitor_.emplace(context_, zmq::socket_type::pair);
-  monitor_->set(zmq::sockopt::linger, 0);
-  monitor_->connect(monitor_endpoint);
+  monitor_.emplace(context_, *socket_, ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+  socket_->connect(options_.endpoint);
 
   const auto now = SteadyClock::now();
   last_heard_ = now;
@@ -109,15 +99,14 @@ void BrokerLink::connect() {
   send(protocol::to_wire(options_.ready));
 }
 
-void BrokerLink::close_socket(int64_t linger_ms) {
+void WorkerBrokerLink::close_socket(int64_t linger_ms) {
   if (!socket_) return;
-  zmq_socket_monitor(socket_->handle(), nullptr, 0);
   monitor_.reset();
   socket_->set(zmq::sockopt::linger, static_cast<int>(linger_ms));
   socket_.reset();
 }
 
-void BrokerLink::lose_link(const std::string& why) {
+void WorkerBrokerLink::lose_link(const std::string& why) {
   if (!connected()) return;
   close_socket(0);
   ++link_;
@@ -134,27 +123,22 @@ void BrokerLink::lose_link(const std::string& why) {
   backoff_ms_ = std::min(backoff_ms_ * 2, options_.reconnect_max_ms);
 }
 
-bool BrokerLink::send(const protocol::WireMessage& message) {
+bool WorkerBrokerLink::send(const protocol::WireMessage& message) {
   if (!connected()) return false;
-  const std::vector<std::string> frames = protocol::to_frames(message);
-  std::vector<zmq::const_buffer> buffers;
-  for (const std::string& frame : frames) buffers.push_back(zmq::buffer(frame));
-  if (!zmq::send_multipart(*socket_, buffers, zmq::send_flags::dontwait)) {
+  if (!try_send_message(*socket_, message)) {
     lose_link("the broker stopped taking messages");
     return false;
   }
   return true;
 }
 
-void BrokerLink::receive_messages() {
+void WorkerBrokerLink::receive_messages() {
   for (int budget = 0; budget < 1000 && connected(); ++budget) {
-    std::vector<zmq::message_t> parts;
-    if (!zmq::recv_multipart(*socket_, std::back_inserter(parts), zmq::recv_flags::dontwait)) return;
+    std::optional<std::vector<std::string>> frames = try_receive_frames(*socket_);
+    if (!frames) return;
     last_heard_ = SteadyClock::now();  // any message counts as a heartbeat
-    std::vector<std::string_view> frames;
-    for (const zmq::message_t& part : parts) frames.push_back(part.to_string_view());
     try {
-      on_message(protocol::from_frames(frames));
+      on_message(protocol::from_frames(frame_views(*frames)));
     } catch (const Error& e) {
       spdlog::warn("bad message from the broker: {}", e.what());
       send(protocol::to_wire(protocol::error_reply(e)));
@@ -162,7 +146,7 @@ void BrokerLink::receive_messages() {
   }
 }
 
-void BrokerLink::on_message(const protocol::WireMessage& message) {
+void WorkerBrokerLink::on_message(const protocol::WireMessage& message) {
   switch (message.type) {
     case MessageType::kHeartbeat:
       (void)protocol::from_wire<protocol::BrokerHeartbeat>(message);
@@ -208,28 +192,27 @@ void BrokerLink::on_message(const protocol::WireMessage& message) {
   }
 }
 
-void BrokerLink::read_monitor_events() {
-  while (connected()) {
-    std::vector<zmq::message_t> parts;
-    if (!zmq::recv_multipart(*monitor_, std::back_inserter(parts), zmq::recv_flags::dontwait)) return;
-    uint16_t event = 0;
-    if (!parts.empty() && parts[0].size() >= sizeof event) std::memcpy(&event, parts[0].data(), sizeof event);
-    if (event == ZMQ_EVENT_DISCONNECTED) lose_link("the connection closed");
+void WorkerBrokerLink::read_monitor_events() {
+  for (const std::uint16_t event : monitor_->take_events()) {
     if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
       // Otherwise a refused key would only show as a reconnect loop.
       spdlog::error("the broker refused our CURVE key: is our public key on its allow-list?");
     }
+    if (event == ZMQ_EVENT_DISCONNECTED) {
+      lose_link("the connection closed");  // closes the monitor too
+      return;
+    }
   }
 }
 
-void BrokerLink::flush_outbox() {
+void WorkerBrokerLink::flush_outbox() {
   for (OutgoingMessage& out : outbox_.take()) {
     // Output of jobs from an earlier connection is dropped: the broker re-queued those jobs.
     if (out.link == link_) send(out.message);
   }
 }
 
-void BrokerLink::check_timers() {
+void WorkerBrokerLink::check_timers() {
   const auto now = SteadyClock::now();
   if (connected()) {
     if (ms_since(last_heard_, now) >= options_.heartbeat_ms * options_.liveness) {
@@ -243,7 +226,7 @@ void BrokerLink::check_timers() {
   }
 }
 
-void BrokerLink::begin_drain() {
+void WorkerBrokerLink::begin_drain() {
   const auto now = SteadyClock::now();
   if (draining_) {
     spdlog::warn("second shutdown signal: cancelling the running jobs now");

@@ -1,6 +1,7 @@
-// The broker's two ROUTER sockets (frontend for producers, backend for workers) as the poll loop
-// uses them: configured so that a send never blocks, sent to one peer at a time, and read by one
-// receive loop that parses each message and hands it to the socket's handler.
+// A ROUTER socket as the broker's poll loop uses its two (frontend for producers, backend for
+// workers): configured so that a send never blocks, sent to one peer at a time (the identity
+// frame before the message's frames, frames.h), and read by one receive loop that parses each
+// message and hands it to the socket's handler.
 #pragma once
 
 #include <functional>

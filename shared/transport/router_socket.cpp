@@ -1,20 +1,17 @@
-#include "broker/router_socket.h"
+#include "shared/transport/router_socket.h"
 
 #include <string_view>
 #include <vector>
 
 #include <zmq_addon.hpp>
 
-#include "shared/protocol/limits.h"
+#include "shared/transport/frames.h"
 
 namespace flashq {
 
 void configure_router(zmq::socket_t& socket, int high_water_mark) {
+  configure_socket(socket, high_water_mark);
   socket.set(zmq::sockopt::router_mandatory, 1);
-  socket.set(zmq::sockopt::sndhwm, high_water_mark);
-  socket.set(zmq::sockopt::rcvhwm, high_water_mark);
-  socket.set(zmq::sockopt::linger, 0);
-  socket.set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
 }
 
 bool send_to_peer(zmq::socket_t& router, const std::string& identity, const protocol::WireMessage& message) {

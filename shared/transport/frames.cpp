@@ -1,4 +1,4 @@
-#include "client/socket_frames.h"
+#include "shared/transport/frames.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,6 +6,7 @@
 #include <zmq_addon.hpp>
 
 #include "shared/error.h"
+#include "shared/protocol/limits.h"
 
 namespace flashq {
 
@@ -18,6 +19,15 @@ std::int64_t deadline_after_ms(int timeout_ms) {
   return timeout_ms > 0 ? steady_now_ms() + timeout_ms : kNoDeadline;
 }
 
+void configure_socket(zmq::socket_t& socket, std::optional<int> high_water_mark) {
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::maxmsgsize, protocol::kMaxFrameBytes);
+  if (high_water_mark) {
+    socket.set(zmq::sockopt::sndhwm, *high_water_mark);
+    socket.set(zmq::sockopt::rcvhwm, *high_water_mark);
+  }
+}
+
 void send_frames(zmq::socket_t& socket, std::span<const std::string> frames, std::string_view endpoint) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const zmq::send_flags more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
@@ -26,6 +36,19 @@ void send_frames(zmq::socket_t& socket, std::span<const std::string> frames, std
                                       ": no connection takes it (the handshake failed, or the queue is full)");
     }
   }
+}
+
+void send_message(zmq::socket_t& socket, const protocol::WireMessage& message, std::string_view endpoint) {
+  send_frames(socket, protocol::to_frames(message), endpoint);
+}
+
+bool try_send_message(zmq::socket_t& socket, const protocol::WireMessage& message) {
+  const std::vector<std::string> frames = protocol::to_frames(message);
+  std::vector<zmq::const_buffer> buffers;
+  buffers.reserve(frames.size());
+  for (const std::string& frame : frames) buffers.push_back(zmq::buffer(frame));
+  // A multipart send is atomic: all frames are queued, or none.
+  return zmq::send_multipart(socket, buffers, zmq::send_flags::dontwait).has_value();
 }
 
 std::optional<std::vector<std::string>> try_receive_frames(zmq::socket_t& socket) {

@@ -1,7 +1,7 @@
-// The I/O thread: the DEALER connected to the broker's backend (docs/protocol.md, "Worker
-// messages"). It registers with READY, sends HEARTBEAT {load} every heartbeat interval, hands
-// ASSIGN and CANCEL to the engine thread, sends what the engine thread put in the outbox, and
-// never runs the model.
+// The worker's I/O thread: the DEALER connected to the broker's backend (docs/protocol.md,
+// "Worker messages"). It registers with READY, sends HEARTBEAT {load} every heartbeat interval,
+// hands ASSIGN and CANCEL to the engine thread, sends what the engine thread put in the outbox,
+// and never runs the model.
 //
 // Liveness: any message from the broker counts. After `liveness` intervals without one, or when
 // the connection closes (a socket monitor sees it at once), or on DISCONNECT from the broker, the
@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 #include <zmq.hpp>
-#include <zmq_addon.hpp>
 
 #include "shared/curve/curve_socket.h"
 #include "shared/protocol/wire.h"
+#include "shared/transport/connection_monitor.h"
 #include "worker/process/message_outbox.h"
 #include "worker/process/work_inbox.h"
 
@@ -41,15 +41,15 @@ struct LinkOptions {
   int64_t reconnect_min_ms = 100;
   int64_t reconnect_max_ms = 5000;
   int64_t drain_timeout_ms = 30000;
-  int64_t goodbye_linger_ms = 2000;  // how long the last FINALs and DISCONNECT may take to leave
+  int64_t goodbye_linger_ms = 2000;      // how long the last FINALs and DISCONNECT may take to leave
   std::optional<CurveClientKeys> curve;  // CurveZMQ to the broker; none: plain
 };
 
-class BrokerLink {
+class WorkerBrokerLink {
  public:
-  BrokerLink(zmq::context_t& context, LinkOptions options, WorkInbox& inbox, MessageOutbox& outbox,
-             std::function<int64_t()> load);
-  ~BrokerLink();
+  WorkerBrokerLink(zmq::context_t& context, LinkOptions options, WorkInbox& inbox, MessageOutbox& outbox,
+                   std::function<int64_t()> load);
+  ~WorkerBrokerLink();
 
   // Serves until a shutdown requested through `shutdown_fd` has drained.
   void run(int shutdown_fd);
@@ -75,9 +75,9 @@ class BrokerLink {
   MessageOutbox& outbox_;
   std::function<int64_t()> load_;
 
-  std::optional<zmq::socket_t> socket_;   // the DEALER, while connected
-  std::optional<zmq::socket_t> monitor_;  // PAIR receiving its disconnect events
-  uint64_t link_ = 0;                     // connections so far, minus one: tags the work
+  std::optional<zmq::socket_t> socket_;       // the DEALER, while connected
+  std::optional<ConnectionMonitor> monitor_;  // its disconnects, while connected
+  uint64_t link_ = 0;                         // connections so far, minus one: tags the work
   SteadyClock::time_point last_heard_, last_heartbeat_sent_, reconnect_at_;
   int64_t backoff_ms_;
   bool draining_ = false;
