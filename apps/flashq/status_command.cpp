@@ -1,9 +1,9 @@
-#include "client/cli/status_command.h"
+#include "apps/flashq/status_command.h"
 
 #include <memory>
 
-#include "client/cli/broker_options.h"
-#include "client/cli/job_report.h"
+#include "apps/flashq/broker_options.h"
+#include "apps/flashq/job_report.h"
 #include "client/flashq_client.h"
 
 namespace flashq {

@@ -1,4 +1,4 @@
-#include "client/cli/broker_options.h"
+#include "apps/flashq/broker_options.h"
 
 namespace flashq {
 

@@ -1,4 +1,4 @@
-#include "client/cli/job_report.h"
+#include "apps/flashq/job_report.h"
 
 #include <cstdio>
 #include <iostream>

@@ -1,9 +1,9 @@
-#include "client/cli/cancel_command.h"
+#include "apps/flashq/cancel_command.h"
 
 #include <cstdio>
 #include <memory>
 
-#include "client/cli/broker_options.h"
+#include "apps/flashq/broker_options.h"
 #include "client/flashq_client.h"
 
 namespace flashq {

@@ -1,10 +1,10 @@
-#include "client/cli/stream_command.h"
+#include "apps/flashq/stream_command.h"
 
 #include <cstdio>
 #include <memory>
 
-#include "client/cli/broker_options.h"
-#include "client/cli/job_report.h"
+#include "apps/flashq/broker_options.h"
+#include "apps/flashq/job_report.h"
 #include "client/flashq_client.h"
 #include "shared/transport/frames.h"
 #include "shared/error.h"

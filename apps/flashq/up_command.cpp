@@ -1,4 +1,4 @@
-#include "client/cli/up_command.h"
+#include "apps/flashq/up_command.h"
 
 #include <atomic>
 #include <cstdio>

@@ -2,13 +2,13 @@
 #include <functional>
 #include <vector>
 
-#include "client/cli/cancel_command.h"
-#include "client/cli/generate_command.h"
-#include "client/cli/keygen_command.h"
-#include "client/cli/status_command.h"
-#include "client/cli/stream_command.h"
-#include "client/cli/submit_command.h"
-#include "client/cli/up_command.h"
+#include "apps/flashq/cancel_command.h"
+#include "apps/flashq/generate_command.h"
+#include "apps/flashq/keygen_command.h"
+#include "apps/flashq/status_command.h"
+#include "apps/flashq/stream_command.h"
+#include "apps/flashq/submit_command.h"
+#include "apps/flashq/up_command.h"
 #include "shared/cli.h"
 
 int main(int argc, char** argv) {
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   auto generate = flashq::add_generate_command(app);
   auto up = flashq::add_up_command(app);
   auto keygen = flashq::add_keygen_command(app);
-  // The job commands end with the job's outcome as exit code (client/cli/job_report.h).
+  // The job commands end with the job's outcome as exit code (apps/flashq/job_report.h).
   const std::vector<std::function<int()>> job_commands = {
       flashq::add_submit_command(app), flashq::add_stream_command(app), flashq::add_cancel_command(app),
       flashq::add_status_command(app)};

@@ -1,4 +1,4 @@
-#include "client/cli/generate_command.h"
+#include "apps/flashq/generate_command.h"
 
 #include <cstdio>
 #include <fstream>

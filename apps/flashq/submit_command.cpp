@@ -1,12 +1,12 @@
-#include "client/cli/submit_command.h"
+#include "apps/flashq/submit_command.h"
 
 #include <cstdio>
 #include <memory>
 #include <optional>
 
-#include "client/cli/broker_options.h"
-#include "client/cli/job_report.h"
-#include "client/cli/live_text.h"
+#include "apps/flashq/broker_options.h"
+#include "apps/flashq/job_report.h"
+#include "apps/flashq/live_text.h"
 #include "client/flashq_client.h"
 #include "shared/error.h"
 #include "shared/protocol/limits.h"

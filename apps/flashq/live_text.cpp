@@ -1,4 +1,4 @@
-#include "client/cli/live_text.h"
+#include "apps/flashq/live_text.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "client/cli/keygen_command.h"
+#include "apps/flashq/keygen_command.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
