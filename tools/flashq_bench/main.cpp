@@ -1,6 +1,7 @@
 // flashq-bench: benchmarks. Speed is measured here, never in timed unit tests.
 #include "shared/cli.h"
 #include "tools/flashq_bench/agentic_bench.h"
+#include "tools/flashq_bench/arrival_bench.h"
 #include "tools/flashq_bench/broker_bench.h"
 #include "tools/flashq_bench/engine_bench.h"
 #include "tools/flashq_bench/failover_bench.h"
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   auto tokenizer = flashq::add_tokenizer_bench(app);
   auto gateway = flashq::add_gateway_bench(app);
   auto agentic = flashq::add_agentic_bench(app);
+  auto arrival = flashq::add_arrival_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
@@ -26,5 +28,6 @@ int main(int argc, char** argv) {
     tokenizer();
     gateway();
     agentic();
+    arrival();
   });
 }

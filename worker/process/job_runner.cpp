@@ -4,6 +4,7 @@
 
 #include "shared/error.h"
 #include "worker/engine/text_stream.h"
+#include "worker/process/job_preparer.h"
 
 namespace flashq {
 namespace {
@@ -128,7 +129,9 @@ void JobRunner::handle(AssignWork& work) {
   by_job_id_[a.id] = engine_id;
   load_.store(static_cast<int64_t>(attempts_.size()));
   try {
-    JobRequest request = make_job_request(assign, tokenizer_, served_);
+    if (!work.request && !work.refused) prepare_job(work, tokenizer_, served_);  // no text thread before us
+    if (work.refused) std::rethrow_exception(work.refused);
+    JobRequest& request = *work.request;
     a.prompt_tokens = request.job_prompt_tokens;
     a.resumed_tokens = request.resumed_tokens;
     if (request.nothing_left) {  // earlier attempts produced max_tokens already: no sequence runs

@@ -1,8 +1,9 @@
-// The engine thread: turns the work in the inbox into engine sequences and every engine step's
-// events into TOKENS and FINAL messages in the outbox. It owns the engine (and through it the
-// model) and never touches a socket; it sleeps on the inbox when no job is running. The engine
-// owns the text: a continuation's sequence carries its resume point, and the events' text, stops
-// and finish reasons are streamed as they come.
+// The engine thread: turns the work in the inbox (ASSIGNs prepared into sequences by the text
+// thread, job_preparer.h) into engine sequences and every engine step's events into TOKENS and
+// FINAL messages in the outbox. It owns the engine (and through it the model) and never touches a
+// socket; it sleeps on the inbox when no job is running. The engine streams the output's text: a
+// continuation's sequence carries its resume point, and the events' text, stops and finish
+// reasons are streamed as they come.
 //
 // Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text or
 // verified a draft, with that draft's counts in `spec`),

@@ -1,11 +1,14 @@
-// I/O thread -> engine thread: the work the broker sent and the worker's own state changes. The
-// engine thread sleeps here when it has nothing to run, so an idle worker costs no CPU.
+// I/O thread -> text thread -> engine thread: the work the broker sent and the worker's own state
+// changes, in order. Each thread sleeps on its inbox when it has nothing to do, so an idle worker
+// costs no CPU.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <variant>
@@ -17,11 +20,17 @@ namespace flashq {
 
 using SteadyClock = std::chrono::steady_clock;
 
+struct JobRequest;  // job_request.h
+
 // Run this job attempt. `link` is the connection it came on (see LinkLost).
 struct AssignWork {
   protocol::Assign assign;
   SteadyClock::time_point received_at;
   uint64_t link = 0;
+  // Filled on the text thread (job_preparer.h): the sequence the engine runs, or why the job
+  // cannot run (what make_job_request threw). Neither: the engine thread prepares it itself.
+  std::shared_ptr<JobRequest> request;
+  std::exception_ptr refused;
 };
 
 // Stop this job: its FINAL says cancelled.

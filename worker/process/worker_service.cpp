@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -18,9 +19,10 @@
 #include "shared/protocol/job.h"
 #include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
-#include "worker/process/worker_broker_link.h"
 #include "worker/process/host_memory.h"
+#include "worker/process/job_preparer.h"
 #include "worker/process/job_runner.h"
+#include "worker/process/worker_broker_link.h"
 #include "worker/process/worker_metrics.h"
 
 namespace flashq {
@@ -134,6 +136,18 @@ std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, Cach
   return store;
 }
 
+// A worker thread's loop; an exception escaping it is a bug (the runner turns every job's failure
+// into a FINAL, the preparer into a refusal), and the process ends rather than serve half-alive.
+void run_or_exit(const char* thread, const std::function<void()>& loop) {
+  try {
+    loop();
+  } catch (const std::exception& e) {
+    spdlog::critical("{} thread failed: {}", thread, e.what());
+    spdlog::shutdown();
+    std::_Exit(kExitInternal);
+  }
+}
+
 }  // namespace
 
 void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_fd) {
@@ -166,7 +180,8 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   // Declared before the runner: its sequences' block tables refer to it.
   const std::unique_ptr<PagedKvStore> paged_cache = make_paged_store(serving, cache_pool.get(), options);
 
-  WorkInbox inbox;
+  WorkInbox link_inbox;    // I/O thread -> text thread
+  WorkInbox engine_inbox;  // text thread -> engine thread
   MessageOutbox outbox;
   const WorkerModel served{options.model_name, serving.drafter != nullptr, serving.chat_template.chat_template.get()};
   WorkerMetrics metrics;
@@ -179,25 +194,21 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   }
   const EngineOptions caches{
       .cache_pool = cache_pool.get(), .paged_cache = paged_cache.get(), .prefix_caching = options.prefix_caching};
-  JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, options.slots, caches, inbox,
-                   outbox, &metrics);
-  std::thread engine_thread([&runner] {
-    try {
-      runner.run();
-    } catch (const std::exception& e) {  // a bug: JobRunner turns every job's failure into a FINAL
-      spdlog::critical("engine thread failed: {}", e.what());
-      spdlog::shutdown();
-      std::_Exit(kExitInternal);
-    }
-  });
-  struct JoinEngine {
+  JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, options.slots, caches,
+                   engine_inbox, outbox, &metrics);
+  JobPreparer preparer(*serving.tokenizer, served, link_inbox, engine_inbox);
+  std::thread engine_thread(run_or_exit, "engine", [&runner] { runner.run(); });
+  std::thread text_thread(run_or_exit, "text", [&preparer] { preparer.run(); });
+  struct JoinThreads {
     WorkInbox& inbox;
-    std::thread& thread;
-    ~JoinEngine() {
-      inbox.push(StopEngine{});
-      thread.join();
+    std::thread& text;
+    std::thread& engine;
+    ~JoinThreads() {
+      inbox.push(StopEngine{});  // through the text thread to the engine thread
+      text.join();
+      engine.join();
     }
-  } join_engine{inbox, engine_thread};
+  } join_threads{link_inbox, text_thread, engine_thread};
 
   LinkOptions link_options{.endpoint = options.broker,
                            .ready = ready,
@@ -207,7 +218,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
                            .reconnect_max_ms = std::max(options.reconnect_min_ms, options.reconnect_max_ms),
                            .drain_timeout_ms = options.drain_timeout_ms,
                            .curve = curve};
-  WorkerBrokerLink link(context, link_options, inbox, outbox, [&runner] { return runner.load(); });
+  WorkerBrokerLink link(context, link_options, link_inbox, outbox, [&runner] { return runner.load(); });
   link.run(shutdown_fd);
   spdlog::info("worker {}: drained, exiting", ready.worker_id);
 }
