@@ -45,13 +45,19 @@ TEST_F(RedisBrokersTest, CancelOnTheOtherBrokerStopsTheJobWhereItRuns) {
   std::vector<protocol::Event> events;
   protocol::FinalResult final_result;
   bool cancelled = false;
+  // The worker is paused while the cancel goes in, so that the job is still running when the
+  // CANCEL reaches it (the tiny model would otherwise finish in a blink on a loaded machine).
+  ChildProcess& worker = other_->worker("w1");
   ASSERT_NO_THROW(final_result = client->wait(
                       "far-1",
                       [&](const protocol::Event& e) {
                         events.push_back(e);
                         if (!cancelled && !e.token_ids.empty()) {
                           cancelled = true;
+                          worker.signal(SIGSTOP);
                           canceller->cancel("far-1", 20000);
+                          std::this_thread::sleep_for(milliseconds(500));  // b sends the CANCEL on
+                          worker.signal(SIGCONT);
                         }
                       },
                       60000));
