@@ -19,7 +19,7 @@
 
 #include "broker/broker_options.h"
 #include "broker/dispatcher.h"
-#include "shared/http_endpoint.h"
+#include "shared/http/http_endpoint.h"
 #include "broker/job_queue.h"
 #include "broker/job_store.h"
 #include "broker/job_table.h"

@@ -14,7 +14,7 @@
 # Why Debian 12 and not an nvidia/cuda image as the operating system: flashq builds and is tested
 # on Debian 12 with the packages of scripts/setup, and NVIDIA publishes no Debian image. Ubuntu
 # 22.04's CMake (3.22) is older than the 3.25 flashq requires; Ubuntu 24.04 has other major
-# versions of GCC, msgpack-cxx, spdlog, hiredis, cpp-httplib and CLI11 than the ones flashq is
+# versions of GCC, msgpack-cxx, spdlog, hiredis, Boost and CLI11 than the ones flashq is
 # built and tested with; and binaries built on Debian need Debian's sonames (libspdlog.so.1.10,
 # libhiredis.so.0.14, ...) at run time. So the toolkit is copied from nvidia/cuda:*-devel into a
 # Debian 12 build stage (the same layout as a developer's machine: /usr/local/cuda, GCC 12), and

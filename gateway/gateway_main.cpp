@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "gateway/http/http_server.h"
+#include "shared/http/http_server.h"
 #include "gateway/server/gateway.h"
 #include "shared/cli.h"
 #include "shared/error.h"
@@ -32,7 +32,7 @@ void read_key_file(const std::string& path, std::set<std::string>& keys) {
 
 int main(int argc, char** argv) {
   CLI::App app{"flashq-gateway: OpenAI-compatible HTTP API over flashq brokers"};
-  flashq::gateway::HttpServerOptions http;
+  flashq::HttpServerOptions http;
   std::vector<std::string> frontends = {"tcp://127.0.0.1:5555"};
   std::vector<std::string> streams = {"tcp://127.0.0.1:5557"};
   std::vector<std::string> api_keys;
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
 
     const int shutdown_fd = flashq::install_shutdown_signals();
     flashq::gateway::Gateway gateway(std::move(options));
-    flashq::gateway::HttpServer server(
+    flashq::HttpServer server(
         http, [&gateway](const auto& request, auto responder) { gateway.handle(request, std::move(responder)); });
     gateway.set_server(&server);
     gateway.wait_for_models(std::chrono::milliseconds(wait_for_models_ms));

@@ -6,7 +6,7 @@
 #include <string>
 #include <thread>
 
-#include "gateway/http/http_server.h"
+#include "shared/http/http_server.h"
 #include "gateway/server/gateway.h"
 
 namespace flashq::gateway {

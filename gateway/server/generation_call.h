@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/http/http_server.h"
+#include "shared/http/http_server.h"
 #include "gateway/openai/api_error.h"
 #include "gateway/openai/generation_request.h"
 #include "gateway/server/broker_link.h"

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <optional>
 
-#include "gateway/http/http_server.h"
+#include "shared/http/http_server.h"
 #include "gateway/openai/responses_renderer.h"
 #include "gateway/openai/responses_request.h"
 #include "gateway/server/broker_link.h"

@@ -1,41 +1,62 @@
-#include "shared/http_endpoint.h"
+#include "shared/http/http_endpoint.h"
 
-#include <httplib.h>
+#include <string_view>
 
 #include "shared/error.h"
 
 namespace flashq {
+namespace {
 
-HttpEndpoint::HttpEndpoint(const std::string& address, HttpPages pages)
-    : pages_(std::move(pages)), server_(std::make_unique<httplib::Server>()) {
+HttpServerOptions listen_options(const std::string& address) {
   const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) throw Error(ErrorCode::kInvalidArgument, "an HTTP address is host:port, got '" + address + "'");
-  const std::string host = address.substr(0, colon);
-  int requested = 0;
+  const auto malformed = [&] {
+    return Error(ErrorCode::kInvalidArgument, "an HTTP address is host:port, got '" + address + "'");
+  };
+  if (colon == std::string::npos) throw malformed();
+  HttpServerOptions options;
+  options.host = address.substr(0, colon);
   try {
-    requested = std::stoi(address.substr(colon + 1));
-  } catch (const std::exception&) {
-    throw Error(ErrorCode::kInvalidArgument, "an HTTP address is host:port, got '" + address + "'");
+    size_t used = 0;
+    options.port = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1 || options.port < 0 || options.port > 65535) throw malformed();
+  } catch (const std::logic_error&) {  // stoi's invalid_argument and out_of_range
+    throw malformed();
   }
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
-    response.set_content(pages_.metrics(), "text/plain; version=0.0.4");
-  });
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& response) {
-    response.set_content("ok\n", "text/plain");
-  });
-  server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& response) {
-    const bool ready = pages_.ready();
-    response.status = ready ? 200 : 503;
-    response.set_content(ready ? "ready\n" : "not ready\n", "text/plain");
-  });
-  port_ = requested == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, requested) ? requested : -1);
-  if (port_ <= 0) throw Error(ErrorCode::kIo, "cannot listen on " + address);
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  options.threads = 1;                // a scrape now and then
+  options.max_body_bytes = 64 << 10;  // the pages take no body
+  return options;
+}
+
+}  // namespace
+
+HttpEndpoint::HttpEndpoint(const std::string& address, HttpPages pages) : pages_(std::move(pages)) {
+  server_ = std::make_unique<HttpServer>(listen_options(address),
+                                         [this](const HttpRequest& request, std::shared_ptr<Responder> responder) {
+                                           answer(request, *responder);
+                                         });
+  thread_ = std::thread([this] { server_->run(); });
 }
 
 HttpEndpoint::~HttpEndpoint() {
   server_->stop();
   if (thread_.joinable()) thread_.join();
+}
+
+void HttpEndpoint::answer(const HttpRequest& request, Responder& responder) const {
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (request.method() != boost::beast::http::verb::get) {
+    responder.respond(405, "text/plain", "only GET\n", {{"Allow", "GET"}});
+  } else if (path == "/metrics") {
+    responder.respond(200, "text/plain; version=0.0.4", pages_.metrics());
+  } else if (path == "/healthz") {
+    responder.respond(200, "text/plain", "ok\n");
+  } else if (path == "/readyz") {
+    const bool ready = pages_.ready();
+    responder.respond(ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready\n");
+  } else {
+    responder.respond(404, "text/plain", "not found\n");
+  }
 }
 
 }  // namespace flashq

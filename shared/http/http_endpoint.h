@@ -1,6 +1,7 @@
 // An HTTP endpoint on its own thread for a process's metrics and health: /metrics (Prometheus
 // text, from `pages.metrics`), /healthz (200 while the process serves) and /readyz (200 when
-// `pages.ready` says so, else 503). The broker serves one on --http, a worker on --metrics-http.
+// `pages.ready` says so, else 503); anything else is 404. The broker serves one on --http, a
+// worker on --metrics-http; both on flashq's HTTP server (http_server.h), with one thread.
 #pragma once
 
 #include <functional>
@@ -8,9 +9,7 @@
 #include <string>
 #include <thread>
 
-namespace httplib {
-class Server;
-}
+#include "shared/http/http_server.h"
 
 namespace flashq {
 
@@ -25,13 +24,14 @@ class HttpEndpoint {
   // kIo when it cannot listen.
   HttpEndpoint(const std::string& address, HttpPages pages);
   ~HttpEndpoint();
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
 
  private:
+  void answer(const HttpRequest& request, Responder& responder) const;
+
   HttpPages pages_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<HttpServer> server_;
   std::thread thread_;
-  int port_ = 0;
 };
 
 }  // namespace flashq

@@ -1,4 +1,4 @@
-#include "gateway/http/http_server.h"
+#include "shared/http/http_server.h"
 
 #include <spdlog/spdlog.h>
 
@@ -14,7 +14,7 @@
 
 #include "shared/error.h"
 
-namespace flashq::gateway {
+namespace flashq {
 namespace {
 
 namespace net = boost::asio;
@@ -46,6 +46,19 @@ std::string chunk(std::string_view data) {
 // OpenAI's error object, for what the server answers itself (before any handler sees the request).
 std::string error_json(const std::string& message, const char* type, const char* code) {
   return nlohmann::json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}.dump();
+}
+
+// An IP address as it is, a host name (localhost) as the resolver gives its first address.
+tcp::endpoint listen_endpoint(net::io_context& io, const std::string& host, int port) {
+  beast::error_code ec;
+  const auto address = net::ip::make_address(host, ec);
+  if (!ec) return {address, static_cast<unsigned short>(port)};
+  tcp::resolver resolver(io);
+  const auto found = resolver.resolve(host, std::to_string(port), ec);
+  if (ec || found.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "cannot listen on " + host + ": neither an IP address nor a known host");
+  }
+  return found.begin()->endpoint();
 }
 
 }  // namespace
@@ -165,7 +178,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       keep_alive_ = false;
       answered_ = false;
       respond(413, "application/json",
-              error_json("the request body is larger than the gateway accepts (--max-body-bytes)",
+              error_json("the request body is larger than the server accepts (" +
+                             std::to_string(server_.options.max_body_bytes) + " bytes)",
                          "invalid_request_error", "request_too_large"),
               {});
       return;
@@ -193,7 +207,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     try {
       server_.handler(request_, exchange);
     } catch (const std::exception& e) {
-      spdlog::error("gateway: handler failed: {}", e.what());
+      spdlog::error("http: handler failed: {}", e.what());
       if (!answered_ && !streaming_) {
         respond(500, "application/json", error_json("internal error", "server_error", "internal"), {});
       }
@@ -228,7 +242,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (closed_) return;
     queued_bytes_ += data.size();
     if (queued_bytes_ > server_.options.max_queued_bytes) {
-      spdlog::warn("gateway: dropping a client that reads too slowly ({} bytes queued)", queued_bytes_);
+      spdlog::warn("http: dropping a client that reads too slowly ({} bytes queued)", queued_bytes_);
       close();
       return;
     }
@@ -339,7 +353,7 @@ void HttpServer::State::accept() {
       socket.set_option(tcp::no_delay(true));
       std::make_shared<Connection>(std::move(socket), *this)->start();
     } else {
-      spdlog::warn("gateway: accept failed: {}", ec.message());
+      spdlog::warn("http: accept failed: {}", ec.message());
     }
     accept();
   });
@@ -349,9 +363,7 @@ HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler) : state_(
   state_->options = std::move(options);
   state_->handler = std::move(handler);
   beast::error_code ec;
-  const auto address = net::ip::make_address(state_->options.host, ec);
-  if (ec) throw Error(ErrorCode::kInvalidArgument, "--host " + state_->options.host + " is not an IP address");
-  const tcp::endpoint endpoint(address, static_cast<unsigned short>(state_->options.port));
+  const tcp::endpoint endpoint = listen_endpoint(state_->io, state_->options.host, state_->options.port);
   state_->acceptor.open(endpoint.protocol());
   state_->acceptor.set_option(net::socket_base::reuse_address(true));
   state_->acceptor.bind(endpoint, ec);
@@ -385,4 +397,4 @@ void HttpServer::stop() {
 
 std::size_t HttpServer::open_connections() const { return state_->connections; }
 
-}  // namespace flashq::gateway
+}  // namespace flashq

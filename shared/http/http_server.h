@@ -1,10 +1,13 @@
-// The gateway's HTTP/1.1 server: asynchronous I/O (Boost.Asio, requests parsed by Boost.Beast)
-// on a few threads, so that thousands of open streams cost memory, not threads. Each connection
-// reads one request at a time (keep-alive) and hands it to the handler with a Responder, through
-// which the answer is written whole or as a stream of chunks (server-sent events).
+// flashq's one HTTP/1.1 server (the gateway's API, the broker's and the worker's /metrics and
+// health pages): asynchronous I/O (Boost.Asio, requests parsed by Boost.Beast) on a few threads,
+// so that thousands of open streams cost memory, not threads. Each connection reads one request
+// at a time (keep-alive) and hands it to the handler with a Responder, through which the answer
+// is written whole or as a stream of chunks (server-sent events). What the server answers itself
+// (a body too large, a malformed request, a handler that threw) is a JSON error object in the
+// shape OpenAI's clients read: {"error": {"message", "type", "param", "code"}}.
 //
 // A stream's writes are queued per connection up to a bound; a client that does not read fast
-// enough is dropped when its queue passes the bound, so one slow reader never slows the gateway
+// enough is dropped when its queue passes the bound, so one slow reader never slows the server
 // or holds unbounded memory. A client that goes away is noticed while its answer is pending
 // (the connection is watched for end of file) and the handler hears it through on_disconnect.
 #pragma once
@@ -17,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace flashq::gateway {
+namespace flashq {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
@@ -72,4 +75,4 @@ class HttpServer {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace flashq::gateway
+}  // namespace flashq

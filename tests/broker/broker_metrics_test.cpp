@@ -7,12 +7,12 @@
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <zmq_addon.hpp>
 
 #include "broker/broker.h"
 #include "broker/metrics.h"
 #include "shared/protocol/stream.h"
+#include "tests/support/http_get.h"
 #include "tests/broker/wire_peer.h"
 
 namespace flashq {
@@ -132,8 +132,7 @@ TEST_F(BrokerMetricsRun, AKnownRunReadsBackExactly) {
   ASSERT_TRUE(e3.final_result);
   EXPECT_EQ(e3.final_result->usage.completion_tokens, 6);
 
-  httplib::Client http("127.0.0.1", broker_->http_port());
-  const std::string m = http.Get("/metrics")->body;
+  const std::string m = testing::http_get(broker_->http_port(), "/metrics").body;
   EXPECT_EQ(sample_value(m, "flashq_generation_tokens_total"), 6) << m;
   EXPECT_EQ(sample_value(m, "flashq_spec_decode_num_drafts_total"), 3);
   EXPECT_EQ(sample_value(m, "flashq_spec_decode_num_draft_tokens_total"), 12);

@@ -4,12 +4,12 @@
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <zmq_addon.hpp>
 
 #include "broker/broker.h"
 #include "shared/protocol/stream.h"
 #include "tests/broker/wire_peer.h"
+#include "tests/support/http_get.h"
 
 namespace flashq {
 namespace {
@@ -361,9 +361,10 @@ TEST_F(BrokerFixture, ALateSubscriberReplaysTheWholeStream) {
 
 TEST_F(BrokerFixture, HttpServesMetricsHealthAndReadiness) {
   start();
-  httplib::Client http("127.0.0.1", broker_->http_port());
-  EXPECT_EQ(http.Get("/healthz")->status, 200);
-  EXPECT_EQ(http.Get("/readyz")->status, 503) << "ready without a worker";
+  const int port = broker_->http_port();
+  EXPECT_EQ(testing::http_get(port, "/healthz").status, 200);
+  EXPECT_EQ(testing::http_get(port, "/readyz").status, 503) << "ready without a worker";
+  EXPECT_EQ(testing::http_get(port, "/nothing-here").status, 404);
   zmq::socket_t w = worker("w1");
   zmq::socket_t p = producer();
   send(p, protocol::Submit{job("m")});
@@ -374,8 +375,8 @@ TEST_F(BrokerFixture, HttpServesMetricsHealthAndReadiness) {
   expect<protocol::Event>(p);
   expect<protocol::Event>(p);
   std::this_thread::sleep_for(100ms);  // the gauges refresh with the broker's loop
-  EXPECT_EQ(http.Get("/readyz")->status, 200);
-  const std::string metrics = http.Get("/metrics")->body;
+  EXPECT_EQ(testing::http_get(port, "/readyz").status, 200);
+  const std::string metrics = testing::http_get(port, "/metrics").body;
   for (const char* expected : {"flashq_jobs_admitted_total 1", "flashq_generation_tokens_total 3",
                                "flashq_jobs_finished_total{finish_reason=\"stop\"} 1", "flashq_workers 1",
                                "flashq_time_to_first_token_seconds_count 1"}) {

@@ -5,7 +5,6 @@
 // the one check that something does NOT arrive waits a fixed quiet period, which a slow machine
 // can only make pass, never fail.
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <atomic>
 #include <deque>
@@ -15,6 +14,7 @@
 
 #include "broker/broker.h"
 #include "tests/broker/synthetic_worker.h"
+#include "tests/support/http_get.h"
 
 namespace flashq::testing {
 namespace {
@@ -108,11 +108,10 @@ class SessionRoutingTest : public ::testing::Test {
   }
   // The sample named exactly `name` (labels included) from /metrics; -1 when absent.
   double metric(const std::string& name) {
-    httplib::Client http("127.0.0.1", broker_->http_port());
-    const auto response = http.Get("/metrics");
-    if (!response) return -1;
+    const HttpResponse response = http_get(broker_->http_port(), "/metrics");
+    if (response.status != 200) return -1;
     const std::string sample = name + " ";
-    std::istringstream lines(response->body);
+    std::istringstream lines(response.body);
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind(sample, 0) == 0) return std::stod(line.substr(sample.size()));
     }

@@ -1,10 +1,10 @@
 // CurveZMQ on every broker socket (docs/security.md): peers with an allowed key and the broker's
 // public key get everything through; a peer without CURVE, with a key not on the allow-list, or
 // with the wrong server key gets nothing through, on any of the three sockets.
-#include <httplib.h>
 
 #include "client/flashq_client.h"
 #include "tests/security/curve_fixture.h"
+#include "tests/support/http_get.h"
 
 namespace flashq::testing {
 namespace {
@@ -122,11 +122,9 @@ TEST_F(CurveBroker, SubscriberWithoutTheKeyReceivesNothing) {
 }
 
 TEST_F(CurveBroker, HttpMetricsNeedNoKey) {
-  httplib::Client http("127.0.0.1", broker_->http_port());
-  httplib::Result metrics = http.Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_EQ(metrics->status, 200);
-  EXPECT_TRUE(has_metric(metrics->body, "flashq_jobs_admitted_total", "0"));
+  const HttpResponse metrics = http_get(broker_->http_port(), "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_TRUE(has_metric(metrics.body, "flashq_jobs_admitted_total", "0"));
 }
 
 TEST_F(CurveBroker, StoppedBrokerReleasesTheZapEndpoint) {

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <zmq_addon.hpp>
 
-#include "gateway/http/http_server.h"
+#include "shared/http/http_server.h"
 #include "gateway/server/gateway.h"
 #include "shared/error.h"
 #include "shared/protocol/messages.h"
@@ -127,7 +127,7 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds tim
 // from construction to destruction; ready once it knows the synthetic model.
 struct RunningGateway {
   std::unique_ptr<gateway::Gateway> gateway;
-  std::unique_ptr<gateway::HttpServer> server;
+  std::unique_ptr<HttpServer> server;
   std::thread thread;
 
   explicit RunningGateway(const RunningBroker& broker) {
@@ -136,10 +136,10 @@ struct RunningGateway {
                                .stream = broker.broker->stream_endpoint(),
                                .curve = std::nullopt});
     gateway = std::make_unique<gateway::Gateway>(std::move(options));
-    gateway::HttpServerOptions http;
+    HttpServerOptions http;
     http.port = 0;
-    server = std::make_unique<gateway::HttpServer>(
-        http, [g = gateway.get()](const gateway::HttpRequest& request, std::shared_ptr<gateway::Responder> responder) {
+    server = std::make_unique<HttpServer>(
+        http, [g = gateway.get()](const HttpRequest& request, std::shared_ptr<Responder> responder) {
           g->handle(request, std::move(responder));
         });
     gateway->set_server(server.get());

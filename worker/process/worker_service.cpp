@@ -15,7 +15,7 @@
 #include "shared/cli.h"
 #include "shared/curve/curve_socket.h"
 #include "shared/error.h"
-#include "shared/http_endpoint.h"
+#include "shared/http/http_endpoint.h"
 #include "shared/protocol/job.h"
 #include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
