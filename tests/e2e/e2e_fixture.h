@@ -22,7 +22,7 @@
 #include "tools/flashq_model/make_tiny.h"
 #include "worker/engine/engine.h"
 #include "worker/model/model_registry.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq::testing {
 

@@ -10,7 +10,7 @@
 #include "worker/engine/dflash_proposer.h"
 #include "worker/model/dflash_drafter.h"
 #include "worker/model/model_registry.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq::testing {
 

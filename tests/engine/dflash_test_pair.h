@@ -5,7 +5,7 @@
 #include "worker/engine/dflash_proposer.h"
 #include "worker/engine/engine.h"
 #include "worker/model/dflash_drafter.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq::testing {
 

@@ -11,7 +11,7 @@
 
 #include "shared/error.h"
 #include "tests/support/tiny_tokenizer_suite.h"
-#include "worker/tokenizer/incremental_decoder.h"
+#include "worker/text/incremental_decoder.h"
 
 namespace flashq::testing {
 namespace {

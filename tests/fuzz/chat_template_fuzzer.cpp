@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "fuzz_check.h"
-#include "worker/tokenizer/jinja/template.h"
+#include "worker/text/jinja/template.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "worker/tokenizer/bpe_tokenizer.h"
-#include "worker/tokenizer/tokenizer_json.h"
+#include "worker/text/bpe_tokenizer.h"
+#include "worker/text/tokenizer_json.h"
 
 namespace {
 

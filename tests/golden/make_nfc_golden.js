@@ -9,7 +9,7 @@
 // Output: {"unknown_code_points": [...], "cases": [[text, nfc], ...]}. A code point is unknown
 // where Hugging Face's NFC of a string built with it differs from the JavaScript engine's own
 // (current Unicode); each such code point, and the parts of its canonical decomposition, go in
-// "unknown_code_points" (worker/tokenizer/unicode_normalizer.cpp lists them), but for marks
+// "unknown_code_points" (worker/text/unicode_normalizer.cpp lists them), but for marks
 // whose order it knows.
 'use strict';
 

@@ -2,7 +2,7 @@
 // Writes tests/golden/oniguruma_categories.json: which code points Hugging Face tokenizers' regex
 // engine (Oniguruma, through the Node binding @anush008/tokenizers) puts in each \p{...} class that
 // tokenizer.json split patterns use, and in \s. tests/tokenizer/oniguruma_categories_test.cpp
-// checks that the split patterns here (PCRE2, with worker/tokenizer/oniguruma_categories.cpp's
+// checks that the split patterns here (PCRE2, with worker/text/oniguruma_categories.cpp's
 // additions) agree on every code point.
 //
 //   node tests/golden/make_oniguruma_categories_golden.js   (from the repository root, after scripts/setup)

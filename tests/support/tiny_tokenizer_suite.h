@@ -6,7 +6,7 @@
 
 #include "tests/support/temp_dir.h"
 #include "tools/flashq_model/tiny_tokenizer.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq::testing {
 

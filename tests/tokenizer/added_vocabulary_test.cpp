@@ -1,4 +1,4 @@
-#include "worker/tokenizer/added_vocabulary.h"
+#include "worker/text/added_vocabulary.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/bpe_model.h"
+#include "worker/text/bpe_model.h"
 
 #include <gtest/gtest.h>
 

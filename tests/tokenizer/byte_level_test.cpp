@@ -1,4 +1,4 @@
-#include "worker/tokenizer/byte_level.h"
+#include "worker/text/byte_level.h"
 
 #include <gtest/gtest.h>
 

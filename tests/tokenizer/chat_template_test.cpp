@@ -2,7 +2,7 @@
 // templates they stand in for render them (tests/golden/make_chat_default_golden.js, Hugging
 // Face's Jinja engine on the Qwen3 and Llama 3.1 templates), and a clear refusal of what they
 // cannot render.
-#include "worker/tokenizer/chat_template.h"
+#include "worker/text/chat_template.h"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "tests/tokenizer/qwen3_golden.h"
-#include "worker/tokenizer/split_pattern.h"
-#include "worker/tokenizer/tokenizer.h"
-#include "worker/tokenizer/tokenizer_json.h"
+#include "worker/text/split_pattern.h"
+#include "worker/text/tokenizer.h"
+#include "worker/text/tokenizer_json.h"
 
 namespace flashq {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "shared/error.h"
 #include "tests/tokenizer/qwen3_golden.h"
-#include "worker/tokenizer/jinja/template.h"
+#include "worker/text/jinja/template.h"
 
 namespace flashq {
 namespace {

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "shared/error.h"
-#include "worker/tokenizer/jinja/template.h"
+#include "worker/text/jinja/template.h"
 
 namespace flashq {
 namespace {

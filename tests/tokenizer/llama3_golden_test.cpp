@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "tests/tokenizer/qwen3_golden.h"
-#include "worker/tokenizer/bpe_tokenizer.h"
+#include "worker/text/bpe_tokenizer.h"
 
 namespace flashq {
 namespace {

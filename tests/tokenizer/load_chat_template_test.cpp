@@ -1,7 +1,7 @@
 // Which chat template a model directory gets (load_chat_template.h): tokenizer_config.json's
 // chat_template (string or the named list), then chat_template.jinja, then the family default
 // with a warning, else a refusal; and a template the engine cannot render is refused at load.
-#include "worker/tokenizer/load_chat_template.h"
+#include "worker/text/load_chat_template.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>

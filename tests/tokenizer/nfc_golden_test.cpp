@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/tokenizer/qwen3_golden.h"
-#include "worker/tokenizer/unicode_normalizer.h"
+#include "worker/text/unicode_normalizer.h"
 
 namespace flashq {
 namespace {

@@ -1,7 +1,7 @@
 // Split patterns' \p{...} classes and \s hold exactly the code points that Hugging Face tokenizers'
 // Oniguruma puts in them (tests/golden/oniguruma_categories.json, written by
 // tests/golden/make_oniguruma_categories_golden.js), on every code point: PCRE2's own Unicode
-// tables plus worker/tokenizer/oniguruma_categories.cpp's additions.
+// tables plus worker/text/oniguruma_categories.cpp's additions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "tests/tokenizer/qwen3_golden.h"
-#include "worker/tokenizer/split_pattern.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/split_pattern.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {
@@ -105,7 +105,7 @@ TEST(OnigurumaCategories, SplitPatternClassesHoldWhatOnigurumaHoldsOnEveryCodePo
     const Ranges got = members_by_split_pattern(regex, contains(expected, 0));
     EXPECT_EQ(got, expected) << regex << ": code points only Oniguruma holds: " << only_in(expected, got)
                              << "; only the split pattern: " << only_in(got, expected)
-                             << " (worker/tokenizer/oniguruma_categories.cpp lists what PCRE2 lacks)";
+                             << " (worker/text/oniguruma_categories.cpp lists what PCRE2 lacks)";
   }
 }
 

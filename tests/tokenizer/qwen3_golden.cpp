@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "worker/tokenizer/incremental_decoder.h"
+#include "worker/text/incremental_decoder.h"
 
 namespace flashq::test {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq::test {
 

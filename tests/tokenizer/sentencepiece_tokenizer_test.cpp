@@ -8,8 +8,8 @@
 
 #include "shared/error.h"
 #include "tests/tokenizer/scratch_dir.h"
-#include "worker/tokenizer/incremental_decoder.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/incremental_decoder.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 namespace {

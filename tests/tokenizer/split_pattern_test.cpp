@@ -1,4 +1,4 @@
-#include "worker/tokenizer/split_pattern.h"
+#include "worker/text/split_pattern.h"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 #include "shared/error.h"
 #include "shared/json_file.h"
 #include "tests/tokenizer/scratch_dir.h"
-#include "worker/tokenizer/bpe_tokenizer.h"
-#include "worker/tokenizer/incremental_decoder.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/bpe_tokenizer.h"
+#include "worker/text/incremental_decoder.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 namespace {

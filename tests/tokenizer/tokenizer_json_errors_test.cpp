@@ -11,7 +11,7 @@
 #include "shared/json_file.h"
 #include "tests/tokenizer/scratch_dir.h"
 #include "tools/flashq_model/tiny_tokenizer.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 namespace {

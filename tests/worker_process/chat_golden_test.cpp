@@ -15,7 +15,7 @@
 #include "tests/support/temp_dir.h"
 #include "shared/protocol/messages.h"
 #include "worker/process/job_request.h"
-#include "worker/tokenizer/load_chat_template.h"
+#include "worker/text/load_chat_template.h"
 
 namespace flashq {
 namespace {

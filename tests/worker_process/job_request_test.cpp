@@ -6,7 +6,7 @@
 
 #include "shared/error.h"
 #include "tests/support/tiny_tokenizer_suite.h"
-#include "worker/tokenizer/jinja_chat_template.h"
+#include "worker/text/jinja_chat_template.h"
 
 namespace flashq::testing {
 namespace {

@@ -14,7 +14,7 @@
 #include "worker/engine/engine.h"
 #include "worker/model/dflash_drafter.h"
 #include "worker/model/model_registry.h"
-#include "worker/tokenizer/chat_template.h"
+#include "worker/text/chat_template.h"
 
 namespace flashq::testing {
 namespace {

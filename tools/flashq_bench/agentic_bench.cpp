@@ -18,7 +18,7 @@
 #include "worker/model/cache_pool.h"
 #include "worker/model/model_config.h"
 #include "worker/model/paged_kv_store.h"
-#include "worker/tokenizer/load_chat_template.h"
+#include "worker/text/load_chat_template.h"
 
 namespace flashq {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "worker/tokenizer/chat_template.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/chat_template.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -10,7 +10,7 @@
 
 #include "shared/error.h"
 #include "shared/json_file.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 namespace {

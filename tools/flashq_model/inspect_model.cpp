@@ -5,7 +5,7 @@
 
 #include "worker/model/model_config.h"
 #include "worker/model/safetensors.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 namespace {

@@ -13,9 +13,9 @@
 
 #include "shared/error.h"
 #include "shared/json_file.h"
-#include "worker/tokenizer/byte_level.h"
-#include "worker/tokenizer/split_pattern.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/byte_level.h"
+#include "worker/text/split_pattern.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shared/error.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -25,7 +25,7 @@
 #include "worker/model/cache_pool.h"
 #include "worker/model/paged_kv_store.h"
 #include "worker/model/target_model.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -12,7 +12,7 @@
 
 #include "worker/engine/sampler.h"
 #include "worker/model/target_model.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -14,8 +14,8 @@
 #include "worker/engine/dflash_proposer.h"
 #include "worker/model/dflash_drafter.h"
 #include "worker/model/target_model.h"
-#include "worker/tokenizer/load_chat_template.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/load_chat_template.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "worker/engine/stop_matcher.h"
-#include "worker/tokenizer/incremental_decoder.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/incremental_decoder.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -7,7 +7,7 @@
 // on top of its own KV cache, the projections run once over all rows, attention runs per
 // chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.
 // The residual stream after any list of layers can be captured (the DFlash taps, docs/dflash.md
-// §2.1). The model sees token ids only: chat templates are the tokenizer's (worker/tokenizer).
+// §2.1). The model sees token ids only: chat templates are the tokenizer's (worker/text).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // What the engine, the worker, the DFlash drafter and the benchmarks need of a target model,
 // whatever its family: its configuration, KV caches, one batched forward pass with taps, the
 // embedding table and LM head the drafter borrows. (How a chat becomes its prompt belongs to the
-// checkpoint: worker/tokenizer/load_chat_template.h.) A family (worker/model/qwen3.h, ...)
+// checkpoint: worker/text/load_chat_template.h.) A family (worker/model/qwen3.h, ...)
 // implements it; model_registry.h picks the family a checkpoint
 // names. Attention biases, sliding windows and attention sinks, when a family has them, are that
 // family's weights and options of the backend's attention ops, never part of this interface.

@@ -8,7 +8,7 @@
 
 #include "worker/process/job_request.h"
 #include "worker/process/work_inbox.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -10,8 +10,8 @@
 
 #include "shared/protocol/worker_messages.h"
 #include "worker/engine/sequence.h"
-#include "worker/tokenizer/chat_template.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/chat_template.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

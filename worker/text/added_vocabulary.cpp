@@ -1,10 +1,10 @@
-#include "worker/tokenizer/added_vocabulary.h"
+#include "worker/text/added_vocabulary.h"
 
 #include <algorithm>
 
 #include <utf8proc.h>
 
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {

@@ -1,9 +1,9 @@
-#include "worker/tokenizer/bpe_model.h"
+#include "worker/text/bpe_model.h"
 
 #include <queue>
 
 #include "shared/error.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 

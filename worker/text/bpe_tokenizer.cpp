@@ -1,10 +1,10 @@
-#include "worker/tokenizer/bpe_tokenizer.h"
+#include "worker/text/bpe_tokenizer.h"
 
 #include <algorithm>
 
 #include "shared/error.h"
-#include "worker/tokenizer/byte_level.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/byte_level.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {

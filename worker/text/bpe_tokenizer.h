@@ -10,11 +10,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "worker/tokenizer/added_vocabulary.h"
-#include "worker/tokenizer/bpe_model.h"
-#include "worker/tokenizer/split_pattern.h"
-#include "worker/tokenizer/tokenizer.h"
-#include "worker/tokenizer/tokenizer_json.h"
+#include "worker/text/added_vocabulary.h"
+#include "worker/text/bpe_model.h"
+#include "worker/text/split_pattern.h"
+#include "worker/text/tokenizer.h"
+#include "worker/text/tokenizer_json.h"
 
 namespace flashq {
 

@@ -1,8 +1,8 @@
-#include "worker/tokenizer/byte_level.h"
+#include "worker/text/byte_level.h"
 
 #include <array>
 
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {

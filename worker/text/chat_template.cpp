@@ -2,10 +2,10 @@
 //   ChatML:  <|im_start|>{role}\n{content}<|im_end|>\n   per message, then <|im_start|>assistant\n
 //   Llama 3: <|begin_of_text|> then <|start_header_id|>{role}<|end_header_id|>\n\n{content, trimmed}<|eot_id|>
 //            per message, then <|start_header_id|>assistant<|end_header_id|>\n\n
-#include "worker/tokenizer/chat_template.h"
+#include "worker/text/chat_template.h"
 
 #include "shared/error.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {

@@ -6,11 +6,11 @@
 //
 // Invariant: the text emitted so far equals decode(ids[0:read_offset_]), and read_offset_ is a
 // point where the decoded bytes end with a complete character.
-#include "worker/tokenizer/incremental_decoder.h"
+#include "worker/text/incremental_decoder.h"
 
 #include <algorithm>
 
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 

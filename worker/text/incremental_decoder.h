@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/jinja_chat_template.h"
+#include "worker/text/jinja_chat_template.h"
 
 #include "shared/error.h"
 

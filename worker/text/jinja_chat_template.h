@@ -1,5 +1,5 @@
 // A checkpoint's own chat template: its Jinja source, parsed once by the engine of
-// worker/tokenizer/jinja and rendered per request with the variables Hugging Face's
+// worker/text/jinja and rendered per request with the variables Hugging Face's
 // apply_chat_template passes (transformers.js, whose engine is the reference):
 //   messages, add_generation_prompt, tools (null when none), documents (null),
 //   the special-token strings of tokenizer_config.json (bos_token, eos_token, unk_token,
@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "worker/tokenizer/chat_template.h"
-#include "worker/tokenizer/jinja/template.h"
+#include "worker/text/chat_template.h"
+#include "worker/text/jinja/template.h"
 
 namespace flashq {
 

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/load_chat_template.h"
+#include "worker/text/load_chat_template.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,7 +7,7 @@
 
 #include "shared/error.h"
 #include "shared/json_file.h"
-#include "worker/tokenizer/jinja_chat_template.h"
+#include "worker/text/jinja_chat_template.h"
 
 namespace flashq {
 namespace {

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "worker/tokenizer/chat_template.h"
+#include "worker/text/chat_template.h"
 
 namespace flashq {
 

@@ -4,9 +4,9 @@
 #include <system_error>
 
 #include "shared/error.h"
-#include "worker/tokenizer/bpe_tokenizer.h"
-#include "worker/tokenizer/sentencepiece_tokenizer.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/bpe_tokenizer.h"
+#include "worker/text/sentencepiece_tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq {
 

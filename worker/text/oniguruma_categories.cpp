@@ -1,4 +1,4 @@
-#include "worker/tokenizer/oniguruma_categories.h"
+#include "worker/text/oniguruma_categories.h"
 
 #include <array>
 #include <utility>

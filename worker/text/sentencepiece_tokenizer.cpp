@@ -1,9 +1,9 @@
-#include "worker/tokenizer/sentencepiece_tokenizer.h"
+#include "worker/text/sentencepiece_tokenizer.h"
 
 #include <sentencepiece_processor.h>
 
 #include "shared/error.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 

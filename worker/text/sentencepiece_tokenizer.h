@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "worker/tokenizer/added_vocabulary.h"
-#include "worker/tokenizer/tokenizer.h"
+#include "worker/text/added_vocabulary.h"
+#include "worker/text/tokenizer.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/split_pattern.h"
+#include "worker/text/split_pattern.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -11,8 +11,8 @@
 #include <span>
 
 #include "shared/error.h"
-#include "worker/tokenizer/oniguruma_categories.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/oniguruma_categories.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {

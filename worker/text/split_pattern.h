@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "worker/tokenizer/oniguruma_categories.h"
+#include "worker/text/oniguruma_categories.h"
 
 namespace flashq {
 

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/tokenizer_json.h"
+#include "worker/text/tokenizer_json.h"
 
 #include <cctype>
 

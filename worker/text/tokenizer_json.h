@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "worker/tokenizer/added_vocabulary.h"
-#include "worker/tokenizer/bpe_model.h"
-#include "worker/tokenizer/unicode_normalizer.h"
+#include "worker/text/added_vocabulary.h"
+#include "worker/text/bpe_model.h"
+#include "worker/text/unicode_normalizer.h"
 
 namespace flashq {
 

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/unicode_normalizer.h"
+#include "worker/text/unicode_normalizer.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include <utf8proc.h>
 
 #include "shared/error.h"
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 namespace flashq {
 namespace {

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/utf8.h"
+#include "worker/text/utf8.h"
 
 #include <cstdint>
 

@@ -1,9 +1,9 @@
-#include "worker/tokenizer/jinja/builtins.h"
+#include "worker/text/jinja/builtins.h"
 
 #include <ctime>
 
-#include "worker/tokenizer/jinja/filters.h"
-#include "worker/tokenizer/jinja/js_text.h"
+#include "worker/text/jinja/filters.h"
+#include "worker/text/jinja/js_text.h"
 
 namespace flashq::jinja {
 namespace {

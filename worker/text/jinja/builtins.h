@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "worker/tokenizer/jinja/scope.h"
-#include "worker/tokenizer/jinja/template.h"
-#include "worker/tokenizer/jinja/value.h"
+#include "worker/text/jinja/scope.h"
+#include "worker/text/jinja/template.h"
+#include "worker/text/jinja/value.h"
 
 namespace flashq::jinja {
 

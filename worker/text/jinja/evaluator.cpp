@@ -1,11 +1,11 @@
-#include "worker/tokenizer/jinja/evaluator.h"
+#include "worker/text/jinja/evaluator.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "worker/tokenizer/jinja/builtins.h"
-#include "worker/tokenizer/jinja/filters.h"
-#include "worker/tokenizer/jinja/js_text.h"
+#include "worker/text/jinja/builtins.h"
+#include "worker/text/jinja/filters.h"
+#include "worker/text/jinja/js_text.h"
 
 namespace flashq::jinja {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "worker/tokenizer/jinja/ast.h"
-#include "worker/tokenizer/jinja/scope.h"
-#include "worker/tokenizer/jinja/template.h"
+#include "worker/text/jinja/ast.h"
+#include "worker/text/jinja/scope.h"
+#include "worker/text/jinja/template.h"
 
 namespace flashq::jinja {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "worker/tokenizer/jinja/value.h"
+#include "worker/text/jinja/value.h"
 
 namespace flashq::jinja {
 

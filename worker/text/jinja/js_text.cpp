@@ -1,4 +1,4 @@
-#include "worker/tokenizer/jinja/js_text.h"
+#include "worker/text/jinja/js_text.h"
 
 #include <utf8proc.h>
 

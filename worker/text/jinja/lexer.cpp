@@ -1,10 +1,10 @@
-#include "worker/tokenizer/jinja/lexer.h"
+#include "worker/text/jinja/lexer.h"
 
 #include <array>
 #include <utility>
 
 #include "shared/error.h"
-#include "worker/tokenizer/jinja/js_text.h"
+#include "worker/text/jinja/js_text.h"
 
 namespace flashq::jinja {
 namespace {

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/jinja/parser.h"
+#include "worker/text/jinja/parser.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "shared/error.h"
-#include "worker/tokenizer/jinja/subset.h"
+#include "worker/text/jinja/subset.h"
 
 namespace flashq::jinja {
 namespace {

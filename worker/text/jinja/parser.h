@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "worker/tokenizer/jinja/ast.h"
-#include "worker/tokenizer/jinja/lexer.h"
+#include "worker/text/jinja/ast.h"
+#include "worker/text/jinja/lexer.h"
 
 namespace flashq::jinja {
 

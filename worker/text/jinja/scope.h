@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "worker/tokenizer/jinja/value.h"
+#include "worker/text/jinja/value.h"
 
 namespace flashq::jinja {
 

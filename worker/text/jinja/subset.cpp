@@ -1,4 +1,4 @@
-#include "worker/tokenizer/jinja/subset.h"
+#include "worker/text/jinja/subset.h"
 
 #include <algorithm>
 #include <initializer_list>

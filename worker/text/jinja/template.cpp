@@ -1,11 +1,11 @@
-#include "worker/tokenizer/jinja/template.h"
+#include "worker/text/jinja/template.h"
 
-#include "worker/tokenizer/jinja/ast.h"
-#include "worker/tokenizer/jinja/builtins.h"
-#include "worker/tokenizer/jinja/evaluator.h"
-#include "worker/tokenizer/jinja/lexer.h"
-#include "worker/tokenizer/jinja/parser.h"
-#include "worker/tokenizer/jinja/scope.h"
+#include "worker/text/jinja/ast.h"
+#include "worker/text/jinja/builtins.h"
+#include "worker/text/jinja/evaluator.h"
+#include "worker/text/jinja/lexer.h"
+#include "worker/text/jinja/parser.h"
+#include "worker/text/jinja/scope.h"
 
 namespace flashq::jinja {
 

@@ -1,9 +1,9 @@
-#include "worker/tokenizer/jinja/value.h"
+#include "worker/text/jinja/value.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "worker/tokenizer/jinja/js_text.h"
+#include "worker/text/jinja/js_text.h"
 
 namespace flashq::jinja {
 namespace {
