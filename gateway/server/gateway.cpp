@@ -10,6 +10,7 @@
 #include "gateway/server/generation_call.h"
 #include "gateway/server/job_ids.h"
 #include "gateway/server/response_call.h"
+#include "gateway/server/routes.h"
 
 namespace flashq::gateway {
 namespace {
@@ -60,19 +61,6 @@ std::optional<std::string> query_value(const HttpRequest& request, std::string_v
     query.remove_prefix(amp + 1);
   }
   return std::nullopt;
-}
-
-// The route a path is counted under in /metrics: the endpoint, with a response's id as {id}, or
-// "other", so that clients cannot grow the metrics with paths of their own.
-std::string route_label(const std::string& path) {
-  for (const char* known : {"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/responses"}) {
-    if (path == known) return path;
-  }
-  if (path.rfind("/v1/responses/", 0) == 0) {
-    return path.size() > 7 && path.compare(path.size() - 7, 7, "/cancel") == 0 ? "/v1/responses/{id}/cancel"
-                                                                               : "/v1/responses/{id}";
-  }
-  return "other";
 }
 
 // The path without its query.
@@ -129,74 +117,67 @@ void Gateway::check_key(const HttpRequest& request) const {
 
 void Gateway::handle(const HttpRequest& request, std::shared_ptr<Responder> responder) {
   const std::string path(path_of(request));
+  const RouteMatch match = match_route(path);
   try {
-    route(request, responder, path);
+    route(request, responder, path, match);
   } catch (const ApiError& error) {
-    answer_error(responder, route_label(path), error);
+    answer_error(responder, route_label(match.route), error);
   } catch (const std::exception& e) {
     spdlog::error("gateway: {} {} failed: {}", std::string(request.method_string()), path, e.what());
-    answer_error(responder, route_label(path), ApiError(500, "server_error", "internal", "internal error"));
+    answer_error(responder, route_label(match.route), ApiError(500, "server_error", "internal", "internal error"));
   }
 }
 
-void Gateway::route(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& path) {
-  const bool get = request.method() == http::verb::get;
-  const bool post = request.method() == http::verb::post;
-  auto wrong_method = [&](const char* allowed) {
-    return ApiError(405, "invalid_request_error", "method_not_allowed",
-                    std::string(request.method_string()) + " is not allowed on " + path + " (use " + allowed + ")");
-  };
-  // Operations pages: no key, as a load balancer or a scraper asks them.
-  if (path == "/healthz") {
-    if (!get) throw wrong_method("GET");
-    responder->respond(200, "text/plain", "ok\n");
-    return;
+void Gateway::route(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& path,
+                    const RouteMatch& match) {
+  const bool unknown = match.route == Route::kUnknown ||
+                       ((match.route == Route::kResponse || match.route == Route::kResponseCancel) &&
+                        match.response_id.empty());
+  // Operations pages ask no key, as a load balancer or a scraper asks them.
+  if (!is_operations_route(match.route)) check_key(request);
+  if (unknown) {
+    throw ApiError(404, "invalid_request_error", "unknown_url", "no endpoint " + path + " (docs/gateway.md lists them)");
   }
-  if (path == "/readyz") {
-    if (!get) throw wrong_method("GET");
-    const bool ready = watch_->ready();
-    responder->respond(ready ? 200 : 503, "text/plain", ready ? "ready\n" : "no broker with a worker yet\n");
-    return;
+  const char* method = route_method(match.route);
+  if (request.method_string() != method) {
+    throw ApiError(405, "invalid_request_error", "method_not_allowed",
+                   std::string(request.method_string()) + " is not allowed on " + path + " (use " + method + ")");
   }
-  if (path == "/metrics") {
-    if (!get) throw wrong_method("GET");
-    responder->respond(200, "text/plain; version=0.0.4", metrics_.render(server_ ? server_->open_connections() : 0));
-    return;
-  }
-  check_key(request);
-  if (path == "/v1/models") {
-    if (!get) throw wrong_method("GET");
-    if (!watch_->reachable()) {
-      throw ApiError(503, "server_error", "unavailable", "no broker is reachable from the gateway", std::nullopt, 1);
+  switch (match.route) {
+    case Route::kHealthz:
+      responder->respond(200, "text/plain", "ok\n");
+      return;
+    case Route::kReadyz: {
+      const bool ready = watch_->ready();
+      responder->respond(ready ? 200 : 503, "text/plain", ready ? "ready\n" : "no broker with a worker yet\n");
+      return;
     }
-    list_models(responder, path);
-    return;
+    case Route::kMetrics:
+      responder->respond(200, "text/plain; version=0.0.4", metrics_.render(server_ ? server_->open_connections() : 0));
+      return;
+    case Route::kModels:
+      if (!watch_->reachable()) {
+        throw ApiError(503, "server_error", "unavailable", "no broker is reachable from the gateway", std::nullopt, 1);
+      }
+      list_models(responder);
+      return;
+    case Route::kChatCompletions:
+    case Route::kCompletions:
+      generate(request, responder, match.route);
+      return;
+    case Route::kResponses:
+      create_response(request, responder);
+      return;
+    case Route::kResponse:
+    case Route::kResponseCancel:
+      follow_response(request, responder, match.response_id, match.route == Route::kResponseCancel);
+      return;
+    case Route::kUnknown:
+      return;
   }
-  if (path == "/v1/chat/completions" || path == "/v1/completions") {
-    if (!post) throw wrong_method("POST");
-    generate(request, responder, path);
-    return;
-  }
-  if (path == "/v1/responses") {
-    if (!post) throw wrong_method("POST");
-    create_response(request, responder);
-    return;
-  }
-  constexpr std::string_view kResponses = "/v1/responses/";
-  if (path.rfind(kResponses, 0) == 0 && path.size() > kResponses.size()) {
-    std::string id = path.substr(kResponses.size());
-    constexpr std::string_view kCancel = "/cancel";
-    const bool cancel =
-        id.size() > kCancel.size() && id.compare(id.size() - kCancel.size(), kCancel.size(), kCancel) == 0;
-    if (cancel) id.resize(id.size() - kCancel.size());
-    if (cancel ? !post : !get) throw wrong_method(cancel ? "POST" : "GET");
-    follow_response(request, responder, id, cancel);
-    return;
-  }
-  throw ApiError(404, "invalid_request_error", "unknown_url", "no endpoint " + path + " (docs/gateway.md lists them)");
 }
 
-void Gateway::list_models(const std::shared_ptr<Responder>& responder, const std::string& route) {
+void Gateway::list_models(const std::shared_ptr<Responder>& responder) {
   Json data = Json::array();
   for (const auto& [name, model] : *watch_->directory()) {
     Json entry = {{"id", name}, {"object", "model"}, {"created", started_}, {"owned_by", "flashq"}};
@@ -204,11 +185,10 @@ void Gateway::list_models(const std::shared_ptr<Responder>& responder, const std
     data.push_back(entry);
   }
   responder->respond(200, "application/json", Json{{"object", "list"}, {"data", data}}.dump());
-  metrics_.request_answered(route, 200);
+  metrics_.request_answered(route_label(Route::kModels), 200);
 }
 
-void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
-                       const std::string& route) {
+void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Route route) {
   // Ordered: tool definitions reach the chat template key by key, as the client wrote them.
   const nlohmann::ordered_json body =
       nlohmann::ordered_json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
@@ -224,10 +204,10 @@ void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Respond
     throw ApiError(503, "server_error", "unavailable", "no broker is reachable from the gateway", std::nullopt, 1);
   }
   const auto models = watch_->directory();
-  GenerationRequest generation = route == "/v1/chat/completions" ? read_chat_completion_request(body, *models, ext)
+  GenerationRequest generation = route == Route::kChatCompletions ? read_chat_completion_request(body, *models, ext)
                                                                  : read_completion_request(body, *models, ext);
   BrokerLink& link = watch_->link_for(generation.model);
-  GenerationCall::start(std::move(generation), route, link, metrics_, responder);
+  GenerationCall::start(std::move(generation), route_label(route), link, metrics_, responder);
 }
 
 }  // namespace flashq::gateway
@@ -271,7 +251,7 @@ void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<
       }
     }
   }
-  const std::string route = cancel ? "/v1/responses/{id}/cancel" : "/v1/responses/{id}";
+  const std::string& route = route_label(cancel ? Route::kResponseCancel : Route::kResponse);
   find_response(id, 0, responder, route,
                 [this, how, starting_after, responder](const ResponsesRequest& found,
                                                        const protocol::StatusReply& status, BrokerLink& link) {

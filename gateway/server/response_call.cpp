@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gateway/server/broker_answers.h"
+#include "gateway/server/routes.h"
 #include "shared/error.h"
 
 namespace flashq::gateway {
@@ -33,7 +34,7 @@ ResponseCall::~ResponseCall() {
 
 void ResponseCall::create(ResponsesRequest request, BrokerLink& link, GatewayMetrics& metrics,
                           std::shared_ptr<Responder> responder) {
-  auto call = std::make_shared<ResponseCall>(request, link, metrics, responder, "/v1/responses");
+  auto call = std::make_shared<ResponseCall>(request, link, metrics, responder, route_label(Route::kResponses));
   call->owns_job_ = !request.background;
   call->stream_ = request.stream;
   call->answer_when_accepted_ = request.background && !request.stream;
@@ -50,7 +51,7 @@ void ResponseCall::follow(const ResponsesRequest& request, const protocol::Statu
                           std::int64_t starting_after, BrokerLink& link, GatewayMetrics& metrics,
                           std::shared_ptr<Responder> responder) {
   auto call = std::make_shared<ResponseCall>(
-      request, link, metrics, responder, how == Follow::kCancel ? "/v1/responses/{id}/cancel" : "/v1/responses/{id}");
+      request, link, metrics, responder, route_label(how == Follow::kCancel ? Route::kResponseCancel : Route::kResponse));
   call->known_final_ = status.final_result;
   std::lock_guard lock(call->mutex_);
   // The response as a client first saw it: its opening events, before any of the job's.
