@@ -7,9 +7,8 @@
 
 #include "gateway/openai/generation_request.h"
 #include "gateway/server/broker_answers.h"
-#include "gateway/server/generation_call.h"
+#include "gateway/server/api_call.h"
 #include "gateway/server/job_ids.h"
-#include "gateway/server/response_call.h"
 #include "gateway/server/routes.h"
 
 namespace flashq::gateway {
@@ -207,7 +206,18 @@ void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Respond
   GenerationRequest generation = route == Route::kChatCompletions ? read_chat_completion_request(body, *models, ext)
                                                                  : read_completion_request(body, *models, ext);
   BrokerLink& link = watch_->link_for(generation.model);
-  GenerationCall::start(std::move(generation), route_label(route), link, metrics_, responder);
+  const std::string prefix = route == Route::kChatCompletions ? "chatcmpl-" : "cmpl-";
+  std::vector<std::string> ids;
+  for (protocol::Job& job : generation.jobs) {
+    job.id = new_job_id(prefix);
+    ids.push_back(job.id);
+  }
+  std::unique_ptr<CallRenderer> renderer = generation_renderer(generation, std::move(ids), unix_seconds_now());
+  const CallOptions options{.route = route_label(route),
+                            .stream = generation.stream,
+                            .measure_tokens = true,
+                            .name_jobs_in_errors = true};
+  ApiCall::submit(std::move(generation.jobs), std::move(renderer), options, link, metrics_, responder);
 }
 
 }  // namespace flashq::gateway
@@ -228,19 +238,27 @@ void Gateway::create_response(const HttpRequest& request, const std::shared_ptr<
   ResponsesRequest response = read_responses_request(body, *watch_->directory(), options);
   response.job.id = new_job_id("resp_");
   BrokerLink& link = watch_->link_for(response.model);
-  ResponseCall::create(std::move(response), link, metrics_, responder);
+  // Only a response created without background belongs to its connection.
+  const CallOptions call_options{.route = route_label(Route::kResponses),
+                                 .stream = response.stream,
+                                 .owns_jobs = !response.background,
+                                 .answer_when_accepted = response.background && !response.stream};
+  std::unique_ptr<CallRenderer> renderer = response_renderer(response);
+  std::vector<protocol::Job> jobs;
+  jobs.push_back(std::move(response.job));
+  ApiCall::submit(std::move(jobs), std::move(renderer), call_options, link, metrics_, responder);
 }
 
 void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
                               const std::string& id, bool cancel) {
-  ResponseCall::Follow how = cancel ? ResponseCall::Follow::kCancel : ResponseCall::Follow::kPoll;
+  bool stream_it = false;
   std::int64_t starting_after = -1;
   if (!cancel) {
     const std::optional<std::string> stream = query_value(request, "stream");
     if (stream && *stream != "true" && *stream != "false") {
       throw invalid_request("stream must be true or false, got \"" + *stream + "\"", "stream");
     }
-    if (stream == "true") how = ResponseCall::Follow::kStream;
+    stream_it = stream == "true";
     if (const std::optional<std::string> after = query_value(request, "starting_after")) {
       try {
         std::size_t used = 0;
@@ -253,9 +271,18 @@ void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<
   }
   const std::string& route = route_label(cancel ? Route::kResponseCancel : Route::kResponse);
   find_response(id, 0, responder, route,
-                [this, how, starting_after, responder](const ResponsesRequest& found,
-                                                       const protocol::StatusReply& status, BrokerLink& link) {
-                  ResponseCall::follow(found, status, how, starting_after, link, metrics_, responder);
+                [this, cancel, stream_it, starting_after, responder, route](
+                    const ResponsesRequest& found, const protocol::StatusReply& status, BrokerLink& link) {
+                  // A follower never owns the job: a client that leaves only stops following.
+                  ResponseView view{.known_final = status.final_result};
+                  if (stream_it) {
+                    view.starting_after = starting_after;
+                  } else if (!cancel) {
+                    view.answer_at_job_seq = status.seq;  // the response as it stood when asked
+                  }
+                  const CallOptions options{.route = route, .stream = stream_it, .owns_jobs = false};
+                  ApiCall::follow(found.job.id, cancel, response_renderer(found, std::move(view)), options, link,
+                                  metrics_, responder);
                 });
 }
 
