@@ -120,10 +120,10 @@ void Gateway::handle(const HttpRequest& request, std::shared_ptr<Responder> resp
   try {
     route(request, responder, path, match);
   } catch (const ApiError& error) {
-    answer_error(responder, route_label(match.route), error);
+    answer_error(responder, route_label(match.counted_as), error);
   } catch (const std::exception& e) {
     spdlog::error("gateway: {} {} failed: {}", std::string(request.method_string()), path, e.what());
-    answer_error(responder, route_label(match.route), ApiError(500, "server_error", "internal", "internal error"));
+    answer_error(responder, route_label(match.counted_as), ApiError(500, "server_error", "internal", "internal error"));
   }
 }
 
@@ -219,10 +219,6 @@ void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Respond
                             .name_jobs_in_errors = true};
   ApiCall::submit(std::move(generation.jobs), std::move(renderer), options, link, metrics_, responder);
 }
-
-}  // namespace flashq::gateway
-
-namespace flashq::gateway {
 
 void Gateway::create_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder) {
   const ResponsesJson body = ResponsesJson::parse(request.body(), nullptr, /*allow_exceptions=*/false);

@@ -39,13 +39,17 @@ const RouteEntry& entry(Route route) {
 
 RouteMatch match_route(std::string_view path) {
   for (const RouteEntry& e : kRoutes) {
-    if (e.label.find('{') == std::string::npos && path == e.label) return {e.route, ""};
+    if (e.label.find('{') == std::string::npos && path == e.label) {
+      return {e.route, "", is_operations_route(e.route) ? Route::kUnknown : e.route};
+    }
   }
-  if (path.substr(0, kResponsePrefix.size()) != kResponsePrefix) return {Route::kUnknown, ""};
+  if (path.substr(0, kResponsePrefix.size()) != kResponsePrefix) return {Route::kUnknown, "", Route::kUnknown};
+  const bool ends_in_cancel = path.size() > kCancelSuffix.size() && path.ends_with(kCancelSuffix);
   std::string_view id = path.substr(kResponsePrefix.size());
-  const bool cancel = id.size() > kCancelSuffix.size() && id.substr(id.size() - kCancelSuffix.size()) == kCancelSuffix;
+  const bool cancel = id.size() > kCancelSuffix.size() && id.ends_with(kCancelSuffix);
   if (cancel) id.remove_suffix(kCancelSuffix.size());
-  return {cancel ? Route::kResponseCancel : Route::kResponse, std::string(id)};
+  return {cancel ? Route::kResponseCancel : Route::kResponse, std::string(id),
+          ends_in_cancel ? Route::kResponseCancel : Route::kResponse};
 }
 
 const std::string& route_label(Route route) { return entry(route).label; }

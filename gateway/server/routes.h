@@ -24,6 +24,9 @@ enum class Route {
 struct RouteMatch {
   Route route = Route::kUnknown;
   std::string response_id;  // kResponse and kResponseCancel; empty for "/v1/responses/"
+  // The route a refusal of the request is counted under: the operations pages count as "other",
+  // and a path under /v1/responses/ ending in /cancel as a cancel, whatever its id.
+  Route counted_as = Route::kUnknown;
 };
 
 // The route a path (without its query) names.
