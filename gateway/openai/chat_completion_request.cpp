@@ -16,7 +16,7 @@ std::string read_content_parts(const nlohmann::ordered_json& parts, const std::s
   std::string text;
   for (std::size_t j = 0; j < parts.size(); ++j) {
     const std::string part_field = field + "[" + std::to_string(j) + "]";
-    RequestBody part(parts[j], part_field + ".");
+    RequestBody part(parts[j], part_field);
     const std::string type = part.string("type").value_or("");
     if (type != "text") {
       if (type.empty()) throw invalid_request("'" + part_field + ".type' is required", part_field + ".type");
@@ -48,14 +48,14 @@ std::vector<protocol::ToolCall> read_message_tool_calls(const nlohmann::ordered_
   std::vector<protocol::ToolCall> out;
   for (std::size_t k = 0; k < calls.size(); ++k) {
     const std::string call_field = field + "[" + std::to_string(k) + "]";
-    RequestBody call(calls[k], call_field + ".");
+    RequestBody call(calls[k], call_field);
     protocol::ToolCall tool_call;
     tool_call.id = call.string("id").value_or("");
     const std::string type = call.string("type").value_or("function");
     if (type != "function") {
       throw unsupported_parameter(call_field + ".type", "only function tool calls are supported");
     }
-    RequestBody function(call.require("function"), call_field + ".function.");
+    RequestBody function(call.require("function"), call_field + ".function");
     const std::optional<std::string> name = function.string("name");
     if (!name || name->empty()) {
       throw invalid_request("'" + call_field + ".function.name' must be a non-empty string",
@@ -74,7 +74,7 @@ std::vector<protocol::ToolCall> read_message_tool_calls(const nlohmann::ordered_
 
 protocol::ChatMessage read_message(const nlohmann::ordered_json& value, std::size_t i) {
   const std::string prefix = "messages[" + std::to_string(i) + "].";
-  RequestBody message(value, prefix);
+  RequestBody message(value, "messages[" + std::to_string(i) + "]");
   protocol::ChatMessage out;
   const std::optional<std::string> role = message.string("role");
   if (!role) throw invalid_request("'" + prefix + "role' is required", prefix + "role", "missing_required_parameter");
@@ -125,12 +125,12 @@ nlohmann::ordered_json read_tools(const nlohmann::ordered_json& tools) {
   if (!tools.is_array()) throw invalid_request("'tools' must be an array", "tools", "invalid_type");
   for (std::size_t i = 0; i < tools.size(); ++i) {
     const std::string field = "tools[" + std::to_string(i) + "]";
-    RequestBody tool(tools[i], field + ".");
+    RequestBody tool(tools[i], field);
     const std::string type = tool.string("type").value_or("");
     if (type != "function") {
       throw unsupported_parameter(field + ".type", "only tools of type 'function' are supported");
     }
-    RequestBody function(tool.require("function"), field + ".function.");
+    RequestBody function(tool.require("function"), field + ".function");
     const std::optional<std::string> name = function.string("name");
     if (!name || name->empty()) {
       throw invalid_request("'" + field + ".function.name' must be a non-empty string", field + ".function.name");
@@ -156,65 +156,43 @@ const nlohmann::ordered_json* find_tool(const nlohmann::ordered_json& tools, con
   return nullptr;
 }
 
+// The fields of a chat completion request besides kSharedGenerationFields: read, refused
+// (kRefusedChatFields), or accepted as hints that change nothing.
+constexpr std::string_view kChatCompletionFields[] = {
+    "messages", "max_completion_tokens", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
+    "add_generation_prompt",
+    // Refused unless they ask for nothing.
+    "logprobs", "top_logprobs", "response_format", "audio", "modalities", "functions", "function_call",
+    "prediction", "reasoning_effort", "verbosity", "web_search_options", "moderation", "store", "metadata",
+    // Hints and identifiers that change nothing about the generation.
+    "service_tier", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options"};
+
 // Fields of OpenAI's request that ask for what flashq does not do, each with why.
-void refuse_unsupported_chat_fields(RequestBody& body) {
-  body.refuse_unless("logprobs", false, "log probabilities are not returned yet");
-  body.refuse_unless("top_logprobs", 0, "log probabilities are not returned yet");
-  body.refuse_unless("response_format", nlohmann::ordered_json{{"type", "text"}},
-                     "structured output (json_object, json_schema) needs constrained decoding; only {\"type\": "
-                     "\"text\"} is accepted");
-  body.refuse("audio", "audio output is not supported");
-  body.refuse_unless("modalities", nlohmann::ordered_json::array({"text"}), "only text output is supported");
-  body.refuse("functions", "the deprecated functions; use tools");
-  body.refuse("function_call", "the deprecated function_call; use tool_choice");
-  body.refuse("prediction", "predicted outputs are not supported");
-  body.refuse("reasoning_effort",
-              "reasoning is switched by the chat template, e.g. chat_template_kwargs {\"enable_thinking\": false}");
-  body.refuse("verbosity", "verbosity is not supported");
-  body.refuse("web_search_options", "web search is not supported");
-  body.refuse("moderation", "moderation is not supported");
-  body.refuse_unless("store", false, "stored completions are not supported");
-  body.refuse("metadata", "metadata belongs to stored completions, which are not supported");
-  // Hints and identifiers that change nothing about the generation.
-  body.ignore("service_tier");
-  body.ignore("safety_identifier");
-  body.ignore("prompt_cache_key");
-  body.ignore("prompt_cache_retention");
-  body.ignore("prompt_cache_options");
-}
+const RefusedField kRefusedChatFields[] = {
+    {"logprobs", false, "log probabilities are not returned yet"},
+    {"top_logprobs", 0, "log probabilities are not returned yet"},
+    {"response_format", nlohmann::ordered_json{{"type", "text"}},
+     "structured output (json_object, json_schema) needs constrained decoding; only {\"type\": \"text\"} is "
+     "accepted"},
+    {"audio", nullptr, "audio output is not supported"},
+    {"modalities", nlohmann::ordered_json::array({"text"}), "only text output is supported"},
+    {"functions", nullptr, "the deprecated functions; use tools"},
+    {"function_call", nullptr, "the deprecated function_call; use tool_choice"},
+    {"prediction", nullptr, "predicted outputs are not supported"},
+    {"reasoning_effort", nullptr,
+     "reasoning is switched by the chat template, e.g. chat_template_kwargs {\"enable_thinking\": false}"},
+    {"verbosity", nullptr, "verbosity is not supported"},
+    {"web_search_options", nullptr, "web search is not supported"},
+    {"moderation", nullptr, "moderation is not supported"},
+    {"store", false, "stored completions are not supported"},
+    {"metadata", nullptr, "metadata belongs to stored completions, which are not supported"},
+};
 
-}  // namespace
-
-GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& json, const ModelDirectory& models,
-                                               const RequestExtensions& ext) {
-  RequestBody body(json);
-  GenerationRequest request;
-  request.endpoint = Endpoint::kChatCompletions;
-  const ServedModel& model = read_requested_model(body, models);
-  request.model = body.require("model").get<std::string>();
-  SharedFields fields = read_shared_fields(body, ext);
-  if (auto max_completion_tokens = body.integer("max_completion_tokens", 1, protocol::kMaxMaxTokens)) {
-    if (fields.max_tokens && *fields.max_tokens != *max_completion_tokens) {
-      throw invalid_request("'max_tokens' and 'max_completion_tokens' are both given, with different values",
-                            "max_completion_tokens", "conflicting_values");
-    }
-    fields.max_tokens = max_completion_tokens;
-    fields.max_tokens_field = "max_completion_tokens";
-  }
-  refuse_unsupported_chat_fields(body);
-
-  protocol::Job job = fields.job;
-  const nlohmann::ordered_json& messages = body.require("messages");
-  if (!messages.is_array() || messages.empty()) {
-    throw invalid_request("'messages' must be a non-empty array of messages", "messages");
-  }
-  std::vector<protocol::ChatMessage> chat;
-  for (std::size_t i = 0; i < messages.size(); ++i) chat.push_back(read_message(messages[i], i));
-  job.prompt = std::move(chat);
-
-  // Tools: an empty array is no tools. With tool_choice none they are left out of the prompt (the
-  // model is not told of functions it may not call); with a named choice only that function is
-  // given, the nearest flashq comes to forcing it without constrained decoding.
+// Tools: an empty array is no tools. With tool_choice none they are left out of the prompt (the
+// model is not told of functions it may not call); with a named choice only that function is
+// given, the nearest flashq comes to forcing it without constrained decoding. Sets the request's
+// tool_choice and has_tools; returns the tools as the template takes them (none: nullopt).
+std::optional<std::string> read_chat_tools(RequestBody& body, const ServedModel& model, GenerationRequest& request) {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   if (const nlohmann::ordered_json* given = body.find("tools")) tools = read_tools(*given);
   const nlohmann::ordered_json* tool_choice = body.find("tool_choice");
@@ -238,34 +216,72 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
     tools = nlohmann::ordered_json::array();
   }
   request.has_tools = !tools.empty();
-  if (request.has_tools) {
-    if (model.output_format.tool_calls == ToolCallFormat::kNone) {
-      throw unsupported_parameter("tools", "no parser reads the tool calls of the model '" + request.model +
-                                               "' (its chat template's format is not one flashq knows)");
-    }
-    job.tools = tools.dump();
+  if (!request.has_tools) return std::nullopt;
+  if (model.output_format.tool_calls == ToolCallFormat::kNone) {
+    throw unsupported_parameter("tools", "no parser reads the tool calls of the model '" + request.model +
+                                             "' (its chat template's format is not one flashq knows)");
   }
+  return tools.dump();
+}
+
+// chat_template_kwargs: the template's own variables, none of those the request itself gives.
+// `thinking_off` when they turn thinking off (Qwen3's enable_thinking: false).
+std::optional<std::string> read_template_kwargs(RequestBody& body, bool& thinking_off) {
+  const nlohmann::ordered_json* kwargs = body.find("chat_template_kwargs");
+  if (kwargs == nullptr) return std::nullopt;
+  if (!kwargs->is_object()) throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+  for (const char* reserved : protocol::kReservedTemplateVariables) {
+    if (kwargs->contains(reserved)) {
+      throw invalid_request(
+          std::string("'chat_template_kwargs' may not set '") + reserved + "': the request itself gives it",
+          "chat_template_kwargs");
+    }
+  }
+  const auto thinking = kwargs->find("enable_thinking");
+  thinking_off = thinking != kwargs->end() && thinking->is_boolean() && !thinking->get<bool>();
+  if (kwargs->empty()) return std::nullopt;
+  return kwargs->dump();
+}
+
+}  // namespace
+
+GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& json, const ModelDirectory& models,
+                                               const RequestExtensions& ext) {
+  RequestBody body(json);
+  GenerationRequest request;
+  request.endpoint = Endpoint::kChatCompletions;
+  const ServedModel& model = read_requested_model(body, models);
+  request.model = body.require("model").get<std::string>();
+  SharedFields fields = read_shared_fields(body, ext);
+  if (auto max_completion_tokens = body.integer("max_completion_tokens", 1, protocol::kMaxMaxTokens)) {
+    if (fields.max_tokens && *fields.max_tokens != *max_completion_tokens) {
+      throw invalid_request("'max_tokens' and 'max_completion_tokens' are both given, with different values",
+                            "max_completion_tokens", "conflicting_values");
+    }
+    fields.max_tokens = max_completion_tokens;
+    fields.max_tokens_field = "max_completion_tokens";
+  }
+  body.refuse_all(kRefusedChatFields);
+
+  protocol::Job job = fields.job;
+  const nlohmann::ordered_json& messages = body.require("messages");
+  if (!messages.is_array() || messages.empty()) {
+    throw invalid_request("'messages' must be a non-empty array of messages", "messages");
+  }
+  std::vector<protocol::ChatMessage> chat;
+  for (std::size_t i = 0; i < messages.size(); ++i) chat.push_back(read_message(messages[i], i));
+  job.prompt = std::move(chat);
+
+  job.tools = read_chat_tools(body, model, request);
   request.parallel_tool_calls = body.boolean("parallel_tool_calls").value_or(true);
 
   bool thinking_off = false;
-  if (const nlohmann::ordered_json* kwargs = body.find("chat_template_kwargs")) {
-    if (!kwargs->is_object()) throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
-    for (const char* reserved : protocol::kReservedTemplateVariables) {
-      if (kwargs->contains(reserved)) {
-        throw invalid_request(
-            std::string("'chat_template_kwargs' may not set '") + reserved + "': the request itself gives it",
-            "chat_template_kwargs");
-      }
-    }
-    if (!kwargs->empty()) job.chat_template_kwargs = kwargs->dump();
-    const auto thinking = kwargs->find("enable_thinking");
-    thinking_off = thinking != kwargs->end() && thinking->is_boolean() && !thinking->get<bool>();
-  }
+  job.chat_template_kwargs = read_template_kwargs(body, thinking_off);
   job.add_generation_prompt = body.boolean("add_generation_prompt").value_or(true);
   request.output_format = model.output_format;
   request.parse_reasoning = model.output_format.reasoning != ReasoningFormat::kNone;
   request.starts_in_reasoning = model.reasoning_opens_in_prompt && !thinking_off && job.add_generation_prompt;
-  body.refuse_unread();
+  body.refuse_unknown(kSharedGenerationFields, kChatCompletionFields);
 
   job.model = request.model;
   // The rendered prompt's length is the worker's to know: the worker judges the context.

@@ -3,14 +3,8 @@
 
 #include <map>
 
-#include "shared/error.h"
-
 namespace flashq::gateway {
 namespace {
-
-std::string dump(const nlohmann::ordered_json& value) {
-  return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
 
 // One delta object for the deltas one event settled. Content, reasoning and each call's
 // arguments are accumulated separately by every client, so folding an event's deltas into one
@@ -66,104 +60,70 @@ nlohmann::ordered_json delta_object(const OutputDeltas& deltas) {
   return out;
 }
 
+nlohmann::ordered_json chunk_choice(std::size_t choice, nlohmann::ordered_json delta, const nlohmann::json& finish_reason) {
+  return {{"index", choice}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+}
+
+nlohmann::ordered_json message_object(const AssistantMessage& message) {
+  nlohmann::ordered_json m = {{"role", "assistant"}};
+  // OpenAI: content is null in a message that only calls tools.
+  if (message.content.empty() && !message.tool_calls.empty())
+    m["content"] = nullptr;
+  else
+    m["content"] = message.content;
+  m["refusal"] = nullptr;
+  if (message.reasoning.empty()) {
+    m["reasoning"] = nullptr;
+    m["reasoning_content"] = nullptr;
+  } else {
+    m["reasoning"] = message.reasoning;
+    m["reasoning_content"] = message.reasoning;
+  }
+  if (!message.tool_calls.empty()) {
+    nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+    for (const ParsedToolCall& call : message.tool_calls) {
+      calls.push_back(
+          {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    m["tool_calls"] = calls;
+  }
+  return m;
+}
+
 }  // namespace
 
 ChatCompletionRenderer::ChatCompletionRenderer(const GenerationRequest& request, std::vector<std::string> job_ids,
                                                std::int64_t created)
-    : model_(request.model),
-      stream_(request.stream),
-      include_usage_(request.include_usage),
-      tool_choice_(request.tool_choice),
-      created_(created),
-      choices_(request, std::move(job_ids)) {}
-
-std::string ChatCompletionRenderer::chunk(std::size_t choice, nlohmann::ordered_json delta,
-                                          const nlohmann::json& finish_reason) const {
-  nlohmann::ordered_json c = {
-      {"index", choice}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
-  nlohmann::ordered_json out = {{"id", id()},
-                                {"object", "chat.completion.chunk"},
-                                {"created", created_},
-                                {"model", model_},
-                                {"choices", nlohmann::ordered_json::array({c})}};
-  // OpenAI: with include_usage, every chunk but the last carries usage null.
-  if (include_usage_) out["usage"] = nullptr;
-  return dump(out);
-}
+    : GenerationStream(request, std::move(job_ids), created, "chat.completion.chunk", "chat.completion"),
+      tool_choice_(request.tool_choice) {}
 
 std::string ChatCompletionRenderer::finish_reason(std::size_t choice) const {
-  const GenerationEnd end = choices_.final_result(choice).finish_reason == protocol::FinishReason::kLength
+  const GenerationEnd end = choices().final_result(choice).finish_reason == protocol::FinishReason::kLength
                                 ? GenerationEnd::kLength
                                 : GenerationEnd::kStop;
   // A required or named tool_choice the model did not meet is not an error: flashq cannot
   // constrain the output, so the message is answered as the model wrote it (docs/gateway.md).
-  return judge_tool_choice(tool_choice_, choices_.message(choice), end).finish_reason;
+  return judge_tool_choice(tool_choice_, choices().message(choice), end).finish_reason;
 }
 
-std::vector<std::string> ChatCompletionRenderer::on_event(std::size_t choice, const protocol::Event& event) {
-  GenerationChoices::Step step = choices_.on_event(choice, event);
-  std::vector<std::string> out;
-  if (step.failure) {
-    if (stream_) out.push_back(api_error_body(*step.failure));
-    return out;
-  }
-  if (!stream_) return out;
-  if (step.first) {
-    out.push_back(chunk(choice, {{"role", "assistant"}, {"content", ""}}, nullptr));
-  }
+std::vector<nlohmann::ordered_json> ChatCompletionRenderer::chunk_choices(std::size_t choice,
+                                                                          const GenerationChoices::Step& step) const {
+  std::vector<nlohmann::ordered_json> out;
+  if (step.first) out.push_back(chunk_choice(choice, {{"role", "assistant"}, {"content", ""}}, nullptr));
   nlohmann::ordered_json delta = delta_object(step.deltas);
   if (step.finished) {
-    out.push_back(chunk(choice, std::move(delta), finish_reason(choice)));
+    out.push_back(chunk_choice(choice, std::move(delta), finish_reason(choice)));
   } else if (!delta.empty()) {
-    out.push_back(chunk(choice, std::move(delta), nullptr));
+    out.push_back(chunk_choice(choice, std::move(delta), nullptr));
   }
   return out;
 }
 
-std::vector<std::string> ChatCompletionRenderer::finish() const {
-  check_invariant(done(), "finish() comes after every choice finished");
-  if (!stream_ || !include_usage_ || failure()) return {};
-  nlohmann::ordered_json out = {
-      {"id", id()},      {"object", "chat.completion.chunk"},          {"created", created_},
-      {"model", model_}, {"choices", nlohmann::ordered_json::array()}, {"usage", usage_json(choices_.usage())}};
-  return {dump(out)};
-}
-
-std::string ChatCompletionRenderer::response() const {
-  if (failure()) throw *failure();
-  check_invariant(choices_.all_finished(), "response() comes after every choice finished");
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < choices_.size(); ++i) {
-    const AssistantMessage& message = choices_.message(i);
-    nlohmann::ordered_json m = {{"role", "assistant"}};
-    // OpenAI: content is null in a message that only calls tools.
-    if (message.content.empty() && !message.tool_calls.empty())
-      m["content"] = nullptr;
-    else
-      m["content"] = message.content;
-    m["refusal"] = nullptr;
-    if (message.reasoning.empty()) {
-      m["reasoning"] = nullptr;
-      m["reasoning_content"] = nullptr;
-    } else {
-      m["reasoning"] = message.reasoning;
-      m["reasoning_content"] = message.reasoning;
-    }
-    if (!message.tool_calls.empty()) {
-      nlohmann::ordered_json calls = nlohmann::ordered_json::array();
-      for (const ParsedToolCall& call : message.tool_calls) {
-        calls.push_back({{"id", call.id},
-                         {"type", "function"},
-                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-      }
-      m["tool_calls"] = calls;
-    }
-    list.push_back({{"index", i}, {"message", m}, {"logprobs", nullptr}, {"finish_reason", finish_reason(i)}});
-  }
-  nlohmann::ordered_json out = {{"id", id()},          {"object", "chat.completion"},
-                                {"created", created_}, {"model", model_},
-                                {"choices", list},     {"usage", usage_json(choices_.usage())}};
-  return dump(out);
+nlohmann::ordered_json ChatCompletionRenderer::response_choice(std::size_t choice) const {
+  return {{"index", choice},
+          {"message", message_object(choices().message(choice))},
+          {"logprobs", nullptr},
+          {"finish_reason", finish_reason(choice)}};
 }
 
 }  // namespace flashq::gateway

@@ -59,6 +59,17 @@ std::vector<protocol::Prompt> read_prompts(const nlohmann::ordered_json& value) 
   return prompts;
 }
 
+// The fields of a completion request besides kSharedGenerationFields.
+constexpr std::string_view kCompletionFields[] = {"prompt", "echo", "best_of", "suffix", "logprobs"};
+
+// Fields of OpenAI's request that ask for what flashq does not do, each with why.
+const RefusedField kRefusedCompletionFields[] = {
+    {"echo", false, "echoing the prompt is not supported"},
+    {"best_of", 1, "best_of needs log probabilities, which are not returned yet; use n"},
+    {"suffix", "", "insertion (a suffix after the completion) is not supported"},
+    {"logprobs", nullptr, "log probabilities are not returned yet"},
+};
+
 }  // namespace
 
 GenerationRequest read_completion_request(const nlohmann::ordered_json& json, const ModelDirectory& models,
@@ -69,12 +80,9 @@ GenerationRequest read_completion_request(const nlohmann::ordered_json& json, co
   const ServedModel& model = read_requested_model(body, models);
   request.model = body.require("model").get<std::string>();
   const SharedFields fields = read_shared_fields(body, ext);
-  body.refuse_unless("echo", false, "echoing the prompt is not supported");
-  body.refuse_unless("best_of", 1, "best_of needs log probabilities, which are not returned yet; use n");
-  body.refuse_unless("suffix", "", "insertion (a suffix after the completion) is not supported");
-  body.refuse("logprobs", "log probabilities are not returned yet");
+  body.refuse_all(kRefusedCompletionFields);
   const std::vector<protocol::Prompt> prompts = read_prompts(body.require("prompt"));
-  body.refuse_unread();
+  body.refuse_unknown(kSharedGenerationFields, kCompletionFields);
 
   // The raw text is the model's own: no chat template, no output parsing.
   request.output_format = OutputFormat{};

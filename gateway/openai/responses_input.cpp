@@ -47,85 +47,125 @@ class AssistantTurn {
   std::optional<std::string> content_;
 };
 
+// The fields of each input item and content part (OpenAI's ResponseInputItem).
+constexpr std::string_view kInputTextFields[] = {"type", "text"};
+constexpr std::string_view kOutputTextFields[] = {"type", "text", "annotations", "logprobs"};
+constexpr std::string_view kRefusalFields[] = {"type", "refusal"};
+constexpr std::string_view kReasoningItemFields[] = {"type", "id", "summary", "content", "encrypted_content", "status"};
+constexpr std::string_view kReasoningPartFields[] = {"type", "text"};
+constexpr std::string_view kMessageItemFields[] = {"type", "role", "content", "id", "status", "phase"};
+constexpr std::string_view kFunctionCallFields[] = {"type", "call_id", "name", "arguments", "id", "status"};
+constexpr std::string_view kFunctionCallOutputFields[] = {"type", "call_id", "output", "id", "status"};
+
+constexpr BodyDialect kDialect = BodyDialect::kResponses;
+
+// One content part's text.
+std::string read_content_part(RequestBody& part, const std::string& role) {
+  const std::string type = part.require_string("type");
+  if (type == "input_text" || type == "output_text") {
+    // OpenAI pairs input_text with the roles that speak to the model and output_text with the
+    // assistant; a client that mixes them still means text, and refusing would gain nothing.
+    part.refuse_unknown(type == "input_text" ? FieldTable(kInputTextFields) : FieldTable(kOutputTextFields));
+    return part.require_string("text");
+  }
+  if (type == "refusal" && role == "assistant") {
+    part.refuse_unknown(kRefusalFields);
+    return part.require_string("refusal");
+  }
+  if (type == "input_image" || type == "input_file" || type == "input_audio") {
+    throw unsupported_parameter(part.field("type"), "the models served read text only ('" + type + "')");
+  }
+  throw invalid_request("'" + part.field("type") + "' '" + type + "' is not a content part of a " + role + " message",
+                        part.field("type"));
+}
+
 // The text of a message's content: a string, or a list of text parts joined by "\n".
-std::string read_content(const ResponsesJson& content, const std::string& role, const std::string& at) {
+std::string read_content(const BodyJson& content, const std::string& role, const std::string& at) {
   if (content.is_string()) return content.get<std::string>();
-  as_array(content, at);
+  array_value(content, at, kDialect);
   std::string text;
   for (std::size_t j = 0; j < content.size(); ++j) {
-    const std::string part_at = element_path(at, j);
-    const ResponsesJson& part = as_object(content[j], part_at);
-    const ResponsesJson* type_value = optional_field(part, "type");
-    if (!type_value) throw invalid_request("'" + part_at + ".type' is required", part_at + ".type", "missing_required_parameter");
-    const std::string& type = as_string(*type_value, part_at + ".type");
-    std::string piece;
-    if (type == "input_text" || type == "output_text") {
-      // OpenAI pairs input_text with the roles that speak to the model and output_text with the
-      // assistant; a client that mixes them still means text, and refusing would gain nothing.
-      if (type == "input_text") {
-        check_known_fields(part, {"type", "text"}, part_at);
-      } else {
-        check_known_fields(part, {"type", "text", "annotations", "logprobs"}, part_at);
-      }
-      const ResponsesJson* text_value = optional_field(part, "text");
-      if (!text_value) throw invalid_request("'" + part_at + ".text' is required", part_at + ".text", "missing_required_parameter");
-      piece = as_string(*text_value, part_at + ".text");
-    } else if (type == "refusal" && role == "assistant") {
-      check_known_fields(part, {"type", "refusal"}, part_at);
-      const ResponsesJson* refusal = optional_field(part, "refusal");
-      if (!refusal) throw invalid_request("'" + part_at + ".refusal' is required", part_at + ".refusal", "missing_required_parameter");
-      piece = as_string(*refusal, part_at + ".refusal");
-    } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
-      throw unsupported_parameter(part_at + ".type", "the models served read text only ('" + type + "')");
-    } else {
-      throw invalid_request("'" + part_at + ".type' '" + type + "' is not a content part of a " + role + " message",
-                            part_at + ".type");
-    }
+    RequestBody part(content[j], element_path(at, j), kDialect);
+    const std::string piece = read_content_part(part, role);
     if (j > 0) text += "\n";
     text += piece;
   }
   return text;
 }
 
-std::string required_string(const ResponsesJson& item, std::string_view key, const std::string& at) {
-  const std::string path = field_path(at, key);
-  const ResponsesJson* value = optional_field(item, key);
-  if (!value) throw invalid_request("'" + path + "' is required", path, "missing_required_parameter");
-  return as_string(*value, path);
+// A reasoning item's parts of `part_type` under `key`, joined by "\n".
+std::string join_reasoning_parts(RequestBody& item, std::string_view key, std::string_view part_type) {
+  std::string text;
+  const BodyJson* parts = item.array(key);
+  if (!parts) return text;
+  for (std::size_t j = 0; j < parts->size(); ++j) {
+    RequestBody part((*parts)[j], element_path(item.field(key), j), kDialect);
+    part.refuse_unknown(kReasoningPartFields);
+    if (part.require_string("type") != part_type) {
+      throw invalid_request("'" + part.field("type") + "' must be " + std::string(part_type), part.field("type"));
+    }
+    if (j > 0) text += "\n";
+    text += part.require_string("text");
+  }
+  return text;
 }
 
-std::string read_reasoning(const ResponsesJson& item, const std::string& at) {
-  check_known_fields(item, {"type", "id", "summary", "content", "encrypted_content", "status"}, at);
+std::string read_reasoning(RequestBody& item) {
+  item.refuse_unknown(kReasoningItemFields);
   // Reasoning sealed for another server cannot be read back into a template.
-  if (optional_field(item, "encrypted_content")) {
-    throw unsupported_parameter(at + ".encrypted_content", "reasoning is returned and taken back as reasoning_text");
+  if (item.find("encrypted_content")) {
+    throw unsupported_parameter(item.field("encrypted_content"), "reasoning is returned and taken back as reasoning_text");
   }
-  auto join_parts = [&](std::string_view key, std::string_view part_type) {
-    std::string text;
-    const ResponsesJson* parts = optional_field(item, key);
-    if (!parts) return text;
-    const std::string parts_at = field_path(at, key);
-    as_array(*parts, parts_at);
-    for (std::size_t j = 0; j < parts->size(); ++j) {
-      const std::string part_at = element_path(parts_at, j);
-      const ResponsesJson& part = as_object((*parts)[j], part_at);
-      check_known_fields(part, {"type", "text"}, part_at);
-      if (required_string(part, "type", part_at) != part_type) {
-        throw invalid_request("'" + part_at + ".type' must be " + std::string(part_type), part_at + ".type");
-      }
-      if (j > 0) text += "\n";
-      text += required_string(part, "text", part_at);
-    }
-    return text;
-  };
-  const std::string content = join_parts("content", "reasoning_text");
-  const std::string summary = join_parts("summary", "summary_text");
+  const std::string content = join_reasoning_parts(item, "content", "reasoning_text");
+  const std::string summary = join_reasoning_parts(item, "summary", "summary_text");
   return content.empty() ? summary : content;
+}
+
+protocol::ToolCall read_function_call(RequestBody& item) {
+  item.refuse_unknown(kFunctionCallFields);
+  protocol::ToolCall call;
+  call.id = item.require_string("call_id");
+  call.name = item.require_string("name");
+  const std::string arguments = item.require_string("arguments");
+  // OpenAI's form: a JSON string holding the arguments' JSON text (job.h, ToolCall).
+  call.arguments_json = BodyJson(arguments).dump(-1, ' ', false, BodyJson::error_handler_t::replace);
+  if (call.name.empty()) throw invalid_request("'" + item.field("name") + "' is empty", item.field("name"));
+  return call;
+}
+
+ChatMessage read_function_call_output(RequestBody& item, const std::map<std::string, std::string>& call_names) {
+  item.refuse_unknown(kFunctionCallOutputFields);
+  ChatMessage result{.role = "tool"};
+  result.tool_call_id = item.require_string("call_id");
+  result.content = read_content(item.require("output"), "tool", item.field("output"));
+  if (const auto name = call_names.find(*result.tool_call_id); name != call_names.end()) {
+    result.name = name->second;
+  }
+  return result;
+}
+
+// A message item: an assistant's joins the turn being assembled, any other role closes it.
+void read_message_item(RequestBody& item, AssistantTurn& turn, std::vector<ChatMessage>& messages) {
+  item.refuse_unknown(kMessageItemFields);
+  const std::string role = item.require_string("role");
+  const BodyJson& content = item.require("content");
+  if (role == "assistant") {
+    if (turn.has_output()) turn.close_into(messages);
+    turn.add_content(read_content(content, role, item.field("content")));
+    return;
+  }
+  if (role != "user" && role != "system" && role != "developer") {
+    throw invalid_request("'" + item.field("role") + "' must be one of user, system, developer, assistant",
+                          item.field("role"));
+  }
+  turn.close_into(messages);
+  messages.push_back(
+      {.role = role == "developer" ? "system" : role, .content = read_content(content, role, item.field("content"))});
 }
 
 }  // namespace
 
-std::vector<ChatMessage> read_responses_input(const ResponsesJson& input,
+std::vector<ChatMessage> read_responses_input(const BodyJson& input,
                                               const std::optional<std::string>& instructions) {
   std::vector<ChatMessage> messages;
   if (instructions) messages.push_back({.role = "system", .content = *instructions});
@@ -139,59 +179,27 @@ std::vector<ChatMessage> read_responses_input(const ResponsesJson& input,
   AssistantTurn turn;
   std::map<std::string, std::string> call_names;  // call_id -> function name, for tool results
   for (std::size_t i = 0; i < input.size(); ++i) {
-    const std::string at = element_path("input", i);
-    const ResponsesJson& item = as_object(input[i], at);
-    const ResponsesJson* type_value = optional_field(item, "type");
+    RequestBody item(input[i], element_path("input", i), kDialect);
     // OpenAI's easy input message omits type.
-    const std::string type = type_value ? as_string(*type_value, at + ".type") : "message";
+    const std::string type = item.string("type").value_or("message");
     if (type == "message") {
-      check_known_fields(item, {"type", "role", "content", "id", "status", "phase"}, at);
-      const std::string role = required_string(item, "role", at);
-      const ResponsesJson* content = optional_field(item, "content");
-      if (!content) throw invalid_request("'" + at + ".content' is required", at + ".content", "missing_required_parameter");
-      if (role == "assistant") {
-        if (turn.has_output()) turn.close_into(messages);
-        turn.add_content(read_content(*content, role, at + ".content"));
-        continue;
-      }
-      if (role != "user" && role != "system" && role != "developer") {
-        throw invalid_request("'" + at + ".role' must be one of user, system, developer, assistant", at + ".role");
-      }
-      turn.close_into(messages);
-      messages.push_back({.role = role == "developer" ? "system" : role,
-                          .content = read_content(*content, role, at + ".content")});
+      read_message_item(item, turn, messages);
     } else if (type == "reasoning") {
       if (turn.has_output()) turn.close_into(messages);
-      turn.add_reasoning(read_reasoning(item, at));
+      turn.add_reasoning(read_reasoning(item));
     } else if (type == "function_call") {
-      check_known_fields(item, {"type", "call_id", "name", "arguments", "id", "status"}, at);
-      protocol::ToolCall call;
-      call.id = required_string(item, "call_id", at);
-      call.name = required_string(item, "name", at);
-      const std::string arguments = required_string(item, "arguments", at);
-      // OpenAI's form: a JSON string holding the arguments' JSON text (job.h, ToolCall).
-      call.arguments_json = ResponsesJson(arguments).dump(-1, ' ', false, ResponsesJson::error_handler_t::replace);
-      if (call.name.empty()) throw invalid_request("'" + at + ".name' is empty", at + ".name");
+      protocol::ToolCall call = read_function_call(item);
       call_names[call.id] = call.name;
       turn.add_call(std::move(call));
     } else if (type == "function_call_output") {
-      check_known_fields(item, {"type", "call_id", "output", "id", "status"}, at);
       turn.close_into(messages);
-      ChatMessage result{.role = "tool"};
-      result.tool_call_id = required_string(item, "call_id", at);
-      const ResponsesJson* output = optional_field(item, "output");
-      if (!output) throw invalid_request("'" + at + ".output' is required", at + ".output", "missing_required_parameter");
-      result.content = read_content(*output, "tool", at + ".output");
-      if (const auto name = call_names.find(*result.tool_call_id); name != call_names.end()) {
-        result.name = name->second;
-      }
-      messages.push_back(std::move(result));
+      messages.push_back(read_function_call_output(item, call_names));
     } else if (type == "item_reference") {
-      throw unsupported_parameter(at + ".type", "items are not stored for reference; send the item itself");
+      throw unsupported_parameter(item.field("type"), "items are not stored for reference; send the item itself");
     } else {
-      throw unsupported_parameter(at + ".type", "'" + type +
-                                                    "' items are not served: only message, reasoning, "
-                                                    "function_call and function_call_output");
+      throw unsupported_parameter(item.field("type"), "'" + type +
+                                                          "' items are not served: only message, reasoning, "
+                                                          "function_call and function_call_output");
     }
   }
   turn.close_into(messages);

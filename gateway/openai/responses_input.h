@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "gateway/openai/responses_fields.h"
+#include "gateway/openai/request_body.h"
 #include "shared/protocol/job.h"
 
 namespace flashq::gateway {
 
 // Throws ApiError (400) naming the item and field at fault. An empty conversation is refused.
-std::vector<protocol::ChatMessage> read_responses_input(const ResponsesJson& input,
+std::vector<protocol::ChatMessage> read_responses_input(const BodyJson& input,
                                                         const std::optional<std::string>& instructions);
 
 }  // namespace flashq::gateway

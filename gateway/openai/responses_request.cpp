@@ -29,65 +29,87 @@ std::string dump(const ResponsesJson& value) {
   return value.dump(-1, ' ', false, ResponsesJson::error_handler_t::replace);
 }
 
-// Fields that OpenAI defines and flashq serves only in their neutral value (null, or the one
-// value that asks for nothing): anything else is named, never ignored.
-void refuse_unless_null(const ResponsesJson& body, std::string_view key, const std::string& why) {
-  if (optional_field(body, key)) throw unsupported_parameter(std::string(key), why);
-}
+constexpr BodyDialect kDialect = BodyDialect::kResponses;
 
-ResponsesJson read_metadata(const ResponsesJson& value) {
-  as_object(value, "metadata");
-  if (value.size() > kMaxMetadataPairs) {
+// The fields of a request body: OpenAI's ResponseCreateParams, and the extension
+// chat_template_kwargs. Any other is refused by name.
+constexpr std::string_view kResponsesFields[] = {
+    "model", "input", "instructions", "tools", "tool_choice", "max_output_tokens", "temperature", "top_p",
+    "parallel_tool_calls", "metadata", "store", "background", "stream", "stream_options", "include", "truncation",
+    "reasoning", "text", "user", "safety_identifier", "previous_response_id", "conversation", "prompt",
+    "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "service_tier", "top_logprobs",
+    "max_tool_calls", "context_management", "moderation", "chat_template_kwargs"};
+constexpr std::string_view kFunctionToolFields[] = {"type", "name", "description", "parameters", "strict"};
+constexpr std::string_view kToolChoiceFields[] = {"type", "name"};
+constexpr std::string_view kReasoningFields[] = {"effort", "summary", "generate_summary", "context"};
+constexpr std::string_view kTextFields[] = {"format", "verbosity"};
+constexpr std::string_view kTextFormatFields[] = {"type"};
+constexpr std::string_view kStreamOptionsFields[] = {"include_obfuscation"};
+
+// Fields that OpenAI defines and flashq serves only absent (or null), each with why.
+const RefusedField kRefusedFields[] = {
+    {"previous_response_id", nullptr, "send the conversation's items in 'input'"},
+    {"conversation", nullptr, "send the conversation's items in 'input'"},
+    {"prompt", nullptr, "stored prompt templates are not served"},
+    {"prompt_cache_retention", nullptr, "no prompt cache is kept between responses"},
+    {"prompt_cache_options", nullptr, "no prompt cache is kept between responses"},
+    {"max_tool_calls", nullptr, "the number of tool calls is not limited"},
+    {"context_management", nullptr, "the context is not compacted"},
+    {"moderation", nullptr, "no moderation model is served"},
+};
+
+ResponsesJson read_metadata(RequestBody& body) {
+  const ResponsesJson* value = body.object("metadata");
+  if (!value) return ResponsesJson::object();
+  if (value->size() > kMaxMetadataPairs) {
     throw invalid_request("'metadata' holds more than 16 pairs", "metadata");
   }
-  for (const auto& [key, item] : value.items()) {
+  for (const auto& [key, item] : value->items()) {
     const std::string path = field_path("metadata", key);
     if (key.size() > kMaxMetadataKey) throw invalid_request("a 'metadata' key is longer than 64 characters", path);
-    if (as_string(item, path).size() > kMaxMetadataValue) {
+    if (string_value(item, path, kDialect).size() > kMaxMetadataValue) {
       throw invalid_request("'" + path + "' is longer than 512 characters", path);
     }
   }
-  return value;
+  return *value;
+}
+
+// One function tool: appended as the response object echoes it to `echo` and as chat templates
+// take it (OpenAI's chat form) to `template_tools`.
+void read_tool(RequestBody& tool, std::set<std::string>& names, ResponsesJson& echo, ResponsesJson& template_tools) {
+  const std::string type = tool.require_string("type");
+  if (type != "function") {
+    throw unsupported_parameter(tool.field("type"), "only function tools are served ('" + type + "')");
+  }
+  tool.refuse_unknown(kFunctionToolFields);
+  const std::string name = tool.require_string("name");
+  if (name.empty()) throw invalid_request("'" + tool.field("name") + "' is empty", tool.field("name"));
+  if (!names.insert(name).second) throw invalid_request("two tools are named '" + name + "'", tool.field("name"));
+
+  ResponsesJson function = {{"name", name}};
+  ResponsesJson echoed = {{"type", "function"}, {"name", name}};
+  if (std::optional<std::string> description = tool.string("description")) function["description"] = *description;
+  echoed["description"] = function.contains("description") ? function["description"] : ResponsesJson();
+  if (const ResponsesJson* parameters = tool.object("parameters")) function["parameters"] = *parameters;
+  echoed["parameters"] = function.contains("parameters") ? function["parameters"] : ResponsesJson();
+  // OpenAI's default is strict; flashq has no constrained decoding, so strict is echoed as
+  // sent and the model's arguments are returned as it wrote them (docs/gateway.md).
+  echoed["strict"] = tool.boolean("strict").value_or(true);
+  echo.push_back(std::move(echoed));
+  template_tools.push_back({{"type", "function"}, {"function", std::move(function)}});
 }
 
 // tools: function tools only. Returns the tools as the response object echoes them and, in
-// `template_tools`, as chat templates take them (OpenAI's chat form).
-ResponsesJson read_tools(const ResponsesJson& value, ResponsesJson& template_tools) {
-  as_array(value, "tools");
+// `template_tools`, as chat templates take them.
+ResponsesJson read_tools(RequestBody& body, ResponsesJson& template_tools) {
   ResponsesJson echo = ResponsesJson::array();
   template_tools = ResponsesJson::array();
+  const ResponsesJson* tools = body.array("tools");
+  if (!tools) return echo;
   std::set<std::string> names;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const std::string at = element_path("tools", i);
-    const ResponsesJson& tool = as_object(value[i], at);
-    const ResponsesJson* type = optional_field(tool, "type");
-    if (!type) throw invalid_request("'" + at + ".type' is required", at + ".type", "missing_required_parameter");
-    if (as_string(*type, at + ".type") != "function") {
-      throw unsupported_parameter(at + ".type", "only function tools are served ('" + type->get<std::string>() + "')");
-    }
-    check_known_fields(tool, {"type", "name", "description", "parameters", "strict"}, at);
-    const ResponsesJson* name_value = optional_field(tool, "name");
-    if (!name_value) throw invalid_request("'" + at + ".name' is required", at + ".name", "missing_required_parameter");
-    const std::string& name = as_string(*name_value, at + ".name");
-    if (name.empty()) throw invalid_request("'" + at + ".name' is empty", at + ".name");
-    if (!names.insert(name).second) throw invalid_request("two tools are named '" + name + "'", at + ".name");
-
-    ResponsesJson function = {{"name", name}};
-    ResponsesJson echoed = {{"type", "function"}, {"name", name}};
-    if (const ResponsesJson* description = optional_field(tool, "description")) {
-      function["description"] = as_string(*description, at + ".description");
-    }
-    echoed["description"] = function.contains("description") ? function["description"] : ResponsesJson();
-    if (const ResponsesJson* parameters = optional_field(tool, "parameters")) {
-      function["parameters"] = as_object(*parameters, at + ".parameters");
-    }
-    echoed["parameters"] = function.contains("parameters") ? function["parameters"] : ResponsesJson();
-    // OpenAI's default is strict; flashq has no constrained decoding, so strict is echoed as
-    // sent and the model's arguments are returned as it wrote them (docs/gateway.md).
-    const ResponsesJson* strict = optional_field(tool, "strict");
-    echoed["strict"] = strict ? as_bool(*strict, at + ".strict") : true;
-    echo.push_back(std::move(echoed));
-    template_tools.push_back({{"type", "function"}, {"function", std::move(function)}});
+  for (std::size_t i = 0; i < tools->size(); ++i) {
+    RequestBody tool((*tools)[i], element_path("tools", i), kDialect);
+    read_tool(tool, names, echo, template_tools);
   }
   return echo;
 }
@@ -99,15 +121,14 @@ ToolChoice read_tool_choice(const ResponsesJson* value, const std::set<std::stri
   nlohmann::json chat_form;  // tool_choice.h reads the chat completions form
   if (value) {
     if (value->is_object()) {
-      const ResponsesJson* type = optional_field(*value, "type");
+      const ResponsesJson* type = value->contains("type") ? &value->at("type") : nullptr;
       const std::string kind = type && type->is_string() ? type->get<std::string>() : "";
       if (kind != "function") {
         throw unsupported_parameter("tool_choice", "only none, auto, required and {\"type\": \"function\", \"name\"} are served");
       }
-      check_known_fields(*value, {"type", "name"}, "tool_choice");
-      const ResponsesJson* name = optional_field(*value, "name");
-      if (!name) throw invalid_request("'tool_choice.name' is required", "tool_choice.name", "missing_required_parameter");
-      chat_form = {{"type", "function"}, {"function", {{"name", as_string(*name, "tool_choice.name")}}}};
+      RequestBody choice(*value, "tool_choice", kDialect);
+      choice.refuse_unknown(kToolChoiceFields);
+      chat_form = {{"type", "function"}, {"function", {{"name", choice.require_string("name")}}}};
     } else if (value->is_string()) {
       chat_form = value->get<std::string>();
     } else {
@@ -131,54 +152,56 @@ ToolChoice read_tool_choice(const ResponsesJson* value, const std::set<std::stri
 }
 
 // reasoning: {effort, summary}. The effort reaches the chat template (docs/gateway.md).
-ResponsesJson read_reasoning(const ResponsesJson& value, ResponsesJson& template_kwargs) {
-  as_object(value, "reasoning");
-  check_known_fields(value, {"effort", "summary", "generate_summary", "context"}, "reasoning");
+ResponsesJson read_reasoning(RequestBody& body, ResponsesJson& template_kwargs) {
   ResponsesJson echo = {{"effort", nullptr}, {"summary", nullptr}};
-  if (const ResponsesJson* effort = optional_field(value, "effort")) {
+  const ResponsesJson* value = body.find("reasoning");
+  if (!value) return echo;
+  RequestBody reasoning(*value, "reasoning", kDialect);
+  reasoning.refuse_unknown(kReasoningFields);
+  if (const std::optional<std::string> level = reasoning.string("effort")) {
     static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
-    const std::string& level = as_string(*effort, "reasoning.effort");
-    if (!kEfforts.count(level)) throw invalid_request("'reasoning.effort' '" + level + "' is not an effort level", "reasoning.effort");
-    echo["effort"] = level;
-    if (!template_kwargs.contains("reasoning_effort")) template_kwargs["reasoning_effort"] = level;
-    if (level == "none" && !template_kwargs.contains("enable_thinking")) template_kwargs["enable_thinking"] = false;
+    if (!kEfforts.count(*level)) throw invalid_request("'reasoning.effort' '" + *level + "' is not an effort level", "reasoning.effort");
+    echo["effort"] = *level;
+    if (!template_kwargs.contains("reasoning_effort")) template_kwargs["reasoning_effort"] = *level;
+    if (*level == "none" && !template_kwargs.contains("enable_thinking")) template_kwargs["enable_thinking"] = false;
   }
   for (const char* key : {"summary", "generate_summary"}) {
-    if (const ResponsesJson* summary = optional_field(value, key)) {
-      const std::string path = std::string("reasoning.") + key;
-      if (as_string(*summary, path) != "auto") {
-        throw unsupported_parameter(path, "no reasoning summary is written; the reasoning itself is returned as reasoning_text");
+    if (const std::optional<std::string> summary = reasoning.string(key)) {
+      if (*summary != "auto") {
+        throw unsupported_parameter(reasoning.field(key), "no reasoning summary is written; the reasoning itself is returned as reasoning_text");
       }
       echo["summary"] = "auto";
     }
   }
-  if (optional_field(value, "context")) throw unsupported_parameter("reasoning.context", "reasoning is not carried between responses");
+  if (reasoning.find("context")) throw unsupported_parameter("reasoning.context", "reasoning is not carried between responses");
   return echo;
 }
 
-ResponsesJson read_text_config(const ResponsesJson& value) {
-  as_object(value, "text");
-  check_known_fields(value, {"format", "verbosity"}, "text");
-  if (const ResponsesJson* format = optional_field(value, "format")) {
-    as_object(*format, "text.format");
-    const ResponsesJson* type = optional_field(*format, "type");
-    if (!type || !type->is_string() || type->get<std::string>() != "text") {
-      throw unsupported_parameter("text.format", "structured output (json_schema, json_object) needs constrained decoding");
+ResponsesJson read_text_config(RequestBody& body) {
+  const ResponsesJson* value = body.find("text");
+  if (value) {
+    RequestBody text(*value, "text", kDialect);
+    text.refuse_unknown(kTextFields);
+    if (const ResponsesJson* format_value = text.find("format")) {
+      RequestBody format(*format_value, "text.format", kDialect);
+      const ResponsesJson* type = format.find("type");
+      if (!type || !type->is_string() || type->get<std::string>() != "text") {
+        throw unsupported_parameter("text.format", "structured output (json_schema, json_object) needs constrained decoding");
+      }
+      format.refuse_unknown(kTextFormatFields);
     }
-    check_known_fields(*format, {"type"}, "text.format");
-  }
-  if (const ResponsesJson* verbosity = optional_field(value, "verbosity")) {
-    if (as_string(*verbosity, "text.verbosity") != "medium") {
+    if (const std::optional<std::string> verbosity = text.string("verbosity"); verbosity && *verbosity != "medium") {
       throw unsupported_parameter("text.verbosity", "the models served have no verbosity control");
     }
   }
   return {{"format", {{"type", "text"}}}, {"verbosity", "medium"}};
 }
 
-void read_include(const ResponsesJson& value) {
-  as_array(value, "include");
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const std::string& what = as_string(value[i], element_path("include", i));
+void read_include(RequestBody& body) {
+  const ResponsesJson* include = body.array("include");
+  if (!include) return;
+  for (std::size_t i = 0; i < include->size(); ++i) {
+    const std::string& what = string_value((*include)[i], element_path("include", i), kDialect);
     // Reasoning is always returned in the clear (reasoning_text), so asking for it sealed asks
     // for nothing more; every other inclusion names output flashq does not produce.
     if (what != "reasoning.encrypted_content") {
@@ -187,13 +210,13 @@ void read_include(const ResponsesJson& value) {
   }
 }
 
-double read_range(const ResponsesJson* value, const char* key, double low, double high, double fallback) {
-  if (!value) return fallback;
-  const double number = as_number(*value, key);
-  if (!(number >= low && number <= high)) {
+double read_range(RequestBody& body, const char* key, double low, double high, double fallback) {
+  const std::optional<double> number = body.number(key);
+  if (!number) return fallback;
+  if (!(*number >= low && *number <= high)) {
     throw invalid_request("'" + std::string(key) + "' must be between " + dump(low) + " and " + dump(high), key);
   }
-  return number;
+  return *number;
 }
 
 ToolCallFormat tool_call_format_named(const std::string& name) {
@@ -248,152 +271,155 @@ ResponseSettings settings_from(const std::string& model, const ResponsesJson& ec
   return s;
 }
 
-}  // namespace
-
-ResponsesRequest read_responses_request(const ResponsesJson& body, const ModelDirectory& models,
-                                        const ResponsesJobOptions& options) {
-  if (!body.is_object()) throw invalid_request("the request body must be a JSON object", std::nullopt, "invalid_type");
-  check_known_fields(body,
-                     {"model", "input", "instructions", "tools", "tool_choice", "max_output_tokens", "temperature",
-                      "top_p", "parallel_tool_calls", "metadata", "store", "background", "stream", "stream_options",
-                      "include", "truncation", "reasoning", "text", "user", "safety_identifier",
-                      "previous_response_id", "conversation", "prompt", "prompt_cache_key", "prompt_cache_retention",
-                      "prompt_cache_options", "service_tier", "top_logprobs", "max_tool_calls", "context_management",
-                      "moderation", "chat_template_kwargs"},
-                     "");
-  const ResponsesJson* model_value = optional_field(body, "model");
-  if (!model_value) throw invalid_request("'model' is required", "model", "missing_required_parameter");
-  const std::string& model = as_string(*model_value, "model");
+// model: present, a string, and served (404 model_not_found otherwise). Returns the directory's entry.
+const ModelDirectory::value_type& read_model(RequestBody& body, const ModelDirectory& models) {
+  const std::string model = body.require_string("model");
   const auto served = models.find(model);
   if (served == models.end()) {
     throw ApiError(404, "invalid_request_error", "model_not_found",
                    "The model '" + model + "' does not exist or no worker serves it", "model");
   }
+  return *served;
+}
 
-  refuse_unless_null(body, "previous_response_id", "send the conversation's items in 'input'");
-  refuse_unless_null(body, "conversation", "send the conversation's items in 'input'");
-  refuse_unless_null(body, "prompt", "stored prompt templates are not served");
-  refuse_unless_null(body, "prompt_cache_retention", "no prompt cache is kept between responses");
-  refuse_unless_null(body, "prompt_cache_options", "no prompt cache is kept between responses");
-  refuse_unless_null(body, "max_tool_calls", "the number of tool calls is not limited");
-  refuse_unless_null(body, "context_management", "the context is not compacted");
-  refuse_unless_null(body, "moderation", "no moderation model is served");
-  if (const ResponsesJson* logprobs = optional_field(body, "top_logprobs"); logprobs && as_integer(*logprobs, "top_logprobs") != 0) {
+// The fields served only in their neutral value, and the hints accepted as they are.
+void refuse_unserved_fields(RequestBody& body) {
+  body.refuse_all(kRefusedFields);
+  if (const std::optional<std::int64_t> logprobs = body.integer("top_logprobs"); logprobs && *logprobs != 0) {
     throw unsupported_parameter("top_logprobs", "log probabilities are not returned");
   }
-  if (const ResponsesJson* tier = optional_field(body, "service_tier")) {
-    const std::string& name = as_string(*tier, "service_tier");
-    if (name != "auto" && name != "default") throw unsupported_parameter("service_tier", "use the job's priority instead");
+  if (const std::optional<std::string> tier = body.string("service_tier")) {
+    if (*tier != "auto" && *tier != "default") throw unsupported_parameter("service_tier", "use the job's priority instead");
   }
-  if (const ResponsesJson* key = optional_field(body, "prompt_cache_key")) as_string(*key, "prompt_cache_key");
-  if (const ResponsesJson* truncation = optional_field(body, "truncation")) {
-    if (as_string(*truncation, "truncation") != "disabled") {
-      throw unsupported_parameter("truncation", "an input longer than the context is refused, not cut");
-    }
+  body.string("prompt_cache_key");
+  if (const std::optional<std::string> truncation = body.string("truncation"); truncation && *truncation != "disabled") {
+    throw unsupported_parameter("truncation", "an input longer than the context is refused, not cut");
   }
-  if (const ResponsesJson* include = optional_field(body, "include")) read_include(*include);
+  read_include(body);
+}
 
-  ResponsesRequest request;
-  request.model = model;
-  request.created_at = options.created_at;
-  const ResponsesJson* stream = optional_field(body, "stream");
-  request.stream = stream && as_bool(*stream, "stream");
-  const ResponsesJson* background = optional_field(body, "background");
-  request.background = background && as_bool(*background, "background");
-  const ResponsesJson* store = optional_field(body, "store");
-  request.store = !store || as_bool(*store, "store");
-  if (const ResponsesJson* stream_options = optional_field(body, "stream_options")) {
-    as_object(*stream_options, "stream_options");
-    check_known_fields(*stream_options, {"include_obfuscation"}, "stream_options");
-    if (const ResponsesJson* obfuscation = optional_field(*stream_options, "include_obfuscation")) {
-      as_bool(*obfuscation, "stream_options.include_obfuscation");  // no padding is written either way
-    }
+// stream, background, store and stream_options: how the endpoint answers.
+void read_answer_mode(RequestBody& body, ResponsesRequest& request) {
+  request.stream = body.boolean("stream").value_or(false);
+  request.background = body.boolean("background").value_or(false);
+  request.store = body.boolean("store").value_or(true);
+  if (const ResponsesJson* value = body.find("stream_options")) {
+    RequestBody stream_options(*value, "stream_options", kDialect);
+    stream_options.refuse_unknown(kStreamOptionsFields);
+    stream_options.boolean("include_obfuscation");  // no padding is written either way
     if (!request.stream) throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
   }
+}
 
-  std::optional<std::string> instructions;
-  if (const ResponsesJson* value = optional_field(body, "instructions")) instructions = as_string(*value, "instructions");
-  const ResponsesJson* input = optional_field(body, "input");
-  if (!input) throw invalid_request("'input' is required", "input", "missing_required_parameter");
-
-  ResponsesJson template_kwargs = ResponsesJson::object();
-  if (const ResponsesJson* kwargs = optional_field(body, "chat_template_kwargs")) {
-    template_kwargs = as_object(*kwargs, "chat_template_kwargs");
-    for (const char* reserved : protocol::kReservedTemplateVariables) {
-      if (template_kwargs.contains(reserved)) {
-        throw invalid_request("'chat_template_kwargs' may not set '" + std::string(reserved) + "'", "chat_template_kwargs");
-      }
+ResponsesJson read_template_kwargs(RequestBody& body) {
+  const ResponsesJson* kwargs = body.object("chat_template_kwargs");
+  if (!kwargs) return ResponsesJson::object();
+  for (const char* reserved : protocol::kReservedTemplateVariables) {
+    if (kwargs->contains(reserved)) {
+      throw invalid_request("'chat_template_kwargs' may not set '" + std::string(reserved) + "'", "chat_template_kwargs");
     }
   }
+  return *kwargs;
+}
 
-  ResponsesJson echo = ResponsesJson::object();
-  echo["model"] = model;
-  echo["instructions"] = instructions ? ResponsesJson(*instructions) : ResponsesJson();
-  ResponsesJson template_tools;
-  const ResponsesJson* tools_value = optional_field(body, "tools");
-  echo["tools"] = tools_value ? read_tools(*tools_value, template_tools) : ResponsesJson::array();
-  if (!echo["tools"].empty() && served->second.output_format.tool_calls == ToolCallFormat::kNone) {
-    throw unsupported_parameter("tools", "no parser reads the tool calls of model '" + model + "'");
+// tools, tool_choice and parallel_tool_calls into the echo; the tools as templates take them
+// into `template_tools`.
+void read_tool_fields(RequestBody& body, const ModelDirectory::value_type& model, ResponsesJson& echo,
+                      ResponsesJson& template_tools) {
+  echo["tools"] = read_tools(body, template_tools);
+  if (!echo["tools"].empty() && model.second.output_format.tool_calls == ToolCallFormat::kNone) {
+    throw unsupported_parameter("tools", "no parser reads the tool calls of model '" + model.first + "'");
   }
   std::set<std::string> tool_names;
   for (const ResponsesJson& tool : echo["tools"]) tool_names.insert(tool["name"].get<std::string>());
-  const ResponsesJson* tool_choice = optional_field(body, "tool_choice");
+  const ResponsesJson* tool_choice = body.find("tool_choice");
   read_tool_choice(tool_choice, tool_names);  // checked here, kept in the echo
   echo["tool_choice"] = tool_choice ? *tool_choice : ResponsesJson("auto");
-  const ResponsesJson* parallel = optional_field(body, "parallel_tool_calls");
-  echo["parallel_tool_calls"] = !parallel || as_bool(*parallel, "parallel_tool_calls");
+  echo["parallel_tool_calls"] = body.boolean("parallel_tool_calls").value_or(true);
+}
 
-  const ServedModel& served_model = served->second;
+struct Sampling {
   std::int64_t max_tokens = kDefaultMaxOutputTokens;
-  if (served_model.max_model_len > 0) max_tokens = std::min(max_tokens, std::max<std::int64_t>(1, served_model.max_model_len / 2));
-  if (const ResponsesJson* value = optional_field(body, "max_output_tokens")) {
-    max_tokens = as_integer(*value, "max_output_tokens");
-    if (max_tokens < 1) throw invalid_request("'max_output_tokens' must be at least 1", "max_output_tokens");
-    if (served_model.max_model_len > 0 && max_tokens >= served_model.max_model_len) {
-      throw invalid_request("'max_output_tokens' (" + std::to_string(max_tokens) + ") leaves no room for the input in model '" +
-                                model + "''s context of " + std::to_string(served_model.max_model_len) + " tokens",
+  double temperature = 1;
+  double top_p = 1;
+};
+
+// max_output_tokens, temperature and top_p into the echo, and as the job samples.
+Sampling read_sampling(RequestBody& body, const ModelDirectory::value_type& model, ResponsesJson& echo) {
+  const std::int64_t context = model.second.max_model_len;
+  Sampling sampling;
+  if (context > 0) sampling.max_tokens = std::min(sampling.max_tokens, std::max<std::int64_t>(1, context / 2));
+  if (const std::optional<std::int64_t> max_tokens = body.integer("max_output_tokens")) {
+    sampling.max_tokens = *max_tokens;
+    if (*max_tokens < 1) throw invalid_request("'max_output_tokens' must be at least 1", "max_output_tokens");
+    if (context > 0 && *max_tokens >= context) {
+      throw invalid_request("'max_output_tokens' (" + std::to_string(*max_tokens) + ") leaves no room for the input in model '" +
+                                model.first + "''s context of " + std::to_string(context) + " tokens",
                             "max_output_tokens");
     }
-    echo["max_output_tokens"] = max_tokens;
+    echo["max_output_tokens"] = *max_tokens;
   } else {
     echo["max_output_tokens"] = nullptr;
   }
-  const double temperature = read_range(optional_field(body, "temperature"), "temperature", 0, 2, 1);
-  const double top_p = read_range(optional_field(body, "top_p"), "top_p", 0, 1, 1);
-  if (top_p == 0) throw invalid_request("'top_p' must be greater than 0", "top_p");
-  echo["temperature"] = temperature;
-  echo["top_p"] = top_p;
-  const ResponsesJson* metadata = optional_field(body, "metadata");
-  echo["metadata"] = metadata ? read_metadata(*metadata) : ResponsesJson::object();
-  const ResponsesJson* reasoning = optional_field(body, "reasoning");
-  echo["reasoning"] = reasoning ? read_reasoning(*reasoning, template_kwargs)
-                                : ResponsesJson{{"effort", nullptr}, {"summary", nullptr}};
-  const ResponsesJson* text = optional_field(body, "text");
-  echo["text"] = text ? read_text_config(*text) : ResponsesJson{{"format", {{"type", "text"}}}, {"verbosity", "medium"}};
+  sampling.temperature = read_range(body, "temperature", 0, 2, 1);
+  sampling.top_p = read_range(body, "top_p", 0, 1, 1);
+  if (sampling.top_p == 0) throw invalid_request("'top_p' must be greater than 0", "top_p");
+  echo["temperature"] = sampling.temperature;
+  echo["top_p"] = sampling.top_p;
+  return sampling;
+}
+
+// Whether the template's variables turn thinking off (Qwen3's enable_thinking: false).
+bool thinking_off(const ResponsesJson& template_kwargs) {
+  const auto enable_thinking = template_kwargs.find("enable_thinking");
+  return enable_thinking != template_kwargs.end() && enable_thinking->is_boolean() && !enable_thinking->get<bool>();
+}
+
+}  // namespace
+
+ResponsesRequest read_responses_request(const ResponsesJson& json, const ModelDirectory& models,
+                                        const ResponsesJobOptions& options) {
+  RequestBody body(json, "", kDialect);
+  body.refuse_unknown(kResponsesFields);
+  const ModelDirectory::value_type& model = read_model(body, models);
+  refuse_unserved_fields(body);
+
+  ResponsesRequest request;
+  request.model = model.first;
+  request.created_at = options.created_at;
+  read_answer_mode(body, request);
+  const std::optional<std::string> instructions = body.string("instructions");
+  const ResponsesJson& input = body.require("input");
+  ResponsesJson template_kwargs = read_template_kwargs(body);
+
+  // The echo's keys in the order the response object shows them.
+  ResponsesJson echo = {{"model", model.first},
+                        {"instructions", instructions ? ResponsesJson(*instructions) : ResponsesJson()}};
+  ResponsesJson template_tools;
+  read_tool_fields(body, model, echo, template_tools);
+  const Sampling sampling = read_sampling(body, model, echo);
+  echo["metadata"] = read_metadata(body);
+  echo["reasoning"] = read_reasoning(body, template_kwargs);
+  echo["text"] = read_text_config(body);
   echo["truncation"] = "disabled";
   echo["store"] = request.store;
   echo["background"] = request.background;
-  if (const ResponsesJson* user = optional_field(body, "user")) echo["user"] = as_string(*user, "user");
-  if (const ResponsesJson* id = optional_field(body, "safety_identifier")) {
-    echo["safety_identifier"] = as_string(*id, "safety_identifier");
-  }
-
-  const ResponsesJson* enable_thinking = template_kwargs.contains("enable_thinking") ? &template_kwargs["enable_thinking"] : nullptr;
-  const bool thinking_off = enable_thinking && enable_thinking->is_boolean() && !enable_thinking->get<bool>();
-  request.settings = settings_from(model, echo, served_model.output_format,
-                                   served_model.reasoning_opens_in_prompt && !thinking_off);
+  const std::optional<std::string> user = body.string("user");
+  if (user) echo["user"] = *user;
+  if (const std::optional<std::string> id = body.string("safety_identifier")) echo["safety_identifier"] = *id;
+  request.settings = settings_from(model.first, echo, model.second.output_format,
+                                   model.second.reasoning_opens_in_prompt && !thinking_off(template_kwargs));
 
   protocol::Job& job = request.job;
-  job.prompt = read_responses_input(*input, instructions);
-  job.model = model;
+  job.prompt = read_responses_input(input, instructions);
+  job.model = model.first;
   job.stream = true;
-  job.max_tokens = max_tokens;
-  job.temperature = temperature;
-  job.top_p = top_p;
+  job.max_tokens = sampling.max_tokens;
+  job.temperature = sampling.temperature;
+  job.top_p = sampling.top_p;
   job.priority = options.priority;
   job.deadline_ms = options.deadline_ms;
-  const ResponsesJson* user = optional_field(body, "user");
-  job.session = read_session(options.session, user ? std::optional<std::string>(as_string(*user, "user")) : std::nullopt);
+  job.session = read_session(options.session, user);
   if (!template_tools.empty()) job.tools = dump(template_tools);
   if (!template_kwargs.empty()) job.chat_template_kwargs = dump(template_kwargs);
   job.metadata = encode_settings(request);

@@ -24,13 +24,16 @@
 #include <optional>
 #include <string>
 
-#include "gateway/openai/responses_fields.h"
+#include "gateway/openai/request_body.h"
 #include "gateway/openai/served_model.h"
 #include "gateway/output/output_parser_factory.h"
 #include "gateway/output/tool_choice.h"
 #include "shared/protocol/job.h"
 
 namespace flashq::gateway {
+
+// The JSON of a response's request and its echo, keys in the client's order.
+using ResponsesJson = BodyJson;
 
 // What the renderer needs, all of it recoverable from the job.
 struct ResponseSettings {

@@ -118,7 +118,7 @@ SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext)
     if (!f.stream) {
       throw invalid_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
     }
-    RequestBody stream_options(*options, "stream_options.");
+    RequestBody stream_options(*options, "stream_options");
     f.include_usage = stream_options.boolean("include_usage").value_or(false);
     stream_options.ignore("include_obfuscation");  // flashq adds no obfuscation padding either way
     stream_options.refuse_unread();

@@ -16,6 +16,13 @@
 
 namespace flashq::gateway {
 
+// The fields both endpoints read (read_requested_model, read_shared_fields); each endpoint's table
+// holds the rest of its fields.
+inline constexpr std::string_view kSharedGenerationFields[] = {
+    "model", "n", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "seed",
+    "stop", "stop_token_ids", "user", "frequency_penalty", "presence_penalty", "logit_bias", "priority",
+    "deadline_ms", "spec"};
+
 // OpenAI's bound on n; also on all the choices of a request with several prompts.
 inline constexpr std::size_t kMaxChoices = 128;
 

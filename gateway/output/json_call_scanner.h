@@ -51,6 +51,12 @@ class JsonCallScanner {
   // Sets failed_string_ for a raw control character or a string longer than max_bytes.
   bool read_string_byte(char c, std::size_t max_bytes = kMaxNameBytes);
   Step fail();
+  // push() by state: the "name" key, the name and the arguments key; the byte that opens the
+  // arguments; a byte inside them; a byte of arguments written as a string.
+  Step push_header_string(char c);
+  Step push_arguments_start(char c);
+  Step push_argument(char c);
+  Step push_string_argument(char c);
 
   State state_ = State::kBeforeObject;
   std::string string_;  // raw bytes of the key or name being read, escapes undecoded

@@ -7,9 +7,9 @@
 
 #include "gateway/openai/generation_request.h"
 #include "gateway/server/broker_answers.h"
-#include "gateway/server/generation_call.h"
+#include "gateway/server/api_call.h"
 #include "gateway/server/job_ids.h"
-#include "gateway/server/response_call.h"
+#include "gateway/server/routes.h"
 
 namespace flashq::gateway {
 namespace {
@@ -60,19 +60,6 @@ std::optional<std::string> query_value(const HttpRequest& request, std::string_v
     query.remove_prefix(amp + 1);
   }
   return std::nullopt;
-}
-
-// The route a path is counted under in /metrics: the endpoint, with a response's id as {id}, or
-// "other", so that clients cannot grow the metrics with paths of their own.
-std::string route_label(const std::string& path) {
-  for (const char* known : {"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/responses"}) {
-    if (path == known) return path;
-  }
-  if (path.rfind("/v1/responses/", 0) == 0) {
-    return path.size() > 7 && path.compare(path.size() - 7, 7, "/cancel") == 0 ? "/v1/responses/{id}/cancel"
-                                                                               : "/v1/responses/{id}";
-  }
-  return "other";
 }
 
 // The path without its query.
@@ -129,74 +116,67 @@ void Gateway::check_key(const HttpRequest& request) const {
 
 void Gateway::handle(const HttpRequest& request, std::shared_ptr<Responder> responder) {
   const std::string path(path_of(request));
+  const RouteMatch match = match_route(path);
   try {
-    route(request, responder, path);
+    route(request, responder, path, match);
   } catch (const ApiError& error) {
-    answer_error(responder, route_label(path), error);
+    answer_error(responder, route_label(match.counted_as), error);
   } catch (const std::exception& e) {
     spdlog::error("gateway: {} {} failed: {}", std::string(request.method_string()), path, e.what());
-    answer_error(responder, route_label(path), ApiError(500, "server_error", "internal", "internal error"));
+    answer_error(responder, route_label(match.counted_as), ApiError(500, "server_error", "internal", "internal error"));
   }
 }
 
-void Gateway::route(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& path) {
-  const bool get = request.method() == http::verb::get;
-  const bool post = request.method() == http::verb::post;
-  auto wrong_method = [&](const char* allowed) {
-    return ApiError(405, "invalid_request_error", "method_not_allowed",
-                    std::string(request.method_string()) + " is not allowed on " + path + " (use " + allowed + ")");
-  };
-  // Operations pages: no key, as a load balancer or a scraper asks them.
-  if (path == "/healthz") {
-    if (!get) throw wrong_method("GET");
-    responder->respond(200, "text/plain", "ok\n");
-    return;
+void Gateway::route(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& path,
+                    const RouteMatch& match) {
+  const bool unknown = match.route == Route::kUnknown ||
+                       ((match.route == Route::kResponse || match.route == Route::kResponseCancel) &&
+                        match.response_id.empty());
+  // Operations pages ask no key, as a load balancer or a scraper asks them.
+  if (!is_operations_route(match.route)) check_key(request);
+  if (unknown) {
+    throw ApiError(404, "invalid_request_error", "unknown_url", "no endpoint " + path + " (docs/gateway.md lists them)");
   }
-  if (path == "/readyz") {
-    if (!get) throw wrong_method("GET");
-    const bool ready = watch_->ready();
-    responder->respond(ready ? 200 : 503, "text/plain", ready ? "ready\n" : "no broker with a worker yet\n");
-    return;
+  const char* method = route_method(match.route);
+  if (request.method_string() != method) {
+    throw ApiError(405, "invalid_request_error", "method_not_allowed",
+                   std::string(request.method_string()) + " is not allowed on " + path + " (use " + method + ")");
   }
-  if (path == "/metrics") {
-    if (!get) throw wrong_method("GET");
-    responder->respond(200, "text/plain; version=0.0.4", metrics_.render(server_ ? server_->open_connections() : 0));
-    return;
-  }
-  check_key(request);
-  if (path == "/v1/models") {
-    if (!get) throw wrong_method("GET");
-    if (!watch_->reachable()) {
-      throw ApiError(503, "server_error", "unavailable", "no broker is reachable from the gateway", std::nullopt, 1);
+  switch (match.route) {
+    case Route::kHealthz:
+      responder->respond(200, "text/plain", "ok\n");
+      return;
+    case Route::kReadyz: {
+      const bool ready = watch_->ready();
+      responder->respond(ready ? 200 : 503, "text/plain", ready ? "ready\n" : "no broker with a worker yet\n");
+      return;
     }
-    list_models(responder, path);
-    return;
+    case Route::kMetrics:
+      responder->respond(200, "text/plain; version=0.0.4", metrics_.render(server_ ? server_->open_connections() : 0));
+      return;
+    case Route::kModels:
+      if (!watch_->reachable()) {
+        throw ApiError(503, "server_error", "unavailable", "no broker is reachable from the gateway", std::nullopt, 1);
+      }
+      list_models(responder);
+      return;
+    case Route::kChatCompletions:
+    case Route::kCompletions:
+      generate(request, responder, match.route);
+      return;
+    case Route::kResponses:
+      create_response(request, responder);
+      return;
+    case Route::kResponse:
+    case Route::kResponseCancel:
+      follow_response(request, responder, match.response_id, match.route == Route::kResponseCancel);
+      return;
+    case Route::kUnknown:
+      return;
   }
-  if (path == "/v1/chat/completions" || path == "/v1/completions") {
-    if (!post) throw wrong_method("POST");
-    generate(request, responder, path);
-    return;
-  }
-  if (path == "/v1/responses") {
-    if (!post) throw wrong_method("POST");
-    create_response(request, responder);
-    return;
-  }
-  constexpr std::string_view kResponses = "/v1/responses/";
-  if (path.rfind(kResponses, 0) == 0 && path.size() > kResponses.size()) {
-    std::string id = path.substr(kResponses.size());
-    constexpr std::string_view kCancel = "/cancel";
-    const bool cancel =
-        id.size() > kCancel.size() && id.compare(id.size() - kCancel.size(), kCancel.size(), kCancel) == 0;
-    if (cancel) id.resize(id.size() - kCancel.size());
-    if (cancel ? !post : !get) throw wrong_method(cancel ? "POST" : "GET");
-    follow_response(request, responder, id, cancel);
-    return;
-  }
-  throw ApiError(404, "invalid_request_error", "unknown_url", "no endpoint " + path + " (docs/gateway.md lists them)");
 }
 
-void Gateway::list_models(const std::shared_ptr<Responder>& responder, const std::string& route) {
+void Gateway::list_models(const std::shared_ptr<Responder>& responder) {
   Json data = Json::array();
   for (const auto& [name, model] : *watch_->directory()) {
     Json entry = {{"id", name}, {"object", "model"}, {"created", started_}, {"owned_by", "flashq"}};
@@ -204,11 +184,10 @@ void Gateway::list_models(const std::shared_ptr<Responder>& responder, const std
     data.push_back(entry);
   }
   responder->respond(200, "application/json", Json{{"object", "list"}, {"data", data}}.dump());
-  metrics_.request_answered(route, 200);
+  metrics_.request_answered(route_label(Route::kModels), 200);
 }
 
-void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
-                       const std::string& route) {
+void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Route route) {
   // Ordered: tool definitions reach the chat template key by key, as the client wrote them.
   const nlohmann::ordered_json body =
       nlohmann::ordered_json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
@@ -224,15 +203,22 @@ void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Respond
     throw ApiError(503, "server_error", "unavailable", "no broker is reachable from the gateway", std::nullopt, 1);
   }
   const auto models = watch_->directory();
-  GenerationRequest generation = route == "/v1/chat/completions" ? read_chat_completion_request(body, *models, ext)
+  GenerationRequest generation = route == Route::kChatCompletions ? read_chat_completion_request(body, *models, ext)
                                                                  : read_completion_request(body, *models, ext);
   BrokerLink& link = watch_->link_for(generation.model);
-  GenerationCall::start(std::move(generation), route, link, metrics_, responder);
+  const std::string prefix = route == Route::kChatCompletions ? "chatcmpl-" : "cmpl-";
+  std::vector<std::string> ids;
+  for (protocol::Job& job : generation.jobs) {
+    job.id = new_job_id(prefix);
+    ids.push_back(job.id);
+  }
+  std::unique_ptr<CallRenderer> renderer = generation_renderer(generation, std::move(ids), unix_seconds_now());
+  const CallOptions options{.route = route_label(route),
+                            .stream = generation.stream,
+                            .measure_tokens = true,
+                            .name_jobs_in_errors = true};
+  ApiCall::submit(std::move(generation.jobs), std::move(renderer), options, link, metrics_, responder);
 }
-
-}  // namespace flashq::gateway
-
-namespace flashq::gateway {
 
 void Gateway::create_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder) {
   const ResponsesJson body = ResponsesJson::parse(request.body(), nullptr, /*allow_exceptions=*/false);
@@ -248,19 +234,27 @@ void Gateway::create_response(const HttpRequest& request, const std::shared_ptr<
   ResponsesRequest response = read_responses_request(body, *watch_->directory(), options);
   response.job.id = new_job_id("resp_");
   BrokerLink& link = watch_->link_for(response.model);
-  ResponseCall::create(std::move(response), link, metrics_, responder);
+  // Only a response created without background belongs to its connection.
+  const CallOptions call_options{.route = route_label(Route::kResponses),
+                                 .stream = response.stream,
+                                 .owns_jobs = !response.background,
+                                 .answer_when_accepted = response.background && !response.stream};
+  std::unique_ptr<CallRenderer> renderer = response_renderer(response);
+  std::vector<protocol::Job> jobs;
+  jobs.push_back(std::move(response.job));
+  ApiCall::submit(std::move(jobs), std::move(renderer), call_options, link, metrics_, responder);
 }
 
 void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder,
                               const std::string& id, bool cancel) {
-  ResponseCall::Follow how = cancel ? ResponseCall::Follow::kCancel : ResponseCall::Follow::kPoll;
+  bool stream_it = false;
   std::int64_t starting_after = -1;
   if (!cancel) {
     const std::optional<std::string> stream = query_value(request, "stream");
     if (stream && *stream != "true" && *stream != "false") {
       throw invalid_request("stream must be true or false, got \"" + *stream + "\"", "stream");
     }
-    if (stream == "true") how = ResponseCall::Follow::kStream;
+    stream_it = stream == "true";
     if (const std::optional<std::string> after = query_value(request, "starting_after")) {
       try {
         std::size_t used = 0;
@@ -271,11 +265,20 @@ void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<
       }
     }
   }
-  const std::string route = cancel ? "/v1/responses/{id}/cancel" : "/v1/responses/{id}";
+  const std::string& route = route_label(cancel ? Route::kResponseCancel : Route::kResponse);
   find_response(id, 0, responder, route,
-                [this, how, starting_after, responder](const ResponsesRequest& found,
-                                                       const protocol::StatusReply& status, BrokerLink& link) {
-                  ResponseCall::follow(found, status, how, starting_after, link, metrics_, responder);
+                [this, cancel, stream_it, starting_after, responder, route](
+                    const ResponsesRequest& found, const protocol::StatusReply& status, BrokerLink& link) {
+                  // A follower never owns the job: a client that leaves only stops following.
+                  ResponseView view{.known_final = status.final_result};
+                  if (stream_it) {
+                    view.starting_after = starting_after;
+                  } else if (!cancel) {
+                    view.answer_at_job_seq = status.seq;  // the response as it stood when asked
+                  }
+                  const CallOptions options{.route = route, .stream = stream_it, .owns_jobs = false};
+                  ApiCall::follow(found.job.id, cancel, response_renderer(found, std::move(view)), options, link,
+                                  metrics_, responder);
                 });
 }
 

@@ -14,6 +14,7 @@
 #include "gateway/server/broker_link.h"
 #include "gateway/server/gateway_metrics.h"
 #include "gateway/server/model_watch.h"
+#include "gateway/server/routes.h"
 
 namespace flashq::gateway {
 
@@ -42,10 +43,11 @@ class Gateway {
   ModelWatch& models() { return *watch_; }
 
  private:
-  void route(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& route);
+  void route(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& path,
+             const RouteMatch& match);
   void check_key(const HttpRequest& request) const;
-  void list_models(const std::shared_ptr<Responder>& responder, const std::string& route);
-  void generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& route);
+  void list_models(const std::shared_ptr<Responder>& responder);
+  void generate(const HttpRequest& request, const std::shared_ptr<Responder>& responder, Route route);
   void create_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder);
   // GET /v1/responses/{id} and POST /v1/responses/{id}/cancel.
   void follow_response(const HttpRequest& request, const std::shared_ptr<Responder>& responder, const std::string& id,
