@@ -39,7 +39,11 @@ class RedisJobStore final : public JobStore {
   void leave_pending(const std::string& id, const std::string& entry) override;
   void catch_up(const std::string& id, int64_t next_seq) override;
   void follow(const std::string& id) override { follower_.follow(id); }
-  void unfollow(const std::string& id) override { follower_.unfollow(id); }
+  // Unfollowed once run here or finished: a takeover of it is history.
+  void unfollow(const std::string& id) override {
+    follower_.unfollow(id);
+    lost_.erase(id);
+  }
 
   std::optional<protocol::StatusReply> status(const std::string& id) override;
   StoredReplay replay(const protocol::Replay& replay) override;
