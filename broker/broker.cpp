@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <random>
+#include <type_traits>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 
@@ -99,11 +101,10 @@ Broker::Broker(zmq::context_t& context, BrokerOptions options)
   bind_or_throw(fanout_.socket(), options_.stream);
   if (!options_.http.empty()) http_ = std::make_unique<HttpEndpoint>(
         options_.http, HttpPages{[this] { return metrics_.render(); }, [this] { return metrics_.ready(); }});
-  BrokerCore& core = *this;
   if (options_.redis.url.empty()) {
-    store_ = std::make_unique<InMemoryJobStore>(core);
+    store_ = std::make_unique<InMemoryJobStore>();
   } else {
-    store_ = std::make_unique<RedisJobStore>(options_, frontend_endpoint(), core, jobs_, queue_, workers_, metrics_);
+    store_ = std::make_unique<RedisJobStore>(options_, frontend_endpoint());
   }
 }
 
@@ -151,15 +152,29 @@ void Broker::run(const std::atomic<bool>& stop) {
     if (items[0].revents & ZMQ_POLLIN) serve_frontend();
     if (items[1].revents & ZMQ_POLLIN) serve_backend();
     if (items[2].revents & ZMQ_POLLIN) {
-      fanout_.receive_subscriptions(
-          [this](const std::string& id, bool subscribed) { store_->subscription_changed(id, subscribed); });
+      // A job held here is streamed from here; the store looks for the others.
+      fanout_.receive_subscriptions([this](const std::string& id, bool subscribed) {
+        if (!subscribed || !jobs_.contains(id)) store_->subscription_changed(id, subscribed);
+      });
     }
     check_timers();
-    store_->turn();
+    // What the store's replies said, then its requests: the store reads its intake by the room
+    // left after what it reported was applied.
+    apply(store_->collect());
+    store_->turn(store_->keeps_queued_jobs() ? store_turn() : StoreTurn{});
+    note_store_state();
   }
   for (const auto& [identity, worker] : workers_.all()) send_to_peer(backend_, identity, protocol::Disconnect{});
-  // Finals and events not yet stored: a last try, for as long as a drain may take.
-  store_->flush(std::chrono::milliseconds(options_.drain_timeout_ms));
+  // Finals and events not yet stored: a last try, for as long as a drain may take. What their
+  // replies bring (finals kept) still goes out, and may add writes of its own.
+  const auto give_up = SteadyClock::now() + std::chrono::milliseconds(options_.drain_timeout_ms);
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - SteadyClock::now());
+    StoreOutcomes outcomes = store_->flush(std::max(std::chrono::milliseconds(0), left));
+    if (outcomes.empty()) break;
+    apply(std::move(outcomes));
+    if (SteadyClock::now() >= give_up) break;
+  }
 }
 
 void Broker::serve_frontend() {
@@ -210,7 +225,37 @@ void Broker::on_submit(const std::string& producer, protocol::Submit submit) {
     reply_with(producer, protocol::Rejected{job.id, refusal->reason, 0, refusal->message});
     return;
   }
-  store_->submit(producer, std::move(job));  // admitted here, or into a store any broker takes jobs from
+  // Admitted here, or into a store any broker takes jobs from.
+  if (std::optional<IntakeAnswer> answer = store_->submit(producer, std::move(job))) on_intake(std::move(*answer));
+}
+
+void Broker::on_intake(IntakeAnswer answer) {
+  const std::string& producer = answer.producer;
+  protocol::Job& job = answer.job;
+  switch (answer.kind) {
+    case IntakeAnswer::Kind::kAdmit: admit(producer, std::move(job)); return;
+    case IntakeAnswer::Kind::kRefused:
+      reply_with(producer, protocol::Rejected{job.id, "unavailable", options_.retry_after_ms});
+      metrics_.job_rejected("unavailable");
+      return;
+    case IntakeAnswer::Kind::kFinished:  // idempotent resubmission of a finished job: its final again
+      reply_with(producer, protocol::Accepted{job.id});
+      if (answer.final_result) reply_with(producer, protocol::Event{.id = job.id, .final_result = answer.final_result});
+      return;
+    case IntakeAnswer::Kind::kStored: break;
+  }
+  reply_with(producer, protocol::Accepted{job.id});
+  if (answer.first_time) metrics_.job_admitted();
+  if (jobs_.contains(job.id)) return;
+  // Run by whichever broker takes it; its producer is here, so its stream is relayed from the store.
+  const auto now = SteadyClock::now();
+  JobRecord record;
+  record.producer = producer;
+  record.submitted_at = now;
+  record.deadline_at = now + std::chrono::milliseconds(job.deadline_ms > 0 ? job.deadline_ms : options_.default_deadline_ms);
+  const std::string id = job.id;
+  record.job = std::move(job);
+  hold_remote(jobs_.jobs.emplace(id, std::move(record)).first->second);
 }
 
 void Broker::admit(const std::string& producer, protocol::Job job) {
@@ -237,7 +282,20 @@ void Broker::admit(const std::string& producer, protocol::Job job) {
 void Broker::on_cancel(const std::string& producer, const protocol::Cancel& request) {
   JobRecord* job = jobs_.find(request.id);
   // A job run elsewhere is cancelled by the broker that runs it, told through the store.
-  if ((!job || job->phase == JobPhase::kRemote) && store_->cancel_elsewhere(producer, request.id)) return;
+  if (!job || job->phase == JobPhase::kRemote) {
+    const std::optional<RemoteCancel> answer = store_->cancel_elsewhere(request.id);
+    apply_reported();
+    if (answer) {
+      if (answer->kind == RemoteCancel::Kind::kUnavailable) {
+        reply_with(producer, protocol::ErrorReply{"unavailable", "job '" + request.id + "': redis: " + answer->error,
+                                                  request.id});
+      } else if (answer->kind == RemoteCancel::Kind::kNotFound) {
+        reply_with(producer, protocol::ErrorReply{"not_found", "no job '" + request.id + "'", request.id});
+      }
+      return;
+    }
+    job = jobs_.find(request.id);
+  }
   if (!job) {
     reply_with(producer, protocol::ErrorReply{"not_found", "no job '" + request.id + "'", request.id});
     return;
@@ -259,7 +317,15 @@ void Broker::on_status(const std::string& producer, const protocol::Status& stat
   protocol::StatusReply answer{.id = status.id};
   const JobRecord* job = jobs_.find(status.id);
   const bool store_knows_more = !job || job->phase == JobPhase::kRemote || job->known_by_id_only;
-  if (store_knows_more && store_->answer_status(producer, status)) return;
+  if (store_knows_more) {
+    std::optional<protocol::StatusReply> stored = store_->status(status.id);
+    apply_reported();
+    if (stored) {
+      reply_with(producer, *stored);
+      return;
+    }
+    job = jobs_.find(status.id);
+  }
   if (job) {
     answer.state = job->phase == JobPhase::kQueued    ? protocol::JobState::kQueued
                    : job->phase == JobPhase::kRunning ? protocol::JobState::kRunning
@@ -275,7 +341,13 @@ void Broker::on_status(const std::string& producer, const protocol::Status& stat
 void Broker::on_replay(const std::string& producer, const protocol::Replay& replay) {
   const JobRecord* job = jobs_.find(replay.id);
   const bool held_here = job && StreamFanout::holds(*job, replay.from_seq);
-  if (!held_here && store_->answer_replay(producer, replay)) return;
+  if (!held_here) {
+    StoredReplay stored = store_->replay(replay);
+    apply_reported();
+    for (const protocol::Event& event : stored.events) reply_with(producer, event);
+    if (stored.answered) return;
+    job = jobs_.find(replay.id);
+  }
   if (!job) {
     reply_with(producer, protocol::ErrorReply{"not_found", "no job '" + replay.id + "'", replay.id});
     return;
@@ -465,6 +537,7 @@ void Broker::update_gauges() {
   gauges.routing_prefix_blocks = static_cast<int64_t>(dispatcher_->prefix_blocks_known());
   gauges.draining = draining_;
   gauges.redis_connected = store_->connected();
+  store_connected_ = gauges.redis_connected;
   metrics_.set_gauges(std::move(gauges));
 }
 
@@ -528,7 +601,7 @@ void Broker::withdraw(JobRecord& job) {
 
 void Broker::publish(JobRecord& job, protocol::Event event) {
   event.seq = job.next_seq++;
-  store_->store_event(job, std::move(event));
+  if (std::optional<protocol::Event> kept = store_->keep_event(std::move(event), job.dead_reason)) deliver(job, *kept);
 }
 
 void Broker::relay(JobRecord& job, protocol::Event event) {
@@ -545,13 +618,197 @@ void Broker::deliver(JobRecord& job, const protocol::Event& event) {
   fanout_.deliver(job, event);
 }
 
-void Broker::models_served_elsewhere(
-    const std::vector<std::pair<std::string, SteadyClock::time_point>>& last_served) {
-  models_.note_served_elsewhere(last_served, SteadyClock::now());
+
+void Broker::apply(StoreOutcomes outcomes) {
+  for (StoreOutcome& outcome : outcomes) {
+    std::visit(
+        [this](auto&& happened) {
+          using T = std::decay_t<decltype(happened)>;
+          if constexpr (std::is_same_v<T, IntakeAnswer>) {
+            on_intake(std::move(happened));
+          } else if constexpr (std::is_same_v<T, TakenJob>) {
+            on_taken(std::move(happened));
+          } else if constexpr (std::is_same_v<T, CaughtUp>) {
+            on_caught_up(happened);
+          } else if constexpr (std::is_same_v<T, EventsKept>) {
+            on_events_kept(happened);
+          } else if constexpr (std::is_same_v<T, OwnershipLost>) {
+            on_ownership_lost(happened);
+          } else if constexpr (std::is_same_v<T, EventsRelayed>) {
+            on_events_relayed(happened);
+          } else if constexpr (std::is_same_v<T, CancelRequested>) {
+            JobRecord* job = jobs_.find(happened.id);
+            if (job && job->phase != JobPhase::kRemote) cancel(*job);
+          } else if constexpr (std::is_same_v<T, JobKnown>) {
+            on_job_known(happened);
+          } else if constexpr (std::is_same_v<T, ModelsServed>) {
+            models_.note_served_elsewhere(happened.last_served, SteadyClock::now());
+          } else if constexpr (std::is_same_v<T, EntryRefused>) {
+            metrics_.job_rejected(happened.reason);
+          } else {
+            static_assert(std::is_same_v<T, SessionHandedOver>);
+            metrics_.job_handed_over();
+          }
+        },
+        outcome);
+  }
 }
 
-void Broker::reply(const std::string& producer, const protocol::WireMessage& message) {
-  send_to_peer(frontend_, producer, message);
+// An entry this broker took: run here unless it runs here already, was cancelled while it waited
+// in the store, or was delivered too often (its brokers died running it).
+void Broker::on_taken(TakenJob taken) {
+  const std::string id = taken.job.id;
+  auto it = jobs_.jobs.find(id);
+  if (it != jobs_.jobs.end() && it->second.phase != JobPhase::kRemote) {  // ours already
+    store_->leave_pending(id, taken.entry);
+    return;
+  }
+  if (it == jobs_.jobs.end()) {
+    JobRecord record;
+    record.phase = JobPhase::kRemote;  // until run here below
+    it = jobs_.jobs.emplace(id, std::move(record)).first;
+  }
+  JobRecord& record = it->second;
+  store_->unfollow(id);  // run here from now on (or finished here)
+  const auto now = SteadyClock::now();
+  record.submitted_at = taken.submitted_at;
+  if (taken.first_assigned_at && !record.first_assigned_at) record.first_assigned_at = taken.first_assigned_at;
+  if (taken.first_token_at && !record.first_token_at) {
+    record.first_token_at = taken.first_token_at;
+    record.last_token_at = now;  // the gap across the takeover is not one inter-token interval
+  }
+  record.deadline_at = taken.deadline_at;
+  record.prompt_tokens_estimate = estimate_prompt_tokens(taken.job);
+  record.job = std::move(taken.job);
+  record.known_by_id_only = false;
+  record.attempt = std::max(record.attempt, taken.attempt);
+  if (taken.cancel_requested) {  // cancelled while it waited in the store
+    record.next_seq = std::max(record.next_seq, taken.next_seq);
+    finish(record, final_with(FinishReason::kCancelled));
+    return;
+  }
+  if (taken.deliveries > options_.redis.max_deliveries) {
+    record.dead_reason = "delivered " + std::to_string(taken.deliveries) + " times";
+    record.next_seq = std::max(record.next_seq, taken.next_seq);
+    finish(record, final_with(FinishReason::kError, "the job was delivered " + std::to_string(taken.deliveries) +
+                                                        " times without finishing (its brokers died)"));
+    return;
+  }
+  record.phase = JobPhase::kQueued;
+  if (taken.next_seq > record.next_seq) {
+    store_->catch_up(id, taken.next_seq);  // not in the queue until its stream is caught up
+    return;
+  }
+  const bool continuation = !record.streamed.empty();
+  if (continuation) {
+    queue_.push_front(id, record.job.priority,
+                      record.prompt_tokens_estimate + static_cast<int64_t>(record.streamed.size()));
+  } else if (!queue_.push_back(id, record.job.priority, record.prompt_tokens_estimate)) {
+    // Full: left pending; another broker (or this one) claims it later.
+    store_->leave_pending(id, taken.entry);
+    hold_remote(record);
+    return;
+  }
+  dispatch();
+}
+
+// A previous owner streamed part of the job: its tokens are the continuation's prefix, and the
+// events this broker has not published yet are published now.
+void Broker::on_caught_up(const CaughtUp& caught) {
+  JobRecord* found = jobs_.find(caught.id);
+  if (!found || found->phase != JobPhase::kQueued) return;
+  JobRecord& job = *found;
+  if (!caught.read) {
+    hold_remote(job);  // left pending; taken again after a reconnect
+    return;
+  }
+  for (const StoredEvent& stored : caught.events) {
+    if (stored.final_result || stored.seq < job.next_seq || stored.seq >= caught.next_seq) continue;
+    job.next_seq = stored.seq;
+    job.streamed.insert(job.streamed.end(), stored.token_ids.begin(), stored.token_ids.end());
+    job.streamed_text_bytes += static_cast<int64_t>(stored.text.size());
+    relay(job, protocol::Event{.id = caught.id, .token_ids = stored.token_ids, .text = stored.text});
+  }
+  job.next_seq = std::max(job.next_seq, caught.next_seq);
+  queue_.push_front(caught.id, job.job.priority,
+                    job.prompt_tokens_estimate + static_cast<int64_t>(job.streamed.size()));
+  dispatch();
+}
+
+void Broker::on_events_kept(const EventsKept& kept) {
+  JobRecord* job = jobs_.find(kept.id);
+  if (!job) return;
+  for (const protocol::Event& event : kept.events) deliver(*job, event);
+}
+
+// Another broker took the job (this one was silent too long): it stops here and is relayed
+// instead, from where the store holds its stream (what our subscribers have seen).
+void Broker::on_ownership_lost(const OwnershipLost& lost) {
+  JobRecord* found = jobs_.find(lost.id);
+  if (!found) return;
+  JobRecord& job = *found;
+  withdraw(job);
+  job.next_seq = job.stored_next_seq;
+  job.streamed.resize(job.stored_tokens);
+  job.streamed_text_bytes = job.stored_text_bytes;
+  hold_remote(job);
+}
+
+void Broker::on_events_relayed(const EventsRelayed& relayed) {
+  JobRecord* found = jobs_.find(relayed.id);
+  if (!found || found->phase != JobPhase::kRemote) return;
+  JobRecord& job = *found;
+  for (const StoredEvent& stored : relayed.events) {
+    if (stored.seq < job.next_seq) continue;
+    job.next_seq = stored.seq;
+    if (stored.final_result) {
+      job.phase = JobPhase::kFinished;
+      job.final_result = stored.final_result;
+      store_->unfollow(job.job.id);
+      relay(job, protocol::Event{.id = job.job.id, .final_result = stored.final_result});
+      jobs_.finished_order.push_back(job.job.id);
+      break;
+    }
+    job.streamed.insert(job.streamed.end(), stored.token_ids.begin(), stored.token_ids.end());
+    job.streamed_text_bytes += static_cast<int64_t>(stored.text.size());
+    relay(job, protocol::Event{.id = job.job.id, .token_ids = stored.token_ids, .text = stored.text});
+  }
+}
+
+// A job followed for a subscriber here (or a CANCEL sent on) that the store knows: relayed by its
+// id alone, its fields staying in the store (which answers STATUS for it).
+void Broker::on_job_known(const JobKnown& known) {
+  if (jobs_.contains(known.id)) return;
+  JobRecord record;
+  record.job.id = known.id;
+  record.known_by_id_only = true;
+  record.submitted_at = SteadyClock::now();
+  hold_remote(jobs_.jobs.emplace(known.id, std::move(record)).first->second);
+}
+
+void Broker::hold_remote(JobRecord& job) {
+  job.phase = JobPhase::kRemote;
+  store_->follow(job.job.id);
+}
+
+StoreTurn Broker::store_turn() const {
+  StoreTurn turn{.draining = draining_,
+                 .workers = static_cast<int64_t>(workers_.all().size()),
+                 .queued = static_cast<int64_t>(queue_.size())};
+  for (const auto& [identity, worker] : workers_.all()) {
+    turn.free_slots += std::max<int64_t>(0, worker.free_slots());
+    if (!draining_) turn.models.insert(worker.ready.model);
+  }
+  return turn;
+}
+
+void Broker::apply_reported() {
+  apply(store_->reported());
+  note_store_state();
+}
+
+void Broker::note_store_state() {
+  if (store_->connected() != store_connected_) update_gauges();
 }
 
 void Broker::forget_old_jobs() {

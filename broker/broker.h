@@ -5,7 +5,9 @@
 // This file pair holds the loop, admission, the workers' side and the timers. Its parts:
 //  - Dispatcher (dispatcher.h): which queued job starts next, on which worker;
 //  - StreamFanout (stream_fanout.h): events to subscribers and producers, the replay buffer;
-//  - JobStore (job_store.h): where jobs and results are kept, in memory or on Redis.
+//  - JobStore (job_store.h): where jobs and results are kept, in memory or on Redis. The store
+//    reports what happened to its writes and reads (store_outcome.h); admission, dispatch and the
+//    job table are decided here alone.
 // Sends never block: every socket sends with ZMQ_DONTWAIT and ROUTER_MANDATORY, and a peer that
 // cannot take a message (gone, or over its high-water mark) loses that message, never the broker's
 // time. A slow subscriber only loses its own events.
@@ -33,7 +35,7 @@
 
 namespace flashq {
 
-class Broker final : private BrokerCore {
+class Broker final {
  public:
   // Binds the three sockets (kIo naming the endpoint when one cannot be bound). With
   // options.curve_secret_key they are CURVE servers and a ZAP handler in `context` admits the
@@ -67,26 +69,41 @@ class Broker final : private BrokerCore {
   // `identity` by value: callers may pass the worker record's own string, which this removes.
   void lose_worker(std::string identity, const std::string& why);
   void requeue_as_continuation(JobRecord& job);
-  // Numbers the event and hands it to the store, which delivers it once stored, so that what
-  // anyone sees is what a later owner of the job continues from.
+  // Numbers the event and hands it to the store; it is delivered once kept, so that what anyone
+  // sees is what a later owner of the job continues from.
   void publish(JobRecord& job, protocol::Event event);
   void forget_old_jobs();
   void update_gauges();
 
-  // BrokerCore: what the store drives.
-  void admit(const std::string& producer, protocol::Job job) override;
-  void reply(const std::string& producer, const protocol::WireMessage& message) override;
-  void relay(JobRecord& job, protocol::Event event) override;
-  void deliver(JobRecord& job, const protocol::Event& event) override;
-  void finish(JobRecord& job, protocol::FinalResult result) override;
-  void dispatch() override;
+  void admit(const std::string& producer, protocol::Job job);
+  // An event the store holds (a previous owner's, or one of a job run elsewhere): numbered and
+  // delivered without being kept again.
+  void relay(JobRecord& job, protocol::Event event);
+  // An event published here, now kept: out to subscribers, the producer and replay.
+  void deliver(JobRecord& job, const protocol::Event& event);
+  void finish(JobRecord& job, protocol::FinalResult result);
+  void dispatch();
   // A queued job ends now; a running one when its worker has stopped it (its FINAL says cancelled).
-  void cancel(JobRecord& job) override;
-  void withdraw(JobRecord& job) override;
-  void store_state_changed() override { update_gauges(); }
-  void models_served_elsewhere(
-      const std::vector<std::pair<std::string, SteadyClock::time_point>>& last_served) override;
-  bool draining() const override { return draining_; }
+  void cancel(JobRecord& job);
+  // The job stops here, wherever it is (queue, worker, finished), because another broker took it.
+  void withdraw(JobRecord& job);
+
+  // What the store reported, applied in its order (store_outcome.h).
+  void apply(StoreOutcomes outcomes);
+  void on_intake(IntakeAnswer answer);
+  void on_taken(TakenJob taken);
+  void on_caught_up(const CaughtUp& caught);
+  void on_events_kept(const EventsKept& kept);
+  void on_ownership_lost(const OwnershipLost& lost);
+  void on_events_relayed(const EventsRelayed& relayed);
+  void on_job_known(const JobKnown& known);
+  // A remote job: the broker holds it and relays what the store has of it.
+  void hold_remote(JobRecord& job);
+  StoreTurn store_turn() const;
+  // After a request the store answered at once: what the replies it waited for said.
+  void apply_reported();
+  // /readyz and flashq_redis_connected follow the store's connection at once.
+  void note_store_state();
 
   template <typename Message>
   void reply_with(const std::string& producer, const Message& message) {
@@ -106,6 +123,7 @@ class Broker final : private BrokerCore {
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<JobStore> store_;
   bool draining_ = false;
+  std::optional<bool> store_connected_;  // as the gauges last said
   uint64_t next_job_number_ = 0;
   SteadyClock::time_point last_heartbeat_sent_;
   SteadyClock::time_point last_timer_check_;

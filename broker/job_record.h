@@ -42,13 +42,8 @@ struct JobRecord {
   std::optional<protocol::FinalResult> final_result;
   std::deque<std::string> replay;  // encoded EVENT bodies, seq replay_first_seq ...
   int64_t replay_first_seq = 0;
-  // With Redis: the intake entry this broker took (acknowledged with the final), the reason to
-  // file the job under flashq:dead, and for a kRemote job the last result entry relayed.
-  std::string redis_entry;
-  std::string redis_stream;  // the stream of redis_entry: flashq:jobs or this broker's handover stream
+  // Why the job is filed as dead with its final (a durable store keeps dead jobs apart).
   std::string dead_reason;
-  std::string relayed_up_to = "0";
-  bool redis_owner_lost = false;  // another broker took the job over: nothing more is written
   // Followed for subscribers here by its id alone: the job itself (its fields, its metadata) is
   // only in the store, which answers STATUS for it.
   bool known_by_id_only = false;

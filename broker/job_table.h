@@ -1,6 +1,7 @@
 // Every job this broker knows, by id, and the finished ones in the order they finished: retention
 // (STATUS, idempotent resubmission, replay) drops the oldest finished jobs first. Shared by the
-// broker's core, its dispatcher, its stream fan-out and its store; only the broker thread uses it.
+// broker's core, its dispatcher and its stream fan-out (never the job store, which reports to the
+// broker instead); only the broker thread uses it.
 #pragma once
 
 #include <deque>

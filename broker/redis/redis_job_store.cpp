@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <thread>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -14,20 +15,12 @@
 namespace flashq {
 namespace {
 
-using protocol::FinishReason;
 using OnFailure = RedisPipeline::OnFailure;
 using Replication = RedisPipeline::Replication;
 namespace schema = redis_schema;
 
 bool connection_lost_in(const RedisReply& reply) {
   return reply.is_error() && reply.text.rfind("connection lost", 0) == 0;
-}
-
-protocol::FinalResult error_result(const std::string& why) {
-  protocol::FinalResult result;
-  result.finish_reason = FinishReason::kError;
-  result.error = why;
-  return result;
 }
 
 }  // namespace
@@ -38,18 +31,11 @@ std::string default_redis_consumer(const std::string& frontend_endpoint) {
   return std::string(host) + "/" + frontend_endpoint;
 }
 
-RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& frontend_endpoint, BrokerCore& core,
-                             JobTable& jobs, JobQueue& queue, const WorkerRegistry& workers, BrokerMetrics& metrics)
+RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& frontend_endpoint)
     : options_(options.redis),
       route_sessions_(options.routing.cache_aware),
       unknown_model_grace_ms_(options.unknown_model_grace_ms),
       default_deadline_ms_(options.default_deadline_ms),
-      retry_after_ms_(options.retry_after_ms),
-      core_(core),
-      jobs_(jobs),
-      queue_(queue),
-      workers_(workers),
-      metrics_(metrics),
       // A blocking read (STATUS answered from Redis) may wait behind a WAIT: it outlasts one.
       connection_(parse_redis_url(options.redis.url),
                   std::chrono::milliseconds(std::max<int64_t>(1000, options.redis.wait_timeout_ms + 1000))) {
@@ -61,44 +47,48 @@ RedisJobStore::RedisJobStore(const BrokerOptions& options, const std::string& fr
   spdlog::info("broker: redis {} as consumer '{}'", connection_.url().describe(), options_.consumer);
 }
 
-int64_t RedisJobStore::free_capacity() const {
-  int64_t free = 0;
-  for (const auto& [identity, worker] : workers_.all()) free += std::max<int64_t>(0, worker.free_slots());
-  if (workers_.all().empty()) return 0;  // leave the jobs to brokers that have workers
-  return free + options_.prefetch - queue_.size();
+int64_t RedisJobStore::free_capacity(const StoreTurn& broker) const {
+  if (broker.workers == 0) return 0;  // leave the jobs to brokers that have workers
+  return broker.free_slots + options_.prefetch - broker.queued;
 }
 
-void RedisJobStore::turn() {
+// Replies that came in run their handlers, which note what happened; the broker applies that,
+// then turn() sends this turn's commands (the follow-ups the broker asked for among them), and
+// the loop goes on without waiting.
+StoreOutcomes RedisJobStore::collect() {
+  replies_read_ = false;
   if (!connection_.connected()) {
     ready_ = false;
     fetching_ = false;
     follower_.on_connection_lost();
-    if (!connection_.ensure_connected()) return;  // backs off by itself
+    if (!connection_.ensure_connected()) return std::exchange(outcomes_, {});  // backs off by itself
     spdlog::info("redis {}: connected", connection_.url().describe());
   }
   if (!ready_) on_connect();
-  if (!ready_) return;
-  // Replies that came in run their handlers (which add follow-ups: take after read, catch-up
-  // after take); then this turn's commands go out, and the loop goes on without waiting.
-  bool ok = pipeline_.receive(connection_);
-  if (ok) {
-    const auto now = SteadyClock::now();
-    if (!core_.draining()) fetch(now);
-    follower_.turn(now);
-    announce_alive();
-    announce_models();
-    keep_claimed();
-    while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
-    ok = pipeline_.send(connection_);
+  if (ready_) {
+    replies_read_ = pipeline_.receive(connection_);
+    if (!replies_read_) connection_lost();
   }
-  if (!ok) connection_lost();
+  return std::exchange(outcomes_, {});
+}
+
+void RedisJobStore::turn(const StoreTurn& broker) {
+  if (!replies_read_) return;
+  replies_read_ = false;
+  const auto now = SteadyClock::now();
+  if (!broker.draining) fetch(now, broker);
+  follower_.turn(now);
+  announce_alive(broker);
+  announce_models(broker);
+  keep_claimed(broker);
+  while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
+  if (!pipeline_.send(connection_)) connection_lost();
 }
 
 void RedisJobStore::connection_lost() {
   spdlog::warn("redis {}: {}; {} writes kept for when it is back", connection_.url().describe(),
                connection_.last_error(), pipeline_.retained());
   ready_ = false;
-  core_.store_state_changed();
 }
 
 // Before a request answered at once: the replies outstanding come first (they are in order).
@@ -139,16 +129,11 @@ void RedisJobStore::on_connect() {
     return;
   }
   ready_ = true;
-  alive_ = false;               // said again (Redis may have lost the key) by the turn's announce_alive
-  core_.store_state_changed();  // /readyz and flashq_redis_connected follow at once, not at the next sweep
+  alive_ = false;  // said again (Redis may have lost the key) by the turn's announce_alive
 }
 
-void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
-  if (!ready_) {
-    reply(producer, protocol::Rejected{job.id, "unavailable", retry_after_ms_});
-    metrics_.job_rejected("unavailable");
-    return;
-  }
+std::optional<IntakeAnswer> RedisJobStore::submit(const std::string& producer, protocol::Job job) {
+  if (!ready_) return IntakeAnswer{.kind = IntakeAnswer::Kind::kRefused, .producer = producer, .job = std::move(job)};
   RedisCommand command = schema::intake(job);  // before the handler takes the job
   // With --redis-wait-replicas, ACCEPTED only once the replicas have the entry too, so that it
   // survives a failover to one of them (docs/redis.md, "Sentinel and failover"); else nothing is
@@ -156,39 +141,27 @@ void RedisJobStore::submit(const std::string& producer, protocol::Job job) {
   pipeline_.add(
       std::move(command),
       [this, producer, job = std::move(job)](const RedisReply& stored) mutable {
+        IntakeAnswer answer{.kind = IntakeAnswer::Kind::kStored, .producer = producer};
         if (stored.is_error() || stored.elements.size() < 2) {
           // Not stored (or not on enough replicas), so not accepted: the producer may try again.
           if (!connection_lost_in(stored)) spdlog::warn("job {}: not accepted: {}", job.id, stored.text);
-          reply(producer, protocol::Rejected{job.id, "unavailable", retry_after_ms_});
-          metrics_.job_rejected("unavailable");
-          return;
-        }
-        reply(producer, protocol::Accepted{job.id});
-        const std::string& state = stored.elements[0].text;
-        if (state == "finished") {  // idempotent resubmission of a finished job: its final again
+          answer.kind = IntakeAnswer::Kind::kRefused;
+        } else if (const std::string& state = stored.elements[0].text; state == "finished") {
+          // An idempotent resubmission of a finished job: its final again.
+          answer.kind = IntakeAnswer::Kind::kFinished;
           try {
-            reply(producer,
-                  protocol::Event{.id = job.id, .final_result = schema::final_from_json(stored.elements[1].text)});
+            answer.final_result = schema::final_from_json(stored.elements[1].text);
           } catch (const Error& e) {
             spdlog::warn("job {}: stored final unreadable: {}", job.id, e.what());
           }
-          return;
+        } else {
+          answer.first_time = state == "new";
         }
-        if (state == "new") metrics_.job_admitted();
-        if (jobs_.contains(job.id)) return;
-        const auto now = SteadyClock::now();
-        JobRecord record;
-        record.producer = producer;
-        record.phase = JobPhase::kRemote;
-        record.prompt_tokens_estimate = 0;
-        record.submitted_at = now;
-        record.deadline_at =
-            now + std::chrono::milliseconds(job.deadline_ms > 0 ? job.deadline_ms : default_deadline_ms_);
-        const std::string id = job.id;
-        record.job = std::move(job);
-        jobs_.jobs.emplace(id, std::move(record));
+        answer.job = std::move(job);
+        outcomes_.push_back(std::move(answer));
       },
       OnFailure::kDrop, Replication::kReplicas);
+  return std::nullopt;
 }
 
 // Every entry pending for this broker in `stream` (taken, or handed to it, and not finished).
@@ -214,9 +187,9 @@ void RedisJobStore::read_own_pending(const std::string& stream) {
 
 // New entries do not wake the loop: the intake is read every few ms, and at once again while
 // reads come back full.
-void RedisJobStore::fetch(SteadyClock::time_point now) {
+void RedisJobStore::fetch(SteadyClock::time_point now, const StoreTurn& broker) {
   if (fetching_ || (!fetch_again_ && now - last_fetch_ < kReadInterval)) return;
-  const int64_t count = free_capacity();
+  const int64_t count = free_capacity(broker);
   if (count <= 0) return;
   fetching_ = true;
   fetch_again_ = false;
@@ -250,14 +223,15 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
     pipeline_.add(schema::dead_letter(stream, entry.id, job_id, std::string("malformed job: ") + e.what(),
                                       options_.dead_letters_kept, options_.retention_s),
                   nullptr, OnFailure::kRetry);
-    metrics_.job_rejected("malformed");
+    outcomes_.push_back(EntryRefused{"malformed"});
     return;
   }
   if (job.id.empty()) job.id = "redis-" + entry.id;
-  const JobRecord* known = jobs_.find(job.id);
-  if (own_pending && known && known->redis_entry == entry.id && known->redis_stream == stream &&
-      (known->phase == JobPhase::kQueued || known->phase == JobPhase::kRunning)) {
-    return;  // a reconnect, not a restart: we hold it already
+  if (own_pending) {
+    const auto held = held_.find(job.id);
+    if (held != held_.end() && held->second.entry == entry.id && held->second.stream == stream) {
+      return;  // a reconnect, not a restart: we hold it already
+    }
   }
   // A session's turn goes to the broker that ran its last one (it holds the session's cache), when
   // that broker is alive; else it runs here, and this broker owns the session from now on.
@@ -294,7 +268,7 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
           return;
         }
         try {
-          admit_taken(std::move(job), stream, entry_id, submitted_ms, schema::take_of(reply));
+          taken(std::move(job), stream, entry_id, submitted_ms, schema::take_of(reply));
         } catch (const Error& e) {
           spdlog::warn("redis: taking {}: {}", entry_id, e.what());
         }
@@ -302,11 +276,11 @@ void RedisJobStore::take(const std::string& stream, const schema::Entry& entry, 
       OnFailure::kRetry, Replication::kReplicas);
 }
 
-void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, const std::string& entry,
-                                int64_t submitted_ms, const schema::Take& take) {
+void RedisJobStore::taken(protocol::Job job, const std::string& stream, const std::string& entry,
+                          int64_t submitted_ms, const schema::Take& take) {
   if (take.outcome == schema::Take::Outcome::kHanded) {
     spdlog::debug("job {}: session '{}' handed to broker {}", job.id, job.session.value_or(""), take.moved_to);
-    metrics_.job_handed_over();
+    outcomes_.push_back(SessionHandedOver{});
     return;
   }
   if (take.outcome == schema::Take::Outcome::kSorted) {  // for the brokers serving its model
@@ -314,94 +288,53 @@ void RedisJobStore::admit_taken(protocol::Job job, const std::string& stream, co
     return;
   }
   if (take.outcome != schema::Take::Outcome::kRun) return;  // finished or a duplicate: acknowledged
-  auto it = jobs_.jobs.find(job.id);
-  if (it != jobs_.jobs.end() && it->second.phase != JobPhase::kRemote) return;  // ours already
-  const auto now = SteadyClock::now();
-  if (it == jobs_.jobs.end()) {
-    JobRecord record;
-    record.phase = JobPhase::kRemote;  // until admitted below
-    it = jobs_.jobs.emplace(job.id, std::move(record)).first;
-  }
-  JobRecord& record = it->second;
+  // Held from now on, unless the broker leaves it pending; an entry held for the id already stays.
+  held_.emplace(job.id, HeldEntry{stream, entry});
+  lost_.erase(job.id);
+  follower_.known_here(job.id);
   // Its figures count from what Redis holds, on Redis's clock: submitted when its entry was added
   // (the id's milliseconds), first assigned and first streamed when the store says, under whichever
   // broker that was (this one before a restart, or a dead one). Never a time this process made up.
+  const auto now = SteadyClock::now();
   const auto at = [&](int64_t redis_ms) {
     return now - std::chrono::milliseconds(std::max<int64_t>(0, take.redis_now_ms - redis_ms));
   };
-  record.submitted_at = at(submitted_ms);
-  if (take.first_assigned_ms > 0 && !record.first_assigned_at) record.first_assigned_at = at(take.first_assigned_ms);
-  if (take.first_token_ms > 0 && !record.first_token_at) {
-    record.first_token_at = at(take.first_token_ms);
-    record.last_token_at = now;  // the gap across the takeover is not one inter-token interval
-  }
-  const std::string id = job.id;
+  TakenJob out{.entry = entry,
+               .submitted_at = at(submitted_ms),
+               .attempt = take.attempt,
+               .next_seq = take.next_seq,
+               .deliveries = take.deliveries,
+               .cancel_requested = take.cancel_requested};
+  if (take.first_assigned_ms > 0) out.first_assigned_at = at(take.first_assigned_ms);
+  if (take.first_token_ms > 0) out.first_token_at = at(take.first_token_ms);
   const int64_t deadline = job.deadline_ms > 0 ? job.deadline_ms : default_deadline_ms_;
-  record.deadline_at = now + std::chrono::milliseconds(submitted_ms + deadline - take.redis_now_ms);
-  record.prompt_tokens_estimate = estimate_prompt_tokens(job);
-  record.job = std::move(job);
-  record.known_by_id_only = false;
-  record.redis_entry = entry;
-  record.redis_stream = stream;
-  record.redis_owner_lost = false;
-  record.attempt = std::max(record.attempt, take.attempt);
-  if (take.cancel_requested) {  // cancelled while it waited in Redis
-    record.next_seq = std::max(record.next_seq, take.next_seq);
-    core_.finish(record, protocol::FinalResult{.finish_reason = FinishReason::kCancelled});
-    return;
-  }
-  if (take.deliveries > options_.max_deliveries) {
-    record.dead_reason = "delivered " + std::to_string(take.deliveries) + " times";
-    record.next_seq = std::max(record.next_seq, take.next_seq);
-    core_.finish(record, error_result("the job was delivered " + std::to_string(take.deliveries) +
-                                      " times without finishing (its brokers died)"));
-    return;
-  }
-  if (take.next_seq > record.next_seq) {
-    record.phase = JobPhase::kQueued;  // not in the queue until its stream is caught up
-    catch_up(id, take.next_seq);
-    return;
-  }
-  record.phase = JobPhase::kQueued;
-  const bool continuation = !record.streamed.empty();
-  if (continuation) {
-    queue_.push_front(id, record.job.priority,
-                      record.prompt_tokens_estimate + static_cast<int64_t>(record.streamed.size()));
-  } else if (!queue_.push_back(id, record.job.priority, record.prompt_tokens_estimate)) {
-    record.phase = JobPhase::kRemote;  // full: left pending; another broker (or we) claims it later
-    return;
-  }
-  core_.dispatch();
+  out.deadline_at = now + std::chrono::milliseconds(submitted_ms + deadline - take.redis_now_ms);
+  out.job = std::move(job);
+  outcomes_.push_back(std::move(out));
+}
+
+void RedisJobStore::leave_pending(const std::string& id, const std::string& entry) {
+  const auto held = held_.find(id);
+  if (held != held_.end() && held->second.entry == entry) held_.erase(held);
 }
 
 // A previous owner streamed part of the job: its tokens are the continuation's prefix, and the
-// events this broker has not published yet are published now.
+// events this broker has not published yet are published by the broker.
 void RedisJobStore::catch_up(const std::string& id, int64_t next_seq) {
   pipeline_.add(
       schema::read_results(id),
       [this, id, next_seq](const RedisReply& reply) {
-        JobRecord* found = jobs_.find(id);
-        if (!found || found->phase != JobPhase::kQueued) return;
-        JobRecord& job = *found;
-        if (reply.is_error()) {
-          job.phase = JobPhase::kRemote;  // left pending; taken again after a reconnect
-          return;
-        }
-        try {
-          for (const schema::Entry& entry : schema::entries_of(reply)) {
-            schema::StoredEvent stored = schema::event_of(entry);
-            if (stored.final_result || stored.seq < job.next_seq || stored.seq >= next_seq) continue;
-            job.next_seq = stored.seq;
-            job.streamed.insert(job.streamed.end(), stored.token_ids.begin(), stored.token_ids.end());
-            job.streamed_text_bytes += static_cast<int64_t>(stored.text.size());
-            core_.relay(job, protocol::Event{.id = id, .token_ids = stored.token_ids, .text = stored.text});
+        CaughtUp caught{.id = id, .next_seq = next_seq, .read = !reply.is_error()};
+        if (!caught.read) {
+          held_.erase(id);  // left pending; taken again after a reconnect
+        } else {
+          try {
+            for (const schema::Entry& entry : schema::entries_of(reply)) caught.events.push_back(schema::event_of(entry));
+          } catch (const Error& e) {
+            spdlog::warn("job {}: result stream unreadable ({}); running it from the start", id, e.what());
           }
-        } catch (const Error& e) {
-          spdlog::warn("job {}: result stream unreadable ({}); running it from the start", id, e.what());
         }
-        job.next_seq = std::max(job.next_seq, next_seq);
-        queue_.push_front(id, job.job.priority, job.prompt_tokens_estimate + static_cast<int64_t>(job.streamed.size()));
-        core_.dispatch();
+        outcomes_.push_back(std::move(caught));
       },
       OnFailure::kDrop);
 }
@@ -409,28 +342,25 @@ void RedisJobStore::catch_up(const std::string& id, int64_t next_seq) {
 // CANCEL of a job this broker does not run: whoever runs it (or takes it later) cancels it, and
 // the cancelled final reaches us like any of its events. Answered at once, like STATUS, so that a
 // producer's next request finds the cancel taken (Client::cancel relies on that order).
-bool RedisJobStore::cancel_elsewhere(const std::string& producer, const std::string& id) {
+std::optional<RemoteCancel> RedisJobStore::cancel_elsewhere(const std::string& id) {
   RedisReply answer{.type = RedisReply::Type::kError, .text = "not connected"};
   try {
     if (settled()) answer = connection_.command(schema::cancel(id, options_.control_kept));
   } catch (const Error& e) {
     answer.text = e.what();
   }
-  if (answer.is_error()) {
-    reply(producer, protocol::ErrorReply{"unavailable", "job '" + id + "': redis: " + answer.text, id});
-  } else if (answer.text == "not_found") {
-    reply(producer, protocol::ErrorReply{"not_found", "no job '" + id + "'", id});
-  } else if (answer.text == "requested") {
-    follower_.follow(id);  // a submitter or subscriber here gets the cancelled final
-  }
-  return true;
+  if (answer.is_error()) return RemoteCancel{.kind = RemoteCancel::Kind::kUnavailable, .error = answer.text};
+  if (answer.text == "not_found") return RemoteCancel{.kind = RemoteCancel::Kind::kNotFound};
+  if (answer.text != "requested") return RemoteCancel{.kind = RemoteCancel::Kind::kFinished};
+  follower_.ask_known(id);  // a submitter or subscriber here gets the cancelled final
+  return RemoteCancel{.kind = RemoteCancel::Kind::kRequested};
 }
 
 // Alive (sessions may be handed to us) while we have workers and are not draining: said at once
 // when that changes, and refreshed with the claims (keep_claimed). The key lives one claim
 // timeout, the time after which our entries go to other brokers too.
-void RedisJobStore::announce_alive() {
-  const bool alive = !core_.draining() && !workers_.all().empty();
+void RedisJobStore::announce_alive(const StoreTurn& broker) {
+  const bool alive = !broker.draining && broker.workers > 0;
   if (alive == alive_) return;
   alive_ = alive;
   pipeline_.add(alive ? schema::alive(options_.consumer, options_.claim_idle_ms) : schema::not_alive(options_.consumer),
@@ -439,7 +369,7 @@ void RedisJobStore::announce_alive() {
 
 // Entries this broker holds are claimed again now and then, so they never look idle to the
 // others; entries idle past the timeout (their broker died) are claimed for ourselves.
-void RedisJobStore::keep_claimed() {
+void RedisJobStore::keep_claimed(const StoreTurn& broker) {
   const auto now = SteadyClock::now();
   if (now - last_keep_ < std::chrono::milliseconds(std::max<int64_t>(options_.claim_idle_ms / 3, 10))) return;
   last_keep_ = now;
@@ -449,12 +379,10 @@ void RedisJobStore::keep_claimed() {
     pipeline_.add(schema::keep_claimed(stream, options_.consumer, held[stream]), nullptr, OnFailure::kDrop);
     held[stream].clear();
   };
-  for (const auto& [id, job] : jobs_.jobs) {
-    if ((job.phase == JobPhase::kQueued || job.phase == JobPhase::kRunning) && !job.redis_entry.empty()) {
-      const std::string& stream = job.redis_stream.empty() ? std::string(schema::kJobs) : job.redis_stream;
-      held[stream].push_back(job.redis_entry);
-      if (held[stream].size() >= 1000) keep(stream);
-    }
+  for (const auto& [id, entry] : held_) {
+    const std::string& stream = entry.stream.empty() ? std::string(schema::kJobs) : entry.stream;
+    held[stream].push_back(entry.entry);
+    if (held[stream].size() >= 1000) keep(stream);
   }
   for (const auto& [stream, entries] : taking_) {
     for (const std::string& entry : entries) held[stream].push_back(entry);
@@ -462,8 +390,8 @@ void RedisJobStore::keep_claimed() {
   for (const auto& [stream, list] : held) {
     if (!list.empty()) keep(stream);
   }
-  const int64_t capacity = free_capacity();
-  if (core_.draining() || capacity <= 0) return;
+  const int64_t capacity = free_capacity(broker);
+  if (broker.draining || capacity <= 0) return;
   pipeline_.add(
       schema::claim_idle(options_.consumer, options_.claim_idle_ms, capacity, model_streams_ready()),
       [this](const RedisReply& reply) {
@@ -483,16 +411,14 @@ void RedisJobStore::keep_claimed() {
 // the unknown-model grace period. The reply is that view: the models served anywhere go to the
 // broker's catalog, and the streams of models nobody has served for the grace period are read
 // here too, so that their jobs are rejected (a model no broker serves is read by every broker).
-void RedisJobStore::announce_models() {
+void RedisJobStore::announce_models(const StoreTurn& broker) {
   const auto now = SteadyClock::now();
-  std::set<std::string> here;  // none while draining: this broker takes no more jobs
-  if (!core_.draining()) {
-    for (const auto& [identity, worker] : workers_.all()) here.insert(worker.ready.model);
-  }
+  static const std::set<std::string> kNone;
+  const std::set<std::string>& here = broker.draining ? kNone : broker.models;  // draining: no more jobs
   const auto interval = std::chrono::milliseconds(
       std::max<int64_t>(10, std::min(options_.claim_idle_ms, std::max<int64_t>(unknown_model_grace_ms_, 30)) / 3));
   if (here == models_here_ && (announcing_models_ || now - last_models_announced_ < interval)) return;
-  models_here_ = std::move(here);
+  models_here_ = here;
   last_models_announced_ = now;
   announcing_models_ = true;
   pipeline_.add(
@@ -521,7 +447,7 @@ void RedisJobStore::announce_models() {
             models_swept_.insert(model.name);
           }
         }
-        core_.models_served_elsewhere(served);
+        outcomes_.push_back(ModelsServed{std::move(served)});
       },
       OnFailure::kDrop);
 }
@@ -555,12 +481,14 @@ void RedisJobStore::job_started(const std::string& id, int64_t attempt) {
 
 // Events go out once stored, so that what anyone sees is what a later owner of the job continues
 // from. They wait for the end of the loop turn, to go to Redis as one script call per job.
-void RedisJobStore::store_event(JobRecord& job, protocol::Event event) {
+std::optional<protocol::Event> RedisJobStore::keep_event(protocol::Event event, const std::string& dead_reason) {
+  if (lost_.count(event.id)) return std::nullopt;
   if (event.final_result) {
-    store_final(job, std::move(event));
-  } else if (!job.redis_owner_lost) {
-    unstored_events_[job.job.id].push_back(std::move(event));
+    store_final(std::move(event), dead_reason);
+  } else {
+    unstored_events_[event.id].push_back(std::move(event));
   }
+  return std::nullopt;
 }
 
 void RedisJobStore::store_events(const std::string& id) {
@@ -568,7 +496,7 @@ void RedisJobStore::store_events(const std::string& id) {
   if (it == unstored_events_.end()) return;
   RedisCommand command = schema::events(options_.consumer, id, it->second, options_.max_events_per_job);
   pipeline_.add(std::move(command),
-                [this, id, events = std::move(it->second)](const RedisReply& reply) {
+                [this, id, events = std::move(it->second)](const RedisReply& reply) mutable {
                   const int64_t first = events.front().seq;
                   if (reply.is_error()) {
                     spdlog::warn("job {}: storing events from {}: {}", id, first, reply.text);
@@ -576,34 +504,39 @@ void RedisJobStore::store_events(const std::string& id) {
                     lost_ownership(id);
                   } else if (reply.integer == -2) {
                     spdlog::warn("job {}: events from {} out of order in redis", id, first);
-                  } else if (JobRecord* owned = jobs_.find(id); owned && !owned->redis_owner_lost) {
-                    for (const protocol::Event& event : events) core_.deliver(*owned, event);
+                  } else if (!lost_.count(id)) {
+                    outcomes_.push_back(EventsKept{.id = id, .events = std::move(events)});
                   }
                 },
                 OnFailure::kRetry, Replication::kReplicas);
   unstored_events_.erase(it);
 }
 
-void RedisJobStore::store_final(JobRecord& job, protocol::Event final_event) {
-  if (job.redis_owner_lost) return;
-  store_events(job.job.id);  // before the final
+// The final acknowledges the entry the job was taken from: from now on it is not held.
+void RedisJobStore::store_final(protocol::Event final_event, const std::string& dead_reason) {
+  const std::string job_id = final_event.id;
+  store_events(job_id);  // before the final
+  HeldEntry held;
+  if (auto found = held_.find(job_id); found != held_.end()) {
+    held = std::move(found->second);
+    held_.erase(found);
+  }
   // Built before the handler takes the event: the order in which a call's arguments are
   // evaluated is unspecified, and a moved-from final would be stored without its error text.
   RedisCommand command =
-      schema::final(options_.consumer, job.job.id, job.redis_stream, job.redis_entry, final_event.seq,
-                    *final_event.final_result, options_.retention_s, job.dead_reason, options_.dead_letters_kept);
+      schema::final(options_.consumer, job_id, held.stream, held.entry, final_event.seq, *final_event.final_result,
+                    options_.retention_s, dead_reason, options_.dead_letters_kept);
   pipeline_.add(
       std::move(command),
-      [this, final_event = std::move(final_event)](const RedisReply& reply) {
+      [this, final_event = std::move(final_event)](const RedisReply& reply) mutable {
         const std::string& id = final_event.id;
         if (reply.is_error()) {
           spdlog::warn("job {}: storing the final: {}", id, reply.text);
           return;
         }
-        JobRecord* owned = jobs_.find(id);
-        if (!owned || owned->redis_owner_lost) return;
+        if (lost_.count(id)) return;
         if (reply.integer == 1) {
-          core_.deliver(*owned, final_event);
+          outcomes_.push_back(EventsKept{.id = id, .events = {std::move(final_event)}});
         } else {
           // -1: another broker owns the job; 0: a final is stored already (another
           // broker's, or ours when this was a retry): the stored one is relayed.
@@ -615,29 +548,23 @@ void RedisJobStore::store_final(JobRecord& job, protocol::Event final_event) {
       OnFailure::kRetry, Replication::kReplicas);
 }
 
-// Another broker took the job (we were silent too long): stop running it and relay instead, from
-// where Redis holds its stream (what our subscribers have seen).
+// Another broker took the job (we were silent too long): nothing more of ours is written, and the
+// broker relays it instead, from where Redis holds its stream (what our subscribers have seen).
 void RedisJobStore::lost_ownership(const std::string& id) {
-  JobRecord* found = jobs_.find(id);
-  if (!found || found->redis_owner_lost) return;
-  JobRecord& job = *found;
+  if (!lost_.insert(id).second) return;
   spdlog::warn("job {}: another broker took it over; relaying its results", id);
-  job.redis_owner_lost = true;
-  core_.withdraw(job);
-  job.phase = JobPhase::kRemote;
-  job.next_seq = job.stored_next_seq;
-  job.streamed.resize(job.stored_tokens);
-  job.streamed_text_bytes = job.stored_text_bytes;
   unstored_events_.erase(id);
+  held_.erase(id);
+  outcomes_.push_back(OwnershipLost{id});
 }
 
-bool RedisJobStore::answer_status(const std::string& producer, const protocol::Status& status) {
-  if (!settled()) return false;
+std::optional<protocol::StatusReply> RedisJobStore::status(const std::string& id) {
+  if (!settled()) return std::nullopt;
   try {
-    const RedisReply stored = connection_.command(schema::status(status.id));
-    if (stored.is_error() || stored.elements.empty()) return false;
+    const RedisReply stored = connection_.command(schema::status(id));
+    if (stored.is_error() || stored.elements.empty()) return std::nullopt;
     RedisFields fields = schema::fields_of(stored);
-    protocol::StatusReply out{.id = status.id};
+    protocol::StatusReply out{.id = id};
     const std::string state = fields["state"];
     out.state = state == "finished" ? protocol::JobState::kFinished
                 : state == "running" ? protocol::JobState::kRunning
@@ -647,36 +574,36 @@ bool RedisJobStore::answer_status(const std::string& producer, const protocol::S
     if (fields.count("final")) out.final_result = schema::final_from_json(fields["final"]);
     // What a gateway renders a response from, whichever broker ran the job (docs/gateway.md).
     if (fields.count("metadata")) out.metadata = metadata_from_json(fields["metadata"]);
-    reply(producer, out);
-    return true;
+    return out;
   } catch (const std::exception& e) {
-    spdlog::warn("redis: status of {}: {}", status.id, e.what());
-    return false;
+    spdlog::warn("redis: status of {}: {}", id, e.what());
+    return std::nullopt;
   }
 }
 
-bool RedisJobStore::answer_replay(const std::string& producer, const protocol::Replay& replay) {
-  if (!settled()) return false;
+StoredReplay RedisJobStore::replay(const protocol::Replay& replay) {
+  StoredReplay out;
+  if (!settled()) return out;
   try {
     const RedisReply stored_events = connection_.command(schema::read_results(replay.id));
-    if (stored_events.is_error() || stored_events.elements.empty()) return false;
+    if (stored_events.is_error() || stored_events.elements.empty()) return out;
     for (const schema::Entry& entry : schema::entries_of(stored_events)) {
       schema::StoredEvent stored = schema::event_of(entry);
       if (stored.seq < replay.from_seq) continue;
-      reply(producer, protocol::Event{.id = replay.id,
-                                      .seq = stored.seq,
-                                      .token_ids = std::move(stored.token_ids),
-                                      .text = std::move(stored.text),
-                                      .final_result = std::move(stored.final_result)});
+      out.events.push_back(protocol::Event{.id = replay.id,
+                                       .seq = stored.seq,
+                                       .token_ids = std::move(stored.token_ids),
+                                       .text = std::move(stored.text),
+                                       .final_result = std::move(stored.final_result)});
     }
-    return true;
+    out.answered = true;
   } catch (const std::exception& e) {
     spdlog::warn("redis: replay of {}: {}", replay.id, e.what());
-    return false;
   }
+  return out;
 }
 
-void RedisJobStore::flush(std::chrono::milliseconds timeout) {
+StoreOutcomes RedisJobStore::flush(std::chrono::milliseconds timeout) {
   while (!unstored_events_.empty()) store_events(unstored_events_.begin()->first);
   // No more sessions handed to a broker that is going away (else they wait for a claim), and its
   // models' leases given up (else a model only it served is rejected a lease later).
@@ -689,6 +616,7 @@ void RedisJobStore::flush(std::chrono::milliseconds timeout) {
     if (connection_.ensure_connected() && pipeline_.flush(connection_)) continue;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  return std::exchange(outcomes_, {});
 }
 
 }  // namespace flashq

@@ -29,6 +29,7 @@
 
 #include "broker/redis/redis_connection.h"
 #include "broker/redis/redis_job_fields.h"
+#include "broker/store_outcome.h"
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
 #include "shared/protocol/producer_messages.h"
@@ -179,12 +180,7 @@ std::string final_to_json(const protocol::FinalResult& result);
 protocol::FinalResult final_from_json(const std::string& json);
 
 // A result-stream entry as an event (kProtocol when it is not one of ours).
-struct StoredEvent {
-  int64_t seq = 0;
-  std::vector<int32_t> token_ids;
-  std::string text;
-  std::optional<protocol::FinalResult> final_result;
-};
+using StoredEvent = flashq::StoredEvent;
 StoredEvent event_of(const Entry& entry);
 
 // The unix time in ms at which an entry id ("<ms>-<n>") was written.

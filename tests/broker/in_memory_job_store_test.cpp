@@ -1,5 +1,6 @@
-// The job store without Redis: jobs are admitted into this broker at once, events go out as soon
-// as they are published, and requests about jobs the broker does not hold are left to it.
+// The job store without Redis: jobs are admitted into this broker at once, events are kept as
+// soon as they are published, requests about jobs the broker does not hold are left to it, and
+// nothing is ever reported later.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -9,55 +10,43 @@
 namespace flashq {
 namespace {
 
-// Records what the store asks of the broker.
-class RecordingCore final : public BrokerCore {
- public:
-  std::vector<std::string> admitted;
-  std::vector<int64_t> delivered_seqs;
-
-  void admit(const std::string&, protocol::Job job) override { admitted.push_back(job.id); }
-  void reply(const std::string&, const protocol::WireMessage&) override { ADD_FAILURE() << "no replies expected"; }
-  void relay(JobRecord&, protocol::Event) override { ADD_FAILURE() << "nothing to relay from memory"; }
-  void deliver(JobRecord&, const protocol::Event& event) override { delivered_seqs.push_back(event.seq); }
-  void finish(JobRecord&, protocol::FinalResult) override {}
-  void dispatch() override {}
-  void cancel(JobRecord&) override {}
-  void withdraw(JobRecord&) override { ADD_FAILURE() << "no other broker takes a job over"; }
-  void store_state_changed() override {}
-  void models_served_elsewhere(const std::vector<std::pair<std::string, SteadyClock::time_point>>&) override {}
-  bool draining() const override { return false; }
-};
-
 TEST(InMemoryJobStore, SubmittedJobsAreAdmittedHere) {
-  RecordingCore core;
-  InMemoryJobStore store(core);
-  store.submit("producer", protocol::Job{.id = "j1"});
-  EXPECT_EQ(core.admitted, std::vector<std::string>{"j1"});
+  InMemoryJobStore store;
+  const std::optional<IntakeAnswer> answer = store.submit("producer", protocol::Job{.id = "j1"});
+  ASSERT_TRUE(answer.has_value()) << "answered at once";
+  EXPECT_EQ(answer->kind, IntakeAnswer::Kind::kAdmit);
+  EXPECT_EQ(answer->producer, "producer");
+  EXPECT_EQ(answer->job.id, "j1");
 }
 
-TEST(InMemoryJobStore, EventsAndFinalsAreDeliveredAtOnce) {
-  RecordingCore core;
-  InMemoryJobStore store(core);
-  JobRecord job;
-  store.store_event(job, protocol::Event{.id = "j1", .seq = 0});
-  store.store_event(job, protocol::Event{.id = "j1", .seq = 1, .final_result = protocol::FinalResult{}});
-  EXPECT_EQ(core.delivered_seqs, (std::vector<int64_t>{0, 1}));
+TEST(InMemoryJobStore, EventsAndFinalsAreKeptAtOnce) {
+  InMemoryJobStore store;
+  const auto event = store.keep_event(protocol::Event{.id = "j1", .seq = 0}, "");
+  const auto final_event =
+      store.keep_event(protocol::Event{.id = "j1", .seq = 1, .final_result = protocol::FinalResult{}}, "");
+  ASSERT_TRUE(event.has_value());
+  ASSERT_TRUE(final_event.has_value());
+  EXPECT_EQ(event->seq, 0);
+  EXPECT_EQ(final_event->seq, 1);
+  EXPECT_TRUE(store.collect().empty()) << "nothing comes back later";
 }
 
 TEST(InMemoryJobStore, LeavesRequestsAboutUnknownJobsToTheBroker) {
-  RecordingCore core;
-  InMemoryJobStore store(core);
-  EXPECT_FALSE(store.answer_status("producer", protocol::Status{.id = "elsewhere"}));
-  EXPECT_FALSE(store.answer_replay("producer", protocol::Replay{.id = "elsewhere"}));
-  EXPECT_FALSE(store.cancel_elsewhere("producer", "elsewhere"));
+  InMemoryJobStore store;
+  EXPECT_FALSE(store.status("elsewhere").has_value());
+  const StoredReplay replay = store.replay(protocol::Replay{.id = "elsewhere"});
+  EXPECT_FALSE(replay.answered);
+  EXPECT_TRUE(replay.events.empty());
+  EXPECT_FALSE(store.cancel_elsewhere("elsewhere").has_value());
+  EXPECT_TRUE(store.reported().empty());
 }
 
 TEST(InMemoryJobStore, QueuedJobsDoNotOutliveTheBroker) {
-  RecordingCore core;
-  InMemoryJobStore store(core);
+  InMemoryJobStore store;
   EXPECT_FALSE(store.keeps_queued_jobs()) << "a drain waits for queued jobs too";
   EXPECT_EQ(store.connected(), std::nullopt) << "no flashq_redis_connected gauge";
   EXPECT_EQ(store.poll_fd(), -1);
+  EXPECT_TRUE(store.flush(std::chrono::milliseconds(0)).empty());
 }
 
 }  // namespace

@@ -1,0 +1,130 @@
+// The Redis store keeps the log and reports what happened; the broker decides. Against a real
+// redis-server, with no broker: the store's replies come back from collect() as outcomes, and what
+// it reads is bounded by what the broker tells it of its room (StoreTurn).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+#include <variant>
+
+#include "broker/redis/redis_job_store.h"
+#include "tests/support/redis_server.h"
+#include "tests/support/temp_dir.h"
+
+namespace flashq {
+namespace {
+
+using testing::RedisServer;
+using namespace std::chrono_literals;
+
+BrokerOptions options_for(const RedisServer& server) {
+  BrokerOptions options;
+  options.redis.url = server.url();
+  options.redis.consumer = "store-test";
+  return options;
+}
+
+StoreTurn with_room(int64_t free_slots) {
+  return StoreTurn{.workers = 1, .free_slots = free_slots, .models = {"m"}};
+}
+
+// Runs the store's turns (as the broker's loop would, applying nothing) until an outcome of type
+// T comes back, or `timeout` passes; every outcome seen goes to `seen`.
+template <typename T>
+std::optional<T> turn_until(RedisJobStore& store, const StoreTurn& turn, StoreOutcomes& seen,
+                            std::chrono::milliseconds timeout = 5000ms) {
+  const auto give_up = SteadyClock::now() + timeout;
+  while (SteadyClock::now() < give_up) {
+    for (StoreOutcome& outcome : store.collect()) seen.push_back(std::move(outcome));
+    for (const StoreOutcome& outcome : seen) {
+      if (const T* found = std::get_if<T>(&outcome)) return *found;
+    }
+    store.turn(turn);
+    std::this_thread::sleep_for(2ms);
+  }
+  return std::nullopt;
+}
+
+TEST(RedisJobStoreTest, ASubmitIsAnsweredOnceRedisHasTheEntry) {
+  testing::TempDir dir;
+  RedisServer server(dir.path() / "redis");
+  ASSERT_TRUE(server.start());
+  RedisJobStore store(options_for(server), "tcp://127.0.0.1:0");
+  StoreOutcomes seen;
+  ASSERT_TRUE(turn_until<ModelsServed>(store, StoreTurn{}, seen)) << "connected and set up";
+  EXPECT_FALSE(store.submit("producer", protocol::Job{.id = "j1", .prompt = "hi"}).has_value()) << "answered with the reply";
+  seen.clear();
+  const auto first = turn_until<IntakeAnswer>(store, StoreTurn{}, seen);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->kind, IntakeAnswer::Kind::kStored);
+  EXPECT_TRUE(first->first_time);
+  EXPECT_EQ(first->producer, "producer");
+  EXPECT_EQ(first->job.id, "j1");
+
+  EXPECT_FALSE(store.submit("producer", protocol::Job{.id = "j1", .prompt = "hi"}).has_value());
+  seen.clear();
+  const auto again = turn_until<IntakeAnswer>(store, StoreTurn{}, seen);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->kind, IntakeAnswer::Kind::kStored);
+  EXPECT_FALSE(again->first_time) << "a resubmission of a live id is not a new job";
+}
+
+TEST(RedisJobStoreTest, EntriesAreTakenOnlyWhenTheBrokerHasRoom) {
+  testing::TempDir dir;
+  RedisServer server(dir.path() / "redis");
+  ASSERT_TRUE(server.start());
+  RedisJobStore store(options_for(server), "tcp://127.0.0.1:0");
+  StoreOutcomes seen;
+  ASSERT_TRUE(turn_until<ModelsServed>(store, StoreTurn{}, seen));
+  store.submit("producer", protocol::Job{.id = "j1", .prompt = "hello"});
+  ASSERT_TRUE(turn_until<IntakeAnswer>(store, StoreTurn{}, seen));
+
+  seen.clear();
+  EXPECT_FALSE(turn_until<TakenJob>(store, StoreTurn{}, seen, 300ms)) << "no workers: no room";
+  const auto taken = turn_until<TakenJob>(store, with_room(1), seen);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->job.id, "j1");
+  EXPECT_EQ(taken->job.prompt, protocol::Prompt{std::string("hello")});
+  EXPECT_FALSE(taken->entry.empty());
+  EXPECT_EQ(taken->attempt, 0);
+  EXPECT_EQ(taken->next_seq, 0);
+  EXPECT_LE(taken->submitted_at, SteadyClock::now());
+  EXPECT_GT(taken->deadline_at, SteadyClock::now());
+}
+
+TEST(RedisJobStoreTest, EventsComeBackOnceStoredAndTheFinalAcknowledgesTheEntry) {
+  testing::TempDir dir;
+  RedisServer server(dir.path() / "redis");
+  ASSERT_TRUE(server.start());
+  RedisJobStore store(options_for(server), "tcp://127.0.0.1:0");
+  StoreOutcomes seen;
+  ASSERT_TRUE(turn_until<ModelsServed>(store, StoreTurn{}, seen));
+  store.submit("producer", protocol::Job{.id = "j1", .prompt = "hi"});
+  ASSERT_TRUE(turn_until<TakenJob>(store, with_room(1), seen));
+  store.job_started("j1", 1);
+
+  EXPECT_FALSE(store.keep_event(protocol::Event{.id = "j1", .seq = 0, .token_ids = {7}, .text = "a"}, "").has_value())
+      << "kept only once Redis has it";
+  seen.clear();
+  const auto kept = turn_until<EventsKept>(store, with_room(0), seen);
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->events.size(), 1u);
+  EXPECT_EQ(kept->events[0].seq, 0);
+
+  protocol::FinalResult result;
+  result.finish_reason = protocol::FinishReason::kStop;
+  store.keep_event(protocol::Event{.id = "j1", .seq = 1, .final_result = result}, "");
+  seen.clear();
+  const auto final_kept = turn_until<EventsKept>(store, with_room(0), seen);
+  ASSERT_TRUE(final_kept);
+  ASSERT_EQ(final_kept->events.size(), 1u);
+  EXPECT_TRUE(final_kept->events[0].final_result.has_value());
+  testing::RedisClient plain(server.port());
+  EXPECT_EQ(plain.command({"XPENDING", "flashq:jobs", "flashq"}).front(), "0") << "the entry is acknowledged";
+  const auto status = store.status("j1");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->state, protocol::JobState::kFinished);
+}
+
+}  // namespace
+}  // namespace flashq
