@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "broker/cache_aware_dispatcher.h"
 #include "broker/in_memory_job_store.h"
 #include "broker/redis/redis_job_store.h"
 #include "shared/curve/curve_allow_list.h"

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "broker/cache_aware_dispatcher.h"
 #include "broker/job_queue.h"
+#include "broker/routing_options.h"
 
 namespace flashq {
 
@@ -56,7 +56,7 @@ struct BrokerOptions {
   // Without Redis only (docs/redis.md: other brokers' workers may serve the model).
   int64_t unknown_model_grace_ms = 5000;
   int send_high_water_mark = 100000;   // messages queued per peer before sends fail (never block)
-  RoutingOptions routing;              // which worker a job goes to (cache_aware_dispatcher.h)
+  RoutingOptions routing;              // which worker a job goes to (routing_options.h)
   RedisOptions redis;
   // CurveZMQ (docs/security.md). With a secret key (Z85 or a file holding it) all three sockets
   // are CURVE servers and only the public keys in the allow-list file get in; empty: plain TCP.
