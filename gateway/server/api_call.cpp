@@ -29,7 +29,7 @@ std::string joined(const std::vector<std::string>& ids) {
 }  // namespace
 
 void ApiCall::submit(std::vector<protocol::Job> jobs, std::unique_ptr<CallRenderer> renderer, CallOptions options,
-                     BrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder) {
+                     GatewayBrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder) {
   std::vector<std::string> ids;
   for (const protocol::Job& job : jobs) ids.push_back(job.id);
   auto call = std::make_shared<ApiCall>(std::move(ids), std::move(renderer), std::move(options), link, metrics,
@@ -46,7 +46,7 @@ void ApiCall::submit(std::vector<protocol::Job> jobs, std::unique_ptr<CallRender
 }
 
 void ApiCall::follow(const std::string& id, bool cancel, std::unique_ptr<CallRenderer> renderer, CallOptions options,
-                     BrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder) {
+                     GatewayBrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder) {
   auto call = std::make_shared<ApiCall>(std::vector<std::string>{id}, std::move(renderer), std::move(options), link,
                                         metrics, std::move(responder));
   std::lock_guard lock(call->mutex_);
@@ -65,7 +65,7 @@ void ApiCall::follow(const std::string& id, bool cancel, std::unique_ptr<CallRen
 }
 
 ApiCall::ApiCall(std::vector<std::string> ids, std::unique_ptr<CallRenderer> renderer, CallOptions options,
-                 BrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder)
+                 GatewayBrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder)
     : ids_(std::move(ids)),
       renderer_(std::move(renderer)),
       options_(std::move(options)),

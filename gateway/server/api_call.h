@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "gateway/openai/api_error.h"
-#include "gateway/server/broker_link.h"
+#include "gateway/server/gateway_broker_link.h"
 #include "gateway/server/call_renderer.h"
 #include "gateway/server/gateway_metrics.h"
 #include "shared/http/http_server.h"
@@ -37,12 +37,12 @@ class ApiCall : public std::enable_shared_from_this<ApiCall> {
  public:
   // Submits `jobs` (ids set, as the renderer was given them).
   static void submit(std::vector<protocol::Job> jobs, std::unique_ptr<CallRenderer> renderer, CallOptions options,
-                     BrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
+                     GatewayBrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
   // Follows job `id` from seq 0; `cancel` sends CANCEL first.
   static void follow(const std::string& id, bool cancel, std::unique_ptr<CallRenderer> renderer, CallOptions options,
-                     BrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
+                     GatewayBrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
 
-  ApiCall(std::vector<std::string> ids, std::unique_ptr<CallRenderer> renderer, CallOptions options, BrokerLink& link,
+  ApiCall(std::vector<std::string> ids, std::unique_ptr<CallRenderer> renderer, CallOptions options, GatewayBrokerLink& link,
           GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
   ~ApiCall();
 
@@ -72,7 +72,7 @@ class ApiCall : public std::enable_shared_from_this<ApiCall> {
   std::vector<std::string> ids_;
   std::unique_ptr<CallRenderer> renderer_;
   CallOptions options_;
-  BrokerLink& link_;
+  GatewayBrokerLink& link_;
   GatewayMetrics& metrics_;
   std::shared_ptr<Responder> responder_;
   std::vector<const JobListener*> listeners_;  // per job, held by the link (for forget)

@@ -71,9 +71,9 @@ std::string_view path_of(const HttpRequest& request) {
 }  // namespace
 
 Gateway::Gateway(GatewayOptions options) : options_(std::move(options)), started_(unix_seconds_now()) {
-  std::vector<BrokerLink*> links;
+  std::vector<GatewayBrokerLink*> links;
   for (const BrokerEndpoints& endpoints : options_.brokers) {
-    links_.push_back(std::make_unique<BrokerLink>(endpoints));
+    links_.push_back(std::make_unique<GatewayBrokerLink>(endpoints));
     links.push_back(links_.back().get());
   }
   watch_ = std::make_unique<ModelWatch>(std::move(links));
@@ -205,7 +205,7 @@ void Gateway::generate(const HttpRequest& request, const std::shared_ptr<Respond
   const auto models = watch_->directory();
   GenerationRequest generation = route == Route::kChatCompletions ? read_chat_completion_request(body, *models, ext)
                                                                  : read_completion_request(body, *models, ext);
-  BrokerLink& link = watch_->link_for(generation.model);
+  GatewayBrokerLink& link = watch_->link_for(generation.model);
   const std::string prefix = route == Route::kChatCompletions ? "chatcmpl-" : "cmpl-";
   std::vector<std::string> ids;
   for (protocol::Job& job : generation.jobs) {
@@ -233,7 +233,7 @@ void Gateway::create_response(const HttpRequest& request, const std::shared_ptr<
   options.created_at = unix_seconds_now();
   ResponsesRequest response = read_responses_request(body, *watch_->directory(), options);
   response.job.id = new_job_id("resp_");
-  BrokerLink& link = watch_->link_for(response.model);
+  GatewayBrokerLink& link = watch_->link_for(response.model);
   // Only a response created without background belongs to its connection.
   const CallOptions call_options{.route = route_label(Route::kResponses),
                                  .stream = response.stream,
@@ -268,7 +268,7 @@ void Gateway::follow_response(const HttpRequest& request, const std::shared_ptr<
   const std::string& route = route_label(cancel ? Route::kResponseCancel : Route::kResponse);
   find_response(id, 0, responder, route,
                 [this, cancel, stream_it, starting_after, responder, route](
-                    const ResponsesRequest& found, const protocol::StatusReply& status, BrokerLink& link) {
+                    const ResponsesRequest& found, const protocol::StatusReply& status, GatewayBrokerLink& link) {
                   // A follower never owns the job: a client that leaves only stops following.
                   ResponseView view{.known_final = status.final_result};
                   if (stream_it) {

@@ -11,7 +11,7 @@
 #include "shared/http/http_server.h"
 #include "gateway/openai/api_error.h"
 #include "gateway/openai/responses_request.h"
-#include "gateway/server/broker_link.h"
+#include "gateway/server/gateway_broker_link.h"
 #include "gateway/server/gateway_metrics.h"
 #include "gateway/server/model_watch.h"
 #include "gateway/server/routes.h"
@@ -54,13 +54,13 @@ class Gateway {
                        bool cancel);
   // Asks the brokers in turn (from `link`) for response `id`: `found` with the request recovered
   // from its job and the broker's status, or a 404 when none knows it.
-  using ResponseFound = std::function<void(const ResponsesRequest&, const protocol::StatusReply&, BrokerLink&)>;
+  using ResponseFound = std::function<void(const ResponsesRequest&, const protocol::StatusReply&, GatewayBrokerLink&)>;
   void find_response(const std::string& id, std::size_t link, std::shared_ptr<Responder> responder,
                      const std::string& route, ResponseFound found);
   void answer_error(const std::shared_ptr<Responder>& responder, const std::string& route, const ApiError& error);
 
   GatewayOptions options_;
-  std::vector<std::unique_ptr<BrokerLink>> links_;
+  std::vector<std::unique_ptr<GatewayBrokerLink>> links_;
   std::unique_ptr<ModelWatch> watch_;
   GatewayMetrics metrics_;
   const HttpServer* server_ = nullptr;

@@ -20,7 +20,7 @@ ServedModel served_model_of(const protocol::ModelInfo& info) {
 
 }  // namespace
 
-ModelWatch::ModelWatch(std::vector<BrokerLink*> links, std::chrono::milliseconds interval)
+ModelWatch::ModelWatch(std::vector<GatewayBrokerLink*> links, std::chrono::milliseconds interval)
     : links_(std::move(links)),
       interval_(interval),
       per_link_(links_.size()),
@@ -45,7 +45,7 @@ std::shared_ptr<const ModelDirectory> ModelWatch::directory() const {
   return merged_;
 }
 
-BrokerLink& ModelWatch::link_for(const std::string& model) {
+GatewayBrokerLink& ModelWatch::link_for(const std::string& model) {
   std::lock_guard lock(mutex_);
   for (std::size_t tried = 0; tried < links_.size(); ++tried) {
     const std::size_t i = next_link_++ % links_.size();

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "gateway/openai/served_model.h"
-#include "gateway/server/broker_link.h"
+#include "gateway/server/gateway_broker_link.h"
 
 namespace flashq::gateway {
 
 class ModelWatch {
  public:
-  ModelWatch(std::vector<BrokerLink*> links, std::chrono::milliseconds interval = std::chrono::seconds(1));
+  ModelWatch(std::vector<GatewayBrokerLink*> links, std::chrono::milliseconds interval = std::chrono::seconds(1));
   ~ModelWatch();  // stop()s
 
   // Stops asking. Answers to questions already asked may still arrive (they only update the
@@ -29,7 +29,7 @@ class ModelWatch {
 
   std::shared_ptr<const ModelDirectory> directory() const;
   // A link whose broker serves `model` (round robin among them), else the first link.
-  BrokerLink& link_for(const std::string& model);
+  GatewayBrokerLink& link_for(const std::string& model);
   // Some broker answered within the last few intervals (with any models, or none).
   bool reachable() const;
   // Some broker answered within the last few intervals and serves at least one model.
@@ -42,7 +42,7 @@ class ModelWatch {
   void ask_all();
   void loop();
 
-  std::vector<BrokerLink*> links_;
+  std::vector<GatewayBrokerLink*> links_;
   std::chrono::milliseconds interval_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

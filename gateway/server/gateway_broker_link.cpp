@@ -1,4 +1,4 @@
-#include "gateway/server/broker_link.h"
+#include "gateway/server/gateway_broker_link.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
@@ -28,7 +28,7 @@ protocol::ErrorReply unavailable(const std::string& what, std::optional<std::str
 
 // A job the link hears about: its listener, the next seq it expects, and events that came
 // early (a watched job's live events overtaking its replay), held until the gap is filled.
-struct BrokerLink::TrackedJob {
+struct GatewayBrokerLink::TrackedJob {
   std::shared_ptr<JobListener> listener;
   std::int64_t next_seq = 0;
   std::map<std::int64_t, protocol::Event> early;
@@ -38,7 +38,7 @@ struct BrokerLink::TrackedJob {
   std::int64_t replay_asked_from = -1;  // the seq of the last REPLAY sent for it; -1: none
 };
 
-BrokerLink::BrokerLink(BrokerEndpoints endpoints)
+GatewayBrokerLink::GatewayBrokerLink(BrokerEndpoints endpoints)
     : endpoints_(std::move(endpoints)),
       dealer_(context_, zmq::socket_type::dealer),
       sub_(context_, zmq::socket_type::sub) {
@@ -60,7 +60,7 @@ BrokerLink::BrokerLink(BrokerEndpoints endpoints)
   thread_ = std::thread([this] { run(); });
 }
 
-BrokerLink::~BrokerLink() {
+GatewayBrokerLink::~GatewayBrokerLink() {
   stopping_ = true;
   post([] {});
   thread_.join();
@@ -71,7 +71,7 @@ BrokerLink::~BrokerLink() {
   close(wake_fd_);
 }
 
-void BrokerLink::post(Command command) {
+void GatewayBrokerLink::post(Command command) {
   {
     std::lock_guard lock(mutex_);
     commands_.push_back(std::move(command));
@@ -80,7 +80,7 @@ void BrokerLink::post(Command command) {
   (void)!write(wake_fd_, &one, sizeof one);
 }
 
-bool BrokerLink::send(const protocol::WireMessage& message) {
+bool GatewayBrokerLink::send(const protocol::WireMessage& message) {
   try {
     send_message(dealer_, message, endpoints_.frontend);
     return true;
@@ -90,7 +90,7 @@ bool BrokerLink::send(const protocol::WireMessage& message) {
   }
 }
 
-void BrokerLink::submit(protocol::Job job, std::shared_ptr<JobListener> listener) {
+void GatewayBrokerLink::submit(protocol::Job job, std::shared_ptr<JobListener> listener) {
   post([this, job = std::move(job), listener = std::move(listener)]() mutable {
     const std::string id = job.id;
     auto tracked = std::make_unique<TrackedJob>();
@@ -104,7 +104,7 @@ void BrokerLink::submit(protocol::Job job, std::shared_ptr<JobListener> listener
   });
 }
 
-void BrokerLink::watch(const std::string& id, std::shared_ptr<JobListener> listener) {
+void GatewayBrokerLink::watch(const std::string& id, std::shared_ptr<JobListener> listener) {
   post([this, id, listener = std::move(listener)] {
     auto tracked = std::make_unique<TrackedJob>();
     tracked->listener = listener;
@@ -121,15 +121,15 @@ void BrokerLink::watch(const std::string& id, std::shared_ptr<JobListener> liste
   });
 }
 
-void BrokerLink::forget(const std::string& id, const JobListener* listener) {
+void GatewayBrokerLink::forget(const std::string& id, const JobListener* listener) {
   post([this, id, listener] { drop(id, listener); });
 }
 
-void BrokerLink::cancel(const std::string& id) {
+void GatewayBrokerLink::cancel(const std::string& id) {
   post([this, id] { send(protocol::to_wire(protocol::Cancel{id})); });
 }
 
-void BrokerLink::status(const std::string& id, std::function<void(const StatusOutcome&)> done) {
+void GatewayBrokerLink::status(const std::string& id, std::function<void(const StatusOutcome&)> done) {
   post([this, id, done = std::move(done)] {
     if (!send(protocol::to_wire(protocol::Status{id}))) {
       done(unavailable("no broker at " + endpoints_.frontend, id));
@@ -139,7 +139,7 @@ void BrokerLink::status(const std::string& id, std::function<void(const StatusOu
   });
 }
 
-void BrokerLink::models(std::function<void(const ModelsOutcome&)> done) {
+void GatewayBrokerLink::models(std::function<void(const ModelsOutcome&)> done) {
   post([this, done = std::move(done)] {
     if (!send(protocol::to_wire(protocol::Models{}))) {
       done(unavailable("no broker at " + endpoints_.frontend));
@@ -149,7 +149,7 @@ void BrokerLink::models(std::function<void(const ModelsOutcome&)> done) {
   });
 }
 
-void BrokerLink::drop(const std::string& id, const JobListener* listener) {
+void GatewayBrokerLink::drop(const std::string& id, const JobListener* listener) {
   auto [first, last] = jobs_.equal_range(id);
   for (auto it = first; it != last; ++it) {
     if (it->second->listener.get() != listener) continue;
@@ -159,7 +159,7 @@ void BrokerLink::drop(const std::string& id, const JobListener* listener) {
   }
 }
 
-void BrokerLink::fail_waiting(const std::string& id, const protocol::ErrorReply& error) {
+void GatewayBrokerLink::fail_waiting(const std::string& id, const protocol::ErrorReply& error) {
   std::vector<std::shared_ptr<JobListener>> failed;
   auto [first, last] = jobs_.equal_range(id);
   for (auto it = first; it != last; ++it) {
@@ -171,7 +171,7 @@ void BrokerLink::fail_waiting(const std::string& id, const protocol::ErrorReply&
   }
 }
 
-void BrokerLink::deliver(const protocol::Event& event) {
+void GatewayBrokerLink::deliver(const protocol::Event& event) {
   // Listeners are called after the walk: a call may queue commands, never change jobs_ now,
   // but a listener that ends is dropped here.
   std::vector<std::pair<std::shared_ptr<JobListener>, std::vector<protocol::Event>>> calls;
@@ -222,7 +222,7 @@ void BrokerLink::deliver(const protocol::Event& event) {
   }
 }
 
-void BrokerLink::handle(const protocol::WireMessage& message) {
+void GatewayBrokerLink::handle(const protocol::WireMessage& message) {
   using protocol::MessageType;
   switch (message.type) {
     case MessageType::kAccepted: {
@@ -291,7 +291,7 @@ void BrokerLink::handle(const protocol::WireMessage& message) {
   }
 }
 
-void BrokerLink::expire_answers(std::int64_t now_ms) {
+void GatewayBrokerLink::expire_answers(std::int64_t now_ms) {
   const std::string no_answer = "the broker at " + endpoints_.frontend + " did not answer in time";
   std::vector<std::pair<std::string, std::shared_ptr<JobListener>>> late;
   for (const auto& [id, job] : jobs_) {
@@ -318,13 +318,13 @@ void BrokerLink::expire_answers(std::int64_t now_ms) {
   }
 }
 
-void BrokerLink::read_monitor_events() {
+void GatewayBrokerLink::read_monitor_events() {
   for (const std::uint16_t event : monitor_->take_events()) {
     if (event == ZMQ_EVENT_DISCONNECTED) follow_after_disconnect();
   }
 }
 
-void BrokerLink::follow_after_disconnect() {
+void GatewayBrokerLink::follow_after_disconnect() {
   // Jobs still waiting for ACCEPTED keep their SUBMIT's deadline: the broker may not have them.
   const std::int64_t deadline_ms = steady_now_ms() + kAnswerTimeoutMs;
   std::size_t followed = 0;
@@ -342,7 +342,7 @@ void BrokerLink::follow_after_disconnect() {
                endpoints_.frontend, followed);
 }
 
-void BrokerLink::send_rejoins() {
+void GatewayBrokerLink::send_rejoins() {
   for (auto it = rejoining_.begin(); it != rejoining_.end();) {
     auto [first, last] = jobs_.equal_range(*it);
     if (first == last) {  // ended or forgotten meanwhile
@@ -362,7 +362,7 @@ void BrokerLink::send_rejoins() {
   }
 }
 
-void BrokerLink::run() {
+void GatewayBrokerLink::run() {
   while (!stopping_) {
     zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
                                {sub_.handle(), 0, ZMQ_POLLIN, 0},

@@ -49,15 +49,15 @@ struct BrokerEndpoints {
 using StatusOutcome = std::variant<protocol::StatusReply, protocol::ErrorReply>;
 using ModelsOutcome = std::variant<protocol::ModelsReply, protocol::ErrorReply>;
 
-class BrokerLink {
+class GatewayBrokerLink {
  public:
   // How long a request waits for the broker's answer before it fails as unavailable.
   static constexpr std::int64_t kAnswerTimeoutMs = 5000;
 
-  explicit BrokerLink(BrokerEndpoints endpoints);
-  ~BrokerLink();  // stops the thread; listeners still held hear failed("unavailable")
-  BrokerLink(const BrokerLink&) = delete;
-  BrokerLink& operator=(const BrokerLink&) = delete;
+  explicit GatewayBrokerLink(BrokerEndpoints endpoints);
+  ~GatewayBrokerLink();  // stops the thread; listeners still held hear failed("unavailable")
+  GatewayBrokerLink(const GatewayBrokerLink&) = delete;
+  GatewayBrokerLink& operator=(const GatewayBrokerLink&) = delete;
 
   const BrokerEndpoints& endpoints() const { return endpoints_; }
 
@@ -105,7 +105,7 @@ class BrokerLink {
   zmq::socket_t dealer_;
   zmq::socket_t sub_;
   std::optional<ConnectionMonitor> monitor_;  // the DEALER's disconnects
-  std::set<std::string> rejoining_;  // jobs whose REPLAY waits for a connection to take it
+  std::set<std::string> rejoining_;           // jobs whose REPLAY waits for a connection to take it
   std::multimap<std::string, std::unique_ptr<TrackedJob>> jobs_;
   // Answers awaited, with the time (ms, steady) after which they fail as unavailable. STATUS is
   // matched by id; MODELS replies carry none and come in the order asked.

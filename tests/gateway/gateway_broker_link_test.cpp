@@ -4,7 +4,7 @@
 // batch per socket per round, so a flood starves nothing); and a job under way when its broker's
 // connection closes is replayed from its next seq by the broker that answers there next, or fails
 // as unavailable when none does.
-#include "gateway/server/broker_link.h"
+#include "gateway/server/gateway_broker_link.h"
 
 #include <gtest/gtest.h>
 
@@ -86,7 +86,7 @@ TEST(BrokerLinkTest, ARequestPostedDuringAFloodOfEventsReachesTheBrokerAndIsAnsw
   router.bind("tcp://127.0.0.1:*");
   zmq::socket_t publisher(context, zmq::socket_type::pub);
   publisher.bind("tcp://127.0.0.1:*");
-  BrokerLink link({.frontend = router.get(zmq::sockopt::last_endpoint),
+  GatewayBrokerLink link({.frontend = router.get(zmq::sockopt::last_endpoint),
                    .stream = publisher.get(zmq::sockopt::last_endpoint),
                    .curve = std::nullopt});
 
@@ -208,7 +208,7 @@ class PlayedBroker {
 
 // Submits "job" through `link` until the broker has it (a link sends nothing before its
 // connection is made), accepts it and sends its first three events.
-std::shared_ptr<CountingListener> start_job(BrokerLink& link, PlayedBroker& broker) {
+std::shared_ptr<CountingListener> start_job(GatewayBrokerLink& link, PlayedBroker& broker) {
   std::shared_ptr<CountingListener> listener;
   for (int tries = 0; tries < 100; ++tries) {
     listener = std::make_shared<CountingListener>();
@@ -228,7 +228,7 @@ TEST(BrokerLinkTest, AJobUnderWayWhenItsBrokerRestartsIsReplayedFromItsNextSeq) 
   publisher.bind("tcp://127.0.0.1:*");
   auto first = std::make_unique<PlayedBroker>(context, "tcp://127.0.0.1:*");
   const std::string endpoint = first->endpoint();
-  BrokerLink link({.frontend = endpoint, .stream = publisher.get(zmq::sockopt::last_endpoint), .curve = std::nullopt});
+  GatewayBrokerLink link({.frontend = endpoint, .stream = publisher.get(zmq::sockopt::last_endpoint), .curve = std::nullopt});
   auto listener = start_job(link, *first);
   ASSERT_EQ(listener->events_.load(), 3) << listener->failure();
 
@@ -254,19 +254,19 @@ TEST(BrokerLinkTest, AJobUnderWayWhenItsBrokerDiesFailsAsUnavailableWhenNoneCome
   zmq::socket_t publisher(context, zmq::socket_type::pub);
   publisher.bind("tcp://127.0.0.1:*");
   auto broker = std::make_unique<PlayedBroker>(context, "tcp://127.0.0.1:*");
-  BrokerLink link({.frontend = broker->endpoint(), .stream = publisher.get(zmq::sockopt::last_endpoint),
+  GatewayBrokerLink link({.frontend = broker->endpoint(), .stream = publisher.get(zmq::sockopt::last_endpoint),
                    .curve = std::nullopt});
   auto listener = start_job(link, *broker);
   ASSERT_EQ(listener->events_.load(), 3) << listener->failure();
 
   broker.reset();
   const auto died = Clock::now();
-  const auto until = died + std::chrono::milliseconds(BrokerLink::kAnswerTimeoutMs) + 5s;
+  const auto until = died + std::chrono::milliseconds(GatewayBrokerLink::kAnswerTimeoutMs) + 5s;
   while (listener->failure().empty() && Clock::now() < until) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(listener->failure().rfind("unavailable", 0), 0u) << "failed: '" << listener->failure() << "'";
   EXPECT_FALSE(listener->ended_);
   EXPECT_GE(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - died).count(),
-            BrokerLink::kAnswerTimeoutMs - 200)
+            GatewayBrokerLink::kAnswerTimeoutMs - 200)
       << "failed before the broker had its time to come back";
 }
 
