@@ -17,6 +17,14 @@ using SteadyClock = std::chrono::steady_clock;
 
 // kRemote: accepted here into Redis, run by whichever broker takes it; this broker relays its
 // result stream from Redis to the producer and subscribers it has.
+// A final result that says only why the job ended.
+inline protocol::FinalResult final_with(protocol::FinishReason reason, std::optional<std::string> error = std::nullopt) {
+  protocol::FinalResult result;
+  result.finish_reason = reason;
+  result.error = std::move(error);
+  return result;
+}
+
 enum class JobPhase { kQueued, kRunning, kFinished, kRemote };
 
 struct JobRecord {
