@@ -45,9 +45,9 @@ struct TakenJob {
   SteadyClock::time_point deadline_at;
   std::optional<SteadyClock::time_point> first_assigned_at;
   std::optional<SteadyClock::time_point> first_token_at;
-  int64_t attempt = 0;      // attempts any broker started
-  int64_t next_seq = 0;     // events in the job's result stream already (a previous owner's)
-  int64_t deliveries = 0;   // how often the entry was delivered (its brokers died)
+  int64_t attempt = 0;     // attempts any broker started
+  int64_t next_seq = 0;    // events in the job's result stream already (a previous owner's)
+  int64_t deliveries = 0;  // how often the entry was delivered (its brokers died)
   bool cancel_requested = false;
 };
 
@@ -129,8 +129,8 @@ struct StoredReplay {
 struct StoreTurn {
   bool draining = false;
   int64_t workers = 0;
-  int64_t free_slots = 0;  // over every worker
-  int64_t queued = 0;      // jobs in this broker's queue
+  int64_t free_slots = 0;        // over every worker
+  int64_t queued = 0;            // jobs in this broker's queue
   std::set<std::string> models;  // served by this broker's workers (none while draining)
 };
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "gateway/openai/api_error.h"
-#include "gateway/server/gateway_broker_link.h"
 #include "gateway/server/call_renderer.h"
+#include "gateway/server/gateway_broker_link.h"
 #include "gateway/server/gateway_metrics.h"
 #include "shared/http/http_server.h"
 
@@ -42,8 +42,8 @@ class ApiCall : public std::enable_shared_from_this<ApiCall> {
   static void follow(const std::string& id, bool cancel, std::unique_ptr<CallRenderer> renderer, CallOptions options,
                      GatewayBrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
 
-  ApiCall(std::vector<std::string> ids, std::unique_ptr<CallRenderer> renderer, CallOptions options, GatewayBrokerLink& link,
-          GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
+  ApiCall(std::vector<std::string> ids, std::unique_ptr<CallRenderer> renderer, CallOptions options,
+          GatewayBrokerLink& link, GatewayMetrics& metrics, std::shared_ptr<Responder> responder);
   ~ApiCall();
 
   // What the broker link says of job `job` (its index in the call).
@@ -79,8 +79,8 @@ class ApiCall : public std::enable_shared_from_this<ApiCall> {
   std::vector<bool> accepted_, ended_;
   std::size_t accepted_count_ = 0;
   bool stream_open_ = false;
-  bool done_ = false;                     // the answer ended (or the client left)
-  std::vector<std::string> held_;         // frames rendered before the stream could open
+  bool done_ = false;              // the answer ended (or the client left)
+  std::vector<std::string> held_;  // frames rendered before the stream could open
   std::chrono::steady_clock::time_point arrived_, last_token_;
   bool saw_token_ = false;
 };

@@ -45,7 +45,8 @@ class GenerationCallRenderer : public CallRenderer {
 // that cannot go on ends with an `error` event.
 class ResponseCallRenderer : public CallRenderer {
  public:
-  ResponseCallRenderer(const ResponsesRequest& request, ResponseView view) : renderer_(request), view_(std::move(view)) {}
+  ResponseCallRenderer(const ResponsesRequest& request, ResponseView view)
+      : renderer_(request), view_(std::move(view)) {}
 
   Frames open() override { return frames_of(renderer_.begin()); }
   Frames on_event(std::size_t, const protocol::Event& event) override {

@@ -53,8 +53,8 @@ std::unique_ptr<CallRenderer> generation_renderer(const GenerationRequest& reque
 
 // How much of a response an answer shows.
 struct ResponseView {
-  std::int64_t starting_after = -1;     // stream: events up to this sequence number are not sent
-  std::int64_t answer_at_job_seq = -1;  // poll: complete once the job's events before this seq are in
+  std::int64_t starting_after = -1;                  // stream: events up to this sequence number are not sent
+  std::int64_t answer_at_job_seq = -1;               // poll: complete once the job's events before this seq are in
   std::optional<protocol::FinalResult> known_final;  // the broker's final when the follow began
 };
 

@@ -30,10 +30,9 @@ HttpServerOptions listen_options(const std::string& address) {
 }  // namespace
 
 HttpEndpoint::HttpEndpoint(const std::string& address, HttpPages pages) : pages_(std::move(pages)) {
-  server_ = std::make_unique<HttpServer>(listen_options(address),
-                                         [this](const HttpRequest& request, std::shared_ptr<Responder> responder) {
-                                           answer(request, *responder);
-                                         });
+  server_ = std::make_unique<HttpServer>(
+      listen_options(address),
+      [this](const HttpRequest& request, std::shared_ptr<Responder> responder) { answer(request, *responder); });
   thread_ = std::thread([this] { server_->run(); });
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-
 #include <zmq_addon.hpp>
 
 #include "shared/error.h"
@@ -15,9 +14,7 @@ std::int64_t steady_now_ms() {
       .count();
 }
 
-std::int64_t deadline_after_ms(int timeout_ms) {
-  return timeout_ms > 0 ? steady_now_ms() + timeout_ms : kNoDeadline;
-}
+std::int64_t deadline_after_ms(int timeout_ms) { return timeout_ms > 0 ? steady_now_ms() + timeout_ms : kNoDeadline; }
 
 void configure_socket(zmq::socket_t& socket, std::optional<int> high_water_mark) {
   socket.set(zmq::sockopt::linger, 0);

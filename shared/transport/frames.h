@@ -9,7 +9,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "shared/protocol/wire.h"

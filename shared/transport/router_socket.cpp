@@ -2,7 +2,6 @@
 
 #include <string_view>
 #include <vector>
-
 #include <zmq_addon.hpp>
 
 #include "shared/transport/frames.h"

@@ -6,7 +6,6 @@
 
 #include <functional>
 #include <string>
-
 #include <zmq.hpp>
 
 #include "shared/error.h"

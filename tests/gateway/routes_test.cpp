@@ -1,8 +1,8 @@
 // The gateway's endpoints as the router reads a path: each route, a response's id, the method it
 // answers, and the label /metrics counts it under.
-#include <gtest/gtest.h>
-
 #include "gateway/server/routes.h"
+
+#include <gtest/gtest.h>
 
 namespace flashq::gateway {
 namespace {

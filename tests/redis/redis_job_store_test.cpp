@@ -1,13 +1,14 @@
 // The Redis store keeps the log and reports what happened; the broker decides. Against a real
 // redis-server, with no broker: the store's replies come back from collect() as outcomes, and what
 // it reads is bounded by what the broker tells it of its room (StoreTurn).
+#include "broker/redis/redis_job_store.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <thread>
 #include <variant>
 
-#include "broker/redis/redis_job_store.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -24,9 +25,7 @@ BrokerOptions options_for(const RedisServer& server) {
   return options;
 }
 
-StoreTurn with_room(int64_t free_slots) {
-  return StoreTurn{.workers = 1, .free_slots = free_slots, .models = {"m"}};
-}
+StoreTurn with_room(int64_t free_slots) { return StoreTurn{.workers = 1, .free_slots = free_slots, .models = {"m"}}; }
 
 // Runs the store's turns (as the broker's loop would, applying nothing) until an outcome of type
 // T comes back, or `timeout` passes; every outcome seen goes to `seen`.
@@ -52,7 +51,8 @@ TEST(RedisJobStoreTest, ASubmitIsAnsweredOnceRedisHasTheEntry) {
   RedisJobStore store(options_for(server), "tcp://127.0.0.1:0");
   StoreOutcomes seen;
   ASSERT_TRUE(turn_until<ModelsServed>(store, StoreTurn{}, seen)) << "connected and set up";
-  EXPECT_FALSE(store.submit("producer", protocol::Job{.id = "j1", .prompt = "hi"}).has_value()) << "answered with the reply";
+  EXPECT_FALSE(store.submit("producer", protocol::Job{.id = "j1", .prompt = "hi"}).has_value())
+      << "answered with the reply";
   seen.clear();
   const auto first = turn_until<IntakeAnswer>(store, StoreTurn{}, seen);
   ASSERT_TRUE(first);

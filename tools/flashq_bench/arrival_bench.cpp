@@ -146,12 +146,9 @@ void run_arrival_bench(const ArrivalBenchOptions& o) {
   for (int r = 0; r < o.repeats; ++r) {  // side by side: A B C, A B C, ...
     for (Arrival arrival : arrivals) runs[arrival].push_back(run_once(serving, o, arrival));
   }
-  nlohmann::json report = {{"bench", "arrival"},
-                           {"model", o.model_dir},
-                           {"running", o.running},
-                           {"arrival_words", o.arrival_words},
-                           {"window_s", o.window_s},
-                           {"cases", nlohmann::json::array()}};
+  nlohmann::json report = {{"bench", "arrival"},     {"model", o.model_dir},
+                           {"running", o.running},   {"arrival_words", o.arrival_words},
+                           {"window_s", o.window_s}, {"cases", nlohmann::json::array()}};
   for (Arrival arrival : arrivals) {
     std::vector<double> p50, p99, worst, final_after;
     for (const Gaps& gaps : runs[arrival]) {
