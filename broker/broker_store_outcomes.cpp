@@ -144,6 +144,9 @@ void Broker::on_ownership_lost(const OwnershipLost& lost) {
   job.streamed.resize(job.stored_tokens);
   job.streamed_text_bytes = job.stored_text_bytes;
   hold_remote(job);
+  // A job withdrawn from a worker leaves its slot free: the queue moves on now, not at the next
+  // FINAL (a worker left idle with jobs queued would wait for traffic that may never come).
+  dispatch();
 }
 
 void Broker::on_events_relayed(const EventsRelayed& relayed) {

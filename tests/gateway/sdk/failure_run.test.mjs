@@ -251,7 +251,7 @@ async function whereTheyAre(ids) {
     try {
       for (const id of ids) {
         const hash = await redis.command('HGETALL', `flashq:job:{${id}}`);
-        const fields = (hash ?? []).flatMap((v, n) => (n % 2 || hash[n] === 'final' ? [] : [`${v}=${hash[n + 1]}`]));
+        const fields = (hash ?? []).flatMap((v, n) => (n % 2 || ['final', 'metadata'].includes(v) ? [] : [`${v}=${hash[n + 1]}`]));
         lines.push(`${id}: ${fields.join(' ')}; ${await redis.command('XLEN', `flashq:out:{${id}}`)} results`);
       }
       for (const stream of ['flashq:jobs', 'flashq:model:target:jobs']) {
@@ -264,8 +264,12 @@ async function whereTheyAre(ids) {
   } catch (e) {
     lines.push(`Redis: ${e.message}`);
   }
-  const tail = (program) => program.output().trimEnd().split('\n').slice(-25).join('\n');
-  brokers.forEach((b) => lines.push(`--- broker ${b.consumer}:\n${tail(b.program)}`));
+  const tail = (program) => program.output().trimEnd().split('\n').slice(-40).join('\n');
+  for (const b of brokers) {
+    const { text } = await httpGet(b.httpPort, '/metrics');
+    const gauges = text.split('\n').filter((l) => /^flashq_(queue|workers|jobs_running|worker_slots|redis)/.test(l));
+    lines.push(`--- broker ${b.consumer} (${gauges.join(', ')}):\n${tail(b.program)}`);
+  }
   workers.forEach((w, n) => lines.push(`--- worker ${n} (broker ${w.broker.consumer}):\n${tail(w)}`));
   if (gateway) lines.push(`--- gateway:\n${tail(gateway)}`);
   return lines.join('\n');
@@ -466,7 +470,12 @@ test('a failure run: every response ends as without faults, every chat stream wh
   });
   const referenceMs = since(started);
 
-  const faulty = await runAll((wave) => (wave < ROUNDS * FAULTS.length ? FAULTS[wave % FAULTS.length] : null));
+  const faulty = await runAll((wave) => (wave < ROUNDS * FAULTS.length ? FAULTS[wave % FAULTS.length] : null))
+    .catch(async (e) => {
+      // Where things stood, unless the failure says so already.
+      if (!e.message.startsWith('responses never finished')) e.message += `\n${await whereTheyAre([])}`;
+      throw e;
+    });
 
   // Every response ends exactly as in the fault-free run.
   faulty.ends.forEach((end, i) => {
