@@ -250,30 +250,62 @@ class Lexer {
     push(TokenType::kString, std::move(value), start_line);
   }
 
+  // One token (or a run of text between tags) from pos_.
   void step() {
-    if (tokens_.empty() || last_is({TokenType::kCloseStatement, TokenType::kCloseExpression, TokenType::kComment})) {
-      const size_t start = pos_;
-      const int start_line = line();
-      while (pos_ < s_.size() && !(s_[pos_] == '{' && pos_ + 1 < s_.size() &&
-                                   (s_[pos_ + 1] == '%' || s_[pos_ + 1] == '{' || s_[pos_ + 1] == '#'))) {
-        ++pos_;
-      }
-      if (pos_ > start) {
-        push(TokenType::kText, s_.substr(start, pos_ - start), start_line);
-        return;
-      }
-    }
+    if (text()) return;
     if (at("{#")) {
       comment();
       return;
     }
+    if (tag_with_whitespace_control()) return;
+    const char c = s_[pos_];
+    if ((c == '-' || c == '+') && !last_is({TokenType::kIdentifier, TokenType::kNumber, TokenType::kString,
+                                            TokenType::kCloseParen, TokenType::kCloseBracket})) {
+      signed_number_or_unary(c);
+      return;
+    }
+    if (symbol()) return;
+    if (c == '\'' || c == '"') {
+      string_literal(c);
+      return;
+    }
+    if (is_digit(c)) {
+      number();
+      return;
+    }
+    if (is_word(c)) {
+      identifier();
+      return;
+    }
+    syntax_error(line(), "unexpected character '" + std::string(1, c) + "'");
+  }
+
+  // Outside a tag: the text up to the next {% {{ {#, if there is any.
+  bool text() {
+    if (!tokens_.empty() && !last_is({TokenType::kCloseStatement, TokenType::kCloseExpression, TokenType::kComment})) {
+      return false;
+    }
+    const size_t start = pos_;
+    const int start_line = line();
+    while (pos_ < s_.size() && !(s_[pos_] == '{' && pos_ + 1 < s_.size() &&
+                                 (s_[pos_ + 1] == '%' || s_[pos_ + 1] == '{' || s_[pos_ + 1] == '#'))) {
+      ++pos_;
+    }
+    if (pos_ == start) return false;
+    push(TokenType::kText, s_.substr(start, pos_ - start), start_line);
+    return true;
+  }
+
+  // {%- {{- (stripping the whitespace before) and -%} -}} (stripping the whitespace after); the
+  // whitespace inside a tag is skipped on the way.
+  bool tag_with_whitespace_control() {
     if (at("{%-") || at("{{-")) {
       strip_trailing_whitespace();
       const bool statement = at("{%-");
       push(statement ? TokenType::kOpenStatement : TokenType::kOpenExpression, statement ? "{%" : "{{", line());
       if (!statement) brace_depth_ = 0;
       pos_ += 3;
-      return;
+      return true;
     }
     skip_tag_whitespace();
     if (at("-%}") || at("-}}")) {
@@ -281,19 +313,25 @@ class Lexer {
       push(statement ? TokenType::kCloseStatement : TokenType::kCloseExpression, statement ? "%}" : "}}", line());
       pos_ += 3;
       skip_leading_whitespace();
-      return;
+      return true;
     }
-    const char c = s_[pos_];
-    if ((c == '-' || c == '+') && !last_is({TokenType::kIdentifier, TokenType::kNumber, TokenType::kString,
-                                            TokenType::kCloseParen, TokenType::kCloseBracket})) {
-      if (tokens_.empty() || last_is({TokenType::kText}))
-        syntax_error(line(), std::string("unexpected character: ") + c);
-      const int start_line = line();
-      ++pos_;
-      const std::string num = number_tail(digits());
-      push(num.empty() ? TokenType::kUnary : TokenType::kNumber, std::string(1, c) + num, start_line);
-      return;
+    return false;
+  }
+
+  // A sign where no operand precedes it: a signed number, or a unary operator.
+  void signed_number_or_unary(char sign) {
+    if (tokens_.empty() || last_is({TokenType::kText})) {
+      syntax_error(line(), std::string("unexpected character: ") + sign);
     }
+    const int start_line = line();
+    ++pos_;
+    const std::string num = number_tail(digits());
+    push(num.empty() ? TokenType::kUnary : TokenType::kNumber, std::string(1, sign) + num, start_line);
+  }
+
+  // A tag delimiter, operator or punctuation (kSymbols, in order); inside a {...} literal `}}` is
+  // two closing braces, not the end of the expression.
+  bool symbol() {
     for (const auto& [seq, type] : kSymbols) {
       if (type == TokenType::kCloseExpression && brace_depth_ > 0) continue;
       if (!at(seq)) continue;
@@ -302,26 +340,23 @@ class Lexer {
       if (type == TokenType::kOpenBrace) ++brace_depth_;
       if (type == TokenType::kCloseBrace) --brace_depth_;
       pos_ += std::char_traits<char>::length(seq);
-      return;
+      return true;
     }
-    if (c == '\'' || c == '"') {
-      string_literal(c);
-      return;
-    }
-    if (is_digit(c)) {
-      const int start_line = line();
-      std::string num = digits();
-      if (!last_is({TokenType::kDot})) num = number_tail(num);
-      push(TokenType::kNumber, num, start_line);
-      return;
-    }
-    if (is_word(c)) {
-      const size_t start = pos_;
-      while (pos_ < s_.size() && is_word(s_[pos_])) ++pos_;
-      push(TokenType::kIdentifier, s_.substr(start, pos_ - start), src_.line_at(start));
-      return;
-    }
-    syntax_error(line(), "unexpected character '" + std::string(1, c) + "'");
+    return false;
+  }
+
+  // Digits, with a fraction unless they follow a dot (an index: `a.0.1`).
+  void number() {
+    const int start_line = line();
+    std::string num = digits();
+    if (!last_is({TokenType::kDot})) num = number_tail(num);
+    push(TokenType::kNumber, num, start_line);
+  }
+
+  void identifier() {
+    const size_t start = pos_;
+    while (pos_ < s_.size() && is_word(s_[pos_])) ++pos_;
+    push(TokenType::kIdentifier, s_.substr(start, pos_ - start), src_.line_at(start));
   }
 
   void comment() {
