@@ -4,13 +4,15 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string_view>
 
 #include "shared/error.h"
 #include "shared/json_file.h"
-#include "worker/engine/engine.h"
-#include "worker/engine/serving_model.h"
+#include "worker/serving/generate.h"
+#include "worker/serving/serving_model.h"
 
 namespace flashq {
 namespace {
@@ -72,9 +74,10 @@ void run_generate(GenerateOptions& options) {
                                                   : tokenizer.encode_with_special_tokens(options.prompt);
 
   EngineOptions engine_options{.max_slots = 1};
+  StreamCallback print;
   if (!options.json) {
-    engine_options.on_event = [](const StepEvent& event) {
-      std::fwrite(event.text.data(), 1, event.text.size(), stdout);
+    print = [](std::span<const int32_t>, std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     };
   }
@@ -88,20 +91,19 @@ void run_generate(GenerateOptions& options) {
           << "\n";
     };
   }
-  Engine engine(*serving.model, tokenizer, serving.proposer.get(), engine_options);
-  engine.add(0, options.request);
-  engine.run_until_idle();
-  FinishedSequence done = std::move(engine.take_finished().at(0));
+  const SequenceOutput output = generate_sequence(*serving.model, serving.proposer.get(), tokenizer, options.request,
+                                                  std::move(engine_options), print);
   if (!options.json) {
     std::printf("\n");
     return;
   }
+  const FinishedSequence& done = output.engine_record;
   const double decode_seconds = done.total_s - done.time_to_first_token_s;
-  const int64_t completion = static_cast<int64_t>(done.tokens.size());
+  const int64_t completion = static_cast<int64_t>(output.tokens.size());
   nlohmann::json out = {
-      {"text", done.text},
-      {"tokens", done.tokens},
-      {"finish_reason", finish_reason_name(done.finish_reason)},
+      {"text", output.text},
+      {"tokens", output.tokens},
+      {"finish_reason", finish_reason_name(output.finish_reason)},
       {"stats",
        {{"prompt_tokens", done.prompt_tokens},
         {"completion_tokens", completion},

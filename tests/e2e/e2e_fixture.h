@@ -22,6 +22,7 @@
 #include "tools/flashq_model/make_tiny.h"
 #include "worker/engine/engine.h"
 #include "worker/model/model_registry.h"
+#include "worker/text/text_stream.h"
 #include "worker/text/tokenizer.h"
 
 namespace flashq::testing {
@@ -118,7 +119,7 @@ class E2eTest : public ::testing::Test {
   // References for several prompts at once, batched in one engine (its outputs do not depend on
   // the batch: docs/decisions.md, "Batch invariance"). Cached.
   static std::vector<Reference> references(const std::vector<std::string>& prompts, int64_t max_tokens) {
-    Engine engine(*model_, *tokenizer_, nullptr, {.max_slots = 8});
+    Engine engine(*model_, nullptr, {.max_slots = 8});
     for (size_t i = 0; i < prompts.size(); ++i) {
       if (references_.count({prompts[i], max_tokens})) continue;
       SequenceRequest request{.spec = SpecMode::kOff};
@@ -128,7 +129,10 @@ class E2eTest : public ::testing::Test {
     }
     engine.run_until_idle();
     for (FinishedSequence& done : engine.take_finished()) {
-      references_[{prompts[done.id], max_tokens}] = {done.tokens, done.text,
+      TextStream text(*tokenizer_, {});  // the text as a worker streams it
+      std::string streamed = text.push(done.tokens).text;
+      streamed += text.finish().text;
+      references_[{prompts[done.id], max_tokens}] = {done.tokens, streamed,
                                                      std::string(finish_reason_name(done.finish_reason))};
     }
     std::vector<Reference> out;

@@ -100,7 +100,7 @@ EngineRun run_batch(const std::vector<SequenceRequest>& requests, bool sample_on
   std::unique_ptr<DFlashDrafter> drafter = DFlashDrafter::load(drafter_dir.path(), *model, backend);
   DFlashProposer proposer(*drafter);
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(target_dir.path());
-  Engine engine(*model, *tokenizer, &proposer,
+  Engine engine(*model, &proposer,
                 {.max_slots = static_cast<int64_t>(requests.size()), .sample_on_backend = sample_on_backend});
   for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
   engine.run_until_idle();

@@ -191,7 +191,7 @@ TEST_F(EngineOnACachePool, SequencesWaitForMemoryAndKeepTheirOutput) {
   const int64_t per_sequence = sequence_bytes(requests[0]);
   CachePool pool(*pair.target.backend, 2 * per_sequence + kRun);
   pair.proposer->use_cache_pool(&pool);
-  Engine engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(), {.max_slots = 4, .cache_pool = &pool});
+  Engine engine(*pair.target.model, pair.proposer.get(), {.max_slots = 4, .cache_pool = &pool});
   for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
   size_t most_running = 0;
   while (!engine.idle()) {
@@ -203,7 +203,7 @@ TEST_F(EngineOnACachePool, SequencesWaitForMemoryAndKeepTheirOutput) {
   ASSERT_EQ(done.size(), requests.size());
   pair.proposer->use_cache_pool(nullptr);
   for (const FinishedSequence& d : done) {
-    const auto plain = run_engine(*pair.target.model, *pair.tokenizer, nullptr,
+    const auto plain = run_engine(*pair.target.model, nullptr,
                                   {request_for(static_cast<uint32_t>(10 + d.id), SpecMode::kOff, 20)}, 1);
     EXPECT_EQ(d.tokens, plain[0]) << "sequence " << d.id;
   }
@@ -214,7 +214,7 @@ TEST_F(EngineOnACachePool, ASequenceNoPoolCouldHoldIsRefusedAtOnce) {
   const SequenceRequest big = request_for(3, SpecMode::kDflash, 200);
   CachePool pool(*pair.target.backend, sequence_bytes(big) - kRun);
   pair.proposer->use_cache_pool(&pool);
-  Engine engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(), {.max_slots = 2, .cache_pool = &pool});
+  Engine engine(*pair.target.model, pair.proposer.get(), {.max_slots = 2, .cache_pool = &pool});
   try {
     engine.add(1, big);
     ADD_FAILURE() << "accepted a sequence larger than the pool";

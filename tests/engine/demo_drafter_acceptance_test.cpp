@@ -47,7 +47,7 @@ TEST(DemoDrafterAcceptance, GreedyBlockOfFourCommitsWellOverOneTokenPerPass) {
   constexpr int64_t kTokens = 96;
   omp_set_num_threads(1);  // a second thread only waits at barriers on a loaded two-core machine
   DemoPair pair;
-  Engine engine(*pair.target, *pair.tokenizer, pair.proposer.get(), {.max_slots = 4});
+  Engine engine(*pair.target, pair.proposer.get(), {.max_slots = 4});
   const std::vector<std::string> prompts = code_prompts();
   for (size_t i = 0; i < prompts.size(); ++i) {
     ASSERT_FALSE(prompts[i].empty()) << "prompt " << i;

@@ -37,7 +37,7 @@ class DemoSpeculativeSampling : public ::testing::Test {
                                              std::vector<TraceRecord>* trace = nullptr) {
     EngineOptions options{.max_slots = 64};
     if (trace) options.on_trace = [trace](const TraceRecord& r) { trace->push_back(r); };
-    Engine engine(*pair_.target, *pair_.tokenizer, pair_.proposer.get(), options);
+    Engine engine(*pair_.target, pair_.proposer.get(), options);
     const std::vector<int32_t> prompt = pair_.tokenizer->encode(kPrompt);
     for (int64_t i = 0; i < kSequences; ++i) {
       SamplingParams sampling = kSampling;

@@ -75,7 +75,7 @@ TEST_P(DFlashReference, DraftsAcceptanceAndLogitsMatchNumpy) {
   request.spec = SpecMode::kDflash;
   request.block_size = c.block_size;
   std::vector<TraceRecord> trace;
-  run_engine(*pair.target.model, *pair.tokenizer, &recorder, {request}, 1, &trace);
+  run_engine(*pair.target.model, &recorder, {request}, 1, &trace);
 
   ASSERT_GE(trace.size(), static_cast<size_t>(steps));
   for (int64_t s = 0; s < steps; ++s) {

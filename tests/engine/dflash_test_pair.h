@@ -33,13 +33,13 @@ inline TinyModelSpec f32_target(uint64_t seed, int64_t layers = 3, int64_t hidde
 }
 
 // Runs every request to completion in one engine; returns the outputs in request order.
-inline std::vector<std::vector<int32_t>> run_engine(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer,
+inline std::vector<std::vector<int32_t>> run_engine(TargetModel& model, Proposer* proposer,
                                                     const std::vector<SequenceRequest>& requests, int64_t slots,
                                                     std::vector<TraceRecord>* trace = nullptr,
                                                     EngineOptions options = {}) {
   options.max_slots = slots;
   if (trace) options.on_trace = [trace](const TraceRecord& r) { trace->push_back(r); };
-  Engine engine(model, tokenizer, proposer, options);
+  Engine engine(model, proposer, options);
   for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
   engine.run_until_idle();
   std::vector<std::vector<int32_t>> outputs(requests.size());

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/engine/dflash_test_pair.h"
-#include "worker/engine/generate.h"
+#include "worker/serving/generate.h"
 
 namespace flashq::testing {
 namespace {
@@ -88,8 +88,8 @@ TEST(LlamaTarget, DrafterTakesTheTargetsRopeAndBiasesAndDraftsWithoutChangingThe
   request.spec = SpecMode::kDflash;
   request.block_size = 8;
   std::vector<TraceRecord> trace;
-  const auto speculative = run_engine(model, *pair.tokenizer, pair.proposer.get(), {request}, 1, &trace);
-  EXPECT_EQ(speculative[0], run_engine(model, *pair.tokenizer, nullptr, {plain}, 1)[0]);
+  const auto speculative = run_engine(model, pair.proposer.get(), {request}, 1, &trace);
+  EXPECT_EQ(speculative[0], run_engine(model, nullptr, {plain}, 1)[0]);
   EXPECT_FALSE(trace.empty());
 }
 

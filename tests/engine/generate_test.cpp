@@ -1,11 +1,12 @@
-// Plain generation on a random tiny model: stops, lengths, streaming, seeds and queue time.
+// Plain generation on a random tiny model: stops, lengths, streaming, seeds and queue time, and a
+// continuation's text carrying on where the earlier attempt's stopped.
 #include <chrono>
 
 #include <gtest/gtest.h>
 
 #include "tests/model/tiny_model.h"
 #include "worker/engine/engine.h"
-#include "worker/engine/generate.h"
+#include "worker/serving/generate.h"
 
 namespace flashq::testing {
 namespace {
@@ -24,26 +25,26 @@ class Generate : public ::testing::Test {
     return generate(*tiny_.model, *tokenizer_, request, on_step);
   }
 
-  // What the engine streams for one sequence, one event per step (one token each, without a
-  // drafter).
+  // What is streamed for one sequence, one step at a time (one token each, without a drafter);
+  // a continuation's text carries on from its resume tokens (the last `resumed` of the prompt),
+  // `streamed_bytes` of whose text reached the client, as a worker's output thread does.
   struct Streamed {
     std::vector<int32_t> ids;
     std::vector<std::string> step_text;
     std::string text;
     FinishReason finish_reason = FinishReason::kLength;
   };
-  Streamed stream(SequenceRequest request) {
+  Streamed stream(const SequenceRequest& request, size_t resumed = 0, int64_t streamed_bytes = 0) {
+    TextStream text(*tokenizer_, request.generation.stop,
+                    std::span<const int32_t>(request.generation.prompt_tokens).last(resumed), streamed_bytes);
     Streamed out;
-    EngineOptions options{.max_slots = 1};
-    options.on_event = [&out](const StepEvent& event) {
-      out.ids.insert(out.ids.end(), event.token_ids.begin(), event.token_ids.end());
-      out.step_text.push_back(event.text);
-      out.text += event.text;
-    };
-    Engine engine(*tiny_.model, *tokenizer_, /*proposer=*/nullptr, options);
-    engine.add(0, std::move(request));
-    engine.run_until_idle();
-    out.finish_reason = engine.take_finished().at(0).finish_reason;
+    const SequenceOutput output = generate_sequence(
+        *tiny_.model, /*proposer=*/nullptr, *tokenizer_, request, {.max_slots = 1},
+        [&out](std::span<const int32_t>, std::string_view step_text) { out.step_text.emplace_back(step_text); },
+        &text);
+    out.ids = output.tokens;
+    out.text = output.text;
+    out.finish_reason = output.finish_reason;
     return out;
   }
   // The sequence resumed after the first k tokens of `whole`, as a worker continues a job.
@@ -54,8 +55,7 @@ class Generate : public ::testing::Test {
     std::vector<int32_t>& prompt = continuation.generation.prompt_tokens;
     prompt.insert(prompt.end(), whole.ids.begin(), whole.ids.begin() + static_cast<std::ptrdiff_t>(k));
     continuation.generation.max_tokens -= static_cast<int64_t>(k);
-    continuation.resume = {.tokens = static_cast<int64_t>(k), .text_bytes = static_cast<int64_t>(streamed.size())};
-    Streamed rest = stream(std::move(continuation));
+    Streamed rest = stream(continuation, k, static_cast<int64_t>(streamed.size()));
     rest.text = streamed + rest.text;
     return rest;
   }
@@ -123,7 +123,7 @@ TEST_F(Generate, RejectsEmptyAndOversizePrompts) {
 // one-slot engine it is admitted only once that one has finished, so it queued at least as long as
 // the first ran, less the time between the two adds.
 TEST_F(Generate, QueueTimeRunsUntilTheEngineAdmitsTheSequence) {
-  Engine engine(*tiny_.model, *tokenizer_, /*proposer=*/nullptr, {.max_slots = 1});
+  Engine engine(*tiny_.model, /*proposer=*/nullptr, {.max_slots = 1});
   GenerationRequest request{.max_tokens = 16, .ignore_eos = true};
   request.prompt_tokens = tokenizer_->encode("a queue of jobs");
   const auto before_adds = std::chrono::steady_clock::now();

@@ -38,9 +38,9 @@ TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
     std::vector<int32_t> prompt = some_tokens(3 + static_cast<size_t>(prompt_index * 5 % 23), 459,
                                               static_cast<uint32_t>(prompt_index * 7 + c.target.seed));
     const int64_t max_tokens = 20 + prompt_index % 7;
-    auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, max_tokens)}, 1);
+    auto plain = run_engine(model, nullptr, {request_for(prompt, SpecMode::kOff, 0, max_tokens)}, 1);
     std::vector<TraceRecord> trace;
-    auto speculative = run_engine(model, *pair.tokenizer, pair.proposer.get(),
+    auto speculative = run_engine(model, pair.proposer.get(),
                                   {request_for(prompt, SpecMode::kDflash, block, max_tokens)}, 1, &trace);
     ASSERT_EQ(speculative[0], plain[0]) << c.name << " prompt " << prompt_index << " block " << block;
     ASSERT_FALSE(trace.empty());
@@ -60,13 +60,13 @@ TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
   }
   std::vector<std::vector<int32_t>> alone;
   for (const SequenceRequest& r : requests) {
-    alone.push_back(run_engine(model, *pair.tokenizer, nullptr,
+    alone.push_back(run_engine(model, nullptr,
                                {request_for(r.generation.prompt_tokens, SpecMode::kOff, 0, r.generation.max_tokens)},
                                1)[0]);
   }
   // 3 slots: sequences join as others finish; all 8 at once: the batch with 7 others.
   for (int64_t slots : {3, 8}) {
-    auto together = run_engine(model, *pair.tokenizer, pair.proposer.get(), requests, slots);
+    auto together = run_engine(model, pair.proposer.get(), requests, slots);
     for (size_t i = 0; i < requests.size(); ++i) {
       EXPECT_EQ(together[i], alone[i]) << c.name << " sequence " << i << " with " << slots << " slots";
     }
@@ -81,11 +81,11 @@ TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
   TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(6, 459, 11 + static_cast<uint32_t>(c.target.seed));
-  auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, 30)}, 1);
+  auto plain = run_engine(model, nullptr, {request_for(prompt, SpecMode::kOff, 0, 30)}, 1);
   SequenceRequest sampled = request_for(some_tokens(5, 459, 3), SpecMode::kDflash, 4, 30);
   sampled.generation.sampling.temperature = 0.8f;
   sampled.generation.sampling.seed = 5;
-  auto together = run_engine(model, *pair.tokenizer, pair.proposer.get(),
+  auto together = run_engine(model, pair.proposer.get(),
                              {request_for(prompt, SpecMode::kDflash, 4, 30), sampled}, 2);
   EXPECT_EQ(together[0], plain[0]) << c.name;
   EXPECT_EQ(together[1].size(), 30u);
@@ -102,9 +102,9 @@ TEST_P(Lossless, AutoSequencesThatPauseAndResumeDraftingStayLossless) {
   TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(9, 459, 7 + static_cast<uint32_t>(c.target.seed));
   const int64_t max_tokens = 200;
-  auto plain = run_engine(model, *pair.tokenizer, nullptr, {request_for(prompt, SpecMode::kOff, 0, max_tokens)}, 1);
+  auto plain = run_engine(model, nullptr, {request_for(prompt, SpecMode::kOff, 0, max_tokens)}, 1);
   std::vector<TraceRecord> trace;
-  auto speculative = run_engine(model, *pair.tokenizer, pair.proposer.get(),
+  auto speculative = run_engine(model, pair.proposer.get(),
                                 {request_for(prompt, SpecMode::kAuto, 0, max_tokens)}, 1, &trace,
                                 {.target_pass_timer = [](int64_t, double) { return 1e-3; },
                                  .draft_pass_timer = [](int64_t, double) { return 1e-4; }});

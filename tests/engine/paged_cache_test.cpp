@@ -48,7 +48,7 @@ class EngineOnAPagedCache : public ::testing::Test {
     std::vector<std::vector<int32_t>> outputs;
     for (SequenceRequest r : requests) {
       r.spec = SpecMode::kOff;
-      outputs.push_back(run_engine(*pair.target.model, *pair.tokenizer, nullptr, {r}, 1).at(0));
+      outputs.push_back(run_engine(*pair.target.model, nullptr, {r}, 1).at(0));
     }
     return outputs;
   }
@@ -65,7 +65,7 @@ TEST_F(EngineOnAPagedCache, GreedyOutputIsTheWholeLengthCachesInEveryModeAndBloc
     }
     const auto expected = plain_outputs(requests);
     std::unique_ptr<PagedKvStore> paged = store(64, block_size);
-    const auto outputs = run_engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(), requests, 4, nullptr,
+    const auto outputs = run_engine(*pair.target.model, pair.proposer.get(), requests, 4, nullptr,
                                     {.paged_cache = paged.get()});
     for (size_t i = 0; i < requests.size(); ++i)
       EXPECT_EQ(outputs[i], expected[i]) << "block " << block_size << " #" << i;
@@ -77,7 +77,7 @@ TEST_F(EngineOnAPagedCache, GreedyOutputIsTheWholeLengthCachesInEveryModeAndBloc
 
 TEST_F(EngineOnAPagedCache, APromptSharingACachedPrefixPrefillsOnlyTheRest) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
-  Engine engine(*pair.target.model, *pair.tokenizer, nullptr, {.max_slots = 2, .paged_cache = paged.get()});
+  Engine engine(*pair.target.model, nullptr, {.max_slots = 2, .paged_cache = paged.get()});
   engine.add(0, greedy(prompt_with_prefix(43, 6, 1), SpecMode::kOff, 4));
   engine.run_until_idle();
   const BlockPoolStats first = paged->blocks().stats();
@@ -98,7 +98,7 @@ TEST_F(EngineOnAPagedCache, APromptSharingACachedPrefixPrefillsOnlyTheRest) {
 TEST_F(EngineOnAPagedCache, ALaterTurnStartsOnTheBlocksOfTheTurnBefore) {
   for (SpecMode spec : {SpecMode::kOff, SpecMode::kDflash, SpecMode::kAuto}) {
     std::unique_ptr<PagedKvStore> paged = store(64, 16);
-    Engine engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(),
+    Engine engine(*pair.target.model, pair.proposer.get(),
                   {.max_slots = 2, .paged_cache = paged.get()});
     std::vector<int32_t> prompt = prompt_with_prefix(70, 3, 5);
     int64_t ran = 0;  // positions the turn before ran: its prompt and all but its last token
@@ -132,7 +132,7 @@ TEST_F(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
       pair.target.model->make_paged_store(64, 8, nullptr, {d.num_layers, d.num_kv_heads, d.head_dim});
   std::vector<TraceRecord> trace;
   Engine engine(
-      *pair.target.model, *pair.tokenizer, pair.proposer.get(),
+      *pair.target.model, pair.proposer.get(),
       {.max_slots = 1, .on_trace = [&trace](const TraceRecord& r) { trace.push_back(r); }, .paged_cache = paged.get()});
   std::vector<int32_t> prompt = prompt_with_prefix(50, 3, 9);
   engine.add(0, greedy(prompt, SpecMode::kDflash, 30));
@@ -155,7 +155,7 @@ TEST_F(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
 
   // The same turn on a drafter that injects every position of the prompt itself.
   std::vector<TraceRecord> alone;
-  run_engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(), {greedy(prompt, SpecMode::kDflash, 12)}, 1,
+  run_engine(*pair.target.model, pair.proposer.get(), {greedy(prompt, SpecMode::kDflash, 12)}, 1,
              &alone);
   ASSERT_FALSE(trace.empty());
   ASSERT_EQ(trace.size(), alone.size());
@@ -171,7 +171,7 @@ TEST_F(EngineOnAPagedCache, ASequenceWaitingForItsDrafterContextIsLookedUpOnce) 
   const int64_t context_bytes = CachePool::footprint(pair.drafter->make_context_cache(61).whole_bytes());
   CachePool pool(*pair.target.backend, context_bytes + CachePool::kAlignment);
   pair.proposer->use_cache_pool(&pool);
-  Engine engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(), {.max_slots = 2, .paged_cache = paged.get()});
+  Engine engine(*pair.target.model, pair.proposer.get(), {.max_slots = 2, .paged_cache = paged.get()});
   for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
   size_t most_running = 0;
   while (!engine.idle()) {
@@ -190,7 +190,7 @@ TEST_F(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
   const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kOff, 6),
                                                  greedy(prompt_with_prefix(40, 4, 2), SpecMode::kOff, 6)};
-  const auto outputs = run_engine(*pair.target.model, *pair.tokenizer, nullptr, requests, 2, nullptr,
+  const auto outputs = run_engine(*pair.target.model, nullptr, requests, 2, nullptr,
                                   {.paged_cache = paged.get(), .prefix_caching = false});
   EXPECT_EQ(outputs, plain_outputs(requests));
   const BlockPoolStats stats = paged->blocks().stats();
@@ -207,7 +207,7 @@ TEST_F(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirO
     std::vector<SequenceRequest> requests;
     for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(9, kVocab, 20 + i), spec, 38));
     std::unique_ptr<PagedKvStore> paged = store(12, 8);
-    Engine engine(*pair.target.model, *pair.tokenizer, pair.proposer.get(),
+    Engine engine(*pair.target.model, pair.proposer.get(),
                   {.max_slots = 4, .paged_cache = paged.get()});
     for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
     size_t most_running = 0;
@@ -230,7 +230,7 @@ TEST_F(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirO
 
 TEST_F(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOnes) {
   std::unique_ptr<PagedKvStore> paged = store(8, 8);
-  Engine engine(*pair.target.model, *pair.tokenizer, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
+  Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   std::vector<SequenceRequest> requests;
   for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(33, kVocab, 50 + i), SpecMode::kOff, 8));
   for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
@@ -249,7 +249,7 @@ TEST_F(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOn
 
 TEST_F(EngineOnAPagedCache, ASequenceThePoolCannotHoldIsRefusedAtOnce) {
   std::unique_ptr<PagedKvStore> paged = store(4, 8);
-  Engine engine(*pair.target.model, *pair.tokenizer, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
+  Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   try {
     engine.add(1, greedy(some_tokens(20, kVocab, 1), SpecMode::kOff, 13));  // 33 positions: 5 blocks
     ADD_FAILURE() << "accepted a sequence larger than the pool";

@@ -88,9 +88,9 @@ TEST(RecordedPasses, EngineRecordingTargetAndDrafterGivesTheSameTokensAndDrafts)
                                       i == 3 ? SpecMode::kOff : SpecMode::kDflash, 24));
   }
   std::vector<TraceRecord> direct_trace, recorded_trace;
-  const auto want = run_engine(*direct.target.model, *direct.tokenizer, direct.proposer.get(), requests, 2,
+  const auto want = run_engine(*direct.target.model, direct.proposer.get(), requests, 2,
                                &direct_trace);
-  const auto got = run_engine(*recorded.target.model, *recorded.tokenizer, recorded.proposer.get(), requests, 2,
+  const auto got = run_engine(*recorded.target.model, recorded.proposer.get(), requests, 2,
                               &recorded_trace);
   EXPECT_EQ(got, want);
   ASSERT_EQ(recorded_trace.size(), direct_trace.size());

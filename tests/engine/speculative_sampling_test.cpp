@@ -12,7 +12,7 @@
 #include "tests/model/tiny_model.h"
 #include "worker/engine/acceptance.h"
 #include "worker/engine/engine.h"
-#include "worker/engine/generate.h"
+#include "worker/serving/generate.h"
 
 namespace flashq::testing {
 namespace {
@@ -253,7 +253,7 @@ class SpeculativeSamplingEndToEnd : public ::testing::TestWithParam<std::string>
                                              std::vector<TraceRecord>* trace = nullptr) {
     EngineOptions options{.max_slots = 64};
     if (trace) options.on_trace = [trace](const TraceRecord& r) { trace->push_back(r); };
-    Engine engine(*tiny_.model, *tokenizer_, proposer, options);
+    Engine engine(*tiny_.model, proposer, options);
     for (int64_t i = 0; i < kSequences; ++i) {
       engine.add(static_cast<uint64_t>(i),
                  {.generation = sampled(first_seed + static_cast<uint64_t>(i)),

@@ -11,7 +11,7 @@
 #include "tests/engine/replay_proposer.h"
 #include "tests/model/tiny_model.h"
 #include "worker/engine/engine.h"
-#include "worker/engine/generate.h"
+#include "worker/serving/generate.h"
 
 namespace flashq::testing {
 namespace {
@@ -40,7 +40,7 @@ std::set<int64_t> wrong_positions_for(const std::vector<int64_t>& lengths, int64
 }
 
 struct SpeculativeRun {
-  FinishedSequence done;
+  SequenceOutput done;
   std::vector<TraceRecord> trace;
 };
 
@@ -79,11 +79,8 @@ class Verification : public ::testing::Test {
                            ReplayOptions options) {
     ReplayProposer proposer({script}, std::move(options));
     SpeculativeRun run;
-    Engine engine(*tiny_.model, *tokenizer_, &proposer,
-                  {.max_slots = 1, .on_trace = [&](const TraceRecord& r) { run.trace.push_back(r); }});
-    engine.add(1, {.generation = request, .spec = SpecMode::kDflash});
-    engine.run_until_idle();
-    run.done = engine.take_finished().at(0);
+    run.done = generate_sequence(*tiny_.model, &proposer, *tokenizer_, {.generation = request, .spec = SpecMode::kDflash},
+                                 {.max_slots = 1, .on_trace = [&](const TraceRecord& r) { run.trace.push_back(r); }});
     return run;
   }
   SpeculativeRun speculate(const GenerationRequest& request, const ReplayScript& script) {
@@ -238,7 +235,7 @@ TEST_F(VerificationAtTheContextEnd, ClampsTheLastBlockAndEndsWithLength) {
   const ReplayScript script = continuation_of(request);
   ReplayProposer proposer({script}, replay_options());
   std::vector<TraceRecord> trace;
-  Engine engine(*tiny_.model, *tokenizer_, &proposer,
+  Engine engine(*tiny_.model, &proposer,
                 {.max_slots = 1, .on_trace = [&](const TraceRecord& r) { trace.push_back(r); }});
   engine.add(1, {.generation = request, .spec = SpecMode::kDflash});
   ASSERT_NO_THROW(engine.run_until_idle());
@@ -256,10 +253,39 @@ TEST_F(VerificationAtTheContextEnd, ClampsTheLastBlockAndEndsWithLength) {
   EXPECT_EQ(trace.back().draft.size(), 6u) << "the last block is clamped to the room left in the context";
 }
 
+// What the text side does when it finds a stop string (Engine::stop): the sequence ends with
+// `stop` at the start of the next step, with nothing more computed or emitted for it.
+TEST_F(Verification, StoppingASequenceEndsItAtTheNextStepWithoutAnotherPass) {
+  const GenerationRequest request = greedy(40);
+  ReplayProposer proposer({continuation_of(request)}, replay_options());
+  std::vector<TraceRecord> trace;
+  std::vector<StepEvent> events;
+  Engine engine(*tiny_.model, &proposer,
+                {.max_slots = 1,
+                 .on_event = [&](const StepEvent& e) { events.push_back(e); },
+                 .on_trace = [&](const TraceRecord& r) { trace.push_back(r); }});
+  engine.add(1, {.generation = request, .spec = SpecMode::kDflash});
+  engine.step();
+  engine.step();
+  const size_t passes = trace.size();
+  const size_t emitted = events.size();
+  ASSERT_GT(passes, 0u);
+  engine.stop(1);
+  engine.stop(99);  // unknown: ignored
+  engine.step();
+  EXPECT_TRUE(engine.idle());
+  EXPECT_EQ(trace.size(), passes) << "no pass after the stop";
+  ASSERT_EQ(events.size(), emitted + 1);
+  EXPECT_TRUE(events.back().finished);
+  EXPECT_TRUE(events.back().token_ids.empty());
+  EXPECT_EQ(events.back().finish_reason, FinishReason::kStop);
+  EXPECT_EQ(engine.take_finished().at(0).finish_reason, FinishReason::kStop);
+}
+
 TEST_F(Verification, CancellingASequenceEndsItWithCancelled) {
   const GenerationRequest request = greedy(40);
   ReplayProposer proposer({continuation_of(request)}, replay_options());
-  Engine engine(*tiny_.model, *tokenizer_, &proposer, {.max_slots = 1});
+  Engine engine(*tiny_.model, &proposer, {.max_slots = 1});
   engine.add(1, {.generation = request, .spec = SpecMode::kDflash});
   engine.step();
   engine.step();
@@ -268,7 +294,6 @@ TEST_F(Verification, CancellingASequenceEndsItWithCancelled) {
   const FinishedSequence done = engine.take_finished().at(0);
 
   EXPECT_EQ(done.finish_reason, FinishReason::kCancelled);
-  EXPECT_TRUE(done.cancelled);
   const std::vector<int32_t> expected = plain(request).tokens;
   ASSERT_LT(done.tokens.size(), expected.size());
   EXPECT_EQ(done.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + static_cast<ptrdiff_t>(done.tokens.size())))
@@ -281,7 +306,7 @@ TEST_F(Verification, CancellingOneSequenceLeavesTheOthersUnaffected) {
   ReplayProposer proposer({continuation_of(first, {12, 20, 21}), continuation_of(second, {11, 15, 30})},
                           replay_options());
   std::vector<TraceRecord> trace;
-  Engine engine(*tiny_.model, *tokenizer_, &proposer,
+  Engine engine(*tiny_.model, &proposer,
                 {.max_slots = 2, .on_trace = [&](const TraceRecord& r) { trace.push_back(r); }});
   engine.add(1, {.generation = first, .spec = SpecMode::kDflash});
   engine.add(2, {.generation = second, .spec = SpecMode::kDflash});
@@ -309,7 +334,7 @@ TEST_F(Verification, SpecStatsAgreeWithTheTrace) {
   const SpeculativeRun run = speculate(request, continuation_of(request, wrong_positions_for(lengths, kPromptLength)));
   ASSERT_EQ(accepted_lengths(run.trace), lengths);
 
-  const SpecStats& stats = run.done.spec_stats;
+  const SpecStats& stats = run.done.engine_record.spec_stats;
   int64_t drafted = 0, accepted = 0;
   for (const TraceRecord& r : run.trace) {
     drafted += static_cast<int64_t>(r.draft.size());
@@ -357,7 +382,7 @@ TEST_F(Verification, AutoKeepsNoHiddenStatesWhereNoDraftingCouldPay) {
   // Two waves of the same sequences through one engine.
   auto run_auto = [&](PassTimer target, PassTimer draft) {
     ReplayProposer proposer(two_waves, replay_options());
-    Engine engine(*tiny_.model, *tokenizer_, &proposer,
+    Engine engine(*tiny_.model, &proposer,
                   {.max_slots = kSequences, .target_pass_timer = std::move(target), .draft_pass_timer = std::move(draft)});
     Observed observed;
     for (int64_t wave = 0; wave < 2; ++wave) {

@@ -12,7 +12,7 @@
 
 #include "kernels/backend_factory.h"
 #include "tests/engine/dflash_test_pair.h"
-#include "worker/engine/generate.h"
+#include "worker/serving/generate.h"
 
 namespace flashq::testing {
 namespace {
@@ -49,7 +49,7 @@ struct TwoBackends {
   std::vector<int32_t> plain_on_cpu(SequenceRequest request) {
     request.spec = SpecMode::kOff;
     request.block_size = 0;
-    return run_engine(*cpu_model, *tokenizer, nullptr, {request}, 1)[0];
+    return run_engine(*cpu_model, nullptr, {request}, 1)[0];
   }
 
   TempDir drafter_dir;
@@ -155,7 +155,7 @@ TEST_F(CudaModel, SpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu) {
   std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(16, spec.seed);
   DFlashProposer proposer(*drafter);
   const std::vector<SequenceRequest> requests = dflash_requests(4, 70);
-  auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 4);
+  auto speculative = run_engine(*b.gpu_model, &proposer, requests, 4);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
   }
@@ -167,7 +167,7 @@ TEST_F(CudaModel, LlamaSpeculativeDecodingOnGpuReproducesTargetOnlyDecodingOnCpu
   std::unique_ptr<DFlashDrafter> drafter = b.gpu_drafter(16, spec.seed);
   DFlashProposer proposer(*drafter);
   const std::vector<SequenceRequest> requests = dflash_requests(3, 130);
-  auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 3);
+  auto speculative = run_engine(*b.gpu_model, &proposer, requests, 3);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
   }
@@ -188,7 +188,7 @@ TEST_F(CudaModel, ProgrammaticLaunchesChangeNoToken) {
   DFlashProposer proposer(*drafter);
   const std::vector<SequenceRequest> requests = dflash_requests(3, 110);
   set_programmatic_launches(true);
-  auto speculative = run_engine(*b.gpu_model, *b.tokenizer, &proposer, requests, 3);
+  auto speculative = run_engine(*b.gpu_model, &proposer, requests, 3);
   EXPECT_GT(b.gpu_model->replayed_passes(), 0) << "no pass was replayed from a graph";
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(speculative[i], b.plain_on_cpu(requests[i])) << "sequence " << i;
@@ -222,7 +222,7 @@ TEST_F(CudaModel, SpeculativeDecodingFromACachePoolSizedByTheMemoryFraction) {
   ASSERT_GT(memory->total_bytes, memory->free_bytes);
   CachePool pool(*b.gpu, std::min<int64_t>(cache_pool_bytes(0.5, memory->total_bytes, memory->free_bytes), 64 << 20));
   proposer.use_cache_pool(&pool);
-  Engine engine(*b.gpu_model, *b.tokenizer, &proposer, {.max_slots = 3, .cache_pool = &pool});
+  Engine engine(*b.gpu_model, &proposer, {.max_slots = 3, .cache_pool = &pool});
   std::vector<SequenceRequest> requests;
   for (int i = 0; i < 3; ++i) {
     SequenceRequest r;

@@ -14,7 +14,7 @@
 #include "tests/model/tiny_model.h"
 #include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
-#include "worker/engine/generate.h"
+#include "worker/serving/generate.h"
 
 namespace flashq::testing {
 namespace {

@@ -11,7 +11,7 @@
 #include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
 #include "shared/json_file.h"
-#include "worker/engine/generate.h"
+#include "worker/serving/generate.h"
 
 namespace flashq::testing {
 namespace {

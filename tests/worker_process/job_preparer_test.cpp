@@ -1,4 +1,4 @@
-// The worker's text thread (job_preparer.h): each ASSIGN reaches the engine thread prepared (its
+// The worker's prepare thread (job_preparer.h): each ASSIGN reaches the engine thread prepared (its
 // sequence, or why it cannot run), and everything reaches it in the order the link sent it, so a
 // CANCEL never overtakes its ASSIGN.
 #include "worker/process/job_preparer.h"

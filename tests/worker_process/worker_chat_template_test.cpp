@@ -9,6 +9,7 @@
 #include "tools/flashq_model/make_tiny.h"
 #include "worker/engine/engine.h"
 #include "worker/model/model_registry.h"
+#include "worker/text/tokenizer.h"
 
 namespace flashq::testing {
 namespace {
@@ -68,7 +69,7 @@ class WorkerChatTemplateTest : public ::testing::Test {
 
   // Greedy, target only, in this process.
   static std::vector<int32_t> reference(const std::vector<int32_t>& prompt, int64_t max_tokens) {
-    Engine engine(*model_, *tokenizer_, nullptr, {.max_slots = 1});
+    Engine engine(*model_, nullptr, {.max_slots = 1});
     SequenceRequest request{.spec = SpecMode::kOff};
     request.generation.prompt_tokens = prompt;
     request.generation.max_tokens = max_tokens;

@@ -14,6 +14,7 @@
 #include "worker/engine/engine.h"
 #include "worker/model/dflash_drafter.h"
 #include "worker/model/model_registry.h"
+#include "worker/serving/generate.h"
 #include "worker/text/chat_template.h"
 
 namespace flashq::testing {
@@ -69,14 +70,9 @@ class WorkerProcessTest : public ::testing::Test {
   // The engine in this process, target only, greedy: what the worker must stream.
   static Reference reference(const std::vector<int32_t>& prompt, int64_t max_tokens,
                              std::vector<std::string> stop = {}) {
-    Engine engine(*model_, *tokenizer_, nullptr, {.max_slots = 1});
-    SequenceRequest request{.spec = SpecMode::kOff};
-    request.generation.prompt_tokens = prompt;
-    request.generation.max_tokens = max_tokens;
-    request.generation.stop = std::move(stop);
-    engine.add(0, request);
-    engine.run_until_idle();
-    FinishedSequence done = engine.take_finished().at(0);
+    GenerationRequest request{.prompt_tokens = prompt, .max_tokens = max_tokens};
+    request.stop = std::move(stop);
+    GenerationResult done = generate(*model_, *tokenizer_, request);
     return {done.tokens, done.text, done.finish_reason};
   }
 
@@ -84,7 +80,7 @@ class WorkerProcessTest : public ::testing::Test {
   // the CPU's passes do not depend on the batch, so the worker must report these counts exactly.
   static SpecStats speculative_reference_stats(const std::vector<int32_t>& prompt, int64_t max_tokens) {
     DFlashProposer proposer(*drafter_);
-    Engine engine(*model_, *tokenizer_, &proposer, {.max_slots = 1});
+    Engine engine(*model_, &proposer, {.max_slots = 1});
     SequenceRequest request{.spec = SpecMode::kDflash};
     request.generation.prompt_tokens = prompt;
     request.generation.max_tokens = max_tokens;
@@ -278,7 +274,7 @@ TEST_F(WorkerProcessTest, DemoDrafterGetsTokensAcceptedAndTheFinalCountsThem) {
   constexpr int64_t kTokens = 48, kBlock = 4;
 
   DemoPair pair;
-  Engine engine(*pair.target, *pair.tokenizer, pair.proposer.get(), {.max_slots = 1});
+  Engine engine(*pair.target, pair.proposer.get(), {.max_slots = 1});
   SequenceRequest request{.spec = SpecMode::kDflash, .block_size = kBlock};
   request.generation = {.prompt_tokens = pair.tokenizer->encode(prompt), .max_tokens = kTokens};
   engine.add(0, request);

@@ -14,7 +14,7 @@
 #include "tools/flashq_bench/agentic_routing.h"
 #include "tools/flashq_bench/bench_cluster.h"
 #include "worker/engine/engine.h"
-#include "worker/engine/serving_model.h"
+#include "worker/serving/serving_model.h"
 #include "worker/model/cache_pool.h"
 #include "worker/model/model_config.h"
 #include "worker/model/paged_kv_store.h"
@@ -163,7 +163,7 @@ ArmEngine make_engine(ServingModel& serving, const CacheArm& arm, int64_t max_sl
     e.pool = std::make_unique<CachePool>(*serving.backend, arm.cache_bytes);
     options.cache_pool = e.pool.get();
   }
-  e.engine = std::make_unique<Engine>(*serving.model, *serving.tokenizer, nullptr, options);
+  e.engine = std::make_unique<Engine>(*serving.model, nullptr, options);
   // One short sequence first: pages the weights in, so no arm pays for it in a timed turn.
   SequenceRequest warm;
   warm.generation.prompt_tokens = random_ids(8, 64, 99);

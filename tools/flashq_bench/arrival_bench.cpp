@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "shared/protocol/messages.h"
-#include "worker/engine/serving_model.h"
+#include "worker/serving/serving_model.h"
 #include "worker/process/job_preparer.h"
 #include "worker/process/job_runner.h"
+#include "worker/process/output_thread.h"
 
 namespace flashq {
 namespace {
@@ -33,7 +34,7 @@ struct ArrivalBenchOptions {
 };
 
 // Where the arriving job's text work runs.
-enum class Arrival { kNone, kEngineThread, kTextThread };
+enum class Arrival { kNone, kEngineThread, kPrepareThread };
 
 const char* arrival_name(Arrival arrival) {
   switch (arrival) {
@@ -41,8 +42,8 @@ const char* arrival_name(Arrival arrival) {
       return "no arrival";
     case Arrival::kEngineThread:
       return "arrival, text work on the engine thread";
-    case Arrival::kTextThread:
-      return "arrival, text work on the text thread";
+    case Arrival::kPrepareThread:
+      return "arrival, text work on the prepare thread";
   }
   return "";
 }
@@ -78,17 +79,20 @@ double percentile(std::vector<double> values, double q) {
 }
 
 // One run: `running` sequences decode (one that reaches the end of the context is replaced);
-// after a warm-up the long prompt arrives (unless kNone) through the text thread or straight to
+// after a warm-up the long prompt arrives (unless kNone) through the prepare thread or straight to
 // the engine thread; gaps between each running sequence's TOKENS are collected over the window.
 Gaps run_once(ServingModel& serving, const ArrivalBenchOptions& o, Arrival arrival) {
   WorkInbox link_inbox, engine_inbox;
+  OutputInbox output_inbox;
   MessageOutbox outbox;
   const WorkerModel served{"target", serving.drafter != nullptr, serving.chat_template.chat_template.get()};
   JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, o.running + 1, {}, engine_inbox,
-                   outbox);
+                   output_inbox);
   JobPreparer preparer(*serving.tokenizer, served, link_inbox, engine_inbox);
+  OutputThread output(output_inbox, engine_inbox, outbox);
   std::thread engine([&runner] { runner.run(); });
-  std::thread text([&preparer] { preparer.run(); });
+  std::thread prepare([&preparer] { preparer.run(); });
+  std::thread writer([&output] { output.run(); });
   int64_t decoding_jobs = 0;
   for (; decoding_jobs < o.running; ++decoding_jobs) {
     link_inbox.push(AssignWork{decoding_job(decoding_jobs), Clock::now(), 0});
@@ -129,19 +133,20 @@ Gaps run_once(ServingModel& serving, const ArrivalBenchOptions& o, Arrival arriv
     if (!measuring_from && static_cast<int64_t>(last_tokens.size()) == o.running && now - started > kWarmUp) {
       measuring_from = now;
       arrived = now;
-      if (arrival == Arrival::kTextThread) link_inbox.push(AssignWork{arriving_job(o.arrival_words), now, 0});
+      if (arrival == Arrival::kPrepareThread) link_inbox.push(AssignWork{arriving_job(o.arrival_words), now, 0});
       if (arrival == Arrival::kEngineThread) engine_inbox.push(AssignWork{arriving_job(o.arrival_words), now, 0});
     }
   }
   link_inbox.push(StopEngine{});
-  text.join();
+  prepare.join();
   engine.join();
+  writer.join();
   return gaps;
 }
 
 void run_arrival_bench(const ArrivalBenchOptions& o) {
   ServingModel serving = ServingModel::load(o.model_dir, o.drafter_dir, "cpu");
-  const Arrival arrivals[] = {Arrival::kNone, Arrival::kEngineThread, Arrival::kTextThread};
+  const Arrival arrivals[] = {Arrival::kNone, Arrival::kEngineThread, Arrival::kPrepareThread};
   std::map<Arrival, std::vector<Gaps>> runs;
   for (int r = 0; r < o.repeats; ++r) {  // side by side: A B C, A B C, ...
     for (Arrival arrival : arrivals) runs[arrival].push_back(run_once(serving, o, arrival));

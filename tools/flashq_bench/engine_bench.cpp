@@ -12,7 +12,7 @@
 #include "kernels/backend_factory.h"
 #include "shared/error.h"
 #include "worker/engine/engine.h"
-#include "worker/engine/serving_model.h"
+#include "worker/serving/serving_model.h"
 #include "worker/model/safetensors.h"
 
 namespace flashq {
@@ -132,7 +132,7 @@ struct Bench {
       if (!first) step_seconds.push_back(std::chrono::duration<double>(now - last->second).count());
       last->second = now;
     };
-    return std::make_unique<Engine>(*serving.model, *serving.tokenizer,
+    return std::make_unique<Engine>(*serving.model,
                                     mode == "ar" ? nullptr : serving.proposer.get(), options);
   }
 

@@ -15,9 +15,8 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 }  // namespace
 
-Engine::Engine(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options)
+Engine::Engine(TargetModel& model, Proposer* proposer, EngineOptions options)
     : model_(model),
-      tokenizer_(tokenizer),
       proposer_(proposer),
       options_(std::move(options)),
       policy_(proposer ? proposer->max_block_size() : 1),
@@ -45,9 +44,6 @@ void Engine::add(uint64_t id, SequenceRequest request) {
     }
   }
   validate_sampling(g.sampling);
-  if (request.resume.tokens < 0 || request.resume.tokens > prompt_length) {
-    throw Error(ErrorCode::kInvalidArgument, "the resumed output must be part of the prompt");
-  }
   if (request.spec == SpecMode::kDflash && !proposer_) {
     throw Error(ErrorCode::kInvalidArgument, "spec 'dflash' needs a drafter, and this engine has none");
   }
@@ -80,23 +76,26 @@ void Engine::add(uint64_t id, SequenceRequest request) {
                       std::to_string(options_.cache_pool->capacity_bytes()));
     }
   }
-  waiting_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(cache), tokenizer_));
+  waiting_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(cache)));
 }
 
-void Engine::cancel(uint64_t id) {
-  for (auto& s : running_) {
-    if (s->id == id) s->cancelled = true;
-  }
-  for (auto& s : waiting_) {
-    if (s->id == id) s->cancelled = true;
-  }
+void Engine::cancel(uint64_t id) { request_end(id, FinishReason::kCancelled); }
+
+void Engine::stop(uint64_t id) { request_end(id, FinishReason::kStop); }
+
+void Engine::request_end(uint64_t id, FinishReason reason) {
+  auto request = [&](Sequence& s) {
+    if (s.id == id && !s.requested_end) s.requested_end = reason;
+  };
+  for (auto& s : running_) request(*s);
+  for (auto& s : waiting_) request(*s);
 }
 
 void Engine::step() {
   for (auto& s : running_) {
-    if (s->cancelled && !s->finish_reason) {
+    if (s->requested_end && !s->finish_reason) {
       StepEvent event{.id = s->id};
-      finish_sequence(*s, FinishReason::kCancelled, event);
+      finish_sequence(*s, *s->requested_end, event);
       publish(event);
     }
   }
@@ -113,7 +112,7 @@ void Engine::admit() {
   // The batch these sequences join (an `auto` sequence weighs drafting at that size).
   const int64_t batch = std::min<int64_t>(options_.max_slots, static_cast<int64_t>(running_.size() + waiting_.size()));
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_slots) {
-    if (!waiting_.front()->cancelled && !take_caches(*waiting_.front())) {
+    if (!waiting_.front()->requested_end && !take_caches(*waiting_.front())) {
       // add() refused what an empty pool could not hold: with nothing running, this is a bug.
       check_invariant(!running_.empty(), "a sequence's caches fit an empty cache pool");
       break;  // it waits, first in line, for running sequences to give memory back
@@ -122,9 +121,9 @@ void Engine::admit() {
     waiting_.pop_front();
     if (sequence->admitted_at.time_since_epoch().count() == 0) sequence->admitted_at = Clock::now();
     sequence->admission_order = ++admissions_;
-    if (sequence->cancelled) {
+    if (sequence->requested_end) {
       StepEvent event{.id = sequence->id};
-      finish_sequence(*sequence, FinishReason::kCancelled, event);
+      finish_sequence(*sequence, *sequence->requested_end, event);
       publish(event);
     } else {
       prefill(*sequence, batch);
@@ -441,7 +440,7 @@ void Engine::retire() {
     const auto now = Clock::now();
     const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const bool produced = s->first_token_at.time_since_epoch().count() != 0;
-    finished_.push_back({s->id, s->output, s->text, *s->finish_reason, s->cancelled,
+    finished_.push_back({s->id, s->output, *s->finish_reason,
                          static_cast<int64_t>(s->request.generation.prompt_tokens.size()), s->spec_stats,
                          produced ? seconds(s->first_token_at - s->added_at) : 0.0, seconds(now - s->added_at),
                          seconds(s->admitted_at - s->added_at)});

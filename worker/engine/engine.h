@@ -4,6 +4,9 @@
 // speculating sequence (one drafter pass for all), verify every sequence's block in one batched
 // target pass (Verifier), accept and commit (truncate the target KV, the proposer observes the
 // committed tokens), emit one event per sequence (step_event.h); retire finished sequences.
+// Token ids in, token ids out: the text (detokenizing, stop strings) is its callers' work, off
+// its thread (worker/text/text_stream.h), and a stop string found there ends a sequence through
+// stop().
 #pragma once
 
 #include <cstdint>
@@ -25,7 +28,6 @@
 #include "worker/model/cache_pool.h"
 #include "worker/model/paged_kv_store.h"
 #include "worker/model/target_model.h"
-#include "worker/text/tokenizer.h"
 
 namespace flashq {
 
@@ -83,10 +85,10 @@ struct PhaseSeconds {
 
 struct FinishedSequence {
   uint64_t id;
+  // Every token the engine emitted; after an Engine::stop, those past the stop string too (its
+  // caller kept count of what belongs to the output).
   std::vector<int32_t> tokens;
-  std::string text;
   FinishReason finish_reason;
-  bool cancelled;
   int64_t prompt_tokens;
   SpecStats spec_stats;
   // From Engine::add: to the first token, to the end, and waiting for admission (a slot and
@@ -99,13 +101,17 @@ struct FinishedSequence {
 class Engine {
  public:
   // `proposer` may be null (no speculation at all).
-  Engine(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, EngineOptions options = {});
+  Engine(TargetModel& model, Proposer* proposer, EngineOptions options = {});
   ~Engine();
 
   // Queues a sequence; validates it first (kInvalidArgument naming the problem).
   void add(uint64_t id, SequenceRequest request);
   // Takes effect at the next step; the sequence ends with a cancelled event.
   void cancel(uint64_t id);
+  // A stop string ended the sequence's text (its caller streams the text: TextStream): it ends
+  // with `stop` at the start of the next step, before anything more is computed for it. What it
+  // emitted since the stop string is the caller's to discard. Unknown ids are ignored.
+  void stop(uint64_t id);
   bool idle() const { return waiting_.empty() && running_.empty(); }
   size_t running() const { return running_.size(); }
 
@@ -120,6 +126,7 @@ class Engine {
   std::optional<PagedCacheStats> cache_stats() const;
 
  private:
+  void request_end(uint64_t id, FinishReason reason);
   void admit();
   // The sequence's caches (and proposer state), whole from the pool if there is one, or the
   // blocks of its tokens beyond their cached prefix; false when they do not fit now.
@@ -158,7 +165,6 @@ class Engine {
   void retire();
 
   TargetModel& model_;
-  const Tokenizer& tokenizer_;
   Proposer* proposer_;
   EngineOptions options_;
   SpecPolicy policy_;

@@ -20,26 +20,15 @@ std::string_view spec_mode_name(SpecMode mode) {
   return "?";
 }
 
-namespace {
-
-// The earlier attempts' output: the tail of the prompt.
-std::span<const int32_t> resumed_output(const SequenceRequest& request) {
-  const std::vector<int32_t>& prompt = request.generation.prompt_tokens;
-  return std::span<const int32_t>(prompt).last(static_cast<size_t>(request.resume.tokens));
-}
-
-}  // namespace
-
 double SpecStats::tau() const {
   return target_passes > 0 ? static_cast<double>(committed_tokens) / static_cast<double>(target_passes) : 0.0;
 }
 
-Sequence::Sequence(uint64_t sequence_id, SequenceRequest r, KvCache cache, const Tokenizer& tokenizer)
+Sequence::Sequence(uint64_t sequence_id, SequenceRequest r, KvCache cache)
     : id(sequence_id),
       request(std::move(r)),
       target_cache(std::move(cache)),
       sampler(request.generation.sampling),
-      text_stream(tokenizer, request.generation.stop, resumed_output(request), request.resume.text_bytes),
       added_at(Clock::now()) {}
 
 }  // namespace flashq

@@ -6,12 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "worker/engine/generate.h"
+#include "worker/engine/generation_request.h"
 #include "worker/engine/proposer.h"
 #include "worker/engine/spec_policy.h"
-#include "worker/engine/text_stream.h"
 #include "worker/model/kv_cache.h"
 
 namespace flashq {
@@ -21,18 +21,10 @@ enum class SpecMode { kOff, kDflash, kAuto };
 SpecMode parse_spec_mode(std::string_view name);
 std::string_view spec_mode_name(SpecMode mode);
 
-// A continuation of an earlier attempt: the last `tokens` prompt tokens are that attempt's output,
-// of which `text_bytes` bytes of text reached the client; the text goes on from there (TextStream).
-struct ResumePoint {
-  int64_t tokens = 0;
-  int64_t text_bytes = 0;
-};
-
 struct SequenceRequest {
   GenerationRequest generation;
   SpecMode spec = SpecMode::kAuto;
   int64_t block_size = 0;  // 0: the drafter's own
-  ResumePoint resume;
 };
 
 struct SpecStats {
@@ -47,14 +39,13 @@ struct SpecStats {
 struct Sequence {
   using Clock = std::chrono::steady_clock;
 
-  Sequence(uint64_t sequence_id, SequenceRequest r, KvCache cache, const Tokenizer& tokenizer);
+  Sequence(uint64_t sequence_id, SequenceRequest r, KvCache cache);
 
   uint64_t id;
   SequenceRequest request;
   KvCache target_cache;
   std::unique_ptr<ProposerState> proposer_state;  // null when this sequence never speculates
   Sampler sampler;
-  TextStream text_stream;  // the output's text and its stop strings
   SequenceSpecState spec_state;
 
   int32_t next_token = -1;  // chosen by the target and emitted, not yet in target_cache
@@ -69,9 +60,10 @@ struct Sequence {
   // proposer's import_context_blocks); the prefill observes only the positions after them.
   int64_t imported_draft_positions = 0;
   std::vector<int32_t> output;
-  std::string text;
   std::optional<FinishReason> finish_reason;
-  bool cancelled = false;
+  // Asked for from outside (Engine::cancel, Engine::stop): the sequence ends so at the start of
+  // the next step, before anything more is computed for it.
+  std::optional<FinishReason> requested_end;
   SpecStats spec_stats;
   // added_at: when Engine::add queued it; admitted_at: when the engine took it out of the queue
   // (caches taken, prefill next), unset while it waits for a slot or for cache memory.

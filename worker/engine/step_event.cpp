@@ -17,19 +17,8 @@ void emit_tokens(Sequence& s, std::span<const int32_t> tokens, std::span<const i
       finish_sequence(s, FinishReason::kStop, event);
       return;
     }
-    TextStream::Step text = s.text_stream.push({&token, 1});
-    if (text.tokens_kept > 0) {
-      s.output.push_back(token);
-      event.token_ids.push_back(token);
-    }
-    s.text += text.text;
-    event.text += text.text;
-    if (text.stopped) {
-      s.finish_reason = FinishReason::kStop;  // the held-back text is the stop string: dropped
-      event.finished = true;
-      event.finish_reason = FinishReason::kStop;
-      return;
-    }
+    s.output.push_back(token);
+    event.token_ids.push_back(token);
     if (static_cast<int64_t>(s.output.size()) >= g.max_tokens) {
       finish_sequence(s, FinishReason::kLength, event);
       return;
@@ -38,14 +27,9 @@ void emit_tokens(Sequence& s, std::span<const int32_t> tokens, std::span<const i
 }
 
 void finish_sequence(Sequence& s, FinishReason reason, StepEvent& event) {
-  TextStream::Step tail = s.text_stream.finish();
-  if (tail.stopped && reason != FinishReason::kCancelled) reason = FinishReason::kStop;
-  s.text += tail.text;
-  event.text += tail.text;
   s.finish_reason = reason;
   event.finished = true;
   event.finish_reason = reason;
-  event.cancelled = reason == FinishReason::kCancelled;
 }
 
 }  // namespace flashq

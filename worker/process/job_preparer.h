@@ -1,6 +1,7 @@
-// The worker's text thread, between the I/O thread and the engine thread: it turns each ASSIGN
-// into the sequence the engine runs (the chat template rendered, the prompt encoded, the resume
-// point and settings checked: make_job_request), so that a long prompt or a heavy template never
+// The worker's prepare thread, between the I/O thread and the engine thread (work_inbox.h): it
+// turns each ASSIGN into the sequence the engine runs (the chat template rendered, the prompt
+// encoded, the resume point and settings checked: make_job_request) and the attempt's text
+// (AttemptText, which the output thread keeps), so that a long prompt or a heavy template never
 // stalls the steps of the sequences already running. Every other item (CANCEL, a lost link, a
 // drain, the stop) passes through unchanged and in order, so nothing overtakes the ASSIGN it
 // follows.
@@ -12,7 +13,8 @@
 
 namespace flashq {
 
-// Fills `work.request`, or `work.refused` with the error that says why the job cannot run.
+// Fills `work.request` and `work.text`, or `work.refused` with the error that says why the job
+// cannot run.
 void prepare_job(AssignWork& work, const Tokenizer& tokenizer, const WorkerModel& served);
 
 class JobPreparer {

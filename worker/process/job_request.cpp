@@ -115,7 +115,6 @@ JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tok
 
   const int64_t resumed = static_cast<int64_t>(assign.resume_tokens.size());
   out.resumed_tokens = resumed;
-  out.sequence.resume = {.tokens = resumed, .text_bytes = assign.resume_text_bytes};
   out.nothing_left = resumed >= job.max_tokens;
   g.max_tokens = out.nothing_left ? 1 : job.max_tokens - resumed;
   g.sampling.temperature = static_cast<float>(job.temperature);

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "shared/error.h"
-#include "worker/engine/text_stream.h"
+#include "worker/text/text_stream.h"
 #include "worker/process/job_preparer.h"
 
 namespace flashq {
@@ -52,8 +52,7 @@ struct JobRunner::Attempt {
   uint64_t link = 0;
   int64_t prompt_tokens = 0;   // the job's prompt, without resume tokens
   int64_t resumed_tokens = 0;  // output of earlier attempts
-  int64_t next_seq = 0;
-  int64_t completion_tokens = 0;  // streamed by this attempt
+  std::shared_ptr<AttemptText> text;  // what the output thread keeps of it (null when refused)
   // received_at: the ASSIGN reached the worker; admitted_at: the engine admitted the sequence
   // (took it from its queue), or the worker refused or ended the job without one.
   SteadyClock::time_point received_at, added_at, admitted_at;
@@ -65,7 +64,7 @@ struct JobRunner::Attempt {
 };
 
 JobRunner::JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served,
-                     int64_t slots, const EngineOptions& caches, WorkInbox& inbox, MessageOutbox& outbox,
+                     int64_t slots, const EngineOptions& caches, WorkInbox& inbox, OutputInbox& output,
                      WorkerMetrics* metrics)
     : model_(model),
       tokenizer_(tokenizer),
@@ -75,7 +74,7 @@ JobRunner::JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* p
       caches_{
           .cache_pool = caches.cache_pool, .paged_cache = caches.paged_cache, .prefix_caching = caches.prefix_caching},
       inbox_(inbox),
-      outbox_(outbox),
+      output_(output),
       metrics_(metrics) {
   start_engine();
 }
@@ -88,7 +87,7 @@ void JobRunner::start_engine() {
                         .paged_cache = caches_.paged_cache,
                         .prefix_caching = caches_.prefix_caching};
   options.on_event = [this](const StepEvent& event) { on_event(event); };
-  engine_ = std::make_unique<Engine>(model_, tokenizer_, proposer_, std::move(options));
+  engine_ = std::make_unique<Engine>(model_, proposer_, std::move(options));
 }
 
 void JobRunner::run() {
@@ -101,9 +100,10 @@ void JobRunner::run() {
     if (!engine_->idle()) step_engine();
     if (drain_deadline_ && !drain_reported_ && engine_->idle()) {
       drain_reported_ = true;
-      outbox_.mark_drained();
+      output_.push(DrainFinished{});
     }
   }
+  output_.push(EngineStopped{});
 }
 
 void JobRunner::handle(AssignWork& work) {
@@ -129,18 +129,17 @@ void JobRunner::handle(AssignWork& work) {
   by_job_id_[a.id] = engine_id;
   load_.store(static_cast<int64_t>(attempts_.size()));
   try {
-    if (!work.request && !work.refused) prepare_job(work, tokenizer_, served_);  // no text thread before us
+    if (!work.request && !work.refused) prepare_job(work, tokenizer_, served_);  // no prepare thread before us
     if (work.refused) std::rethrow_exception(work.refused);
     JobRequest& request = *work.request;
     a.prompt_tokens = request.job_prompt_tokens;
     a.resumed_tokens = request.resumed_tokens;
+    a.text = std::move(work.text);
     if (request.nothing_left) {  // earlier attempts produced max_tokens already: no sequence runs
       a.added_at = a.admitted_at = SteadyClock::now();
-      // What the earlier attempt held back of its text is released, as the engine would at the end.
-      TextStream text(tokenizer_, assign.job.stop, assign.resume_tokens, assign.resume_text_bytes);
-      TextStream::Step tail = text.finish();
-      send_tokens(a, {}, std::move(tail.text));
-      send_final(a, {.finish_reason = tail.stopped ? protocol::FinishReason::kStop : protocol::FinishReason::kLength});
+      // What the earlier attempt held back of its text is released, as at any end.
+      output_.push(AttemptTokens{.text = a.text, .engine_id = engine_id, .last = true});
+      send_final(a, {.finish_reason = protocol::FinishReason::kLength});
       forget(engine_id);
       return;
     }
@@ -159,6 +158,10 @@ void JobRunner::handle(const CancelWork& work) {
   auto it = by_job_id_.find(work.id);
   if (it == by_job_id_.end()) return;  // finished already: its FINAL is on the way
   engine_->cancel(it->second);
+}
+
+void JobRunner::handle(const StopSequence& work) {
+  if (attempts_.count(work.engine_id) > 0) engine_->stop(work.engine_id);
 }
 
 void JobRunner::handle(const LinkLost& work) {
@@ -246,12 +249,12 @@ void JobRunner::on_event(const StepEvent& event) {
   step_tokens_ += static_cast<int64_t>(event.token_ids.size());
   step_sequences_.insert(event.id);
   if (!event.token_ids.empty() && !a.first_token_at) a.first_token_at = SteadyClock::now();
-  std::optional<protocol::StepSpeculation> spec;
+  AttemptTokens step{.text = a.text, .engine_id = event.id, .token_ids = event.token_ids, .last = event.finished};
   if (event.drafted > 0) {
-    spec.emplace();
-    spec->add_draft(event.drafted, event.accepted);
+    step.spec.emplace();
+    step.spec->add_draft(event.drafted, event.accepted);
   }
-  send_tokens(a, event.token_ids, event.text, std::move(spec));
+  output_.push(std::move(step));
 }
 
 void JobRunner::finish_attempt(const FinishedSequence& done) {
@@ -271,33 +274,19 @@ void JobRunner::finish_attempt(const FinishedSequence& done) {
                          .accepted_tokens = done.spec_stats.accepted_tokens,
                          .tau = done.spec_stats.tau()};
     send_final(a, std::move(result));
-    spdlog::info("job {} attempt {}: {} tokens", a.id, a.attempt, a.completion_tokens);
   }
   forget(done.id);
 }
 
-void JobRunner::send_tokens(Attempt& a, std::vector<int32_t> ids, std::string text,
-                            std::optional<protocol::StepSpeculation> spec) {
-  // A step whose tokens were all cut (an eos first) still reports its draft.
-  if (ids.empty() && text.empty() && !spec) return;
-  a.completion_tokens += static_cast<int64_t>(ids.size());
-  protocol::Tokens message{.id = a.id,
-                           .attempt = a.attempt,
-                           .seq = a.next_seq++,
-                           .token_ids = std::move(ids),
-                           .text = std::move(text),
-                           .spec = std::move(spec)};
-  outbox_.push({a.link, protocol::to_wire(message)});
-}
-
 void JobRunner::send_final(Attempt& a, protocol::FinalResult result) {
   const auto now = SteadyClock::now();
-  result.usage = {.prompt_tokens = a.prompt_tokens, .completion_tokens = a.resumed_tokens + a.completion_tokens};
+  // The output thread adds this attempt's tokens (AttemptText::complete).
+  result.usage = {.prompt_tokens = a.prompt_tokens, .completion_tokens = a.resumed_tokens};
   result.timings = {.queue_ms = ms_between(a.received_at, a.admitted_at),
                     .ttft_ms = a.first_token_at ? ms_between(a.received_at, *a.first_token_at) : 0,
                     .total_ms = ms_between(a.received_at, now)};
-  outbox_.push(
-      {a.link, protocol::to_wire(protocol::Final{.id = a.id, .attempt = a.attempt, .result = std::move(result)})});
+  output_.push(AttemptFinal{
+      .text = a.text, .link = a.link, .final = {.id = a.id, .attempt = a.attempt, .result = std::move(result)}});
 }
 
 void JobRunner::forget(uint64_t engine_id) {

@@ -1,15 +1,13 @@
 // The engine thread: turns the work in the inbox (ASSIGNs prepared into sequences by the text
-// thread, job_preparer.h) into engine sequences and every engine step's events into TOKENS and
-// FINAL messages in the outbox. It owns the engine (and through it the model) and never touches a
-// socket; it sleeps on the inbox when no job is running. The engine streams the output's text: a
-// continuation's sequence carries its resume point, and the events' text, stops and finish
-// reasons are streamed as they come.
+// thread, job_preparer.h) into engine sequences, and hands every engine step's token ids (with its
+// draft's counts) and every attempt's FINAL on to the output thread, which writes the TOKENS and
+// FINAL messages (output_thread.h). It owns the engine (and through it the model), does no text
+// work and never touches a socket; it sleeps on the inbox when no job is running.
 //
-// Per job attempt: TOKENS seq 0, 1, 2, ... (one per engine step that produced tokens or text or
-// verified a draft, with that draft's counts in `spec`),
-// then exactly one FINAL. A job the engine refuses (Engine::add throws) gets a FINAL `error` with
-// the reason at once; so does every running job if an engine step fails, after which the engine
-// is rebuilt and the worker goes on serving.
+// Per job attempt: one AttemptTokens per engine step that produced tokens or verified a draft,
+// then exactly one AttemptFinal. A job the engine refuses (Engine::add throws) gets a FINAL
+// `rejected` or `error` with the reason at once; so does every running job if an engine step
+// fails, after which the engine is rebuilt and the worker goes on serving.
 #pragma once
 
 #include <atomic>
@@ -25,7 +23,6 @@
 #include "shared/protocol/step_speculation.h"
 #include "worker/engine/engine.h"
 #include "worker/process/job_request.h"
-#include "worker/process/message_outbox.h"
 #include "worker/process/work_inbox.h"
 #include "worker/process/worker_metrics.h"
 
@@ -36,7 +33,7 @@ class JobRunner {
   // `caches` says where the KV caches come from (EngineOptions' cache_pool, paged_cache and
   // prefix_caching; all null: grown on demand); `metrics` may be null (nothing recorded).
   JobRunner(TargetModel& model, const Tokenizer& tokenizer, Proposer* proposer, WorkerModel served, int64_t slots,
-            const EngineOptions& caches, WorkInbox& inbox, MessageOutbox& outbox, WorkerMetrics* metrics = nullptr);
+            const EngineOptions& caches, WorkInbox& inbox, OutputInbox& output, WorkerMetrics* metrics = nullptr);
   ~JobRunner();
 
   // The engine thread's loop; returns after StopEngine.
@@ -49,6 +46,7 @@ class JobRunner {
 
   void handle(AssignWork& work);
   void handle(const CancelWork& work);
+  void handle(const StopSequence& work);
   void handle(const LinkLost& work);
   void handle(const Drain& work);
   void handle(const StopEngine&) { stop_ = true; }
@@ -62,8 +60,6 @@ class JobRunner {
   void fail_all_running(const std::string& why);
   void start_engine();
 
-  void send_tokens(Attempt& attempt, std::vector<int32_t> ids, std::string text,
-                   std::optional<protocol::StepSpeculation> spec = std::nullopt);
   void send_final(Attempt& attempt, protocol::FinalResult result);
   void forget(uint64_t engine_id);
 
@@ -74,7 +70,7 @@ class JobRunner {
   int64_t slots_;
   EngineOptions caches_;  // only its cache settings are read
   WorkInbox& inbox_;
-  MessageOutbox& outbox_;
+  OutputInbox& output_;  // the output thread's
   WorkerMetrics* metrics_;
   int64_t step_tokens_ = 0;             // output tokens of the step in progress, for metrics_
   std::set<uint64_t> step_sequences_;  // sequences with an event in the step in progress

@@ -17,13 +17,14 @@
 #include "shared/error.h"
 #include "shared/http/http_endpoint.h"
 #include "shared/protocol/job.h"
-#include "worker/engine/serving_model.h"
 #include "worker/model/cache_pool.h"
 #include "worker/process/host_memory.h"
-#include "worker/process/job_preparer.h"
 #include "worker/process/job_runner.h"
+#include "worker/process/job_preparer.h"
+#include "worker/process/output_thread.h"
 #include "worker/process/worker_broker_link.h"
 #include "worker/process/worker_metrics.h"
+#include "worker/serving/serving_model.h"
 
 namespace flashq {
 namespace {
@@ -137,7 +138,8 @@ std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, Cach
 }
 
 // A worker thread's loop; an exception escaping it is a bug (the runner turns every job's failure
-// into a FINAL, the preparer into a refusal), and the process ends rather than serve half-alive.
+// into a FINAL, the prepare thread a bad job into a refusal), and the process ends rather than
+// serve half-alive.
 void run_or_exit(const char* thread, const std::function<void()>& loop) {
   try {
     loop();
@@ -180,9 +182,10 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   // Declared before the runner: its sequences' block tables refer to it.
   const std::unique_ptr<PagedKvStore> paged_cache = make_paged_store(serving, cache_pool.get(), options);
 
-  WorkInbox link_inbox;    // I/O thread -> text thread
-  WorkInbox engine_inbox;  // text thread -> engine thread
-  MessageOutbox outbox;
+  WorkInbox link_inbox;      // I/O thread -> prepare thread
+  WorkInbox engine_inbox;    // prepare and output threads -> engine thread
+  OutputInbox output_inbox;  // engine thread -> output thread
+  MessageOutbox outbox;      // output thread -> I/O thread
   const WorkerModel served{options.model_name, serving.drafter != nullptr, serving.chat_template.chat_template.get()};
   WorkerMetrics metrics;
   std::unique_ptr<HttpEndpoint> http;
@@ -195,20 +198,24 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   const EngineOptions caches{
       .cache_pool = cache_pool.get(), .paged_cache = paged_cache.get(), .prefix_caching = options.prefix_caching};
   JobRunner runner(*serving.model, *serving.tokenizer, serving.proposer.get(), served, options.slots, caches,
-                   engine_inbox, outbox, &metrics);
+                   engine_inbox, output_inbox, &metrics);
   JobPreparer preparer(*serving.tokenizer, served, link_inbox, engine_inbox);
+  OutputThread output(output_inbox, engine_inbox, outbox);
   std::thread engine_thread(run_or_exit, "engine", [&runner] { runner.run(); });
-  std::thread text_thread(run_or_exit, "text", [&preparer] { preparer.run(); });
+  std::thread prepare_thread(run_or_exit, "prepare", [&preparer] { preparer.run(); });
+  std::thread output_thread(run_or_exit, "output", [&output] { output.run(); });
   struct JoinThreads {
     WorkInbox& inbox;
-    std::thread& text;
+    std::thread& prepare;
     std::thread& engine;
+    std::thread& output;
     ~JoinThreads() {
-      inbox.push(StopEngine{});  // through the text thread to the engine thread
-      text.join();
+      inbox.push(StopEngine{});  // through the prepare thread to the engine thread, which ends the output thread
+      prepare.join();
       engine.join();
+      output.join();
     }
-  } join_threads{link_inbox, text_thread, engine_thread};
+  } join_threads{link_inbox, prepare_thread, engine_thread, output_thread};
 
   LinkOptions link_options{.endpoint = options.broker,
                            .ready = ready,

@@ -1,4 +1,4 @@
-#include "worker/engine/stop_matcher.h"
+#include "worker/text/stop_matcher.h"
 
 #include <algorithm>
 

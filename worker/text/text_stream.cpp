@@ -1,4 +1,4 @@
-#include "worker/engine/text_stream.h"
+#include "worker/text/text_stream.h"
 
 #include <algorithm>
 

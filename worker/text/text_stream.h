@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/stop_matcher.h"
+#include "worker/text/stop_matcher.h"
 #include "worker/text/incremental_decoder.h"
 #include "worker/text/tokenizer.h"
 

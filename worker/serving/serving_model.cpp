@@ -1,4 +1,4 @@
-#include "worker/engine/serving_model.h"
+#include "worker/serving/serving_model.h"
 
 #include <spdlog/spdlog.h>
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
-#include "worker/engine/stop_matcher.h"
+#include "worker/text/stop_matcher.h"
 
 namespace flashq {
 namespace {

@@ -1,7 +1,7 @@
 // TextStream: whole characters and stop strings over a streamed output; a continuation streams
 // exactly what the uninterrupted attempt would have streamed after the resume point, text and
 // stops included.
-#include "worker/engine/text_stream.h"
+#include "worker/text/text_stream.h"
 
 #include <gtest/gtest.h>
 
