@@ -77,7 +77,7 @@ sanitize: setup
 # libraries are not instrumented (libomp's own locks, libzmq, libsodium): ignore_noninstrumented_modules
 # drops reports from inside them (libomp asks for it: they raced on its own lock's init), and the
 # only suppressions, tests/tsan.supp, are for libzmq and libsodium.
-TSAN_TESTS = gateway_broker_link_test session_routing_test worker_process_test worker_job_request_test job_preparer_test transport_test http_endpoint_test client_test job_commands_test broker_test broker_dispatch_test unknown_model_test job_queue_test \
+TSAN_TESTS = gateway_broker_link_test session_routing_test worker_process_test worker_job_request_test job_preparer_test output_thread_test transport_test http_endpoint_test client_test job_commands_test broker_test broker_dispatch_test unknown_model_test job_queue_test \
   e2e_test cpu_kernels_test curve_broker_test curve_cli_test flashq-gateway
 TSAN_ENV = TSAN_OPTIONS=ignore_noninstrumented_modules=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$(CURDIR)/tests/tsan.supp:log_path=$(abspath $(BUILD)-tsan)/sanitizer-logs/tsan
 tsan: setup

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "shared/error.h"
+#include "worker/process/attempt_text.h"
 #include "tests/support/tiny_tokenizer_suite.h"
 
 namespace flashq::testing {
@@ -46,6 +47,8 @@ TEST_F(JobPreparerTest, PassesEverythingOnInOrderWithEachAssignPrepared) {
   ASSERT_EQ(out.size(), 5u);
   const auto& a = std::get<AssignWork>(out[0]);
   ASSERT_NE(a.request, nullptr);
+  ASSERT_NE(a.text, nullptr) << "the attempt's text, for the output thread";
+  EXPECT_EQ(a.text->job_id, "a");
   EXPECT_FALSE(a.refused);
   EXPECT_EQ(a.request->sequence.generation.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(std::get<CancelWork>(out[1]).id, "a");
@@ -56,6 +59,20 @@ TEST_F(JobPreparerTest, PassesEverythingOnInOrderWithEachAssignPrepared) {
   EXPECT_TRUE(std::holds_alternative<StopEngine>(out[4]));
 }
 
+TEST_F(JobPreparerTest, AnEmptyStopStringIsARefusalNamingIt) {
+  AssignWork work = assign("s", protocol::TokenIds{1, 2});
+  work.assign.job.stop = {""};
+  prepare_job(work, *tokenizer_, {"m", false});
+  EXPECT_EQ(work.request, nullptr);
+  ASSERT_TRUE(work.refused);
+  try {
+    std::rethrow_exception(work.refused);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("stop"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(JobPreparerTest, AJobItCannotPrepareCarriesItsErrorToTheEngineThread) {
   std::vector<WorkItem> items;
   items.emplace_back(assign("other", protocol::TokenIds{1}, "another-model"));
@@ -63,6 +80,7 @@ TEST_F(JobPreparerTest, AJobItCannotPrepareCarriesItsErrorToTheEngineThread) {
   ASSERT_EQ(out.size(), 2u);
   const auto& refused = std::get<AssignWork>(out[0]);
   EXPECT_EQ(refused.request, nullptr);
+  EXPECT_EQ(refused.text, nullptr);
   ASSERT_TRUE(refused.refused);
   try {
     std::rethrow_exception(refused.refused);
