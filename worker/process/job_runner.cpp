@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "shared/error.h"
-#include "worker/text/text_stream.h"
 #include "worker/process/job_preparer.h"
 
 namespace flashq {
