@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "tests/engine/chi_square.h"
+#include "tests/engine/modulo_constraint.h"
 #include "tests/engine/replay_proposer.h"
 #include "tests/model/tiny_model.h"
 #include "worker/engine/acceptance.h"
@@ -249,15 +250,20 @@ class SpeculativeSamplingEndToEnd : public ::testing::TestWithParam<std::string>
   }
 
   // outputs[i] = the tokens of the sequence with seed first_seed + i.
+  // With `constrained`, each sequence keeps to a ModuloConstraint of its own.
   std::vector<std::vector<int32_t>> run_many(Proposer* proposer, uint64_t first_seed,
-                                             std::vector<TraceRecord>* trace = nullptr) {
+                                             std::vector<TraceRecord>* trace = nullptr, bool constrained = false) {
     EngineOptions options{.max_slots = 64};
     if (trace) options.on_trace = [trace](const TraceRecord& r) { trace->push_back(r); };
     Engine engine(*tiny_.model, proposer, options);
     for (int64_t i = 0; i < kSequences; ++i) {
-      engine.add(static_cast<uint64_t>(i),
-                 {.generation = sampled(first_seed + static_cast<uint64_t>(i)),
-                  .spec = proposer ? SpecMode::kDflash : SpecMode::kOff});
+      SequenceRequest request{.generation = sampled(first_seed + static_cast<uint64_t>(i)),
+                              .spec = proposer ? SpecMode::kDflash : SpecMode::kOff};
+      if (constrained) {
+        request.generation.ignore_eos = false;  // kTokens < ModuloConstraint::kEndFrom: no eos allowed
+        request.constraint = std::make_shared<ModuloConstraint>();
+      }
+      engine.add(static_cast<uint64_t>(i), std::move(request));
     }
     engine.run_until_idle();
     std::vector<std::vector<int32_t>> outputs(static_cast<size_t>(kSequences));
@@ -295,6 +301,33 @@ TEST_P(SpeculativeSamplingEndToEnd, SampledTokensHaveThePlainDistribution) {
     EXPECT_LT(h.chi_square, chi_square_critical_0_001(h.degrees_of_freedom))
         << "output position " << position << ": speculative and plain sampling differ (chi-square " << h.chi_square
         << ", " << h.degrees_of_freedom << " degrees of freedom)";
+  }
+}
+
+// Under a constraint the target's distribution is restricted to the allowed tokens and
+// renormalised, row by row at the state the draft reaches: speculative sampling over those rows
+// gives exactly plain sampling's constrained distribution, though the self-drafts (unconstrained)
+// are often forbidden and rejected.
+TEST_P(SpeculativeSamplingEndToEnd, ConstrainedSampledTokensHaveThePlainConstrainedDistribution) {
+  GreedySelfProposer proposer(*target_copy_, kBlock);
+  const std::vector<std::vector<int32_t>> plain = run_many(nullptr, 1, nullptr, /*constrained=*/true);
+  std::vector<TraceRecord> trace;
+  const std::vector<std::vector<int32_t>> speculative = run_many(&proposer, 1'000'001, &trace, /*constrained=*/true);
+
+  int64_t accepted = 0;
+  for (const TraceRecord& r : trace) accepted += r.accepted;
+  EXPECT_GT(accepted, kSequences / 20) << "drafts must be accepted too";
+  for (int64_t position = 0; position < kTokens; ++position) {
+    std::vector<int32_t> a, b;
+    for (const auto& out : plain) a.push_back(out.at(static_cast<size_t>(position)));
+    for (const auto& out : speculative) b.push_back(out.at(static_cast<size_t>(position)));
+    for (int32_t token : b) ASSERT_TRUE(ModuloConstraint::allows(position, token)) << "position " << position;
+    if (position == 0) continue;  // the prefill's token: no draft verified it
+    const Homogeneity h = chi_square_homogeneity(a, b, /*min_count=*/20, /*max_categories=*/30);
+    ASSERT_GE(h.degrees_of_freedom, 3) << "output position " << position << ": too few categories for a test";
+    EXPECT_LT(h.chi_square, chi_square_critical_0_001(h.degrees_of_freedom))
+        << "output position " << position << ": constrained speculative and plain sampling differ (chi-square "
+        << h.chi_square << ", " << h.degrees_of_freedom << " degrees of freedom)";
   }
 }
 

@@ -118,14 +118,26 @@ void DFlashProposer::propose(std::span<const ProposalRequest> requests) {
   }
   Tensor logits = drafter_.draft(blocks);
   const std::vector<int32_t>& choices = row_argmax_(drafter_.backend(), logits);
-  if (keep_logits_) {
+  const bool any_constrained = std::any_of(requests.begin(), requests.end(),
+                                           [](const ProposalRequest& r) { return r.constraint != nullptr; });
+  if (keep_logits_ || any_constrained) {
     logits_.resize(static_cast<size_t>(logits.numel()));
     drafter_.backend().copy_to_host(logits, logits_.data());
   }
+  const int64_t vocab = logits.cols();
+  if (any_constrained && !mask_) mask_ = std::make_unique<TokenMask>(vocab);
   size_t row = 0;
   for (const ProposalRequest& r : requests) {
-    r.draft->clear();
-    for (int64_t j = 1; j < r.block_size; ++j) r.draft->push_back(choices[row++]);
+    const auto rows = static_cast<size_t>(r.block_size - 1);
+    if (r.constraint) {  // position by position, each row masked where the draft has got to
+      const std::span<const float> block(logits_.data() + row * static_cast<size_t>(vocab),
+                                         rows * static_cast<size_t>(vocab));
+      choose_constrained_draft(*r.constraint, r.end_ids, block, vocab, *mask_, *r.draft);
+    } else {
+      r.draft->assign(choices.begin() + static_cast<std::ptrdiff_t>(row),
+                      choices.begin() + static_cast<std::ptrdiff_t>(row + rows));
+    }
+    row += rows;
   }
 }
 

@@ -11,8 +11,11 @@
 // sequence (observe_without_taps; docs/decisions.md, "No taps where drafting cannot pay").
 #pragma once
 
+#include <memory>
+
 #include "worker/engine/proposer.h"
 #include "worker/engine/row_argmax.h"
+#include "worker/engine/token_mask.h"
 #include "worker/model/dflash_drafter.h"
 
 namespace flashq {
@@ -57,7 +60,8 @@ class DFlashProposer final : public Proposer {
   DFlashDrafter& drafter_;
   CachePool* pool_ = nullptr;
   bool keep_logits_ = false;
-  std::vector<float> logits_;
+  std::vector<float> logits_;         // with keep_logits, or for constrained drafts
+  std::unique_ptr<TokenMask> mask_;   // made when a constrained sequence first drafts
   RowArgmax row_argmax_;
 };
 

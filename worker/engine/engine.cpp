@@ -44,6 +44,9 @@ void Engine::add(uint64_t id, SequenceRequest request) {
     }
   }
   validate_sampling(g.sampling);
+  if (request.constraint && g.ignore_eos) {
+    throw Error(ErrorCode::kInvalidArgument, "ignore_eos cannot go with a constraint: it decides where the output ends");
+  }
   if (request.spec == SpecMode::kDflash && !proposer_) {
     throw Error(ErrorCode::kInvalidArgument, "spec 'dflash' needs a drafter, and this engine has none");
   }
@@ -76,7 +79,11 @@ void Engine::add(uint64_t id, SequenceRequest request) {
                       std::to_string(options_.cache_pool->capacity_bytes()));
     }
   }
-  waiting_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(cache)));
+  auto sequence = std::make_unique<Sequence>(id, std::move(request), std::move(cache));
+  sequence->end_ids = config.eos_token_ids;
+  const std::vector<int32_t>& stop_ids = sequence->request.generation.stop_token_ids;
+  sequence->end_ids.insert(sequence->end_ids.end(), stop_ids.begin(), stop_ids.end());
+  waiting_.push_back(std::move(sequence));
 }
 
 void Engine::cancel(uint64_t id) { request_end(id, FinishReason::kCancelled); }
@@ -360,7 +367,8 @@ void Engine::propose(std::span<SequenceStep> steps) {
   for (SequenceStep& step : steps) {
     if (step.block_size < 2) continue;
     Sequence& s = *step.sequence;
-    proposals.push_back({s.proposer_state.get(), s.next_token, step.start, step.block_size, &step.draft});
+    proposals.push_back({s.proposer_state.get(), s.next_token, step.start, step.block_size, &step.draft,
+                         s.request.constraint.get(), s.end_ids});
     rows += step.block_size;
   }
   if (proposals.empty()) return;

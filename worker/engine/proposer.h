@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/tensor.h"
+#include "worker/engine/token_constraint.h"
 #include "worker/model/paged_kv_store.h"
 
 namespace flashq {
@@ -35,6 +36,10 @@ struct ProposalRequest {
   int64_t start;       // number of committed tokens
   int64_t block_size;  // the draft has block_size - 1 tokens, for positions start+1 ...
   std::vector<int32_t>* draft;  // output
+  // The sequence's constraint (token_constraint.h), at its state after last_token: the draft
+  // must keep to it position by position; null: none. `end_ids` end the output where allowed.
+  TokenConstraint* constraint = nullptr;
+  std::span<const int32_t> end_ids;
 };
 
 class Proposer {

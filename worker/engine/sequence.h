@@ -12,6 +12,7 @@
 #include "worker/engine/generation_request.h"
 #include "worker/engine/proposer.h"
 #include "worker/engine/spec_policy.h"
+#include "worker/engine/token_constraint.h"
 #include "worker/model/kv_cache.h"
 
 namespace flashq {
@@ -25,6 +26,9 @@ struct SequenceRequest {
   GenerationRequest generation;
   SpecMode spec = SpecMode::kAuto;
   int64_t block_size = 0;  // 0: the drafter's own
+  // What the output may be (token_constraint.h), in its state before the first output token;
+  // null: anything. Stateful: one per sequence.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 struct SpecStats {
@@ -60,6 +64,8 @@ struct Sequence {
   // proposer's import_context_blocks); the prefill observes only the positions after them.
   int64_t imported_draft_positions = 0;
   std::vector<int32_t> output;
+  // The ids that end its output where a constraint allows them (the model's eos, its stop ids).
+  std::vector<int32_t> end_ids;
   std::optional<FinishReason> finish_reason;
   // Asked for from outside (Engine::cancel, Engine::stop): the sequence ends so at the start of
   // the next step, before anything more is computed for it.

@@ -19,6 +19,7 @@ void emit_tokens(Sequence& s, std::span<const int32_t> tokens, std::span<const i
     }
     s.output.push_back(token);
     event.token_ids.push_back(token);
+    if (s.request.constraint) s.request.constraint->advance(token);
     if (static_cast<int64_t>(s.output.size()) >= g.max_tokens) {
       finish_sequence(s, FinishReason::kLength, event);
       return;

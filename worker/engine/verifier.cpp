@@ -10,6 +10,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 bool greedy(const SequenceStep* step) { return step->sequence->request.generation.sampling.greedy(); }
+bool constrained(const SequenceStep* step) { return step->sequence->request.constraint != nullptr; }
 
 }  // namespace
 
@@ -28,9 +29,10 @@ Verifier::Pass Verifier::verify(std::span<SequenceStep* const> steps, std::vecto
   forward.tap_layers = std::move(tap_layers);
 
   const bool all_greedy = std::all_of(steps.begin(), steps.end(), greedy);
-  // Sampling sequences that verify a draft need their rows' distributions on the host; the others
-  // are sampled where the logits are.
-  sampled_on_backend_ = !all_greedy && sample_on_backend_ &&
+  const bool any_constrained = std::any_of(steps.begin(), steps.end(), constrained);
+  // Sampling sequences that verify a draft need their rows' distributions on the host, and so do
+  // constrained ones; the others are sampled where the logits are.
+  sampled_on_backend_ = !all_greedy && sample_on_backend_ && !any_constrained &&
                         std::all_of(steps.begin(), steps.end(),
                                     [](const SequenceStep* step) { return greedy(step) || step->block.size() == 1; });
   const auto start = Clock::now();
@@ -38,7 +40,10 @@ Verifier::Pass Verifier::verify(std::span<SequenceStep* const> steps, std::vecto
   if (sampled_on_backend_) {
     sample_rows_on_backend(out.logits, steps);
   } else {
-    fetch_logits(out.logits, all_greedy);
+    fetch_logits(out.logits, all_greedy && !any_constrained);
+    for (const SequenceStep* step : steps) {
+      if (constrained(step)) mask_rows(*step);
+    }
   }
   return {out.taps, rows, std::chrono::duration<double>(Clock::now() - start).count()};
 }
@@ -59,11 +64,39 @@ Acceptance Verifier::accept(const SequenceStep& step) {
 
 int32_t Verifier::first_token(const Tensor& logits, Sequence& s) {
   const SamplingParams& sampling = s.request.generation.sampling;
-  if (!sampling.greedy() && sample_on_backend_) {
+  TokenConstraint* constraint = s.request.constraint.get();
+  if (!sampling.greedy() && sample_on_backend_ && !constraint) {
     return row_sampler_(model_.backend(), logits, RowSampler::params_for(sampling, s.sampler.uniform()))[0];
   }
-  fetch_logits(logits, sampling.greedy());
+  fetch_logits(logits, sampling.greedy() && !constraint);
+  if (constraint) {
+    mask_.fill(*constraint, s.end_ids);
+    mask_.apply(logits_);
+    choices_[0] = argmax(logits_);
+  }
   return sampling.greedy() ? choices_[0] : s.sampler.sample(logits_);
+}
+
+void Verifier::mask_rows(const SequenceStep& step) {
+  const Sequence& s = *step.sequence;
+  TokenConstraint& constraint = *s.request.constraint;
+  const std::vector<int32_t>& ends = s.end_ids;
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  int64_t advanced = 0;
+  for (size_t j = 0; j < step.block.size(); ++j) {
+    const size_t row = static_cast<size_t>(step.first_row) + j;
+    const std::span<float> logits(logits_.data() + row * vocab, vocab);
+    mask_.fill(constraint, ends);
+    mask_.apply(logits);
+    choices_[row] = argmax(logits);
+    if (j + 1 == step.block.size()) break;
+    // Row j+1 follows d_{j+1}: only where the constraint lets the output go on with it.
+    const int32_t next = step.block[j + 1];
+    if (!mask_.allows(next) || std::find(ends.begin(), ends.end(), next) != ends.end()) break;
+    constraint.advance(next);
+    ++advanced;
+  }
+  constraint.rollback(advanced);
 }
 
 void Verifier::sample_rows_on_backend(const Tensor& logits, std::span<SequenceStep* const> steps) {

@@ -4,7 +4,9 @@
 // with every sequence greedy, each row's argmax only (4 bytes a row, not a vocabulary); where no
 // sampling sequence verifies a draft, every row sampled on the backend (only ids again); else
 // every row, for speculative sampling on the host. The verifier then decides each block's
-// acceptance from those rows, and the first token after a prompt from the prefill's.
+// acceptance from those rows, and the first token after a prompt from the prefill's. A constrained
+// sequence's rows come to the host and are masked (token_constraint.h), row j at the state its
+// draft reaches after d_1..d_j.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "worker/engine/row_sampler.h"
 #include "worker/engine/sequence.h"
 #include "worker/engine/sequence_step.h"
+#include "worker/engine/token_mask.h"
 #include "worker/model/target_model.h"
 
 namespace flashq {
@@ -25,7 +28,8 @@ class Verifier {
  public:
   // `sample_on_backend`: draw sampled rows on the backend (RowSampler) where no draft needs the
   // distribution on the host.
-  Verifier(TargetModel& model, bool sample_on_backend) : model_(model), sample_on_backend_(sample_on_backend) {}
+  Verifier(TargetModel& model, bool sample_on_backend)
+      : model_(model), sample_on_backend_(sample_on_backend), mask_(model.config().vocab_size) {}
 
   struct Pass {
     Tensor taps;         // every block's rows in order; views into the model's workspace, valid
@@ -48,6 +52,9 @@ class Verifier {
   void fetch_logits(const Tensor& logits, bool all_greedy);
   // Every row of the pass sampled on the backend (greedy rows: the argmax) into choices_.
   void sample_rows_on_backend(const Tensor& logits, std::span<SequenceStep* const> steps);
+  // A constrained step's rows in logits_ masked along its draft, and their choices_ again; rows
+  // after the first draft token the constraint forbids are left (acceptance stops before them).
+  void mask_rows(const SequenceStep& step);
 
   TargetModel& model_;
   bool sample_on_backend_;
@@ -55,6 +62,7 @@ class Verifier {
   std::vector<float> logits_;
   std::vector<int32_t> choices_;  // the target's token for each row of the last pass
   RowArgmax row_argmax_;
+  TokenMask mask_;
   RowSampler row_sampler_;
 };
 
