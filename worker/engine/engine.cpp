@@ -44,6 +44,10 @@ void Engine::add(uint64_t id, SequenceRequest request) {
     }
   }
   validate_sampling(g.sampling);
+  if (g.logprobs < -1 || g.logprobs > kMaxTopLogprobs) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "logprobs must be -1 (none) or 0.." + std::to_string(kMaxTopLogprobs) + " top tokens");
+  }
   if (request.constraint && g.ignore_eos) {
     throw Error(ErrorCode::kInvalidArgument, "ignore_eos cannot go with a constraint: it decides where the output ends");
   }
@@ -222,6 +226,9 @@ void Engine::prefill(Sequence& s, int64_t batch) {
   StepEvent event{.id = s.id};
   s.next_token = first;
   emit_tokens(s, {&first, 1}, model_.config().eos_token_ids, event);
+  if (s.request.generation.logprobs >= 0 && !event.token_ids.empty()) {
+    event.logprobs.push_back(verifier_.first_token_logprobs(first));
+  }
   publish(event);
 }
 
@@ -432,6 +439,10 @@ void Engine::emit(SequenceStep& step) {
                   .drafted = static_cast<int64_t>(step.block.size()) - 1,
                   .accepted = step.acceptance.accepted};
   emit_tokens(s, produced, model_.config().eos_token_ids, event);
+  if (s.request.generation.logprobs >= 0) {
+    event.logprobs = verifier_.logprobs(step, produced);
+    event.logprobs.resize(event.token_ids.size());  // the kept tokens are a prefix of what was produced
+  }
   publish(event);
 }
 

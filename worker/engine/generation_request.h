@@ -24,6 +24,9 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;  // like eos: end, and are not part of the output
   bool ignore_eos = false;              // run to max_tokens (benchmarks)
+  // Log-probabilities with each output token (token_logprobs.h): -1 none; 0..20 the token's own
+  // and this many of the most likely in its row.
+  int32_t logprobs = -1;
 };
 
 }  // namespace flashq

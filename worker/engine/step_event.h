@@ -11,6 +11,7 @@
 
 #include "worker/engine/generation_request.h"
 #include "worker/engine/sequence.h"
+#include "worker/engine/token_logprobs.h"
 
 namespace flashq {
 
@@ -18,6 +19,7 @@ namespace flashq {
 struct StepEvent {
   uint64_t id;
   std::vector<int32_t> token_ids;  // new output tokens
+  std::vector<TokenLogprobs> logprobs;  // one per token, when the sequence asked for them
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
   // The draft this step verified for the sequence: its length (0 when the step drafted nothing)

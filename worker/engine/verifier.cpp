@@ -11,6 +11,9 @@ using Clock = std::chrono::steady_clock;
 
 bool greedy(const SequenceStep* step) { return step->sequence->request.generation.sampling.greedy(); }
 bool constrained(const SequenceStep* step) { return step->sequence->request.constraint != nullptr; }
+bool wants_logprobs(const SequenceStep* step) { return step->sequence->request.generation.logprobs >= 0; }
+// Rows that must reach the host whole.
+bool needs_rows(const SequenceStep* step) { return constrained(step) || wants_logprobs(step); }
 
 }  // namespace
 
@@ -29,10 +32,11 @@ Verifier::Pass Verifier::verify(std::span<SequenceStep* const> steps, std::vecto
   forward.tap_layers = std::move(tap_layers);
 
   const bool all_greedy = std::all_of(steps.begin(), steps.end(), greedy);
-  const bool any_constrained = std::any_of(steps.begin(), steps.end(), constrained);
+  const bool any_rows = std::any_of(steps.begin(), steps.end(), needs_rows);
   // Sampling sequences that verify a draft need their rows' distributions on the host, and so do
-  // constrained ones; the others are sampled where the logits are.
-  sampled_on_backend_ = !all_greedy && sample_on_backend_ && !any_constrained &&
+  // constrained ones and those that asked for log-probabilities; the others are sampled where the
+  // logits are.
+  sampled_on_backend_ = !all_greedy && sample_on_backend_ && !any_rows &&
                         std::all_of(steps.begin(), steps.end(),
                                     [](const SequenceStep* step) { return greedy(step) || step->block.size() == 1; });
   const auto start = Clock::now();
@@ -40,8 +44,10 @@ Verifier::Pass Verifier::verify(std::span<SequenceStep* const> steps, std::vecto
   if (sampled_on_backend_) {
     sample_rows_on_backend(out.logits, steps);
   } else {
-    fetch_logits(out.logits, all_greedy && !any_constrained);
+    fetch_logits(out.logits, all_greedy && !any_rows);
+    if (any_rows) row_logprobs_.assign(static_cast<size_t>(rows), RowLogprobs{});
     for (const SequenceStep* step : steps) {
+      if (wants_logprobs(step)) keep_row_logprobs(*step);  // before any mask
       if (constrained(step)) mask_rows(*step);
     }
   }
@@ -65,16 +71,41 @@ Acceptance Verifier::accept(const SequenceStep& step) {
 int32_t Verifier::first_token(const Tensor& logits, Sequence& s) {
   const SamplingParams& sampling = s.request.generation.sampling;
   TokenConstraint* constraint = s.request.constraint.get();
-  if (!sampling.greedy() && sample_on_backend_ && !constraint) {
+  const int32_t logprobs = s.request.generation.logprobs;
+  if (!sampling.greedy() && sample_on_backend_ && !constraint && logprobs < 0) {
     return row_sampler_(model_.backend(), logits, RowSampler::params_for(sampling, s.sampler.uniform()))[0];
   }
-  fetch_logits(logits, sampling.greedy() && !constraint);
+  fetch_logits(logits, sampling.greedy() && !constraint && logprobs < 0);
+  if (logprobs >= 0) row_logprobs_.assign(1, RowLogprobs::of(logits_, logprobs));
   if (constraint) {
     mask_.fill(*constraint, s.end_ids);
     mask_.apply(logits_);
     choices_[0] = argmax(logits_);
   }
   return sampling.greedy() ? choices_[0] : s.sampler.sample(logits_);
+}
+
+TokenLogprobs Verifier::first_token_logprobs(int32_t token) const {
+  return row_logprobs_.at(0).for_token(logits_.at(static_cast<size_t>(token)));
+}
+
+std::vector<TokenLogprobs> Verifier::logprobs(const SequenceStep& step, std::span<const int32_t> produced) const {
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  std::vector<TokenLogprobs> out;
+  for (size_t j = 0; j < produced.size(); ++j) {
+    const size_t row = static_cast<size_t>(step.first_row) + j;
+    out.push_back(row_logprobs_.at(row).for_token(logits_.at(row * vocab + static_cast<size_t>(produced[j]))));
+  }
+  return out;
+}
+
+void Verifier::keep_row_logprobs(const SequenceStep& step) {
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  const int32_t top = step.sequence->request.generation.logprobs;
+  for (size_t j = 0; j < step.block.size(); ++j) {
+    const size_t row = static_cast<size_t>(step.first_row) + j;
+    row_logprobs_[row] = RowLogprobs::of(std::span<const float>(logits_.data() + row * vocab, vocab), top);
+  }
 }
 
 void Verifier::mask_rows(const SequenceStep& step) {

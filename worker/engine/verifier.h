@@ -6,7 +6,8 @@
 // every row, for speculative sampling on the host. The verifier then decides each block's
 // acceptance from those rows, and the first token after a prompt from the prefill's. A constrained
 // sequence's rows come to the host and are masked (token_constraint.h), row j at the state its
-// draft reaches after d_1..d_j.
+// draft reaches after d_1..d_j; so do the rows of a sequence that asked for log-probabilities,
+// which are taken from them before any mask.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "worker/engine/row_sampler.h"
 #include "worker/engine/sequence.h"
 #include "worker/engine/sequence_step.h"
+#include "worker/engine/token_logprobs.h"
 #include "worker/engine/token_mask.h"
 #include "worker/model/target_model.h"
 
@@ -45,6 +47,11 @@ class Verifier {
   Acceptance accept(const SequenceStep& step);
   // The target's first token after a prompt, from the prefill pass's logits (one row).
   int32_t first_token(const Tensor& logits, Sequence& sequence);
+  // The log-probabilities (token_logprobs.h) of the tokens a step of a sequence that asked for
+  // them produced (d_1..d_a, then the bonus: row j gives token j), from the last pass.
+  std::vector<TokenLogprobs> logprobs(const SequenceStep& step, std::span<const int32_t> produced) const;
+  // Those of the first token, from the last first_token() of a sequence that asked for them.
+  TokenLogprobs first_token_logprobs(int32_t token) const;
 
  private:
   // With every sequence greedy, each row's argmax (into choices_); else every row (into logits_,
@@ -55,6 +62,8 @@ class Verifier {
   // A constrained step's rows in logits_ masked along its draft, and their choices_ again; rows
   // after the first draft token the constraint forbids are left (acceptance stops before them).
   void mask_rows(const SequenceStep& step);
+  // Each row of the step's block: its raw distribution's normaliser and top tokens.
+  void keep_row_logprobs(const SequenceStep& step);
 
   TargetModel& model_;
   bool sample_on_backend_;
@@ -63,6 +72,7 @@ class Verifier {
   std::vector<int32_t> choices_;  // the target's token for each row of the last pass
   RowArgmax row_argmax_;
   TokenMask mask_;
+  std::vector<RowLogprobs> row_logprobs_;  // by row of the last pass, for sequences that asked
   RowSampler row_sampler_;
 };
 
