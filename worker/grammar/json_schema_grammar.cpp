@@ -1,0 +1,398 @@
+#include "worker/grammar/json_schema_grammar.h"
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/error.h"
+#include "worker/grammar/gbnf_text.h"
+#include "worker/grammar/integer_range.h"
+#include "worker/grammar/json_text.h"
+#include "worker/grammar/regex_grammar.h"
+#include "worker/text/utf8.h"
+
+namespace flashq::grammar {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Keywords that only annotate: they never change which instances are valid.
+const std::set<std::string, std::less<>> kAnnotations{
+    "$schema", "$id", "id", "title", "description", "default", "examples", "$comment",
+    "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "format",
+    "contentEncoding", "contentMediaType"};
+const std::set<std::string, std::less<>> kSupported{
+    "type", "enum", "const", "anyOf", "allOf", "$ref", "properties", "required",
+    "additionalProperties", "items", "minItems", "maxItems", "pattern", "minLength",
+    "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+const char* const kTypes[] = {"object", "array", "string", "number", "boolean", "null"};
+
+[[noreturn]] void refuse(const std::string& path, const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, "JSON schema at " + path + ": " + what);
+}
+
+// The compact JSON text of a value, as a GBNF literal (enum and const).
+std::string json_literal(const Json& value) {
+  return gbnf_literal(value.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+std::string key_literal(const std::string& key) {
+  std::string text = "\"";
+  for (size_t pos = 0; pos < key.size();) text += json_escaped(next_code_point(key, pos));
+  return gbnf_literal(text + "\"");
+}
+
+std::string alternatives(const std::vector<std::string>& parts) {
+  if (parts.size() == 1) return parts[0];
+  std::string out = "(";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? " | " : "") + parts[i];
+  return out + ")";
+}
+
+class SchemaConverter {
+ public:
+  explicit SchemaConverter(const Json& root) : root_(root) {}
+
+  std::string convert() {
+    std::string body = schema_body(root_, "#", "root", 0);
+    std::string out = "root ::= " + body + "\n";
+    for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
+    return out + json_value_rules();
+  }
+
+ private:
+  std::string define(const std::string& hint, const std::string& body);
+  void add_rule(const std::string& name, const std::string& body);
+  std::string reserve_name(const std::string& hint);
+  std::string schema_rule(const Json& schema, const std::string& path, const std::string& hint, int depth);
+  std::string schema_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
+  std::string ref_rule(const std::string& ref, const std::string& path, int depth);
+  std::string typed_body(const std::string& type, const Json& schema, const std::string& path,
+                         const std::string& hint, int depth);
+  std::string object_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
+  std::string array_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
+  std::string string_body(const Json& schema, const std::string& path);
+  std::string integer_body(const Json& schema, const std::string& path);
+  void check_keywords(const Json& schema, const std::string& path);
+
+  const Json& root_;
+  std::vector<std::pair<std::string, std::string>> rules_;
+  std::set<std::string> names_{"root"};
+  std::map<std::string, std::string> ref_names_;
+  size_t gbnf_bytes_ = 0;
+};
+
+std::string SchemaConverter::reserve_name(const std::string& hint) {
+  std::string base;
+  for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  if (base.size() > 48) base.resize(48);
+  std::string name = base;
+  for (int n = 2; names_.count(name) > 0 || name.rfind("json-", 0) == 0; ++n) {
+    name = base + "-" + std::to_string(n);
+  }
+  names_.insert(name);
+  return name;
+}
+
+std::string SchemaConverter::define(const std::string& hint, const std::string& body) {
+  std::string name = reserve_name(hint);
+  add_rule(name, body);
+  return name;
+}
+
+void SchemaConverter::add_rule(const std::string& name, const std::string& body) {
+  rules_.emplace_back(name, body);
+  gbnf_bytes_ += name.size() + body.size();
+  if (rules_.size() > kMaxSchemaRules || gbnf_bytes_ > kMaxSchemaGbnfBytes) {
+    refuse("#", "the schema is too large (more than " + std::to_string(kMaxSchemaRules) +
+                    " rules or " + std::to_string(kMaxSchemaGbnfBytes) + " bytes of grammar)");
+  }
+}
+
+std::string SchemaConverter::schema_rule(const Json& schema, const std::string& path,
+                                         const std::string& hint, int depth) {
+  return define(hint, schema_body(schema, path, hint, depth));
+}
+
+void SchemaConverter::check_keywords(const Json& schema, const std::string& path) {
+  for (const auto& [key, value] : schema.items()) {
+    if (kAnnotations.count(key) == 0 && kSupported.count(key) == 0) {
+      refuse(path, "unsupported keyword '" + key + "'");
+    }
+  }
+}
+
+
+std::string SchemaConverter::schema_body(const Json& schema, const std::string& path,
+                                         const std::string& hint, int depth) {
+  if (depth > kMaxSchemaDepth) refuse(path, "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
+  if (schema.is_boolean()) {
+    if (!schema.get<bool>()) refuse(path, "the schema false allows no value");
+    return "json-value";
+  }
+  if (!schema.is_object()) refuse(path, "a schema must be an object or a boolean");
+  check_keywords(schema, path);
+  if (schema.contains("$ref")) return ref_rule(schema.at("$ref").is_string() ? schema.at("$ref").get<std::string>() : "", path + "/$ref", depth);
+  if (schema.contains("const")) return json_literal(schema.at("const"));
+  if (schema.contains("enum")) {
+    const Json& values = schema.at("enum");
+    if (!values.is_array() || values.empty()) refuse(path + "/enum", "'enum' must be a non-empty array");
+    std::vector<std::string> parts;
+    for (const Json& value : values) parts.push_back(json_literal(value));
+    return alternatives(parts);
+  }
+  for (const char* combinator : {"anyOf", "allOf"}) {
+    if (!schema.contains(combinator)) continue;
+    const Json& list = schema.at(combinator);
+    std::string at = path + "/" + combinator;
+    if (!list.is_array() || list.empty()) refuse(at, std::string("'") + combinator + "' must be a non-empty array");
+    for (const auto& [key, value] : schema.items()) {
+      if (key != combinator && kSupported.count(key) > 0) {
+        refuse(path, std::string("unsupported keyword '") + key + "' beside '" + combinator + "'");
+      }
+    }
+    if (std::string(combinator) == "allOf") {
+      if (list.size() != 1) refuse(at, "unsupported keyword 'allOf' with more than one schema");
+      return schema_body(list[0], at + "/0", hint, depth + 1);
+    }
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < list.size(); ++i) {
+      parts.push_back(schema_rule(list[i], at + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1));
+    }
+    return alternatives(parts);
+  }
+  std::vector<std::string> types;
+  if (!schema.contains("type")) {
+    types.assign(std::begin(kTypes), std::end(kTypes));
+  } else if (schema.at("type").is_string()) {
+    types.push_back(schema.at("type").get<std::string>());
+  } else if (schema.at("type").is_array() && !schema.at("type").empty()) {
+    for (const Json& t : schema.at("type")) {
+      if (!t.is_string()) refuse(path + "/type", "'type' must name types");
+      types.push_back(t.get<std::string>());
+    }
+  } else {
+    refuse(path + "/type", "'type' must be a type name or a non-empty array of them");
+  }
+  bool only_annotations = true;
+  for (const auto& [key, value] : schema.items()) only_annotations = only_annotations && kAnnotations.count(key) > 0;
+  if (only_annotations) return "json-value";
+  std::vector<std::string> parts;
+  for (const std::string& type : types) parts.push_back(typed_body(type, schema, path, hint, depth));
+  return alternatives(parts);
+}
+
+// A local reference (#, #/$defs/x, #/definitions/x or any JSON pointer into the document)
+// becomes one rule, named before its body is built so that recursion refers back to it.
+std::string SchemaConverter::ref_rule(const std::string& ref, const std::string& path, int depth) {
+  if (auto it = ref_names_.find(ref); it != ref_names_.end()) return it->second;
+  if (ref.empty() || ref[0] != '#') refuse(path, "only local '$ref' (starting with #) is supported, not '" + ref + "'");
+  const Json* target = &root_;
+  try {
+    std::string pointer = ref.substr(1);
+    target = &root_.at(Json::json_pointer(pointer));
+  } catch (const nlohmann::json::exception&) {
+    refuse(path, "'$ref' " + ref + " points at nothing in the schema");
+  }
+  std::string name = reserve_name("ref" + ref.substr(1));
+  ref_names_[ref] = name;
+  std::string body = schema_body(*target, ref, name, depth + 1);
+  add_rule(name, body);
+  return name;
+}
+
+std::string SchemaConverter::typed_body(const std::string& type, const Json& schema,
+                                        const std::string& path, const std::string& hint, int depth) {
+  if (type == "object") return object_body(schema, path, hint, depth);
+  if (type == "array") return array_body(schema, path, hint, depth);
+  if (type == "string") return string_body(schema, path);
+  if (type == "integer") return integer_body(schema, path);
+  if (type == "boolean") return "json-boolean";
+  if (type == "null") return "json-null";
+  if (type != "number") refuse(path + "/type", "unknown type '" + type + "'");
+  for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    if (schema.contains(bound)) {
+      refuse(path, std::string("unsupported keyword '") + bound + "' on type number (bounds are enforced for integers)");
+    }
+  }
+  return "json-number";
+}
+
+// Properties in declared order, optional ones skippable, commas right whichever are present:
+// first_i matches properties i.. when none was written yet, rest_i when one was (so a comma
+// comes first). Extra properties (additionalProperties true or a schema) may follow them.
+std::string SchemaConverter::object_body(const Json& schema, const std::string& path,
+                                         const std::string& hint, int depth) {
+  std::vector<std::pair<std::string, const Json*>> properties;
+  if (schema.contains("properties")) {
+    if (!schema.at("properties").is_object()) refuse(path + "/properties", "'properties' must be an object");
+    for (const auto& [key, value] : schema.at("properties").items()) {
+      if (!(value.is_boolean() && !value.get<bool>())) properties.emplace_back(key, &value);
+    }
+  }
+  std::set<std::string> required;
+  if (schema.contains("required")) {
+    if (!schema.at("required").is_array()) refuse(path + "/required", "'required' must be an array");
+    for (const Json& key : schema.at("required")) {
+      if (!key.is_string()) refuse(path + "/required", "'required' must list property names");
+      required.insert(key.get<std::string>());
+    }
+  }
+  static const Json kAnyValue = true;
+  for (const std::string& key : required) {
+    bool declared = false;
+    for (const auto& property : properties) declared = declared || property.first == key;
+    if (!declared) properties.emplace_back(key, &kAnyValue);  // required, any value
+  }
+  std::string extra;  // a rule for one extra "key": value, or empty when none are allowed
+  if (schema.contains("additionalProperties")) {
+    const Json& additional = schema.at("additionalProperties");
+    if (!(additional.is_boolean() && !additional.get<bool>())) {
+      std::string value = schema_rule(additional, path + "/additionalProperties", hint + "-additional", depth + 1);
+      extra = define(hint + "-extra", "json-string \":\" \" \"? " + value);
+    }
+  }
+  size_t n = properties.size();
+  std::string first = extra.empty() ? "\"\"" : "(" + extra + " (\",\" \" \"? " + extra + ")*)?";
+  std::string rest = extra.empty() ? "\"\"" : "(\",\" \" \"? " + extra + ")*";
+  for (size_t i = n; i-- > 0;) {
+    const auto& [key, value_schema] = properties[i];
+    std::string value = schema_rule(*value_schema, path + "/properties/" + key, hint + "-" + key, depth + 1);
+    std::string member = key_literal(key) + " \":\" \" \"? " + value;
+    std::string rest_name = define(hint + "-rest", rest);
+    bool is_required = required.count(key) > 0;
+    std::string new_first = member + " " + rest_name;
+    std::string new_rest = "\",\" \" \"? " + member + " " + rest_name;
+    if (!is_required) {
+      new_first = "(" + new_first + " | " + define(hint + "-first", first) + ")";
+      new_rest = "(" + new_rest + " | " + rest_name + ")";
+    }
+    first = new_first;
+    rest = new_rest;
+  }
+  return "\"{\" " + first + " \"}\"";
+}
+
+std::optional<size_t> size_keyword(const Json& schema, const char* keyword, const std::string& path) {
+  if (!schema.contains(keyword)) return std::nullopt;
+  const Json& v = schema.at(keyword);
+  if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
+    refuse(path + "/" + keyword, std::string("'") + keyword + "' must be a non-negative integer");
+  }
+  double value = v.get<double>();
+  if (value < 0) refuse(path + "/" + keyword, std::string("'") + keyword + "' must be a non-negative integer");
+  if (value > 4096) refuse(path + "/" + keyword, std::string("'") + keyword + "' above 4096 is not supported");
+  return static_cast<size_t>(value);
+}
+
+// "{m,n}" for GBNF: the count of further items after the first.
+std::string repeat_suffix(size_t min, std::optional<size_t> max) {
+  return "{" + std::to_string(min) + "," + (max ? std::to_string(*max) : "") + "}";
+}
+
+std::string SchemaConverter::array_body(const Json& schema, const std::string& path,
+                                        const std::string& hint, int depth) {
+  std::string item = "json-value";
+  if (schema.contains("items")) {
+    if (schema.at("items").is_array()) refuse(path + "/items", "unsupported keyword 'items' as an array (tuples)");
+    item = schema_rule(schema.at("items"), path + "/items", hint + "-item", depth + 1);
+  }
+  size_t min = size_keyword(schema, "minItems", path).value_or(0);
+  std::optional<size_t> max = size_keyword(schema, "maxItems", path);
+  if (max && *max < min) refuse(path, "'maxItems' is below 'minItems'");
+  if (max && *max == 0) return "\"[\" \"]\"";
+  std::string more = "(\",\" \" \"? " + item + ")" +
+                     repeat_suffix(min > 0 ? min - 1 : 0, max ? std::optional<size_t>(*max - 1) : std::nullopt);
+  std::string items = item + " " + more;
+  return "\"[\" " + (min == 0 ? "(" + items + ")?" : items) + " \"]\"";
+}
+
+std::string SchemaConverter::string_body(const Json& schema, const std::string& path) {
+  std::optional<size_t> min = size_keyword(schema, "minLength", path);
+  std::optional<size_t> max = size_keyword(schema, "maxLength", path);
+  if (schema.contains("pattern")) {
+    if (min || max) refuse(path, "unsupported keyword 'minLength'/'maxLength' beside 'pattern'");
+    if (!schema.at("pattern").is_string()) refuse(path + "/pattern", "'pattern' must be a string");
+    RegexGbnf regex = regex_to_gbnf(schema.at("pattern").get<std::string>(), /*inside_json_string=*/true);
+    // A JSON Schema pattern matches anywhere in the string unless anchored.
+    return std::string("\"\\\"\" ") + (regex.anchored_start ? "" : "json-char* ") + "(" +
+           regex.expression + ")" + (regex.anchored_end ? "" : " json-char*") + " \"\\\"\"";
+  }
+  if (!min && !max) return "json-string";
+  if (max && *max < min.value_or(0)) refuse(path, "'maxLength' is below 'minLength'");
+  return "\"\\\"\" json-char" + repeat_suffix(min.value_or(0), max) + " \"\\\"\"";
+}
+
+// minimum/maximum (inclusive), exclusiveMinimum/exclusiveMaximum as numbers (draft 6 on) or as
+// booleans qualifying minimum/maximum (draft 4).
+std::string SchemaConverter::integer_body(const Json& schema, const std::string& path) {
+  auto bound = [&](const char* inclusive, const char* exclusive, bool lower) -> std::optional<int64_t> {
+    std::optional<double> value;
+    bool open = false;
+    if (schema.contains(inclusive)) {
+      if (!schema.at(inclusive).is_number()) refuse(path + "/" + inclusive, std::string("'") + inclusive + "' must be a number");
+      value = schema.at(inclusive).get<double>();
+      open = schema.contains(exclusive) && schema.at(exclusive).is_boolean() && schema.at(exclusive).get<bool>();
+    }
+    if (schema.contains(exclusive) && schema.at(exclusive).is_number()) {
+      double e = schema.at(exclusive).get<double>();
+      if (!value || (lower ? e >= *value : e <= *value)) {
+        value = e;
+        open = true;
+      }
+    }
+    if (!value) return std::nullopt;
+    if (std::fabs(*value) > static_cast<double>(kMaxIntegerBound)) {
+      refuse(path + "/" + inclusive, "integer bounds beyond +-10^18 are not supported");
+    }
+    double whole = lower ? std::ceil(*value) : std::floor(*value);
+    if (open && whole == *value) whole += lower ? 1 : -1;
+    return static_cast<int64_t>(whole);
+  };
+  std::optional<int64_t> lo = bound("minimum", "exclusiveMinimum", true);
+  std::optional<int64_t> hi = bound("maximum", "exclusiveMaximum", false);
+  if (!lo && !hi) return "json-integer";
+  try {
+    return integer_range_gbnf(lo, hi);
+  } catch (const Error& e) {
+    refuse(path, e.what());
+  }
+}
+
+}  // namespace
+
+std::string json_schema_grammar(std::string_view schema_text) {
+  const auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
+    if (depth > kMaxSchemaDepth + 8) {
+      throw Error(ErrorCode::kInvalidArgument, "JSON schema: nested deeper than " +
+                                                   std::to_string(kMaxSchemaDepth) + " levels");
+    }
+    return true;
+  };
+  Json schema;
+  try {
+    schema = Json::parse(schema_text, limit_depth);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("JSON schema: invalid JSON: ") + e.what());
+  }
+  return SchemaConverter(schema).convert();
+}
+
+std::string json_object_grammar() { return "root ::= json-object\n" + json_value_rules(); }
+
+std::string choice_grammar(const std::vector<std::string>& choices) {
+  if (choices.empty()) throw Error(ErrorCode::kInvalidArgument, "choice grammar: no choices given");
+  std::vector<std::string> parts;
+  for (const std::string& choice : choices) {
+    if (!is_valid_utf8(choice)) throw Error(ErrorCode::kInvalidArgument, "choice grammar: a choice is not valid UTF-8");
+    parts.push_back(choice.empty() ? "\"\"" : gbnf_literal(choice));
+  }
+  std::string out = "root ::= ";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? " | " : "") + parts[i];
+  return out + "\n";
+}
+
+}  // namespace flashq::grammar
