@@ -7,12 +7,19 @@
 namespace flashq::grammar {
 namespace {
 
-// A code point as GBNF writes it in a literal or class: printable ASCII other than the
+// A code point as GBNF writes it in a literal or a class: printable ASCII other than the
 // delimiters as itself, everything else as an escape.
-std::string escape_code_point(char32_t cp) {
-  bool plain = cp >= 0x20 && cp < 0x7F && cp != '"' && cp != '\\' && cp != '[' && cp != ']' &&
-               cp != '-' && cp != '^';
-  if (plain) return std::string(1, static_cast<char>(cp));
+std::string escape_code_point(char32_t cp, bool in_class) {
+  bool delimiter = cp == '"' || cp == '\\' ||
+                   (in_class && (cp == '[' || cp == ']' || cp == '-' || cp == '^'));
+  if (cp >= 0x20 && cp < 0x7F && !delimiter) return std::string(1, static_cast<char>(cp));
+  if (delimiter) return std::string("\\") + static_cast<char>(cp);
+  switch (cp) {  // the short escapes every GBNF reader knows, rather than \xHH
+    case '\n': return "\\n";
+    case '\t': return "\\t";
+    case '\r': return "\\r";
+    default: break;
+  }
   char buf[16];
   if (cp <= 0xFF) {
     std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(cp));
@@ -33,7 +40,7 @@ std::string gbnf_literal(std::string_view text) {
     if (cp >= 0x80) {
       append_utf8(out, cp);  // the text's own UTF-8: readable in error messages
     } else {
-      out += escape_code_point(cp);
+      out += escape_code_point(cp, false);
     }
   }
   return out + "\"";
@@ -42,8 +49,8 @@ std::string gbnf_literal(std::string_view text) {
 std::string gbnf_class(const std::vector<CodePointRange>& ranges) {
   std::string out = "[";
   for (const auto& [lo, hi] : ranges) {
-    out += escape_code_point(lo);
-    if (hi > lo) out += "-" + escape_code_point(hi);
+    out += escape_code_point(lo, true);
+    if (hi > lo) out += "-" + escape_code_point(hi, true);
   }
   return out + "]";
 }
