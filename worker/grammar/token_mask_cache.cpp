@@ -31,8 +31,7 @@ TokenMaskEntry build_token_mask_entry(const Grammar& grammar, const TokenTable& 
     if (context.positions[i] >= 0) below = pool.push(context.positions[i], below);
   }
   const std::vector<TrieNode>& trie = tokens.trie();
-  int32_t max_depth = 0;
-  for (const TrieNode& node : trie) max_depth = std::max(max_depth, node.depth);
+  int32_t max_depth = tokens.max_token_bytes();
   // state[d], bottom[d]: after the first d bytes of the current trie path, and whether some
   // path reached the bottom of the context within them.
   std::vector<int32_t> state(max_depth + 1);

@@ -6,9 +6,10 @@
 
 namespace flashq::grammar {
 
-TokenTable::TokenTable(const Tokenizer& tokenizer, std::vector<int32_t> end_token_ids)
+TokenTable::TokenTable(const Tokenizer& tokenizer, std::vector<int32_t> end_token_ids,
+                       int32_t vocab_size)
     : end_ids_(std::move(end_token_ids)) {
-  bytes_.resize(static_cast<size_t>(tokenizer.vocab_size()));
+  bytes_.resize(static_cast<size_t>(std::max(vocab_size, tokenizer.vocab_size())));
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) bytes_[id] = tokenizer.token_bytes(id);
   build();
 }
@@ -54,6 +55,7 @@ void TokenTable::build() {
       trie_.push_back({static_cast<uint8_t>(b[d]), static_cast<int32_t>(d + 1), 0, i, i, 0});
     }
     trie_[path.back()].tokens_end = i + 1;
+    max_token_bytes_ = std::max(max_token_bytes_, static_cast<int32_t>(b.size()));
     previous = b;
   }
   while (!path.empty()) {

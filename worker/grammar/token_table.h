@@ -28,7 +28,9 @@ class TokenTable {
  public:
   // `end_token_ids`: the ids that end generation (EOS, end of turn); allowed exactly where the
   // grammar may end. Tokens with no bytes (other special tokens) are never allowed.
-  TokenTable(const Tokenizer& tokenizer, std::vector<int32_t> end_token_ids);
+  // `vocab_size`: the model's logit count when it pads past the tokenizer's (Qwen3: 151,936
+  // logits, 151,669 tokens); the padding ids are never allowed.
+  TokenTable(const Tokenizer& tokenizer, std::vector<int32_t> end_token_ids, int32_t vocab_size = 0);
   // From the bytes of each id directly (tests, tools).
   TokenTable(std::vector<std::string> token_bytes, std::vector<int32_t> end_token_ids);
 
@@ -39,6 +41,8 @@ class TokenTable {
   // Ids with at least one byte, sorted by their bytes.
   const std::vector<int32_t>& sorted_ids() const { return sorted_; }
   const std::vector<TrieNode>& trie() const { return trie_; }
+  // Bytes in the longest token.
+  int32_t max_token_bytes() const { return max_token_bytes_; }
   // Words of a mask bitset covering the vocabulary.
   size_t mask_words() const { return (bytes_.size() + 31) / 32; }
 
@@ -49,6 +53,7 @@ class TokenTable {
   std::vector<int32_t> end_ids_;
   std::vector<int32_t> sorted_;
   std::vector<TrieNode> trie_;
+  int32_t max_token_bytes_ = 0;
 };
 
 }  // namespace flashq::grammar
