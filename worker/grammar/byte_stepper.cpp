@@ -31,6 +31,10 @@ void ByteStepper::visit(int32_t position, int32_t below, StackSet& out, int dept
   const Element& e = grammar_.elements()[position];
   switch (e.kind) {
     case ElementKind::kBytes:
+      if (out.size() >= kMaxStacks) {
+        throw Error(ErrorCode::kInvalidArgument, "grammar keeps more than " + std::to_string(kMaxStacks) +
+                                                     " parses open at once (too ambiguous)");
+      }
       out.push_back(node);
       return;
     case ElementKind::kEnd:

@@ -14,13 +14,18 @@ namespace flashq::grammar {
 
 using StackSet = std::vector<int32_t>;
 
+// Stacks alive at once. An ambiguous grammar can keep many parses open; past this many, matching
+// stops with kInvalidArgument rather than slowing down without bound.
+inline constexpr size_t kMaxStacks = 20'000;
+
 class ByteStepper {
  public:
   ByteStepper(const Grammar& grammar, StackPool& pool) : grammar_(grammar), pool_(pool) {}
 
   // The stacks that start matching at `position` with `below` under it, added to `out`.
   void expand(int32_t position, int32_t below, StackSet& out);
-  // The stacks after `byte`; empty when no stack accepts it.
+  // The stacks after `byte`; empty when no stack accepts it. Throws kInvalidArgument past
+  // kMaxStacks.
   void advance(const StackSet& stacks, uint8_t byte, StackSet& out);
   // The initial stacks of the grammar's root rule.
   StackSet start();

@@ -52,6 +52,8 @@ std::string alternatives(const std::vector<std::string>& parts) {
   return out + ")";
 }
 
+std::vector<std::string> type_names(const Json& schema, const std::string& path);
+
 class SchemaConverter {
  public:
   explicit SchemaConverter(const Json& root) : root_(root) {}
@@ -69,6 +71,8 @@ class SchemaConverter {
   std::string reserve_name(const std::string& hint);
   std::string schema_rule(const Json& schema, const std::string& path, const std::string& hint, int depth);
   std::string schema_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
+  std::string combinator_body(const Json& schema, const std::string& combinator, const std::string& path,
+                              const std::string& hint, int depth);
   std::string ref_rule(const std::string& ref, const std::string& path, int depth);
   std::string typed_body(const std::string& type, const Json& schema, const std::string& path,
                          const std::string& hint, int depth);
@@ -135,7 +139,10 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
   }
   if (!schema.is_object()) refuse(path, "a schema must be an object or a boolean");
   check_keywords(schema, path);
-  if (schema.contains("$ref")) return ref_rule(schema.at("$ref").is_string() ? schema.at("$ref").get<std::string>() : "", path + "/$ref", depth);
+  if (schema.contains("$ref")) {
+    const Json& ref = schema.at("$ref");
+    return ref_rule(ref.is_string() ? ref.get<std::string>() : "", path + "/$ref", depth);
+  }
   if (schema.contains("const")) return json_literal(schema.at("const"));
   if (schema.contains("enum")) {
     const Json& values = schema.at("enum");
@@ -145,25 +152,43 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
     return alternatives(parts);
   }
   for (const char* combinator : {"anyOf", "allOf"}) {
-    if (!schema.contains(combinator)) continue;
-    const Json& list = schema.at(combinator);
-    std::string at = path + "/" + combinator;
-    if (!list.is_array() || list.empty()) refuse(at, std::string("'") + combinator + "' must be a non-empty array");
-    for (const auto& [key, value] : schema.items()) {
-      if (key != combinator && kSupported.count(key) > 0) {
-        refuse(path, std::string("unsupported keyword '") + key + "' beside '" + combinator + "'");
-      }
-    }
-    if (std::string(combinator) == "allOf") {
-      if (list.size() != 1) refuse(at, "unsupported keyword 'allOf' with more than one schema");
-      return schema_body(list[0], at + "/0", hint, depth + 1);
-    }
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < list.size(); ++i) {
-      parts.push_back(schema_rule(list[i], at + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1));
-    }
-    return alternatives(parts);
+    if (schema.contains(combinator)) return combinator_body(schema, combinator, path, hint, depth);
   }
+  bool only_annotations = true;
+  for (const auto& [key, value] : schema.items()) only_annotations = only_annotations && kAnnotations.count(key) > 0;
+  if (only_annotations) return "json-value";
+  std::vector<std::string> parts;
+  for (const std::string& type : type_names(schema, path)) {
+    parts.push_back(typed_body(type, schema, path, hint, depth));
+  }
+  return alternatives(parts);
+}
+
+// anyOf (a union) or allOf of one schema; constraints beside them would be an intersection,
+// which a grammar cannot express in general, so they are refused.
+std::string SchemaConverter::combinator_body(const Json& schema, const std::string& combinator,
+                                             const std::string& path, const std::string& hint, int depth) {
+  const Json& list = schema.at(combinator);
+  std::string at = path + "/" + combinator;
+  if (!list.is_array() || list.empty()) refuse(at, "'" + combinator + "' must be a non-empty array");
+  for (const auto& [key, value] : schema.items()) {
+    if (key != combinator && kSupported.count(key) > 0) {
+      refuse(path, "unsupported keyword '" + key + "' beside '" + combinator + "'");
+    }
+  }
+  if (combinator == "allOf") {
+    if (list.size() != 1) refuse(at, "unsupported keyword 'allOf' with more than one schema");
+    return schema_body(list[0], at + "/0", hint, depth + 1);
+  }
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < list.size(); ++i) {
+    parts.push_back(schema_rule(list[i], at + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1));
+  }
+  return alternatives(parts);
+}
+
+// The types a schema allows: its `type`, or every type when it has none.
+std::vector<std::string> type_names(const Json& schema, const std::string& path) {
   std::vector<std::string> types;
   if (!schema.contains("type")) {
     types.assign(std::begin(kTypes), std::end(kTypes));
@@ -177,12 +202,7 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
   } else {
     refuse(path + "/type", "'type' must be a type name or a non-empty array of them");
   }
-  bool only_annotations = true;
-  for (const auto& [key, value] : schema.items()) only_annotations = only_annotations && kAnnotations.count(key) > 0;
-  if (only_annotations) return "json-value";
-  std::vector<std::string> parts;
-  for (const std::string& type : types) parts.push_back(typed_body(type, schema, path, hint, depth));
-  return alternatives(parts);
+  return types;
 }
 
 // A local reference (#, #/$defs/x, #/definitions/x or any JSON pointer into the document)
