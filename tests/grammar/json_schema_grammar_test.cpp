@@ -8,6 +8,8 @@
 #include "worker/grammar/json_schema_grammar.h"
 #include "worker/grammar/regex_grammar.h"
 
+#include <nlohmann/json.hpp>
+
 namespace flashq::grammar {
 namespace {
 
@@ -102,6 +104,40 @@ TEST(GrammarJsonSchema, NumbersAndIntegerBounds) {
   EXPECT_FALSE(schema_accepts(R"({"type":"integer","maximum":-100})", "-99"));
 }
 
+// Decimals on a grid of quarters (written as JSON writes them) against integral bounds, every
+// combination of open and closed ends, both signs.
+TEST(GrammarJsonSchema, NumberRangesWithIntegralBoundsMatchExactlyTheirMembers) {
+  const std::pair<int, int> ranges[] = {{0, 0}, {-3, 5}, {2, 12}, {-12, -2}, {0, 1}, {-1, 0}};
+  for (auto [lo, hi] : ranges) {
+    for (int shape = 0; shape < 16; ++shape) {
+      std::optional<NumberBound> l, h;
+      if (shape & 1) l = NumberBound{lo, (shape & 2) != 0};
+      if (shape & 4) h = NumberBound{hi, (shape & 8) != 0};
+      if (!l && !h) continue;
+      std::string g;
+      try {
+        g = "root ::= " + number_range_gbnf(l, h) + "\n";
+      } catch (const Error&) {
+        EXPECT_TRUE(l && h && l->value == h->value && (l->exclusive || h->exclusive));
+        continue;
+      }
+      for (int q = -64; q <= 64; ++q) {
+        double v = q / 4.0;
+        bool inside = (!l || (l->exclusive ? v > l->value : v >= l->value)) &&
+                      (!h || (h->exclusive ? v < h->value : v <= h->value));
+        std::string text = nlohmann::json(v).dump();
+        if (q % 4 == 0) text = std::to_string(q / 4);
+        ASSERT_EQ(testing::accepts(g, text), inside) << "shape " << shape << " " << lo << ".." << hi << ": " << text;
+        if (q % 4 == 0 && q != 0) {
+          ASSERT_EQ(testing::accepts(g, text + ".0"), inside) << text << ".0";
+        }
+      }
+      EXPECT_FALSE(testing::accepts(g, "1e2"));
+      EXPECT_FALSE(testing::accepts(g, "-0"));
+    }
+  }
+}
+
 TEST(GrammarJsonSchema, IntegerRangesMatchExactlyTheirMembers) {
   const std::pair<int, int> ranges[] = {{0, 0}, {7, 7}, {0, 9}, {3, 1234}, {-250, -3}, {-9, 9}, {100, 999}, {19, 20}};
   for (auto [lo, hi] : ranges) {
@@ -151,7 +187,7 @@ TEST(GrammarJsonSchema, RefusesUnsupportedKeywordsByName) {
   expect_refused(R"({"type":"array","uniqueItems":true})", "'uniqueItems'");
   expect_refused(R"({"oneOf":[{"type":"string"}]})", "'oneOf'");
   expect_refused(R"({"allOf":[{"type":"string"},{"maxLength":3}]})", "'allOf'");
-  expect_refused(R"({"type":"number","minimum":1.5})", "'minimum' on type number");
+  expect_refused(R"({"type":"number","minimum":1.5})", "'minimum' with a fractional bound on type number");
   expect_refused(R"({"type":"array","items":[{"type":"string"}]})", "'items' as an array");
   expect_refused(R"({"properties":{"a":{"multipleOf":2}}})", "#/properties/a: unsupported keyword 'multipleOf'");
 }

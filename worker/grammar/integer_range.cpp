@@ -72,7 +72,64 @@ std::string non_negative(int64_t lo, std::optional<int64_t> hi) {
   return parts.size() == 1 ? parts[0] : "(" + join(parts, " | ") + ")";
 }
 
+const char* const kAnyFraction = "(\".\" [0-9]+)?";
+const char* const kNonZeroFraction = "\".\" [0-9]* [1-9] [0-9]*";
+const char* const kZeroFraction = "(\".\" \"0\"+)?";
+
+// Non-negative decimals from a to b (integers, a <= b, b absent: no end), each end open or
+// closed: by integer part, the fraction deciding at the two ends.
+std::string magnitude_range(int64_t a, bool a_open, std::optional<int64_t> b, bool b_open) {
+  if (b && a > *b) return "";
+  std::vector<std::string> parts;
+  std::string at_a = "\"" + std::to_string(a) + "\" ";
+  if (b && *b == a) {
+    if (!a_open && !b_open) parts.push_back(at_a + kZeroFraction);
+  } else {
+    parts.push_back(at_a + (a_open ? kNonZeroFraction : kAnyFraction));
+    if (!b || a + 1 <= *b - 1) {
+      parts.push_back(non_negative(a + 1, b ? std::optional<int64_t>(*b - 1) : std::nullopt) + " " + kAnyFraction);
+    }
+    if (b && !b_open) parts.push_back("\"" + std::to_string(*b) + "\" " + kZeroFraction);
+  }
+  if (parts.empty()) return "";
+  return parts.size() == 1 ? parts[0] : "(" + join(parts, " | ") + ")";
+}
+
+void check_bound(int64_t bound) {
+  if (bound > kMaxIntegerBound || bound < -kMaxIntegerBound) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "number bound " + std::to_string(bound) + " is beyond the supported +-10^18");
+  }
+}
+
 }  // namespace
+
+std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi) {
+  if (lo) check_bound(lo->value);
+  if (hi) check_bound(hi->value);
+  std::vector<std::string> parts;
+  // Negative numbers, by magnitude: above -hi (or above 0), up to -lo.
+  if (!lo || lo->value < 0) {
+    bool from_zero = !hi || hi->value >= 0;
+    int64_t a = from_zero ? 0 : -hi->value;
+    bool a_open = from_zero ? true : hi->exclusive;
+    std::optional<int64_t> b;
+    if (lo) b.emplace(-lo->value);
+    std::string negative = magnitude_range(a, a_open, b, lo && lo->exclusive);
+    if (!negative.empty()) parts.push_back("\"-\" " + negative);
+  }
+  // Non-negative numbers: from max(lo, 0) up to hi.
+  if (!hi || hi->value > 0 || (hi->value == 0 && !hi->exclusive)) {
+    bool above_zero = lo && lo->value >= 0;
+    int64_t a = above_zero ? lo->value : 0;
+    std::optional<int64_t> b;
+    if (hi) b.emplace(hi->value);
+    std::string non_negative_part = magnitude_range(a, above_zero && lo->exclusive, b, hi && hi->exclusive);
+    if (!non_negative_part.empty()) parts.push_back(non_negative_part);
+  }
+  if (parts.empty()) throw Error(ErrorCode::kInvalidArgument, "no number lies between minimum and maximum");
+  return parts.size() == 1 ? parts[0] : "(" + join(parts, " | ") + ")";
+}
 
 std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t> hi) {
   for (const auto& bound : {lo, hi}) {

@@ -80,6 +80,7 @@ class SchemaConverter {
   std::string array_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
   std::string string_body(const Json& schema, const std::string& path);
   std::string integer_body(const Json& schema, const std::string& path);
+  std::string number_body(const Json& schema, const std::string& path);
   void check_keywords(const Json& schema, const std::string& path);
 
   const Json& root_;
@@ -233,12 +234,7 @@ std::string SchemaConverter::typed_body(const std::string& type, const Json& sch
   if (type == "boolean") return "json-boolean";
   if (type == "null") return "json-null";
   if (type != "number") refuse(path + "/type", "unknown type '" + type + "'");
-  for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-    if (schema.contains(bound)) {
-      refuse(path, std::string("unsupported keyword '") + bound + "' on type number (bounds are enforced for integers)");
-    }
-  }
-  return "json-number";
+  return number_body(schema, path);
 }
 
 // Properties in declared order, optional ones skippable, commas right whichever are present:
@@ -346,37 +342,60 @@ std::string SchemaConverter::string_body(const Json& schema, const std::string& 
   return "\"\\\"\" json-char" + repeat_suffix(min.value_or(0), max) + " \"\\\"\"";
 }
 
-// minimum/maximum (inclusive), exclusiveMinimum/exclusiveMaximum as numbers (draft 6 on) or as
-// booleans qualifying minimum/maximum (draft 4).
+// A lower or upper bound from minimum/maximum (inclusive) and exclusiveMinimum/exclusiveMaximum,
+// as numbers (draft 6 on) or as booleans qualifying minimum/maximum (draft 4); the tighter wins.
+std::optional<std::pair<double, bool>> read_bound(const Json& schema, const std::string& path, bool lower) {
+  const char* inclusive = lower ? "minimum" : "maximum";
+  const char* exclusive = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+  std::optional<std::pair<double, bool>> bound;
+  if (schema.contains(inclusive)) {
+    if (!schema.at(inclusive).is_number()) refuse(path + "/" + inclusive, std::string("'") + inclusive + "' must be a number");
+    bool open = schema.contains(exclusive) && schema.at(exclusive).is_boolean() && schema.at(exclusive).get<bool>();
+    bound = std::make_pair(schema.at(inclusive).get<double>(), open);
+  }
+  if (schema.contains(exclusive) && schema.at(exclusive).is_number()) {
+    double e = schema.at(exclusive).get<double>();
+    if (!bound || (lower ? e >= bound->first : e <= bound->first)) bound = std::make_pair(e, true);
+  }
+  if (bound && std::fabs(bound->first) > static_cast<double>(kMaxIntegerBound)) {
+    refuse(path + "/" + inclusive, "bounds beyond +-10^18 are not supported");
+  }
+  return bound;
+}
+
 std::string SchemaConverter::integer_body(const Json& schema, const std::string& path) {
-  auto bound = [&](const char* inclusive, const char* exclusive, bool lower) -> std::optional<int64_t> {
-    std::optional<double> value;
-    bool open = false;
-    if (schema.contains(inclusive)) {
-      if (!schema.at(inclusive).is_number()) refuse(path + "/" + inclusive, std::string("'") + inclusive + "' must be a number");
-      value = schema.at(inclusive).get<double>();
-      open = schema.contains(exclusive) && schema.at(exclusive).is_boolean() && schema.at(exclusive).get<bool>();
-    }
-    if (schema.contains(exclusive) && schema.at(exclusive).is_number()) {
-      double e = schema.at(exclusive).get<double>();
-      if (!value || (lower ? e >= *value : e <= *value)) {
-        value = e;
-        open = true;
-      }
-    }
-    if (!value) return std::nullopt;
-    if (std::fabs(*value) > static_cast<double>(kMaxIntegerBound)) {
-      refuse(path + "/" + inclusive, "integer bounds beyond +-10^18 are not supported");
-    }
-    double whole = lower ? std::ceil(*value) : std::floor(*value);
-    if (open && whole == *value) whole += lower ? 1 : -1;
-    return static_cast<int64_t>(whole);
+  auto whole = [&](bool lower) -> std::optional<int64_t> {
+    auto bound = read_bound(schema, path, lower);
+    if (!bound) return std::nullopt;
+    double value = lower ? std::ceil(bound->first) : std::floor(bound->first);
+    if (bound->second && value == bound->first) value += lower ? 1 : -1;
+    return static_cast<int64_t>(value);
   };
-  std::optional<int64_t> lo = bound("minimum", "exclusiveMinimum", true);
-  std::optional<int64_t> hi = bound("maximum", "exclusiveMaximum", false);
+  std::optional<int64_t> lo = whole(true), hi = whole(false);
   if (!lo && !hi) return "json-integer";
   try {
     return integer_range_gbnf(lo, hi);
+  } catch (const Error& e) {
+    refuse(path, e.what());
+  }
+}
+
+// Bounds on decimals are enforced when they are integral (minimum 0, maximum 100); a bounded
+// number is then written without an exponent.
+std::string SchemaConverter::number_body(const Json& schema, const std::string& path) {
+  auto integral = [&](bool lower) -> std::optional<NumberBound> {
+    auto bound = read_bound(schema, path, lower);
+    if (!bound) return std::nullopt;
+    if (std::floor(bound->first) != bound->first) {
+      refuse(path, std::string("unsupported keyword '") + (lower ? "minimum" : "maximum") +
+                       "' with a fractional bound on type number (integral bounds are enforced)");
+    }
+    return NumberBound{static_cast<int64_t>(bound->first), bound->second};
+  };
+  std::optional<NumberBound> lo = integral(true), hi = integral(false);
+  if (!lo && !hi) return "json-number";
+  try {
+    return number_range_gbnf(lo, hi);
   } catch (const Error& e) {
     refuse(path, e.what());
   }
