@@ -24,9 +24,7 @@ std::shared_ptr<const TokenMaskEntry> CompiledGrammar::mask_entry(const MaskCont
 void CompiledGrammar::warm_start() const {
   StackPool pool;
   ByteStepper stepper(grammar_, pool);
-  for (int32_t stack : stepper.start()) {
-    if (stack != kEmptyStack) mask_entry(mask_context_of(pool, stack));
-  }
+  mask_entry(mask_context_of(pool, stepper.start()));
 }
 
 size_t CompiledGrammar::cached_entries() const {

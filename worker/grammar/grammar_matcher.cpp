@@ -67,30 +67,34 @@ bool GrammarMatcher::can_end() const {
 }
 
 // Tokens the cache could not decide from the context alone, checked against the whole stack.
-// They are walked in byte order, so a prefix shared with the previous token is not walked again.
-void GrammarMatcher::add_uncertain_tokens(int32_t stack, const TokenMaskEntry& entry,
+// They are walked in byte order, so a prefix shared with the previous token is not walked again;
+// walk_states_[d] holds the stacks after d bytes of the current token (its vectors are reused).
+void GrammarMatcher::add_uncertain_tokens(const StackSet& stacks, const TokenMaskEntry& entry,
                                           std::span<uint32_t> mask) {
   const TokenTable& tokens = grammar_->tokens();
   const std::vector<int32_t>& sorted = tokens.sorted_ids();
-  std::vector<StackSet> states{StackSet{stack}};
+  if (walk_states_.size() < static_cast<size_t>(tokens.max_token_bytes()) + 1) {
+    walk_states_.resize(static_cast<size_t>(tokens.max_token_bytes()) + 1);
+  }
+  walk_states_[0] = stacks;
+  size_t walked = 0;  // walk_states_[0..walked] are valid for `previous`
   std::string_view previous;
   for (int32_t index : entry.uncertain) {
     int32_t id = sorted[index];
     if ((mask[id >> 5] >> (id & 31)) & 1) continue;
     std::string_view bytes = tokens.bytes(id);
     size_t common = 0;
-    size_t limit = std::min({bytes.size(), previous.size(), states.size() - 1});
+    size_t limit = std::min({bytes.size(), previous.size(), walked});
     while (common < limit && bytes[common] == previous[common]) ++common;
-    states.resize(common + 1);
+    walked = common;
     bool alive = true;
     for (size_t d = common; d < bytes.size(); ++d) {
-      StackSet next;
-      stepper_.advance(states[d], static_cast<uint8_t>(bytes[d]), next);
-      if (next.empty()) {
+      stepper_.advance(walk_states_[d], static_cast<uint8_t>(bytes[d]), walk_states_[d + 1]);
+      if (walk_states_[d + 1].empty()) {
         alive = false;
         break;
       }
-      states.push_back(std::move(next));
+      walked = d + 1;
     }
     previous = bytes;
     if (alive) mask[id >> 5] |= uint32_t{1} << (id & 31);
@@ -107,15 +111,11 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> mask) {
   std::fill(mask.begin(), mask.end(), 0);
   if (is_terminated()) return;
   size_t mark = pool_.size();
-  for (int32_t stack : history_.back()) {
-    if (stack == kEmptyStack) continue;
-    std::shared_ptr<const TokenMaskEntry> entry = grammar_->mask_entry(mask_context_of(pool_, stack));
-    if (!entry->accepted_bits.empty()) {
-      for (size_t w = 0; w < entry->accepted_bits.size(); ++w) mask[w] |= entry->accepted_bits[w];
-    }
-    for (int32_t id : entry->accepted_ids) mask[id >> 5] |= uint32_t{1} << (id & 31);
-    add_uncertain_tokens(stack, *entry, mask);
-  }
+  const StackSet& stacks = history_.back();
+  std::shared_ptr<const TokenMaskEntry> entry = grammar_->mask_entry(mask_context_of(pool_, stacks));
+  if (!entry->accepted_bits.empty()) std::copy(entry->accepted_bits.begin(), entry->accepted_bits.end(), mask.begin());
+  for (int32_t id : entry->accepted_ids) mask[id >> 5] |= uint32_t{1} << (id & 31);
+  add_uncertain_tokens(stacks, *entry, mask);
   pool_.truncate(mark);  // the walks' nodes; the history keeps only older ones
   if (can_end()) {
     for (int32_t id : tokens.end_token_ids()) mask[id >> 5] |= uint32_t{1} << (id & 31);

@@ -40,14 +40,15 @@ class GrammarMatcher {
 
  private:
   bool advance(std::string_view bytes, StackSet& out);
-  void add_uncertain_tokens(int32_t stack, const TokenMaskEntry& entry, std::span<uint32_t> mask);
+  void add_uncertain_tokens(const StackSet& stacks, const TokenMaskEntry& entry, std::span<uint32_t> mask);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   StackPool pool_;
   ByteStepper stepper_;
   std::vector<StackSet> history_;  // history_.back(): the stacks now
   std::vector<bool> terminated_;
-  StackSet scratch_a_, scratch_b_;
+  StackSet scratch_a_;
+  std::vector<StackSet> walk_states_;
 };
 
 }  // namespace flashq::grammar

@@ -26,9 +26,14 @@ TokenMaskEntry build_token_mask_entry(const Grammar& grammar, const TokenTable& 
   StackPool pool;
   ByteStepper stepper(grammar, pool);
   StackSetAutomaton automaton(stepper);
-  int32_t below = kEmptyStack;
-  for (int i = kMaskContextFrames - 1; i >= 0; --i) {
-    if (context.positions[i] >= 0) below = pool.push(context.positions[i], below);
+  StackSet start;
+  for (size_t at = 0; at < context.positions.size(); at += kMaskContextFrames) {
+    int32_t below = kEmptyStack;
+    for (int i = kMaskContextFrames - 1; i >= 0; --i) {
+      int32_t position = context.positions[at + static_cast<size_t>(i)];
+      if (position >= 0) below = pool.push(position, below);
+    }
+    start.push_back(below);
   }
   const std::vector<TrieNode>& trie = tokens.trie();
   int32_t max_depth = tokens.max_token_bytes();
@@ -36,7 +41,8 @@ TokenMaskEntry build_token_mask_entry(const Grammar& grammar, const TokenTable& 
   // path reached the bottom of the context within them.
   std::vector<int32_t> state(max_depth + 1);
   std::vector<uint8_t> bottom(max_depth + 1);
-  state[0] = automaton.intern({below});
+  if (start.empty()) return {};  // only finished parses: no token continues them
+  state[0] = automaton.intern(start);
   bottom[0] = 0;
   std::vector<int32_t> accepted;
   TokenMaskEntry entry;

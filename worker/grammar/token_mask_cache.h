@@ -1,11 +1,12 @@
 // The adaptive token mask cache (the idea of XGrammar, Dong et al. 2024): for a grammar context,
 // the tokens accepted or refused whatever lies below it are computed once; only the tokens that
-// run past the context's bottom ("uncertain") are checked against the real stack at mask time.
-// A context is the top kMaskContextFrames frames of a stack: the top frame alone is often a tiny
-// rule (one character of a class) that every longer token leaves.
+// run past the context's bottom ("uncertain") are checked against the real stacks at mask time.
+// A context is the top kMaskContextFrames frames of every stack the matcher holds: the top frame
+// alone is often a tiny rule (one character of a class) that every longer token leaves, and one
+// entry for the whole set (inside a string: the ASCII character, each UTF-8 lead byte, the
+// escape, the closing quote) costs one bitset and one walk instead of one per stack.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -15,16 +16,18 @@
 
 namespace flashq::grammar {
 
-inline constexpr int kMaskContextFrames = 3;
+inline constexpr int kMaskContextFrames = 4;
 
+// Per stack, its top kMaskContextFrames positions (top first, -1 past the stack's bottom), the
+// stacks in ascending order of those, without repeats.
 struct MaskContext {
-  std::array<int32_t, kMaskContextFrames> positions;  // top first; -1 past the stack's bottom
+  std::vector<int32_t> positions;
   bool operator==(const MaskContext&) const = default;
 };
 
 struct MaskContextHash {
   size_t operator()(const MaskContext& c) const {
-    size_t h = 0;
+    size_t h = c.positions.size();
     for (int32_t p : c.positions) h = h * 1000003u ^ static_cast<uint32_t>(p);
     return h;
   }
