@@ -26,6 +26,7 @@ void ByteStepper::visit(int32_t position, int32_t below, StackSet& out, int dept
   }
   // Each (position, stack below) is expanded once per step: alternatives that meet again
   // (optional parts in a row) would otherwise multiply the work.
+  ++visits_;
   int32_t node = pool_.push(position, below);
   if (node == kStackOverflow || !first_visit(node)) return;
   const Element& e = grammar_.elements()[position];

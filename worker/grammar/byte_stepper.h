@@ -29,6 +29,8 @@ class ByteStepper {
   void advance(const StackSet& stacks, uint8_t byte, StackSet& out);
   // The initial stacks of the grammar's root rule.
   StackSet start();
+  // Grammar positions visited so far: the work done, for budgets.
+  uint64_t visits() const { return visits_; }
 
  private:
   void visit(int32_t position, int32_t below, StackSet& out, int depth);
@@ -38,6 +40,7 @@ class ByteStepper {
   StackPool& pool_;
   std::vector<uint32_t> visited_;  // per pool node: the step that last reached it
   uint32_t step_ = 0;
+  uint64_t visits_ = 0;
   bool empty_added_ = false;
 };
 

@@ -1,6 +1,9 @@
 #include "worker/grammar/stack_set_automaton.h"
 
 #include <algorithm>
+#include <string>
+
+#include "shared/error.h"
 
 namespace flashq::grammar {
 
@@ -21,6 +24,11 @@ int32_t StackSetAutomaton::next(int32_t state, uint8_t byte) {
   int32_t known = next_[state][byte];
   if (known != -2) return known;
   stepper_.advance(sets_[state], byte, scratch_);
+  if (stepper_.visits() > work_budget_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "grammar too ambiguous: its token masks need more than " + std::to_string(work_budget_) +
+                    " expansion steps");
+  }
   int32_t id = intern(scratch_);
   next_[state][byte] = id;
   return id;

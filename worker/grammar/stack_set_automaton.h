@@ -17,7 +17,10 @@ class StackSetAutomaton {
  public:
   static constexpr int32_t kDead = -1;  // the empty set: no byte can follow
 
-  explicit StackSetAutomaton(ByteStepper& stepper) : stepper_(stepper) {}
+  // `work_budget`: grammar positions the automaton may visit building its states; past it,
+  // next() throws kInvalidArgument (a grammar so ambiguous that its masks would take minutes).
+  StackSetAutomaton(ByteStepper& stepper, uint64_t work_budget)
+      : stepper_(stepper), work_budget_(work_budget) {}
 
   int32_t intern(StackSet stacks);
   int32_t next(int32_t state, uint8_t byte);
@@ -26,6 +29,7 @@ class StackSetAutomaton {
 
  private:
   ByteStepper& stepper_;
+  uint64_t work_budget_;
   std::map<StackSet, int32_t> ids_;
   std::vector<StackSet> sets_;
   std::vector<bool> reaches_bottom_;

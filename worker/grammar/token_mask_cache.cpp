@@ -25,7 +25,7 @@ TokenMaskEntry build_token_mask_entry(const Grammar& grammar, const TokenTable& 
                                       const MaskContext& context) {
   StackPool pool;
   ByteStepper stepper(grammar, pool);
-  StackSetAutomaton automaton(stepper);
+  StackSetAutomaton automaton(stepper, kMaxMaskEntryWork);
   StackSet start;
   for (size_t at = 0; at < context.positions.size(); at += kMaskContextFrames) {
     int32_t below = kEmptyStack;

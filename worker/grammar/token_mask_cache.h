@@ -17,6 +17,9 @@
 namespace flashq::grammar {
 
 inline constexpr int kMaskContextFrames = 4;
+// Expansion steps one cache entry may take (about a second); a JSON schema's entries take well
+// under a million.
+inline constexpr uint64_t kMaxMaskEntryWork = 50'000'000;
 
 // Per stack, its top kMaskContextFrames positions (top first, -1 past the stack's bottom), the
 // stacks in ascending order of those, without repeats.
