@@ -263,8 +263,13 @@ std::string SchemaConverter::object_body(const Json& schema, const std::string& 
     for (const auto& property : properties) declared = declared || property.first == key;
     if (!declared) properties.emplace_back(key, &kAnyValue);  // required, any value
   }
-  std::string extra;  // a rule for one extra "key": value, or empty when none are allowed
-  if (schema.contains("additionalProperties")) {
+  // A rule for one extra "key": value, or empty when none are allowed. Strict mode: declared
+  // properties close the object unless additionalProperties opens it; an object schema that
+  // declares none (`{"type": "object"}`) means any object.
+  std::string extra;
+  if (!schema.contains("additionalProperties") && !schema.contains("properties")) {
+    extra = define(hint + "-extra", "json-string \":\" \" \"? json-value");
+  } else if (schema.contains("additionalProperties")) {
     const Json& additional = schema.at("additionalProperties");
     if (!(additional.is_boolean() && !additional.get<bool>())) {
       std::string value = schema_rule(additional, path + "/additionalProperties", hint + "-additional", depth + 1);
