@@ -88,6 +88,28 @@ TEST(GrammarJsonSchema, StringsEnumConstPatternAndLength) {
   EXPECT_FALSE(schema_accepts(l, R"("abcd")"));
 }
 
+TEST(GrammarJsonSchema, EnforcedFormats) {
+  auto ok = [](const char* format, const std::string& text) {
+    return schema_accepts(std::string(R"({"type":"string","format":")") + format + "\"}", "\"" + text + "\"");
+  };
+  EXPECT_TRUE(ok("date-time", "1963-06-19T08:30:06.283185Z"));
+  EXPECT_TRUE(ok("date-time", "2024-02-29t23:59:60+05:30"));
+  EXPECT_FALSE(ok("date-time", "06/19/1963 08:30:06 PST"));
+  EXPECT_FALSE(ok("date-time", "2013-350T01:01:01"));
+  EXPECT_FALSE(ok("date-time", "2013-13-01T01:01:01Z"));
+  EXPECT_TRUE(ok("date", "2026-11-28"));
+  EXPECT_FALSE(ok("date", "2026-11-32"));
+  EXPECT_TRUE(ok("time", "17:00:00Z"));
+  EXPECT_FALSE(ok("time", "24:00:00Z"));
+  EXPECT_TRUE(ok("uuid", "123e4567-e89b-12d3-a456-426614174000"));
+  EXPECT_FALSE(ok("uuid", "123e4567e89b12d3a456426614174000"));
+  EXPECT_TRUE(ok("ipv4", "192.168.0.1"));
+  for (const char* bad : {"127.0.0.0.1", "256.256.256.256", "127.0", "0x7f000001", "01.2.3.4"}) {
+    EXPECT_FALSE(ok("ipv4", bad)) << bad;
+  }
+  EXPECT_TRUE(ok("email", "anything at all"));  // an annotation: not enforced
+}
+
 TEST(GrammarJsonSchema, NumbersAndIntegerBounds) {
   EXPECT_TRUE(schema_accepts(R"({"type":"number"})", "-1.5e+10"));
   EXPECT_FALSE(schema_accepts(R"({"type":"number"})", "01"));
@@ -190,6 +212,8 @@ TEST(GrammarJsonSchema, RefusesUnsupportedKeywordsByName) {
   expect_refused(R"({"allOf":[{"type":"string"},{"maxLength":3}]})", "'allOf'");
   expect_refused(R"({"type":"number","minimum":1.5})", "'minimum' with a fractional bound on type number");
   expect_refused(R"({"type":"array","items":[{"type":"string"}]})", "'items' as an array");
+  expect_refused(R"({"type":"string","format":"date","pattern":"^2"})", "'pattern' beside an enforced 'format'");
+  expect_refused(R"({"type":"string","format":"uuid","maxLength":40})", "'minLength'/'maxLength' beside");
   expect_refused(R"({"properties":{"a":{"multipleOf":2}}})", "#/properties/a: unsupported keyword 'multipleOf'");
 }
 

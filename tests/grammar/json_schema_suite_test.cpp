@@ -162,5 +162,31 @@ TEST(GrammarJsonSchemaSuite, Draft4AcceptsExactlyTheValidInstances) {
               report.schemas_compiled, report.schemas_refused, report.instances_checked, report.instances_listed);
 }
 
+// optional/format.json: the formats the compiler enforces are held to the suite; the others are
+// annotations here, and their cases are skipped, each format named with that reason.
+TEST(GrammarJsonSchemaSuite, Draft4OptionalFormats) {
+  const std::set<std::string> enforced{"date-time", "ipv4"};
+  const std::map<std::string, std::string> skipped{
+      {"email", "an annotation: not enforced"}, {"hostname", "an annotation: not enforced"},
+      {"ipv6", "an annotation: not enforced"},  {"uri", "an annotation: not enforced"}};
+  std::filesystem::path file = suite_dir() / "optional/format.json";
+  ASSERT_TRUE(std::filesystem::exists(file)) << file << " is missing: run scripts/setup";
+  SuiteReport report;
+  int skipped_cases = 0;
+  for (const Json& c : Json::parse(read_text_file(file))) {
+    std::string format = c.at("schema").at("format").get<std::string>();
+    std::string name = "optional/format.json: " + c.at("description").get<std::string>();
+    if (skipped.count(format) > 0) {
+      std::printf("skipped: %s (format '%s' is %s)\n", name.c_str(), format.c_str(), skipped.at(format).c_str());
+      ++skipped_cases;
+      continue;
+    }
+    ASSERT_TRUE(enforced.count(format) > 0) << name << ": format '" << format << "' is in neither list";
+    check_instances(name, c, json_schema_grammar(c.at("schema").dump()), report);
+  }
+  EXPECT_GT(report.instances_checked, 0);
+  std::printf("optional formats: %d instances checked, %d cases skipped\n", report.instances_checked, skipped_cases);
+}
+
 }  // namespace
 }  // namespace flashq::grammar

@@ -30,6 +30,24 @@ const std::set<std::string, std::less<>> kSupported{
     "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 const char* const kTypes[] = {"object", "array", "string", "number", "boolean", "null"};
 
+// The string formats enforced, as anchored patterns (RFC 3339 for dates and times, RFC 4122's
+// text form for UUIDs, dotted decimal for IPv4). Other formats are annotations only.
+const std::map<std::string, std::string, std::less<>> kFormats{
+    {"date", R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$)"},
+    {"time", R"(^([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$)"},
+    {"date-time", R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$)"},
+    {"uuid", R"(^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)"},
+    {"ipv4", R"(^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$)"},
+};
+
+// The enforced format of a string schema, as a pattern, or nothing.
+std::optional<std::string> format_pattern(const Json& schema) {
+  if (!schema.contains("format") || !schema.at("format").is_string()) return std::nullopt;
+  auto it = kFormats.find(schema.at("format").get<std::string>());
+  if (it == kFormats.end()) return std::nullopt;
+  return it->second;
+}
+
 [[noreturn]] void refuse(const std::string& path, const std::string& what) {
   throw Error(ErrorCode::kInvalidArgument, "JSON schema at " + path + ": " + what);
 }
@@ -155,7 +173,7 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
   for (const char* combinator : {"anyOf", "allOf"}) {
     if (schema.contains(combinator)) return combinator_body(schema, combinator, path, hint, depth);
   }
-  bool only_annotations = true;
+  bool only_annotations = !format_pattern(schema).has_value();
   for (const auto& [key, value] : schema.items()) only_annotations = only_annotations && kAnnotations.count(key) > 0;
   if (only_annotations) return "json-value";
   std::vector<std::string> parts;
@@ -331,13 +349,20 @@ std::string SchemaConverter::array_body(const Json& schema, const std::string& p
   return "\"[\" " + (min == 0 ? "(" + items + ")?" : items) + " \"]\"";
 }
 
+// A string with a pattern or an enforced format, or with length bounds; the two kinds together
+// would be an intersection of languages, which is refused.
 std::string SchemaConverter::string_body(const Json& schema, const std::string& path) {
   std::optional<size_t> min = size_keyword(schema, "minLength", path);
   std::optional<size_t> max = size_keyword(schema, "maxLength", path);
+  std::optional<std::string> pattern = format_pattern(schema);
   if (schema.contains("pattern")) {
-    if (min || max) refuse(path, "unsupported keyword 'minLength'/'maxLength' beside 'pattern'");
+    if (pattern) refuse(path, "unsupported keyword 'pattern' beside an enforced 'format'");
     if (!schema.at("pattern").is_string()) refuse(path + "/pattern", "'pattern' must be a string");
-    RegexGbnf regex = regex_to_gbnf(schema.at("pattern").get<std::string>(), /*inside_json_string=*/true);
+    pattern = schema.at("pattern").get<std::string>();
+  }
+  if (pattern) {
+    if (min || max) refuse(path, "unsupported keyword 'minLength'/'maxLength' beside 'pattern' or 'format'");
+    RegexGbnf regex = regex_to_gbnf(*pattern, /*inside_json_string=*/true);
     // A JSON Schema pattern matches anywhere in the string unless anchored.
     return std::string("\"\\\"\" ") + (regex.anchored_start ? "" : "json-char* ") + "(" +
            regex.expression + ")" + (regex.anchored_end ? "" : " json-char*") + " \"\\\"\"";
