@@ -76,3 +76,43 @@ TEST(GrammarCache, SharedByThreads) {
 
 }  // namespace
 }  // namespace flashq::grammar
+
+namespace flashq::grammar {
+namespace {
+
+// Compilation builds the mask cache entries of every context an ASCII instance meets, so masks
+// along it build none (the engine's thread never pays for one).
+TEST(GrammarPrecompute, MasksAlongAnInstanceFindTheirEntriesBuilt) {
+  auto tokens = testing::byte_tokens();
+  auto compiled = compile_grammar({GrammarFormat::kJsonSchema, R"({"type":"object","properties":{
+      "a":{"type":"integer","minimum":1,"maximum":500},"b":{"type":"array","items":{"type":"string"}},
+      "c":{"anyOf":[{"type":"null"},{"type":"boolean"}]}},"required":["a","b"]})", {}}, tokens);
+  size_t built = compiled->cached_entries();
+  EXPECT_GT(built, 10u);
+  GrammarMatcher matcher(compiled);
+  std::vector<uint32_t> mask(tokens->mask_words());
+  for (char c : std::string(R"({"a": 250, "b": ["x y", "\"z\""], "c": null})")) {
+    matcher.fill_mask(mask);
+    ASSERT_TRUE(matcher.accept_bytes(std::string(1, c)));
+  }
+  EXPECT_TRUE(matcher.can_end());
+  EXPECT_EQ(compiled->cached_entries(), built);
+}
+
+TEST(GrammarPrecompute, StopsAtItsBudgetAndBuildsTheRestWhenMet) {
+  auto tokens = testing::byte_tokens();
+  auto compiled = std::make_shared<const CompiledGrammar>(parse_gbnf(R"(root ::= [a-z]{0,200})"), tokens);
+  compiled->precompute_masks(/*max_contexts=*/5, /*max_trie_walks=*/1000);
+  size_t built = compiled->cached_entries();
+  EXPECT_LE(built, 6u);
+  GrammarMatcher matcher(compiled);
+  std::vector<uint32_t> mask(tokens->mask_words());
+  for (int i = 0; i < 20; ++i) {
+    matcher.fill_mask(mask);
+    ASSERT_TRUE(matcher.accept_bytes("q"));
+  }
+  EXPECT_GT(compiled->cached_entries(), built);
+}
+
+}  // namespace
+}  // namespace flashq::grammar

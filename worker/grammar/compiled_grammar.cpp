@@ -1,5 +1,9 @@
 #include "worker/grammar/compiled_grammar.h"
 
+#include <algorithm>
+#include <deque>
+#include <unordered_set>
+
 #include "worker/grammar/byte_stepper.h"
 #include "worker/grammar/mask_context.h"
 
@@ -17,14 +21,46 @@ std::shared_ptr<const TokenMaskEntry> CompiledGrammar::mask_entry(const MaskCont
   auto entry = std::make_shared<const TokenMaskEntry>(
       build_token_mask_entry(grammar_, *tokens_, context));
   std::lock_guard lock(mutex_);
+  trie_nodes_walked_ += entry->trie_nodes_walked;
   if (entries_.size() < kMaxMaskCacheEntries) entries_.emplace(context, entry);
   return entry;
 }
 
-void CompiledGrammar::warm_start() const {
+// Breadth first over ASCII bytes from the start, one set of stacks per context: a set whose
+// context was met before is not explored again (its successors are, as a rule, those already
+// queued). The contexts inside a multi-byte character are left to be built when met: they
+// allow only continuation bytes, so their entries are quick to build, and there are many.
+void CompiledGrammar::precompute_masks(size_t max_contexts, size_t max_trie_walks) const {
+  const size_t budget = trie_nodes_walked() + max_trie_walks * tokens_->trie().size();
   StackPool pool;
   ByteStepper stepper(grammar_, pool);
-  mask_entry(mask_context_of(pool, stepper.start()));
+  const auto& elements = grammar_.elements();
+  const auto& byte_sets = grammar_.byte_sets();
+  std::unordered_set<MaskContext, MaskContextHash> seen;
+  std::deque<StackSet> queue{stepper.start()};
+  seen.insert(mask_context_of(pool, queue.front()));
+  StackSet next;
+  while (!queue.empty() && cached_entries() < kMaxMaskCacheEntries && trie_nodes_walked() < budget) {
+    StackSet stacks = std::move(queue.front());
+    queue.pop_front();
+    mask_entry(mask_context_of(pool, stacks));
+    ByteSet bytes;  // the bytes some stack can take
+    for (int32_t s : stacks) {
+      if (s < 0) continue;
+      const ByteSet& top = byte_sets[elements[pool.node(s).position].index];
+      for (size_t w = 0; w < bytes.words.size(); ++w) bytes.words[w] |= top.words[w];
+    }
+    for (int b = 0; b < 128 && seen.size() < max_contexts; ++b) {
+      if (!bytes.contains(static_cast<uint8_t>(b))) continue;
+      stepper.advance(stacks, static_cast<uint8_t>(b), next);
+      if (!next.empty() && seen.insert(mask_context_of(pool, next)).second) queue.push_back(next);
+    }
+  }
+}
+
+size_t CompiledGrammar::trie_nodes_walked() const {
+  std::lock_guard lock(mutex_);
+  return trie_nodes_walked_;
 }
 
 size_t CompiledGrammar::cached_entries() const {

@@ -15,6 +15,10 @@ namespace flashq::grammar {
 
 // Contexts kept per compiled grammar; past this, entries are computed and not kept.
 inline constexpr size_t kMaxMaskCacheEntries = 4096;
+// What compile time spends on mask cache entries (docs/grammar.md): at most this many contexts,
+// and at most this many walks of the whole token trie (about 3.5 ms each for Qwen3 here).
+inline constexpr size_t kPrecomputeContexts = 1024;
+inline constexpr size_t kPrecomputeTrieWalks = 128;
 
 class CompiledGrammar {
  public:
@@ -25,8 +29,13 @@ class CompiledGrammar {
   std::shared_ptr<const TokenTable> shared_tokens() const { return tokens_; }
 
   std::shared_ptr<const TokenMaskEntry> mask_entry(const MaskContext& context) const;
-  // Builds the entries of the grammar's first position, so the first mask is served warm.
-  void warm_start() const;
+  // The trie nodes walked building entries so far.
+  size_t trie_nodes_walked() const;
+  // Builds the entries of the contexts reachable from the start (breadth first over bytes), at
+  // most `max_contexts` of them and `max_trie_walks` walks of the token trie in all, so that
+  // masks computed on the engine's thread find them built; a grammar with more (long counted
+  // repetitions, deep recursion) builds the rest when first met.
+  void precompute_masks(size_t max_contexts, size_t max_trie_walks) const;
   size_t cached_entries() const;
 
  private:
@@ -35,6 +44,7 @@ class CompiledGrammar {
   mutable std::mutex mutex_;
   mutable std::unordered_map<MaskContext, std::shared_ptr<const TokenMaskEntry>, MaskContextHash>
       entries_;
+  mutable size_t trie_nodes_walked_ = 0;
 };
 
 }  // namespace flashq::grammar

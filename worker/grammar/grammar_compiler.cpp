@@ -21,7 +21,7 @@ std::shared_ptr<const CompiledGrammar> compile_grammar(const GrammarRequest& req
                                                        std::shared_ptr<const TokenTable> tokens) {
   auto compiled = std::make_shared<const CompiledGrammar>(parse_gbnf(request_gbnf(request)),
                                                           std::move(tokens));
-  compiled->warm_start();
+  compiled->precompute_masks(kPrecomputeContexts, kPrecomputeTrieWalks);
   return compiled;
 }
 

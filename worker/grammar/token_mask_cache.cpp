@@ -48,6 +48,7 @@ TokenMaskEntry build_token_mask_entry(const Grammar& grammar, const TokenTable& 
   TokenMaskEntry entry;
   for (size_t i = 0; i < trie.size();) {
     const TrieNode& node = trie[i];
+    ++entry.trie_nodes_walked;
     int32_t s = automaton.next(state[node.depth - 1], node.byte);
     if (s == StackSetAutomaton::kDead) {
       if (bottom[node.depth - 1]) {

@@ -42,6 +42,8 @@ struct TokenMaskEntry {
   std::vector<int32_t> accepted_ids;
   // Indices into TokenTable::sorted_ids(), ascending: decided only by the stack below.
   std::vector<int32_t> uncertain;
+  // Trie nodes the build walked: its cost, for compile-time budgets.
+  size_t trie_nodes_walked = 0;
 };
 
 // Builds the entry for `context` by walking the token trie once.
