@@ -15,14 +15,12 @@ int32_t StackSetAutomaton::intern(StackSet stacks) {
   reaches_bottom_.push_back(stacks.front() == kEmptyStack);
   sets_.push_back(std::move(stacks));
   std::array<int32_t, 256> unknown;
-  unknown.fill(-2);
+  unknown.fill(kUnknown);
   next_.push_back(unknown);
   return it->second;
 }
 
-int32_t StackSetAutomaton::next(int32_t state, uint8_t byte) {
-  int32_t known = next_[state][byte];
-  if (known != -2) return known;
+int32_t StackSetAutomaton::compute_next(int32_t state, uint8_t byte) {
   stepper_.advance(sets_[state], byte, scratch_);
   if (stepper_.visits() > work_budget_) {
     throw Error(ErrorCode::kInvalidArgument,

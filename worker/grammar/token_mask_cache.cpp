@@ -58,7 +58,7 @@ TokenMaskEntry build_token_mask_entry(const Grammar& grammar, const TokenTable& 
       continue;
     }
     state[node.depth] = s;
-    bottom[node.depth] = bottom[node.depth - 1] | automaton.reaches_bottom(s);
+    bottom[node.depth] = bottom[node.depth - 1] | static_cast<uint8_t>(automaton.reaches_bottom(s));
     for (int32_t t = node.tokens_begin; t < node.tokens_end; ++t) accepted.push_back(t);
     ++i;
   }
