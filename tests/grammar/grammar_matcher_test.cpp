@@ -87,6 +87,34 @@ TEST(GrammarMatcher, ForcedTokenWhenOnlyOneIsAllowed) {
   EXPECT_EQ(m.forced_token(), 4);  // only the end token
 }
 
+TEST(GrammarMatcher, DraftMasksAreTheMasksAfterEachAcceptedPrefix) {
+  auto tokens = small_vocabulary("ab");
+  auto compiled = compile(R"(root ::= "a" "b"+ "a")", tokens);
+  GrammarMatcher m(compiled);
+  const size_t words = tokens->mask_words();
+  auto id = [&](const std::string& bytes) {
+    for (int32_t i = 0; i < tokens->vocab_size(); ++i) {
+      if (tokens->bytes(i) == bytes) return i;
+    }
+    return -1;
+  };
+  std::vector<int32_t> draft{id("ab"), id("b"), id("aa"), id("b")};  // "aa" is refused
+  std::vector<uint32_t> masks((draft.size() + 1) * words);
+  EXPECT_EQ(m.fill_draft_masks(draft, masks), 2u);
+  EXPECT_EQ(m.accepted_steps(), 0u);
+  GrammarMatcher step(compiled);
+  for (size_t i = 0; i <= 2; ++i) {
+    std::vector<uint32_t> expected(words);
+    step.fill_mask(expected);
+    EXPECT_TRUE(std::equal(expected.begin(), expected.end(), masks.begin() + static_cast<long>(i * words))) << i;
+    if (i < 2) {
+      ASSERT_TRUE(step.accept_token(draft[i]));
+    }
+  }
+  std::vector<uint32_t> too_small(words);
+  EXPECT_THROW(m.fill_draft_masks(draft, too_small), Error);
+}
+
 TEST(GrammarMatcher, OutOfRangeAndEmptyTokensAreRefused) {
   std::vector<std::string> bytes{"a", ""};
   auto tokens = std::make_shared<const TokenTable>(bytes, std::vector<int32_t>{});

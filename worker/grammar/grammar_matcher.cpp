@@ -122,6 +122,22 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> mask) {
   }
 }
 
+size_t GrammarMatcher::fill_draft_masks(std::span<const int32_t> draft, std::span<uint32_t> masks) {
+  const size_t words = grammar_->tokens().mask_words();
+  if (masks.size() < (draft.size() + 1) * words) {
+    throw Error(ErrorCode::kInvalidArgument, "draft masks need " + std::to_string((draft.size() + 1) * words) +
+                                                 " words, got " + std::to_string(masks.size()));
+  }
+  size_t accepted = 0;
+  fill_mask(masks.subspan(0, words));
+  while (accepted < draft.size() && accept_token(draft[accepted])) {
+    ++accepted;
+    fill_mask(masks.subspan(accepted * words, words));
+  }
+  rollback(static_cast<int>(accepted));
+  return accepted;
+}
+
 std::optional<int32_t> GrammarMatcher::forced_token() {
   std::vector<uint32_t> mask(grammar_->tokens().mask_words());
   fill_mask(mask);

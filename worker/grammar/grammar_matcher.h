@@ -34,6 +34,12 @@ class GrammarMatcher {
   // Sets exactly the allowed token ids in `mask` (bit id%32 of word id/32; every other bit is
   // cleared). `mask` must hold TokenTable::mask_words() words.
   void fill_mask(std::span<uint32_t> mask);
+  // For a speculative draft: the mask after each prefix of `draft` the grammar accepts. Mask i
+  // (words [i*W, (i+1)*W) of `masks`, W = TokenTable::mask_words()) is the mask after the first
+  // i draft tokens, for i = 0..n, where n draft tokens are accepted (n stops at the first the
+  // grammar refuses); returns n. The matcher is left as it was: after verification, accept the
+  // tokens the target kept. `masks` must hold (draft.size() + 1) * W words.
+  size_t fill_draft_masks(std::span<const int32_t> draft, std::span<uint32_t> masks);
   // The one token allowed here, if exactly one is.
   std::optional<int32_t> forced_token();
   size_t accepted_steps() const { return history_.size() - 1; }
