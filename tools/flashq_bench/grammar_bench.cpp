@@ -116,7 +116,8 @@ void run_grammar_bench(const GrammarBenchOptions& options) {
                            {"compile_cached_us", compile_cached_us},
                            {"mask_first_walk", summary(first)},
                            {"mask_warm", summary(warm)},
-                           {"mask_cache_entries", compiled->cached_entries()}};
+                           {"mask_cache_entries", compiled->cached_entries()},
+                           {"compiled_grammar_mb", static_cast<double>(compiled->memory_bytes()) / 1e6}};
   std::cout << report.dump() << std::endl;
 }
 

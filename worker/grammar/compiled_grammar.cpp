@@ -63,6 +63,16 @@ size_t CompiledGrammar::trie_nodes_walked() const {
   return trie_nodes_walked_;
 }
 
+size_t CompiledGrammar::memory_bytes() const {
+  size_t bytes = grammar_.elements().size() * sizeof(Element) + grammar_.byte_sets().size() * sizeof(ByteSet);
+  std::lock_guard lock(mutex_);
+  for (const auto& [context, entry] : entries_) {
+    bytes += context.positions.size() * sizeof(int32_t) + entry->accepted_bits.size() * sizeof(uint32_t) +
+             (entry->accepted_ids.size() + entry->uncertain.size()) * sizeof(int32_t);
+  }
+  return bytes;
+}
+
 size_t CompiledGrammar::cached_entries() const {
   std::lock_guard lock(mutex_);
   return entries_.size();

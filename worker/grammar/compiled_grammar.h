@@ -37,6 +37,8 @@ class CompiledGrammar {
   // repetitions, deep recursion) builds the rest when first met.
   void precompute_masks(size_t max_contexts, size_t max_trie_walks) const;
   size_t cached_entries() const;
+  // Bytes held by the grammar and its mask cache: what a grammar cache entry costs.
+  size_t memory_bytes() const;
 
  private:
   Grammar grammar_;
