@@ -181,6 +181,26 @@ TEST(GrammarJsonSchema, AnyOfTypeArraysBooleanAndNull) {
   EXPECT_FALSE(schema_accepts(R"({"type":["boolean","null"]})", "0"));
 }
 
+TEST(GrammarJsonSchema, AllOfAndKeywordsBesideAnyOfAreMergedIntersections) {
+  const char* s = R"({"allOf":[{"properties":{"bar":{"type":"integer"}},"required":["bar"]},
+    {"$ref":"#/$defs/foo"}],"$defs":{"foo":{"properties":{"foo":{"type":"string"}},"required":["foo"]}}})";
+  EXPECT_TRUE(schema_accepts(s, R"({"bar":2,"foo":"baz"})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"bar":2})"));
+  const char* bounds = R"({"allOf":[{"type":"integer","maximum":30},{"minimum":20,"maximum":40}]})";
+  EXPECT_TRUE(schema_accepts(bounds, "25"));
+  EXPECT_FALSE(schema_accepts(bounds, "31"));
+  EXPECT_FALSE(schema_accepts(bounds, "19"));
+  const char* any = R"({"type":"string","anyOf":[{"maxLength":2},{"minLength":4}]})";
+  EXPECT_TRUE(schema_accepts(any, R"("ab")"));
+  EXPECT_FALSE(schema_accepts(any, R"("abc")"));
+  EXPECT_TRUE(schema_accepts(any, R"("abcd")"));
+  EXPECT_FALSE(schema_accepts(any, "4"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"string","anyOf":[{"type":"integer"},{"maxLength":1}]})", R"("a")"));
+  const char* enums = R"({"enum":["a","b","c"],"allOf":[{"enum":["b","c","d"]}]})";
+  EXPECT_TRUE(schema_accepts(enums, R"("b")"));
+  EXPECT_FALSE(schema_accepts(enums, R"("a")"));
+}
+
 TEST(GrammarJsonSchema, RefsAndRecursionToAnyDepth) {
   const char* s = R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
     "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v","kids"],
@@ -209,7 +229,10 @@ TEST(GrammarJsonSchema, RefusesUnsupportedKeywordsByName) {
   expect_refused(R"({"not":{"type":"string"}})", "'not'");
   expect_refused(R"({"type":"array","uniqueItems":true})", "'uniqueItems'");
   expect_refused(R"({"oneOf":[{"type":"string"}]})", "'oneOf'");
-  expect_refused(R"({"allOf":[{"type":"string"},{"maxLength":3}]})", "'allOf'");
+  expect_refused(R"({"allOf":[{"type":"string","pattern":"a"},{"pattern":"b"}]})", "'pattern' in both schemas");
+  expect_refused(R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "no value satisfies every schema of 'allOf'");
+  expect_refused(R"({"allOf":[{"anyOf":[{"type":"null"}]},{"anyOf":[{"type":"string"}]}]})", "'anyOf' in both");
+  expect_refused(R"({"type":"string","anyOf":[{"type":"integer"}]})", "no branch of 'anyOf' can be satisfied");
   expect_refused(R"({"type":"number","minimum":1.5})", "'minimum' with a fractional bound on type number");
   expect_refused(R"({"type":"array","items":[{"type":"string"}]})", "'items' as an array");
   expect_refused(R"({"type":"string","format":"date","pattern":"^2"})", "'pattern' beside an enforced 'format'");

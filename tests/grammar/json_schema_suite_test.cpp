@@ -75,11 +75,24 @@ Json in_declared_order(const Json& instance, const Json& root, const Json* schem
     return out;
   }
   if (!instance.is_object()) return instance;
-  Json out = Json::object();
-  if (schema->contains("properties") && schema->at("properties").is_object()) {
-    for (const auto& [key, sub] : schema->at("properties").items()) {
-      if (instance.contains(key)) out[key] = in_declared_order(instance.at(key), root, &sub);
+  // The declared properties: the schema's own, then those its allOf branches add (the order in
+  // which the compiler merges them).
+  std::vector<std::pair<std::string, const Json*>> declared;
+  std::vector<const Json*> parts{schema};
+  if (schema->contains("allOf")) {
+    for (const Json& branch : schema->at("allOf")) parts.push_back(resolve(root, &branch));
+  }
+  for (const Json* part : parts) {
+    if (!part->is_object() || !part->contains("properties") || !part->at("properties").is_object()) continue;
+    for (const auto& [key, sub] : part->at("properties").items()) {
+      bool seen = false;
+      for (const auto& d : declared) seen = seen || d.first == key;
+      if (!seen) declared.emplace_back(key, &sub);
     }
+  }
+  Json out = Json::object();
+  for (const auto& [key, sub] : declared) {
+    if (instance.contains(key)) out[key] = in_declared_order(instance.at(key), root, sub);
   }
   for (const auto& [key, value] : instance.items()) {
     if (!out.contains(key)) out[key] = value;

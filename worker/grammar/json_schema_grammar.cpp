@@ -10,6 +10,7 @@
 #include "shared/error.h"
 #include "worker/grammar/gbnf_text.h"
 #include "worker/grammar/integer_range.h"
+#include "worker/grammar/json_schema_merge.h"
 #include "worker/grammar/json_text.h"
 #include "worker/grammar/regex_grammar.h"
 #include "worker/text/utf8.h"
@@ -92,6 +93,7 @@ class SchemaConverter {
   std::string combinator_body(const Json& schema, const std::string& combinator, const std::string& path,
                               const std::string& hint, int depth);
   std::string ref_rule(const std::string& ref, const std::string& path, int depth);
+  const Json& resolve_ref(const Json& schema) const;
   std::string typed_body(const std::string& type, const Json& schema, const std::string& path,
                          const std::string& hint, int depth);
   std::string object_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
@@ -162,6 +164,9 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
     const Json& ref = schema.at("$ref");
     return ref_rule(ref.is_string() ? ref.get<std::string>() : "", path + "/$ref", depth);
   }
+  for (const char* combinator : {"allOf", "anyOf"}) {
+    if (schema.contains(combinator)) return combinator_body(schema, combinator, path, hint, depth);
+  }
   if (schema.contains("const")) return json_literal(schema.at("const"));
   if (schema.contains("enum")) {
     const Json& values = schema.at("enum");
@@ -169,9 +174,6 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
     std::vector<std::string> parts;
     for (const Json& value : values) parts.push_back(json_literal(value));
     return alternatives(parts);
-  }
-  for (const char* combinator : {"anyOf", "allOf"}) {
-    if (schema.contains(combinator)) return combinator_body(schema, combinator, path, hint, depth);
   }
   bool only_annotations = !format_pattern(schema).has_value();
   for (const auto& [key, value] : schema.items()) only_annotations = only_annotations && kAnnotations.count(key) > 0;
@@ -183,27 +185,52 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
   return alternatives(parts);
 }
 
-// anyOf (a union) or allOf of one schema; constraints beside them would be an intersection,
-// which a grammar cannot express in general, so they are refused.
+// anyOf is a union of its branches; allOf, and keywords beside anyOf, are intersections, which
+// are merged into one schema (json_schema_merge.h) where each keyword's meaning allows it.
 std::string SchemaConverter::combinator_body(const Json& schema, const std::string& combinator,
                                              const std::string& path, const std::string& hint, int depth) {
   const Json& list = schema.at(combinator);
   std::string at = path + "/" + combinator;
   if (!list.is_array() || list.empty()) refuse(at, "'" + combinator + "' must be a non-empty array");
-  for (const auto& [key, value] : schema.items()) {
-    if (key != combinator && kSupported.count(key) > 0) {
-      refuse(path, "unsupported keyword '" + key + "' beside '" + combinator + "'");
+  Json base = schema;
+  base.erase(combinator);
+  bool constrained = false;
+  for (const auto& [key, value] : base.items()) constrained = constrained || kSupported.count(key) > 0;
+  if (combinator == "allOf") {
+    std::optional<Json> merged = base;
+    for (size_t i = 0; i < list.size() && merged; ++i) {
+      merged = merge_schemas(*merged, resolve_ref(list[i]), at + "/" + std::to_string(i));
+    }
+    if (!merged) refuse(at, "no value satisfies every schema of 'allOf'");
+    return schema_body(*merged, at, hint, depth + 1);
+  }
+  std::vector<std::string> parts;  // branches no value can satisfy beside the base are left out
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string branch_path = at + "/" + std::to_string(i);
+    std::optional<Json> branch = constrained ? merge_schemas(base, resolve_ref(list[i]), branch_path) : list[i];
+    if (branch) parts.push_back(schema_rule(*branch, branch_path, hint + "-" + std::to_string(i), depth + 1));
+  }
+  if (parts.empty()) refuse(at, "no branch of 'anyOf' can be satisfied beside the other keywords");
+  return alternatives(parts);
+}
+
+// A schema that is only a local $ref (and annotations), replaced by what it points at, so that
+// it can be merged with other keywords; anything else as it is.
+const Json& SchemaConverter::resolve_ref(const Json& schema) const {
+  const Json* at = &schema;
+  for (int hops = 0; hops < 8 && at->is_object() && at->contains("$ref") && at->at("$ref").is_string(); ++hops) {
+    for (const auto& [key, value] : at->items()) {
+      if (key != "$ref" && kAnnotations.count(key) == 0) return *at;
+    }
+    std::string ref = at->at("$ref").get<std::string>();
+    if (ref.empty() || ref[0] != '#') return *at;
+    try {
+      at = &root_.at(Json::json_pointer(ref.substr(1)));
+    } catch (const nlohmann::json::exception&) {
+      return *at;  // refused, naming the $ref, when the schema is built
     }
   }
-  if (combinator == "allOf") {
-    if (list.size() != 1) refuse(at, "unsupported keyword 'allOf' with more than one schema");
-    return schema_body(list[0], at + "/0", hint, depth + 1);
-  }
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < list.size(); ++i) {
-    parts.push_back(schema_rule(list[i], at + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1));
-  }
-  return alternatives(parts);
+  return *at;
 }
 
 // The types a schema allows: its `type`, or every type when it has none.
