@@ -233,6 +233,9 @@ TEST(GrammarJsonSchema, RefusesUnsupportedKeywordsByName) {
   expect_refused(R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "no value satisfies every schema of 'allOf'");
   expect_refused(R"({"allOf":[{"anyOf":[{"type":"null"}]},{"anyOf":[{"type":"string"}]}]})", "'anyOf' in both");
   expect_refused(R"({"type":"string","anyOf":[{"type":"integer"}]})", "no branch of 'anyOf' can be satisfied");
+  expect_refused(R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})",
+                 "'additionalProperties' in an intersection whose other schema declares 'b'");
+  expect_refused(R"({"allOf":[{"minimum":5,"exclusiveMinimum":true},{"minimum":7}]})", "'exclusiveMinimum' (draft 4");
   expect_refused(R"({"type":"number","minimum":1.5})", "'minimum' with a fractional bound on type number");
   expect_refused(R"({"type":"array","items":[{"type":"string"}]})", "'items' as an array");
   expect_refused(R"({"type":"string","format":"date","pattern":"^2"})", "'pattern' beside an enforced 'format'");

@@ -90,6 +90,28 @@ Json merged_keyword(const std::string& key, const Json& a, const Json& b, const 
   refuse(path, "unsupported keyword '" + key + "' in both schemas of an intersection, differently");
 }
 
+// Keywords whose meaning depends on their siblings in one schema, so a merge would change it:
+// additionalProperties judges only the properties beside it, and draft 4's boolean
+// exclusiveMinimum qualifies only the minimum beside it.
+void check_sibling_dependent(const Json& a, const Json& b, const std::string& path) {
+  for (const auto& [one, other] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    if (one->contains("additionalProperties") && other->contains("properties")) {
+      for (const auto& [name, schema] : other->at("properties").items()) {
+        bool declared = one->contains("properties") && one->at("properties").contains(name);
+        if (!declared) {
+          refuse(path, "unsupported keyword 'additionalProperties' in an intersection whose other schema declares '" +
+                           name + "'");
+        }
+      }
+    }
+    for (const auto& [exclusive, bound] : {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
+      if (one->contains(exclusive) && one->at(exclusive).is_boolean() && other->contains(bound)) {
+        refuse(path, std::string("unsupported keyword '") + exclusive + "' (draft 4, boolean) in an intersection");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<Json> merge_schemas(const Json& a, const Json& b, const std::string& path) {
@@ -99,6 +121,7 @@ std::optional<Json> merge_schemas(const Json& a, const Json& b, const std::strin
   }
   if (a.is_boolean()) return b;
   if (b.is_boolean()) return a;
+  check_sibling_dependent(a, b, path);
   Json merged = a;
   try {
     for (const auto& [key, value] : b.items()) {
