@@ -122,6 +122,19 @@ TEST_F(SentencePieceTokenizerTest, TreatsControlPiecesAsSpecialTokens) {
   EXPECT_EQ(tokenizer_->token_to_id("no such piece"), std::nullopt);
 }
 
+// What a grammar sees of each token: the space mark as a space, byte pieces as their byte,
+// nothing for control pieces; the text's own bytes, after the leading space SentencePiece adds.
+TEST_F(SentencePieceTokenizerTest, TokenBytesAreTheBytesEachPieceStandsFor) {
+  EXPECT_EQ(tokenizer_->token_bytes(*tokenizer_->token_to_id("<0xED>")), "\xED");
+  EXPECT_EQ(tokenizer_->token_bytes(*tokenizer_->token_to_id("</s>")), "");
+  EXPECT_EQ(tokenizer_->token_bytes(tokenizer_->vocab_size()), "");
+  for (const std::string& text : {std::string("hello world"), std::string("mixed 한 and a")}) {
+    std::string bytes;
+    for (int32_t id : tokenizer_->encode(text)) bytes += tokenizer_->token_bytes(id);
+    EXPECT_EQ(bytes, " " + text);
+  }
+}
+
 TEST_F(SentencePieceTokenizerTest, RefusesIdsOutsideTheVocabulary) {
   std::vector<int32_t> ids{tokenizer_->vocab_size()};
   try {

@@ -6,6 +6,7 @@
 #include "tools/flashq_bench/engine_bench.h"
 #include "tools/flashq_bench/failover_bench.h"
 #include "tools/flashq_bench/gateway_bench.h"
+#include "tools/flashq_bench/grammar_bench.h"
 #include "tools/flashq_bench/kernel_bench.h"
 #include "tools/flashq_bench/tokenizer_bench.h"
 
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   auto gateway = flashq::add_gateway_bench(app);
   auto agentic = flashq::add_agentic_bench(app);
   auto arrival = flashq::add_arrival_bench(app);
+  auto grammar = flashq::add_grammar_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
@@ -29,5 +31,6 @@ int main(int argc, char** argv) {
     gateway();
     agentic();
     arrival();
+    grammar();
   });
 }

@@ -155,4 +155,9 @@ bool ByteLevelBpeTokenizer::is_special(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[id];
 }
 
+std::string ByteLevelBpeTokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= token_bytes_.size() || !known_[id] || special_[id]) return {};
+  return token_bytes_[id];
+}
+
 }  // namespace flashq

@@ -32,6 +32,7 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   int32_t vocab_size() const override { return static_cast<int32_t>(token_bytes_.size()); }
   std::optional<int32_t> token_to_id(std::string_view token) const override;
   bool is_special(int32_t id) const override;
+  std::string token_bytes(int32_t id) const override;
 
  private:
   void encode_plain_text(std::string_view text, std::vector<int32_t>& ids) const;

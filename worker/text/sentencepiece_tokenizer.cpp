@@ -97,4 +97,25 @@ bool SentencePieceTokenizer::is_special(int32_t id) const {
   return processor_->IsControl(id) || processor_->IsUnknown(id);
 }
 
+std::string SentencePieceTokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size() || is_special(id)) return {};
+  std::string piece = processor_->IdToPiece(id);
+  if (processor_->IsByte(id)) {
+    // A byte-fallback piece, written <0xAB>.
+    return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
+  }
+  // U+2581 (LOWER ONE EIGHTH BLOCK) is SentencePiece's mark for a space.
+  static constexpr std::string_view kSpaceMark = "\xE2\x96\x81";
+  std::string bytes;
+  for (size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
+      bytes += ' ';
+      i += kSpaceMark.size();
+    } else {
+      bytes += piece[i++];
+    }
+  }
+  return bytes;
+}
+
 }  // namespace flashq

@@ -29,6 +29,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   int32_t vocab_size() const override;
   std::optional<int32_t> token_to_id(std::string_view token) const override;
   bool is_special(int32_t id) const override;
+  std::string token_bytes(int32_t id) const override;
 
  private:
   std::string decode_pieces(const std::vector<int>& ids) const;

@@ -33,6 +33,10 @@ class Tokenizer {
   virtual int32_t vocab_size() const = 0;
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
   virtual bool is_special(int32_t id) const = 0;
+  // The exact bytes token `id` stands for in generated text (byte-level tokens decoded to their
+  // bytes, SentencePiece's U+2581 as a space, byte pieces as their byte); empty for special
+  // tokens and ids outside the vocabulary. What a grammar sees of a token.
+  virtual std::string token_bytes(int32_t id) const = 0;
 };
 
 // Loads tokenizer.json (preferred) or tokenizer.model from `dir`. Errors: kNotFound when neither
