@@ -2,6 +2,7 @@
 #include "shared/cli.h"
 #include "tools/flashq_bench/agentic_bench.h"
 #include "tools/flashq_bench/arrival_bench.h"
+#include "tools/flashq_bench/constrained_bench.h"
 #include "tools/flashq_bench/broker_bench.h"
 #include "tools/flashq_bench/engine_bench.h"
 #include "tools/flashq_bench/failover_bench.h"
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   auto agentic = flashq::add_agentic_bench(app);
   auto arrival = flashq::add_arrival_bench(app);
   auto grammar = flashq::add_grammar_bench(app);
+  auto constrained = flashq::add_constrained_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
@@ -32,5 +34,6 @@ int main(int argc, char** argv) {
     agentic();
     arrival();
     grammar();
+    constrained();
   });
 }

@@ -375,7 +375,7 @@ void Engine::propose(std::span<SequenceStep> steps) {
     if (step.block_size < 2) continue;
     Sequence& s = *step.sequence;
     proposals.push_back({s.proposer_state.get(), s.next_token, step.start, step.block_size, &step.draft,
-                         s.request.constraint.get(), s.end_ids});
+                         options_.mask_drafts ? s.request.constraint.get() : nullptr, s.end_ids});
     rows += step.block_size;
   }
   if (proposals.empty()) return;

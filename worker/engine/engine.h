@@ -69,6 +69,10 @@ struct EngineOptions {
   // of a sampling sequence needs its distribution there. Default: on a GPU backend (on the CPU
   // the logits are host memory already, and the host Sampler draws in double precision).
   std::optional<bool> sample_on_backend;
+  // Constrained sequences' drafts kept to their constraint position by position (the drafter's
+  // rows masked, token_constraint.h); off, only the target's rows are masked and a forbidden
+  // drafted token is simply rejected (what masking the drafter gains is measured against it).
+  bool mask_drafts = true;
 };
 
 // The paged cache's counters (BlockPoolStats: blocks used, free and cached, prefix lookups and
