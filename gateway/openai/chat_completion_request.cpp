@@ -3,6 +3,7 @@
 #include "gateway/openai/generation_request.h"
 #include "gateway/openai/request_body.h"
 #include "gateway/openai/shared_request_fields.h"
+#include "gateway/openai/structured_output_request.h"
 #include "shared/error.h"
 #include "shared/protocol/chat_fields.h"
 #include "shared/protocol/limits.h"
@@ -161,8 +162,9 @@ const nlohmann::ordered_json* find_tool(const nlohmann::ordered_json& tools, con
 constexpr std::string_view kChatCompletionFields[] = {
     "messages", "max_completion_tokens", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
     "add_generation_prompt",
+    "response_format",
     // Refused unless they ask for nothing.
-    "logprobs", "top_logprobs", "response_format", "audio", "modalities", "functions", "function_call",
+    "logprobs", "top_logprobs", "audio", "modalities", "functions", "function_call",
     "prediction", "reasoning_effort", "verbosity", "web_search_options", "moderation", "store", "metadata",
     // Hints and identifiers that change nothing about the generation.
     "service_tier", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options"};
@@ -171,9 +173,6 @@ constexpr std::string_view kChatCompletionFields[] = {
 const RefusedField kRefusedChatFields[] = {
     {"logprobs", false, "log probabilities are not returned yet"},
     {"top_logprobs", 0, "log probabilities are not returned yet"},
-    {"response_format", nlohmann::ordered_json{{"type", "text"}},
-     "structured output (json_object, json_schema) needs constrained decoding; only {\"type\": \"text\"} is "
-     "accepted"},
     {"audio", nullptr, "audio output is not supported"},
     {"modalities", nlohmann::ordered_json::array({"text"}), "only text output is supported"},
     {"functions", nullptr, "the deprecated functions; use tools"},
@@ -272,6 +271,9 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
   for (std::size_t i = 0; i < messages.size(); ++i) chat.push_back(read_message(messages[i], i));
   job.prompt = std::move(chat);
 
+  if (const nlohmann::ordered_json* format = body.find("response_format")) {
+    job.structured_output = read_response_format(*format);
+  }
   job.tools = read_chat_tools(body, model, request);
   request.parallel_tool_calls = body.boolean("parallel_tool_calls").value_or(true);
 

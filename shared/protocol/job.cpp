@@ -105,6 +105,7 @@ std::string encode_job(const Job& job) {
   write_chat_options(out, job);
   if (job.model) out.string("model", *job.model);
   if (job.session) out.string("session", *job.session);
+  if (job.structured_output) out.string("structured_output", *job.structured_output);
   if (job.metadata) {
     check_msgpack_value(*job.metadata, "job field metadata");
     out.raw("metadata", *job.metadata);
@@ -138,6 +139,7 @@ Job read_job(const FieldReader& fields, JobIdRule id_rule) {
   job.stream = fields.boolean_or("stream", job.stream);
   job.block_size = fields.integer_or("block_size", 0, kMaxBlockSize, job.block_size);
   read_chat_options(fields, job);
+  job.structured_output = fields.optional_string("structured_output", {2, kMaxStructuredOutputBytes});
   return job;
 }
 

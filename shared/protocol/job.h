@@ -70,6 +70,11 @@ struct Job {
   std::optional<std::string> tools;
   std::optional<std::string> chat_template_kwargs;
   bool add_generation_prompt = true;
+  // What the output must be (docs/grammar.md, "Requests"), JSON text of a map: {"type":
+  // "json_schema", "schema": {...}}, {"type": "json_object"}, {"type": "regex", "pattern": ...},
+  // {"type": "choice", "choices": [...]} or {"type": "grammar", "grammar": GBNF}. The worker
+  // compiles it and constrains the decoding to it; absent: any text.
+  std::optional<std::string> structured_output;
 
   bool operator==(const Job&) const = default;
 };

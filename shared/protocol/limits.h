@@ -36,6 +36,8 @@ inline constexpr std::size_t kMaxToolCalls = 128;
 inline constexpr std::size_t kMaxToolCallIdBytes = 256;
 inline constexpr std::size_t kMaxTools = 512;
 inline constexpr std::size_t kMaxToolsBytes = 1u << 20;
+// A job's structured output (JSON text: a schema, a regex, choices or a grammar).
+inline constexpr std::size_t kMaxStructuredOutputBytes = 1u << 20;
 inline constexpr std::size_t kMaxTemplateOptions = 64;
 inline constexpr std::size_t kMaxTemplateOptionsBytes = 64u << 10;
 inline constexpr std::size_t kMaxStopStrings = 16;

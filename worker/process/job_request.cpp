@@ -4,6 +4,8 @@
 
 #include "shared/error.h"
 #include "shared/protocol/limits.h"
+#include "worker/grammar/grammar_constraint.h"
+#include "worker/grammar/structured_output.h"
 
 namespace flashq {
 namespace {
@@ -102,6 +104,19 @@ ChatRequest make_chat_request(const protocol::Job& job) {
   return request;
 }
 
+namespace {
+
+// The job's structured output compiled (or found compiled) over the model's token table.
+std::shared_ptr<TokenConstraint> output_constraint(const std::string& spec, const WorkerModel& model) {
+  if (model.grammars == nullptr || !model.token_table) {
+    throw Error(ErrorCode::kInvalidArgument, "this worker does not constrain its output (structured_output)");
+  }
+  return std::make_shared<grammar::GrammarConstraint>(
+      model.grammars->get_or_compile(grammar::read_structured_output(spec), model.token_table));
+}
+
+}  // namespace
+
 JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tokenizer, const WorkerModel& model) {
   const protocol::Job& job = assign.job;
   if (job.model && *job.model != model.name) {
@@ -124,6 +139,7 @@ JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tok
   g.stop = job.stop;
   g.stop_token_ids = job.stop_token_ids;
 
+  if (job.structured_output) out.sequence.constraint = output_constraint(*job.structured_output, model);
   out.sequence.spec = engine_spec_mode(job.spec);
   // docs/protocol.md 9.5: a worker without a drafter runs any job target-only; speculation never
   // changes the output, only its speed.

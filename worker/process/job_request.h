@@ -10,6 +10,8 @@
 
 #include "shared/protocol/worker_messages.h"
 #include "worker/engine/sequence.h"
+#include "worker/grammar/grammar_cache.h"
+#include "worker/grammar/token_table.h"
 #include "worker/text/chat_template.h"
 #include "worker/text/tokenizer.h"
 
@@ -20,6 +22,10 @@ struct WorkerModel {
   std::string name;  // a job naming another model is refused
   bool has_drafter = false;
   const ChatTemplate* chat_template = nullptr;  // the checkpoint's (load_chat_template.h)
+  // Structured outputs: grammars compiled over the model's token table, cached; null: a job that
+  // asks for one is refused.
+  grammar::GrammarCache* grammars = nullptr;
+  std::shared_ptr<const grammar::TokenTable> token_table;
 };
 
 struct JobRequest {
@@ -32,7 +38,8 @@ struct JobRequest {
 };
 
 // kInvalidArgument (with a message fit for the job's FINAL) for a job this worker cannot run:
-// another model, or a chat its template refuses (a role it does not know, tools for a template
+// another model, a structured output it cannot compile (naming the keyword), or a chat its
+// template refuses (a role it does not know, tools for a template
 // that takes none, the template's raise_exception). Everything the
 // engine checks itself (context, vocabulary, sampling, spec without a drafter, block size) is
 // left to Engine::add.

@@ -137,6 +137,9 @@ std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, Cach
   return store;
 }
 
+// Compiled grammars kept for structured outputs: many jobs share a schema.
+constexpr size_t kCompiledGrammarsKept = 64;
+
 // A worker thread's loop; an exception escaping it is a bug (the runner turns every job's failure
 // into a FINAL, the prepare thread a bad job into a refusal), and the process ends rather than
 // serve half-alive.
@@ -186,7 +189,14 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   WorkInbox engine_inbox;    // prepare and output threads -> engine thread
   OutputInbox output_inbox;  // engine thread -> output thread
   MessageOutbox outbox;      // output thread -> I/O thread
-  const WorkerModel served{options.model_name, serving.drafter != nullptr, serving.chat_template.chat_template.get()};
+  const ModelConfig& config = serving.model->config();
+  grammar::GrammarCache grammars(kCompiledGrammarsKept);
+  const WorkerModel served{.name = options.model_name,
+                           .has_drafter = serving.drafter != nullptr,
+                           .chat_template = serving.chat_template.chat_template.get(),
+                           .grammars = &grammars,
+                           .token_table = std::make_shared<const grammar::TokenTable>(
+                               *serving.tokenizer, config.eos_token_ids, static_cast<int32_t>(config.vocab_size))};
   WorkerMetrics metrics;
   std::unique_ptr<HttpEndpoint> http;
   if (!options.metrics_http.empty()) {

@@ -1,0 +1,126 @@
+// Structured outputs through the gateway with the official OpenAI SDK for Node, on the demo pair
+// (a small model trained on code, which writes no JSON of its own: the grammar carries it):
+// response_format json_schema (strict) and json_object give content that parses and that the
+// schema accepts, off and with DFlash; an unsupported keyword is a 400 naming it; max_tokens
+// inside an unfinished document ends `length`.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { API_KEY, MODEL, client, startGateway, startUp } from './harness.mjs';
+
+let up;
+let gateway;
+let openai;
+
+before(async () => {
+  up = await startUp();
+  gateway = await startGateway(up, ['--api-key', API_KEY]);
+  openai = client(gateway);
+});
+
+after(async () => {
+  const gatewayExit = gateway ? await gateway.stop() : { code: 0 };
+  const upExit = up ? await up.program.stop() : { code: 0 };
+  assert.equal(gatewayExit.code, 0, gateway?.output());
+  assert.equal(upExit.code, 0, up?.program.output());
+});
+
+const schema = {
+  type: 'object',
+  properties: {
+    language: { type: 'string', enum: ['python', 'c++', 'rust'] },
+    lines: { type: 'integer', minimum: 0, maximum: 999 },
+    tested: { type: 'boolean' },
+  },
+  required: ['language', 'lines', 'tested'],
+  additionalProperties: false,
+};
+
+// The schema's own check, written out: every key, its type and its bounds.
+function assertMatchesSchema(doc) {
+  assert.deepEqual(Object.keys(doc).sort(), ['language', 'lines', 'tested']);
+  assert.ok(['python', 'c++', 'rust'].includes(doc.language), JSON.stringify(doc));
+  assert.ok(Number.isInteger(doc.lines) && doc.lines >= 0 && doc.lines <= 999, JSON.stringify(doc));
+  assert.equal(typeof doc.tested, 'boolean');
+}
+
+for (const spec of ['off', 'dflash']) {
+  test(`json_schema (strict): every answer is a document the schema accepts, spec ${spec}`, async () => {
+    for (const prompt of ['Describe the project.', 'How many lines?', 'def main():']) {
+      const completion = await openai.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: prompt }],
+        max_tokens: 200,
+        temperature: 0,
+        spec,
+        response_format: { type: 'json_schema', json_schema: { name: 'project', schema, strict: true } },
+      });
+      const choice = completion.choices[0];
+      assert.equal(choice.finish_reason, 'stop', JSON.stringify(choice));
+      assertMatchesSchema(JSON.parse(choice.message.content));
+    }
+  });
+}
+
+test('json_schema answers are the same with and without speculation at temperature 0', async () => {
+  const answer = async (spec) => (await openai.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Describe the project.' }],
+    max_tokens: 200,
+    temperature: 0,
+    spec,
+    response_format: { type: 'json_schema', json_schema: { name: 'project', schema, strict: true } },
+  })).choices[0].message.content;
+  assert.equal(await answer('dflash'), await answer('off'));
+});
+
+test('json_object gives a JSON object', async () => {
+  const completion = await openai.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Reply in JSON.' }],
+    max_tokens: 300,
+    temperature: 0,
+    response_format: { type: 'json_object' },
+  });
+  const choice = completion.choices[0];
+  if (choice.finish_reason === 'stop') {
+    const doc = JSON.parse(choice.message.content);
+    assert.equal(typeof doc, 'object');
+    assert.ok(doc !== null && !Array.isArray(doc));
+  } else {
+    assert.equal(choice.finish_reason, 'length');
+    assert.ok(choice.message.content.startsWith('{'), choice.message.content);
+  }
+});
+
+test('max_tokens inside an unfinished document ends length, not stop', async () => {
+  const completion = await openai.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Describe the project.' }],
+    max_tokens: 3,
+    temperature: 0,
+    response_format: { type: 'json_schema', json_schema: { name: 'project', schema, strict: true } },
+  });
+  assert.equal(completion.choices[0].finish_reason, 'length');
+  assert.throws(() => JSON.parse(completion.choices[0].message.content));
+});
+
+test('an unsupported keyword or a malformed format is a 400 naming it', async () => {
+  const cases = [
+    [{ type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', patternProperties: { '^a': {} } } } }, 'patternProperties'],
+    [{ type: 'json_schema', json_schema: { name: 'x' } }, 'schema'],
+    [{ type: 'xml' }, 'xml'],
+  ];
+  for (const [responseFormat, named] of cases) {
+    await assert.rejects(
+      openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, response_format: responseFormat }),
+      (error) => {
+        assert.equal(error.status, 400, String(error));
+        assert.ok(String(error.message).includes(named), error.message);
+        assert.equal(error.param, 'response_format');
+        return true;
+      });
+  }
+  // The gateway still serves.
+  const plain = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, response_format: { type: 'text' } });
+  assert.equal(plain.choices.length, 1);
+});
