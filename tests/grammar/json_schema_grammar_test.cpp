@@ -260,6 +260,13 @@ TEST(GrammarJsonSchema, RefusesBrokenSchemas) {
   expect_refused(deep, "nested deeper than");
 }
 
+TEST(GrammarJsonSchema, RefusesTooLargeSchemas) {
+  std::string many = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 6000; ++i) many += (i ? "," : "") + std::string("\"p") + std::to_string(i) + R"(":{"type":"integer"})";
+  many += "}}";
+  expect_refused(many, "the schema is too large");
+}
+
 TEST(GrammarRegex, SupportedSubset) {
   auto ok = [](const std::string& re, const std::string& text) { return testing::accepts(regex_grammar(re), text); };
   EXPECT_TRUE(ok(R"(\d{3}-\d{4})", "555-1234"));

@@ -107,6 +107,7 @@ class SchemaConverter {
   std::vector<std::pair<std::string, std::string>> rules_;
   std::set<std::string> names_{"root"};
   std::map<std::string, std::string> ref_names_;
+  std::map<std::string, int> next_suffix_;
   size_t gbnf_bytes_ = 0;
 };
 
@@ -115,9 +116,10 @@ std::string SchemaConverter::reserve_name(const std::string& hint) {
   for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
   if (base.size() > 48) base.resize(48);
   std::string name = base;
-  for (int n = 2; names_.count(name) > 0 || name.rfind("json-", 0) == 0; ++n) {
-    name = base + "-" + std::to_string(n);
-  }
+  // Numbered from where this base left off: a schema with thousands of properties would
+  // otherwise try every number again for each.
+  int& n = next_suffix_[base];
+  while (names_.count(name) > 0 || name.rfind("json-", 0) == 0) name = base + "-" + std::to_string(++n + 1);
   names_.insert(name);
   return name;
 }
