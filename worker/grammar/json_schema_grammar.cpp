@@ -96,6 +96,7 @@ class SchemaConverter {
   std::string ref_rule(const std::string& ref, const std::string& path, int depth);
   const Json& resolve_ref(const Json& schema) const;
   void check_disjoint(const std::vector<Json>& branches, const std::string& at) const;
+  Json flatten(const Json& schema, const std::string& at) const;
   std::string typed_body(const std::string& type, const Json& schema, const std::string& path,
                          const std::string& hint, int depth);
   std::string object_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
@@ -227,12 +228,24 @@ std::string SchemaConverter::combinator_body(const Json& schema, const std::stri
 void SchemaConverter::check_disjoint(const std::vector<Json>& branches, const std::string& at) const {
   for (size_t i = 0; i < branches.size(); ++i) {
     for (size_t j = i + 1; j < branches.size(); ++j) {
-      if (!provably_disjoint(resolve_ref(branches[i]), resolve_ref(branches[j]))) {
+      if (!provably_disjoint(flatten(branches[i], at), flatten(branches[j], at))) {
         refuse(at, "unsupported keyword 'oneOf' whose branches " + std::to_string(i) + " and " + std::to_string(j) +
                        " may both match (only branches of different types or constants are supported)");
       }
     }
   }
+}
+
+// A schema with its top-level $ref resolved and its allOf merged: what it allows, for comparing.
+Json SchemaConverter::flatten(const Json& schema, const std::string& at) const {
+  const Json& s = resolve_ref(schema);
+  if (!s.is_object() || !s.contains("allOf") || !s.at("allOf").is_array()) return s;
+  std::optional<Json> merged = s;
+  merged->erase("allOf");
+  for (const Json& part : s.at("allOf")) {
+    if (merged) merged = merge_schemas(*merged, resolve_ref(part), at);
+  }
+  return merged ? *merged : s;
 }
 
 // A schema that is only a local $ref (and annotations), replaced by what it points at, so that
