@@ -79,6 +79,12 @@ TEST(GrammarGbnfParser, RightRecursionNestsWithoutLimitUpToTheStackBound) {
   EXPECT_FALSE(accepts(g, std::string(100, '(') + "x" + std::string(99, ')')));
 }
 
+TEST(GrammarGbnfParser, WritesItsByteLevelFormBack) {
+  std::string text = parse_gbnf(R"(root ::= "a" [b-d]* | "")").to_gbnf();
+  EXPECT_NE(text.find("root ::= [\\x61] root.star"), std::string::npos) << text;
+  EXPECT_NE(text.find("[\\x62-\\x64]"), std::string::npos) << text;
+}
+
 TEST(GrammarGbnfParser, RefusesUndefinedRule) { expect_refused(R"(root ::= missing)", "'missing'"); }
 TEST(GrammarGbnfParser, RefusesMissingRoot) { expect_refused(R"(start ::= "a")", "'root'"); }
 TEST(GrammarGbnfParser, RefusesLeftRecursion) {

@@ -201,6 +201,21 @@ TEST(GrammarJsonSchema, AllOfAndKeywordsBesideAnyOfAreMergedIntersections) {
   EXPECT_FALSE(schema_accepts(enums, R"("a")"));
 }
 
+TEST(GrammarJsonSchema, OneOfWithBranchesThatCannotOverlap) {
+  const char* tagged = R"({"oneOf":[
+    {"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number"}},"required":["kind","r"]},
+    {"type":"object","properties":{"kind":{"enum":["square"]},"side":{"type":"number"}},"required":["kind","side"]}]})";
+  EXPECT_TRUE(schema_accepts(tagged, R"({"kind":"circle","r":2})"));
+  EXPECT_TRUE(schema_accepts(tagged, R"({"kind":"square","side":1.5})"));
+  EXPECT_FALSE(schema_accepts(tagged, R"({"kind":"circle","side":1.5})"));
+  const char* typed = R"({"oneOf":[{"type":"string"},{"type":["integer","null"]}]})";
+  EXPECT_TRUE(schema_accepts(typed, "null"));
+  EXPECT_TRUE(schema_accepts(typed, R"("x")"));
+  expect_refused(R"({"oneOf":[{"type":"number"},{"type":"integer"}]})", "may both match");
+  expect_refused(R"({"oneOf":[{"type":"object","properties":{"k":{"const":1}}},{"type":"object","properties":{"k":{"const":2}}}]})",
+                 "may both match");  // k not required: {} matches both
+}
+
 TEST(GrammarJsonSchema, RefsAndRecursionToAnyDepth) {
   const char* s = R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
     "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v","kids"],
@@ -228,7 +243,7 @@ TEST(GrammarJsonSchema, RefusesUnsupportedKeywordsByName) {
   expect_refused(R"({"if":{"type":"string"},"then":{}})", "'if'");
   expect_refused(R"({"not":{"type":"string"}})", "'not'");
   expect_refused(R"({"type":"array","uniqueItems":true})", "'uniqueItems'");
-  expect_refused(R"({"oneOf":[{"type":"string"}]})", "'oneOf'");
+  expect_refused(R"({"oneOf":[{"type":"integer"},{"minimum":2}]})", "'oneOf' whose branches 0 and 1 may both match");
   expect_refused(R"({"allOf":[{"type":"string","pattern":"a"},{"pattern":"b"}]})", "'pattern' in both schemas");
   expect_refused(R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "no value satisfies every schema of 'allOf'");
   expect_refused(R"({"allOf":[{"anyOf":[{"type":"null"}]},{"anyOf":[{"type":"string"}]}]})", "'anyOf' in both");
@@ -258,6 +273,13 @@ TEST(GrammarJsonSchema, RefusesBrokenSchemas) {
   for (int i = 0; i < 100; ++i) deep += R"({"type":"array","items":)";
   deep += "{}" + std::string(100, '}');
   expect_refused(deep, "nested deeper than");
+}
+
+TEST(GrammarJsonSchema, RefusesTooLargeSchemas) {
+  std::string many = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 6000; ++i) many += (i ? "," : "") + std::string("\"p") + std::to_string(i) + R"(":{"type":"integer"})";
+  many += "}}";
+  expect_refused(many, "the schema is too large");
 }
 
 TEST(GrammarRegex, SupportedSubset) {

@@ -81,6 +81,22 @@ TEST(GrammarRealTokenizer, Qwen3MasksEqualBruteForce) { check_masks_along_instan
 TEST(GrammarRealTokenizer, Llama31MasksEqualBruteForce) { check_masks_along_instance(test::llama3_1_tokenizer_dir(), 7); }
 TEST(GrammarRealTokenizer, GptOssMasksEqualBruteForce) { check_masks_along_instance(test::gptoss_tokenizer_dir(), 7); }
 
+// Qwen3's model has 151,936 logits for 151,669 tokens: the padding ids are never allowed.
+TEST(GrammarRealTokenizer, PaddedLogitsAreNeverAllowed) {
+  std::unique_ptr<Tokenizer> tokenizer = load_or_fail(test::qwen3_tokenizer_dir());
+  if (!tokenizer) return;
+  auto tokens = std::make_shared<const TokenTable>(*tokenizer, end_ids(*tokenizer), 151936);
+  EXPECT_EQ(tokens->vocab_size(), 151936);
+  GrammarMatcher matcher(compile_grammar({GrammarFormat::kJsonObject, "", {}}, tokens));
+  ASSERT_TRUE(matcher.accept_bytes("{\"a\": \""));
+  std::vector<uint32_t> mask(tokens->mask_words());
+  matcher.fill_mask(mask);
+  std::vector<int32_t> allowed = testing::allowed_ids(mask);
+  ASSERT_FALSE(allowed.empty());
+  EXPECT_LT(allowed.back(), tokenizer->vocab_size());
+  EXPECT_FALSE(matcher.accept_token(151935));
+}
+
 TEST(GrammarRealTokenizer, TokenBytesAreTheDecodedBytes) {
   std::unique_ptr<Tokenizer> tokenizer = load_or_fail(test::qwen3_tokenizer_dir());
   if (!tokenizer) return;

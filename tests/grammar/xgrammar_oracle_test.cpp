@@ -41,6 +41,12 @@ std::vector<OracleCase> oracle_cases() {
         {}},
        R"({"id": 2048, "name": "Zo\u00eb \"Z\"", "tags": ["c\"d", "a b"], "geo": {"lat": -3.25e2, "ok": null}, "code": "QX-77"})"},
       {{GrammarFormat::kJsonObject, "", {}}, R"({"k": [1, {"n": null}, "v\n"], "t": true})"},
+      {{GrammarFormat::kJsonSchema, R"({"type":"array","items":{"oneOf":[
+         {"type":"object","properties":{"kind":{"const":"at"},"when":{"type":"string","format":"date-time"}},"required":["kind","when"]},
+         {"allOf":[{"type":"object","properties":{"kind":{"const":"every"}},"required":["kind"]},
+                   {"properties":{"minutes":{"type":"integer","exclusiveMinimum":0,"maximum":1440}},"required":["minutes"]}]}]},
+         "minItems":1,"maxItems":3})", {}},
+       R"([{"kind": "at", "when": "2026-11-28T17:00:00Z"}, {"kind": "every", "minutes": 90}])"},
       {{GrammarFormat::kRegex, R"((\d{3}) [a-z]+(, [a-z]+)*\.)", {}}, "555 alpha, beta."},
       {{GrammarFormat::kChoice, "", {"positive", "negative", "neutral"}}, "negative"},
   };

@@ -10,6 +10,7 @@
 #include "shared/error.h"
 #include "worker/grammar/gbnf_text.h"
 #include "worker/grammar/integer_range.h"
+#include "worker/grammar/json_schema_disjoint.h"
 #include "worker/grammar/json_schema_merge.h"
 #include "worker/grammar/json_text.h"
 #include "worker/grammar/regex_grammar.h"
@@ -26,7 +27,7 @@ const std::set<std::string, std::less<>> kAnnotations{
     "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "format",
     "contentEncoding", "contentMediaType"};
 const std::set<std::string, std::less<>> kSupported{
-    "type", "enum", "const", "anyOf", "allOf", "$ref", "properties", "required",
+    "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
     "additionalProperties", "items", "minItems", "maxItems", "pattern", "minLength",
     "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 const char* const kTypes[] = {"object", "array", "string", "number", "boolean", "null"};
@@ -94,6 +95,8 @@ class SchemaConverter {
                               const std::string& hint, int depth);
   std::string ref_rule(const std::string& ref, const std::string& path, int depth);
   const Json& resolve_ref(const Json& schema) const;
+  void check_disjoint(const std::vector<Json>& branches, const std::string& at) const;
+  Json flatten(const Json& schema, const std::string& at) const;
   std::string typed_body(const std::string& type, const Json& schema, const std::string& path,
                          const std::string& hint, int depth);
   std::string object_body(const Json& schema, const std::string& path, const std::string& hint, int depth);
@@ -107,6 +110,7 @@ class SchemaConverter {
   std::vector<std::pair<std::string, std::string>> rules_;
   std::set<std::string> names_{"root"};
   std::map<std::string, std::string> ref_names_;
+  std::map<std::string, int> next_suffix_;
   size_t gbnf_bytes_ = 0;
 };
 
@@ -115,9 +119,10 @@ std::string SchemaConverter::reserve_name(const std::string& hint) {
   for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
   if (base.size() > 48) base.resize(48);
   std::string name = base;
-  for (int n = 2; names_.count(name) > 0 || name.rfind("json-", 0) == 0; ++n) {
-    name = base + "-" + std::to_string(n);
-  }
+  // Numbered from where this base left off: a schema with thousands of properties would
+  // otherwise try every number again for each.
+  int& n = next_suffix_[base];
+  while (names_.count(name) > 0 || name.rfind("json-", 0) == 0) name = base + "-" + std::to_string(++n + 1);
   names_.insert(name);
   return name;
 }
@@ -164,7 +169,7 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
     const Json& ref = schema.at("$ref");
     return ref_rule(ref.is_string() ? ref.get<std::string>() : "", path + "/$ref", depth);
   }
-  for (const char* combinator : {"allOf", "anyOf"}) {
+  for (const char* combinator : {"allOf", "anyOf", "oneOf"}) {
     if (schema.contains(combinator)) return combinator_body(schema, combinator, path, hint, depth);
   }
   if (schema.contains("const")) return json_literal(schema.at("const"));
@@ -185,7 +190,8 @@ std::string SchemaConverter::schema_body(const Json& schema, const std::string& 
   return alternatives(parts);
 }
 
-// anyOf is a union of its branches; allOf, and keywords beside anyOf, are intersections, which
+// anyOf is a union of its branches, and so is oneOf when its branches provably cannot overlap
+// (json_schema_disjoint.h); allOf, and keywords beside anyOf or oneOf, are intersections, which
 // are merged into one schema (json_schema_merge.h) where each keyword's meaning allows it.
 std::string SchemaConverter::combinator_body(const Json& schema, const std::string& combinator,
                                              const std::string& path, const std::string& hint, int depth) {
@@ -204,14 +210,42 @@ std::string SchemaConverter::combinator_body(const Json& schema, const std::stri
     if (!merged) refuse(at, "no value satisfies every schema of 'allOf'");
     return schema_body(*merged, at, hint, depth + 1);
   }
-  std::vector<std::string> parts;  // branches no value can satisfy beside the base are left out
+  std::vector<Json> branches;  // branches no value can satisfy beside the base are left out
   for (size_t i = 0; i < list.size(); ++i) {
     std::string branch_path = at + "/" + std::to_string(i);
     std::optional<Json> branch = constrained ? merge_schemas(base, resolve_ref(list[i]), branch_path) : list[i];
-    if (branch) parts.push_back(schema_rule(*branch, branch_path, hint + "-" + std::to_string(i), depth + 1));
+    if (branch) branches.push_back(std::move(*branch));
   }
-  if (parts.empty()) refuse(at, "no branch of 'anyOf' can be satisfied beside the other keywords");
+  if (branches.empty()) refuse(at, "no branch of '" + combinator + "' can be satisfied beside the other keywords");
+  if (combinator == "oneOf") check_disjoint(branches, at);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    parts.push_back(schema_rule(branches[i], at + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1));
+  }
   return alternatives(parts);
+}
+
+void SchemaConverter::check_disjoint(const std::vector<Json>& branches, const std::string& at) const {
+  for (size_t i = 0; i < branches.size(); ++i) {
+    for (size_t j = i + 1; j < branches.size(); ++j) {
+      if (!provably_disjoint(flatten(branches[i], at), flatten(branches[j], at))) {
+        refuse(at, "unsupported keyword 'oneOf' whose branches " + std::to_string(i) + " and " + std::to_string(j) +
+                       " may both match (only branches of different types or constants are supported)");
+      }
+    }
+  }
+}
+
+// A schema with its top-level $ref resolved and its allOf merged: what it allows, for comparing.
+Json SchemaConverter::flatten(const Json& schema, const std::string& at) const {
+  const Json& s = resolve_ref(schema);
+  if (!s.is_object() || !s.contains("allOf") || !s.at("allOf").is_array()) return s;
+  std::optional<Json> merged = s;
+  merged->erase("allOf");
+  for (const Json& part : s.at("allOf")) {
+    if (merged) merged = merge_schemas(*merged, resolve_ref(part), at);
+  }
+  return merged ? *merged : s;
 }
 
 // A schema that is only a local $ref (and annotations), replaced by what it points at, so that
