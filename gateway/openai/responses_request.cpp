@@ -8,6 +8,7 @@
 
 #include "gateway/openai/api_error.h"
 #include "gateway/openai/responses_input.h"
+#include "gateway/openai/structured_output_request.h"
 #include "gateway/openai/shared_request_fields.h"
 #include "shared/error.h"
 #include "shared/protocol/chat_fields.h"
@@ -43,7 +44,7 @@ constexpr std::string_view kFunctionToolFields[] = {"type", "name", "description
 constexpr std::string_view kToolChoiceFields[] = {"type", "name"};
 constexpr std::string_view kReasoningFields[] = {"effort", "summary", "generate_summary", "context"};
 constexpr std::string_view kTextFields[] = {"format", "verbosity"};
-constexpr std::string_view kTextFormatFields[] = {"type"};
+constexpr std::string_view kTextFormatFields[] = {"type", "name", "schema", "strict", "description"};
 constexpr std::string_view kStreamOptionsFields[] = {"include_obfuscation"};
 
 // Fields that OpenAI defines and flashq serves only absent (or null), each with why.
@@ -177,24 +178,24 @@ ResponsesJson read_reasoning(RequestBody& body, ResponsesJson& template_kwargs) 
   return echo;
 }
 
-ResponsesJson read_text_config(RequestBody& body) {
-  const ResponsesJson* value = body.find("text");
-  if (value) {
+// text: its format (text, or a structured output: `structured_output` set, the format echoed as
+// given) and verbosity.
+ResponsesJson read_text_config(RequestBody& body, std::optional<std::string>& structured_output) {
+  ResponsesJson echo_format = {{"type", "text"}};
+  if (const ResponsesJson* value = body.find("text")) {
     RequestBody text(*value, "text", kDialect);
     text.refuse_unknown(kTextFields);
     if (const ResponsesJson* format_value = text.find("format")) {
       RequestBody format(*format_value, "text.format", kDialect);
-      const ResponsesJson* type = format.find("type");
-      if (!type || !type->is_string() || type->get<std::string>() != "text") {
-        throw unsupported_parameter("text.format", "structured output (json_schema, json_object) needs constrained decoding");
-      }
       format.refuse_unknown(kTextFormatFields);
+      structured_output = read_text_format(*format_value, "text.format");
+      if (structured_output) echo_format = *format_value;
     }
     if (const std::optional<std::string> verbosity = text.string("verbosity"); verbosity && *verbosity != "medium") {
       throw unsupported_parameter("text.verbosity", "the models served have no verbosity control");
     }
   }
-  return {{"format", {{"type", "text"}}}, {"verbosity", "medium"}};
+  return {{"format", std::move(echo_format)}, {"verbosity", "medium"}};
 }
 
 void read_include(RequestBody& body) {
@@ -400,7 +401,8 @@ ResponsesRequest read_responses_request(const ResponsesJson& json, const ModelDi
   const Sampling sampling = read_sampling(body, model, echo);
   echo["metadata"] = read_metadata(body);
   echo["reasoning"] = read_reasoning(body, template_kwargs);
-  echo["text"] = read_text_config(body);
+  std::optional<std::string> structured_output;
+  echo["text"] = read_text_config(body, structured_output);
   echo["truncation"] = "disabled";
   echo["store"] = request.store;
   echo["background"] = request.background;
@@ -422,6 +424,7 @@ ResponsesRequest read_responses_request(const ResponsesJson& json, const ModelDi
   job.session = read_session(options.session, user);
   if (!template_tools.empty()) job.tools = dump(template_tools);
   if (!template_kwargs.empty()) job.chat_template_kwargs = dump(template_kwargs);
+  job.structured_output = std::move(structured_output);
   job.metadata = encode_settings(request);
   // What the job map refuses (a tool name over its bound, say) is this request's 400, not the
   // broker's refusal of the job.

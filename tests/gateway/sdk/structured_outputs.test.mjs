@@ -124,3 +124,39 @@ test('an unsupported keyword or a malformed format is a 400 naming it', async ()
   const plain = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, response_format: { type: 'text' } });
   assert.equal(plain.choices.length, 1);
 });
+
+test('Responses text.format json_schema: the output text is a document the schema accepts', async () => {
+  const response = await openai.responses.create({
+    model: MODEL,
+    input: 'Describe the project.',
+    max_output_tokens: 200,
+    temperature: 0,
+    text: { format: { type: 'json_schema', name: 'project', schema, strict: true } },
+  });
+  assert.equal(response.status, 'completed', JSON.stringify(response));
+  assert.equal(response.text.format.type, 'json_schema');
+  assert.equal(response.text.format.name, 'project');
+  assertMatchesSchema(JSON.parse(response.output_text));
+});
+
+test('Responses: max_output_tokens inside the document is incomplete, and a bad format a 400', async () => {
+  const response = await openai.responses.create({
+    model: MODEL,
+    input: 'Describe the project.',
+    max_output_tokens: 3,
+    text: { format: { type: 'json_schema', name: 'project', schema, strict: true } },
+  });
+  assert.equal(response.status, 'incomplete');
+  await assert.rejects(
+    openai.responses.create({
+      model: MODEL,
+      input: 'hi',
+      text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', not: { type: 'null' } } } },
+    }),
+    (error) => {
+      assert.equal(error.status, 400, String(error));
+      assert.ok(String(error.message).includes('not'), error.message);
+      assert.equal(error.param, 'text.format');
+      return true;
+    });
+});
