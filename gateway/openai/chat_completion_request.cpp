@@ -271,7 +271,7 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
   for (std::size_t i = 0; i < messages.size(); ++i) chat.push_back(read_message(messages[i], i));
   job.prompt = std::move(chat);
 
-  if (const nlohmann::ordered_json* format = body.find("response_format")) {
+  if (const nlohmann::ordered_json* format = body.find("response_format"); format && !format->is_null()) {
     job.structured_output = read_response_format(*format);
   }
   job.tools = read_chat_tools(body, model, request);

@@ -246,14 +246,37 @@ TEST(ChatCompletionRequest, BadMessagesAreNamed) {
   }
 }
 
+TEST(ChatCompletionRequest, ResponseFormatBecomesTheJobsStructuredOutput) {
+  const auto with = [](const char* format) {
+    return read(body(std::string(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], "response_format": )") +
+                     format + "}"));
+  };
+  EXPECT_FALSE(with(R"({"type": "text"})").jobs[0].structured_output);
+  EXPECT_FALSE(with("null").jobs[0].structured_output);
+  EXPECT_EQ(with(R"({"type": "json_object"})").jobs[0].structured_output, R"({"type":"json_object"})");
+  const std::optional<std::string> schema =
+      with(R"({"type": "json_schema", "json_schema": {"name": "x", "strict": true, "schema": {"type": "object"}}})")
+          .jobs[0]
+          .structured_output;
+  ASSERT_TRUE(schema);
+  EXPECT_EQ(json::parse(*schema), json::parse(R"({"type": "json_schema", "schema": {"type": "object"}})"));
+  for (const char* bad : {R"({"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}})",
+                          R"({"type": "json_schema", "json_schema": {"name": "x"}})", R"({"type": "xml"})", R"("json")"}) {
+    const ApiError e = chat_error(body(std::string(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], "response_format": )") +
+                                       bad + "}"));
+    expect_error(e, 400, "invalid_request_error", "invalid_value", std::string("response_format"));
+  }
+  const ApiError named = chat_error(body(
+      R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "patternProperties": {}}}}})"));
+  EXPECT_NE(std::string(named.what()).find("patternProperties"), std::string::npos) << named.what();
+}
+
 TEST(ChatCompletionRequest, UnsupportedFieldsAreRefusedByName) {
   struct Case {
     const char* field;
     const char* value;
   };
   for (const Case& c : std::vector<Case>{
-           {"response_format", R"({"type": "json_object"})"},
-           {"response_format", R"({"type": "json_schema", "json_schema": {"name": "x", "schema": {}}})"},
            {"logprobs", "true"},
            {"top_logprobs", "3"},
            {"presence_penalty", "0.5"},

@@ -235,7 +235,7 @@ TEST_F(OpenAISdk, ErrorsReachTheClientAsTheirClassAndAreRetriedOnlyWhereARetryCa
   json cases = json::array();
   cases.push_back(refused_case(
       "unsupported", testing::chat_error(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "x"}],
-          "response_format": {"type": "json_object"}})"))));
+          "prediction": {"type": "content", "content": "x"}})"))));
   cases.push_back(
       refused_case("unknown_model",
                    testing::chat_error(body(R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})"))));
@@ -260,7 +260,7 @@ TEST_F(OpenAISdk, ErrorsReachTheClientAsTheirClassAndAreRetriedOnlyWhereARetryCa
     int fetches;  // 1: not retried; 3: retried twice (maxRetries 2)
   };
   for (const Expected& e :
-       std::vector<Expected>{{"unsupported", "BadRequestError", 400, "unsupported_parameter", "response_format", 1},
+       std::vector<Expected>{{"unsupported", "BadRequestError", 400, "unsupported_parameter", "prediction", 1},
                              {"unknown_model", "NotFoundError", 404, "model_not_found", "model", 1},
                              {"cancelled", "APIError", 499, "cancelled", nullptr, 1},
                              {"deadline", "InternalServerError", 504, "timeout", nullptr, 3},

@@ -114,8 +114,8 @@ test('errors are OpenAI error objects with the status a client expects', async (
   await assert.rejects(noKey.chat.completions.create(chat), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
   await assert.rejects(openai.chat.completions.create({ ...chat, model: 'no-such-model' }),
     (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
-  await assert.rejects(openai.chat.completions.create({ ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' && e.code === 'unsupported_parameter');
+  await assert.rejects(openai.chat.completions.create({ ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { not: {} } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' && e.code === 'invalid_value');
   await assert.rejects(openai.chat.completions.create({ ...chat, logprobs: true }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'logprobs');
   await assert.rejects(openai.chat.completions.create({ ...chat, temperature: -1 }),
