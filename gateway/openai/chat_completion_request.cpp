@@ -272,7 +272,12 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
   job.prompt = std::move(chat);
 
   if (const nlohmann::ordered_json* format = body.find("response_format"); format && !format->is_null()) {
-    job.structured_output = read_response_format(*format);
+    std::optional<std::string> output = read_response_format(*format);
+    if (output && job.structured_output) {
+      throw invalid_request("'response_format' and a guided_* or structured_outputs field both ask for a structured output",
+                            "response_format", "conflicting_values");
+    }
+    if (output) job.structured_output = std::move(output);
   }
   job.tools = read_chat_tools(body, model, request);
   request.parallel_tool_calls = body.boolean("parallel_tool_calls").value_or(true);

@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "gateway/openai/structured_output_request.h"
 #include "shared/error.h"
 #include "shared/protocol/limits.h"
 #include "shared/protocol/producer_messages.h"
@@ -139,6 +140,7 @@ SharedFields read_shared_fields(RequestBody& body, const RequestExtensions& ext)
   f.seed = read_seed(body).value_or(ext.default_seed);
   job.stop = read_stop(body);
   job.stop_token_ids = read_stop_token_ids(body);
+  job.structured_output = read_guided_fields(body);
 
   // An end-user identifier: it changes nothing about the generation, only where it runs.
   job.session = read_session(ext.session, body.string("user"));

@@ -21,7 +21,9 @@ namespace flashq::gateway {
 inline constexpr std::string_view kSharedGenerationFields[] = {
     "model", "n", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "seed",
     "stop", "stop_token_ids", "user", "frequency_penalty", "presence_penalty", "logit_bias", "priority",
-    "deadline_ms", "spec"};
+    "deadline_ms", "spec",
+    // vLLM's structured-output extensions (structured_output_request.h).
+    "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"};
 
 // OpenAI's bound on n; also on all the choices of a request with several prompts.
 inline constexpr std::size_t kMaxChoices = 128;

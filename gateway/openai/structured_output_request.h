@@ -9,11 +9,17 @@
 #include <optional>
 #include <string>
 
+#include "gateway/openai/request_body.h"
+
 namespace flashq::gateway {
 
 // `response_format`: {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}.
 std::optional<std::string> read_response_format(const nlohmann::ordered_json& response_format);
 // `text.format`: {"type": "json_schema", "name", "schema", "strict"}; `param` names it in errors.
 std::optional<std::string> read_text_format(const nlohmann::ordered_json& format, const std::string& param);
+// vLLM's extension fields, on chat completions and completions alike: `guided_json` (a schema,
+// or its JSON text), `guided_regex`, `guided_choice`, `guided_grammar` (GBNF), or
+// `structured_outputs` {json | regex | choice | grammar | json_object: true}; at most one.
+std::optional<std::string> read_guided_fields(RequestBody& body);
 
 }  // namespace flashq::gateway

@@ -271,6 +271,49 @@ TEST(ChatCompletionRequest, ResponseFormatBecomesTheJobsStructuredOutput) {
   EXPECT_NE(std::string(named.what()).find("patternProperties"), std::string::npos) << named.what();
 }
 
+TEST(ChatCompletionRequest, VllmsGuidedFieldsAreStructuredOutputs) {
+  const auto output_of = [](const std::string& fields) {
+    return read(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], )" + fields + "}"))
+        .jobs[0]
+        .structured_output;
+  };
+  const auto parsed = [](const std::optional<std::string>& output) { return json::parse(output.value_or("null")); };
+  EXPECT_EQ(parsed(output_of(R"("guided_json": {"type": "integer"})")),
+            json::parse(R"({"type": "json_schema", "schema": {"type": "integer"}})"));
+  EXPECT_EQ(parsed(output_of(R"("guided_json": "{\"type\": \"integer\"}")")),
+            json::parse(R"({"type": "json_schema", "schema": {"type": "integer"}})"));
+  EXPECT_EQ(parsed(output_of(R"("guided_regex": "[0-9]+")")), json::parse(R"({"type": "regex", "pattern": "[0-9]+"})"));
+  EXPECT_EQ(parsed(output_of(R"("guided_choice": ["yes", "no"])")),
+            json::parse(R"({"type": "choice", "choices": ["yes", "no"]})"));
+  EXPECT_EQ(parsed(output_of(R"("guided_grammar": "root ::= \"a\"")")),
+            json::parse(R"({"type": "grammar", "grammar": "root ::= \"a\""})"));
+  EXPECT_EQ(parsed(output_of(R"("structured_outputs": {"choice": ["a", "b"]})")),
+            json::parse(R"({"type": "choice", "choices": ["a", "b"]})"));
+  EXPECT_EQ(parsed(output_of(R"("structured_outputs": {"json_object": true})")), json::parse(R"({"type": "json_object"})"));
+
+  struct Bad {
+    const char* fields;
+    const char* code;
+    const char* param;
+  };
+  for (const Bad& c : std::vector<Bad>{
+           {R"("guided_regex": "a", "guided_choice": ["a"])", "conflicting_values", "guided_choice"},
+           {R"("guided_regex": "a", "response_format": {"type": "json_object"})", "conflicting_values", "response_format"},
+           {R"("guided_choice": [])", "invalid_value", "guided_choice"},
+           {R"("guided_choice": [1])", "invalid_type", "guided_choice"},
+           {R"("guided_json": "{not json")", "invalid_value", "guided_json"},
+           {R"("guided_json": {"type": "object", "if": {}})", "invalid_value", "guided_json"},
+           {R"("guided_grammar": "root ::= undefined_rule")", "invalid_value", "guided_grammar"},
+           {R"("structured_outputs": {"regex": "a", "choice": ["a"]})", "conflicting_values", "structured_outputs"},
+           {R"("structured_outputs": {"xml": "a"})", "unsupported_parameter", "structured_outputs"},
+           {R"("structured_outputs": {})", "invalid_value", "structured_outputs"},
+       }) {
+    const ApiError e = chat_error(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], )" +
+                                       std::string(c.fields) + "}"));
+    expect_error(e, 400, "invalid_request_error", c.code, std::string(c.param));
+  }
+}
+
 TEST(ChatCompletionRequest, UnsupportedFieldsAreRefusedByName) {
   struct Case {
     const char* field;

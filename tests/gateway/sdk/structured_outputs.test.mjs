@@ -160,3 +160,15 @@ test('Responses: max_output_tokens inside the document is incomplete, and a bad 
       return true;
     });
 });
+
+test("completions take vLLM's guided fields: a choice is one of the choices", async () => {
+  const completion = await openai.completions.create({
+    model: MODEL, prompt: 'Is the queue empty? Answer:', max_tokens: 8, temperature: 0, guided_choice: ['yes', 'no', 'maybe'],
+  });
+  assert.ok(['yes', 'no', 'maybe'].includes(completion.choices[0].text), JSON.stringify(completion.choices[0]));
+  assert.equal(completion.choices[0].finish_reason, 'stop');
+  const digits = await openai.completions.create({
+    model: MODEL, prompt: 'The year was', max_tokens: 12, temperature: 0, structured_outputs: { regex: ' [0-9]{4}' },
+  });
+  assert.match(digits.choices[0].text, /^ [0-9]{4}$/);
+});
