@@ -46,6 +46,40 @@ TEST_F(JobRequestTest, RequestAppendsResumeTokensAndShortensMaxTokens) {
   EXPECT_TRUE(make_job_request(a, *tokenizer_, {"m", false}).nothing_left);
 }
 
+// A structured output becomes the sequence's constraint, compiled over the worker's token table;
+// one the worker cannot compile, or a worker without grammars, is a refusal naming why.
+TEST_F(JobRequestTest, AStructuredOutputIsCompiledIntoTheSequencesConstraint) {
+  grammar::GrammarCache grammars(4);
+  const WorkerModel served{.name = "m",
+                           .grammars = &grammars,
+                           .token_table = std::make_shared<const grammar::TokenTable>(*tokenizer_, std::vector<int32_t>{},
+                                                                                       tokenizer_->vocab_size())};
+  protocol::Assign a = assign_with("hi", 8);
+  a.job.structured_output = R"({"type": "choice", "choices": ["yes", "no"]})";
+  const JobRequest r = make_job_request(a, *tokenizer_, served);
+  ASSERT_NE(r.sequence.constraint, nullptr);
+  EXPECT_FALSE(r.sequence.constraint->can_end());
+  make_job_request(a, *tokenizer_, served);
+  EXPECT_EQ(grammars.hits(), 1u) << "compiled once, then found in the cache";
+
+  const auto refusal = [&](const std::string& output, const WorkerModel& model) {
+    protocol::Assign bad = assign_with("hi", 8);
+    bad.job.structured_output = output;
+    try {
+      make_job_request(bad, *tokenizer_, model);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal(R"({"type": "json_schema", "schema": {"type": "object", "not": {}}})", served).find("not"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"type": "yaml"})", served).find("yaml"), std::string::npos);
+  EXPECT_NE(refusal("not json", served).find("JSON"), std::string::npos);
+  EXPECT_NE(refusal(R"({"type": "json_object"})", {"m", false}).find("structured_output"), std::string::npos);
+}
+
 TEST_F(JobRequestTest, RequestKeepsTheBlockSizeOnlyWhereADraftCanBeMade) {
   protocol::Assign a = assign_with("hi", 4);
   a.job.block_size = 4;

@@ -10,6 +10,15 @@
 namespace flashq {
 namespace {
 
+// The job's structured output compiled (or found compiled) over the model's token table.
+std::shared_ptr<TokenConstraint> output_constraint(const std::string& spec, const WorkerModel& model) {
+  if (model.grammars == nullptr || !model.token_table) {
+    throw Error(ErrorCode::kInvalidArgument, "this worker does not constrain its output (structured_output)");
+  }
+  return std::make_shared<grammar::GrammarConstraint>(
+      model.grammars->get_or_compile(grammar::read_structured_output(spec), model.token_table));
+}
+
 // Whether JSON `text` nests arrays and objects deeper than a message may (protocol::kMaxDepth):
 // the values it would parse into are copied and rendered recursively.
 bool nested_too_deep(const std::string& text) {
@@ -103,19 +112,6 @@ ChatRequest make_chat_request(const protocol::Job& job) {
   request.add_generation_prompt = job.add_generation_prompt;
   return request;
 }
-
-namespace {
-
-// The job's structured output compiled (or found compiled) over the model's token table.
-std::shared_ptr<TokenConstraint> output_constraint(const std::string& spec, const WorkerModel& model) {
-  if (model.grammars == nullptr || !model.token_table) {
-    throw Error(ErrorCode::kInvalidArgument, "this worker does not constrain its output (structured_output)");
-  }
-  return std::make_shared<grammar::GrammarConstraint>(
-      model.grammars->get_or_compile(grammar::read_structured_output(spec), model.token_table));
-}
-
-}  // namespace
 
 JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tokenizer, const WorkerModel& model) {
   const protocol::Job& job = assign.job;
