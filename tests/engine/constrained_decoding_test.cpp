@@ -127,6 +127,41 @@ TEST_F(ConstrainedDecoding, AcceptedDraftsAreVerifiedAtTheirOwnStates) {
   }
 }
 
+// Jump-forward: the tokens a constraint forces are verified in one pass after the sequence's token
+// (target only, or where no draft is made), always accepted, counted in no speculation figure;
+// the output is the one decoding them one pass each gives.
+TEST_F(ConstrainedDecoding, ForcedRunsTakeOnePassAndChangeNothing) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    SequenceRequest r = request(seed, SpecMode::kOff, false);
+    r.constraint = std::make_shared<ModuloConstraint>(/*forcing=*/true);
+    std::vector<FinishedSequence> one_by_one, jumped;
+    {
+      Engine engine(*pair_.target.model, nullptr, {.max_slots = 1, .jump_forward = false});
+      engine.add(0, r);
+      engine.run_until_idle();
+      one_by_one = engine.take_finished();
+    }
+    r.constraint = std::make_shared<ModuloConstraint>(/*forcing=*/true);
+    std::vector<TraceRecord> trace;
+    Engine engine(*pair_.target.model, nullptr,
+                  {.max_slots = 1, .on_trace = [&](const TraceRecord& t) { trace.push_back(t); }});
+    engine.add(0, r);
+    engine.run_until_idle();
+    jumped = engine.take_finished();
+    const FinishedSequence& a = one_by_one.at(0);
+    const FinishedSequence& b = jumped.at(0);
+    EXPECT_EQ(b.tokens, a.tokens) << "seed " << seed;
+    ASSERT_GT(a.tokens.size(), static_cast<size_t>(ModuloConstraint::kForcedTo));
+    for (int64_t k = ModuloConstraint::kForcedFrom; k < ModuloConstraint::kForcedTo; ++k) {
+      EXPECT_EQ(b.tokens[static_cast<size_t>(k)], ModuloConstraint::forced_at(k));
+    }
+    const int64_t forced = ModuloConstraint::kForcedTo - ModuloConstraint::kForcedFrom;
+    EXPECT_EQ(b.spec_stats.target_passes, a.spec_stats.target_passes - forced) << "the forced run took one pass";
+    EXPECT_EQ(b.spec_stats.draft_steps, 0);
+    EXPECT_TRUE(trace.empty()) << "a forced run is no draft";
+  }
+}
+
 TEST_F(ConstrainedDecoding, IgnoreEosWithAConstraintIsRefused) {
   SequenceRequest r = request(1, SpecMode::kOff, true);
   r.generation.ignore_eos = true;

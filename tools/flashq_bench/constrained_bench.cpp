@@ -43,14 +43,16 @@ struct Case {
   SpecMode spec;
   bool constrained;
   bool mask_drafts;
+  bool jump_forward;
 };
 
 const Case kCases[] = {
-    {"target only", SpecMode::kOff, false, true},
-    {"target only, schema", SpecMode::kOff, true, true},
-    {"dflash", SpecMode::kDflash, false, true},
-    {"dflash, schema, drafts masked", SpecMode::kDflash, true, true},
-    {"dflash, schema, target rows only", SpecMode::kDflash, true, false},
+    {"target only", SpecMode::kOff, false, true, true},
+    {"target only, schema", SpecMode::kOff, true, true, true},
+    {"target only, schema, no jump-forward", SpecMode::kOff, true, true, false},
+    {"dflash", SpecMode::kDflash, false, true, true},
+    {"dflash, schema, drafts masked", SpecMode::kDflash, true, true, true},
+    {"dflash, schema, target rows only", SpecMode::kDflash, true, false, true},
 };
 
 struct Run {
@@ -62,7 +64,7 @@ struct Run {
 Run run_case(ServingModel& serving, const std::shared_ptr<const grammar::CompiledGrammar>& grammar,
              const ConstrainedBenchOptions& o, const Case& c) {
   Engine engine(*serving.model, serving.proposer.get(),
-                {.max_slots = o.concurrency, .mask_drafts = c.mask_drafts});
+                {.max_slots = o.concurrency, .mask_drafts = c.mask_drafts, .jump_forward = c.jump_forward});
   for (int64_t i = 0; i < o.prompts; ++i) {
     SequenceRequest r{.spec = c.spec, .block_size = c.spec == SpecMode::kOff ? 0 : o.block_size};
     r.generation.prompt_tokens = serving.tokenizer->encode_with_special_tokens(

@@ -327,6 +327,7 @@ void Engine::decode_step() {
   // Plan: each sequence's block size, clamped to max_tokens and the context.
   std::vector<SequenceStep> steps = planner_.plan(batch);
   end_full_contexts(steps);
+  if (options_.jump_forward) add_forced_runs(steps);
   if (options_.paged_cache) reserve_blocks(steps);
 
   // Propose: one drafter pass for every sequence that drafts.
@@ -368,11 +369,33 @@ void Engine::end_full_contexts(std::span<SequenceStep> steps) {
   }
 }
 
+void Engine::add_forced_runs(std::span<SequenceStep> steps) {
+  const int64_t context = model_.config().max_position_embeddings;
+  for (SequenceStep& step : steps) {
+    Sequence& s = *step.sequence;
+    if (step.block_size != 1 || !s.request.constraint) continue;  // a drafter's draft keeps to it already
+    const auto emitted = static_cast<int64_t>(s.output.size());
+    // The block [x, f_1..f_k] emits k + 1 tokens and takes positions start..start + k.
+    const int64_t room = std::min({kMaxForcedRun, s.request.generation.max_tokens - emitted - 1, context - step.start - 1});
+    TokenConstraint& constraint = *s.request.constraint;
+    while (static_cast<int64_t>(step.draft.size()) < room) {
+      const std::optional<int32_t> token = constraint.forced_token();
+      if (!token) break;
+      constraint.advance(*token);
+      step.draft.push_back(*token);
+    }
+    constraint.rollback(static_cast<int64_t>(step.draft.size()));
+    if (step.draft.empty()) continue;
+    step.forced = true;
+    step.block_size = 1 + static_cast<int64_t>(step.draft.size());
+  }
+}
+
 void Engine::propose(std::span<SequenceStep> steps) {
   std::vector<ProposalRequest> proposals;
   int64_t rows = 0;
   for (SequenceStep& step : steps) {
-    if (step.block_size < 2) continue;
+    if (step.block_size < 2 || step.forced) continue;
     Sequence& s = *step.sequence;
     proposals.push_back({s.proposer_state.get(), s.next_token, step.start, step.block_size, &step.draft,
                          options_.mask_drafts ? s.request.constraint.get() : nullptr, s.end_ids});
@@ -418,7 +441,8 @@ void Engine::commit(SequenceStep& step, const Verifier::Pass& pass, std::vector<
       observations.push_back({s.proposer_state.get(), committed, step.start, taps});
     }
   }
-  const int64_t drafted = static_cast<int64_t>(step.block.size()) - 1;
+  // A forced run is no draft: it counts in no speculation figure and no trace.
+  const int64_t drafted = step.forced ? 0 : static_cast<int64_t>(step.block.size()) - 1;
   if (drafted > 0) {
     s.spec_stats.draft_steps += 1;
     s.spec_stats.drafted_tokens += drafted;
@@ -436,8 +460,8 @@ void Engine::emit(SequenceStep& step) {
   std::vector<int32_t> produced(step.block.begin() + 1, step.block.begin() + 1 + step.acceptance.accepted);
   produced.push_back(step.acceptance.bonus);
   StepEvent event{.id = s.id,
-                  .drafted = static_cast<int64_t>(step.block.size()) - 1,
-                  .accepted = step.acceptance.accepted};
+                  .drafted = step.forced ? 0 : static_cast<int64_t>(step.block.size()) - 1,
+                  .accepted = step.forced ? 0 : step.acceptance.accepted};
   emit_tokens(s, produced, model_.config().eos_token_ids, event);
   if (s.request.generation.logprobs >= 0) {
     event.logprobs = verifier_.logprobs(step, produced);

@@ -73,7 +73,13 @@ struct EngineOptions {
   // rows masked, token_constraint.h); off, only the target's rows are masked and a forbidden
   // drafted token is simply rejected (what masking the drafter gains is measured against it).
   bool mask_drafts = true;
+  // A constrained sequence that drafts nothing this step verifies, after its token, the run of
+  // tokens its constraint forces (up to kMaxForcedRun): one pass for all of them (jump-forward).
+  bool jump_forward = true;
 };
+
+// The longest forced run one step appends.
+inline constexpr int64_t kMaxForcedRun = 16;
 
 // The paged cache's counters (BlockPoolStats: blocks used, free and cached, prefix lookups and
 // hits in tokens), the engine's preemptions, and the hits that brought the drafter's context.
@@ -155,6 +161,9 @@ class Engine {
   void decode_step();
   // Ends each sequence whose context is full (planned block size 0) with `length`.
   void end_full_contexts(std::span<SequenceStep> steps);
+  // Jump-forward: each constrained step without a draft takes the run of tokens its constraint
+  // forces as its draft, within max_tokens and the context.
+  void add_forced_runs(std::span<SequenceStep> steps);
   // One drafter pass for every sequence that drafts this step; the pass's time goes to the policy.
   void propose(std::span<SequenceStep> steps);
   // The target's tap layers, if any sequence of the pass keeps hidden states.

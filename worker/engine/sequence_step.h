@@ -19,6 +19,10 @@ struct SequenceStep {
   bool without_taps = false;  // `auto`, and no drafting could pay at this batch: no hidden states
   int64_t start = 0;          // committed tokens (the target KV length): the block's first position
 
+  // The draft is a run of tokens the constraint forces (jump-forward), not the proposer's: it is
+  // verified like a draft (and always accepted) but neither proposed nor counted as one.
+  bool forced = false;
+
   // Propose (B >= 2).
   std::vector<int32_t> draft;  // d_1..d_{B-1}
 

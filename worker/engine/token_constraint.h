@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace flashq {
@@ -25,6 +26,9 @@ class TokenConstraint {
   virtual void rollback(int64_t tokens) = 0;
   // Whether the output may end here: the eos and stop ids are allowed only then.
   virtual bool can_end() const = 0;
+  // The one token allowed next, if exactly one is (nothing else, no end): the engine appends a
+  // run of them to the block it verifies without drafting them (jump-forward). By default none.
+  virtual std::optional<int32_t> forced_token() { return std::nullopt; }
 };
 
 }  // namespace flashq

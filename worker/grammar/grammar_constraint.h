@@ -23,8 +23,10 @@ class GrammarConstraint final : public TokenConstraint {
   void advance(int32_t token) override;
   void rollback(int64_t tokens) override { matcher_.rollback(static_cast<int>(tokens)); }
   bool can_end() const override { return matcher_.can_end(); }
+  std::optional<int32_t> forced_token() override;
 
  private:
+  std::shared_ptr<const TokenTable> tokens_;
   size_t mask_words_;
   // fill_mask keeps scratch state; filling a mask changes nothing the engine can see.
   mutable GrammarMatcher matcher_;
