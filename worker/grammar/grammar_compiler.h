@@ -23,7 +23,7 @@ std::string request_gbnf(const GrammarRequest& request);
 
 // Parses, checks and binds the grammar to `tokens`, and builds the mask cache entries of the
 // contexts reachable from its start within the budgets of compiled_grammar.h, on the caller's
-// thread (the worker's text thread). Throws kInvalidArgument as request_gbnf and parse_gbnf do.
+// thread (the worker's prepare thread). Throws kInvalidArgument as request_gbnf and parse_gbnf do.
 std::shared_ptr<const CompiledGrammar> compile_grammar(const GrammarRequest& request,
                                                        std::shared_ptr<const TokenTable> tokens);
 
