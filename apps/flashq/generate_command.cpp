@@ -59,6 +59,17 @@ ChatRequest chat_request(const GenerateOptions& options) {
   return request;
 }
 
+// Each output token's log-probability and its row's most likely tokens, as [id, logprob] pairs.
+nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& logprobs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TokenLogprobs& token : logprobs) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const TokenLogprob& t : token.top) top.push_back({t.token, t.logprob});
+    out.push_back({{"logprob", token.logprob}, {"top", std::move(top)}});
+  }
+  return out;
+}
+
 void run_generate(GenerateOptions& options) {
   if (!options.chat && (!options.system.empty() || !options.tools_path.empty() || !options.template_options.empty())) {
     throw Error(ErrorCode::kInvalidArgument, "--system, --tools and --template-option need --chat");
@@ -114,6 +125,7 @@ void run_generate(GenerateOptions& options) {
         {"accepted_tokens", done.spec_stats.accepted_tokens},
         {"tau", done.spec_stats.tau()}}},
   };
+  if (options.request.generation.logprobs >= 0) out["logprobs"] = logprobs_json(output.logprobs);
   std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
@@ -137,6 +149,9 @@ std::function<void()> add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", g.sampling.seed)->capture_default_str();
   cmd->add_option("--stop", g.stop, "stop string (repeatable)");
   cmd->add_flag("--ignore-eos", g.ignore_eos, "generate max-tokens tokens");
+  cmd->add_option("--logprobs", g.logprobs,
+                  "with --json: each token's log-probability and this many of its row's most likely (0..20; -1: none)")
+      ->capture_default_str();
   cmd->add_flag("--chat", options->chat,
                 "wrap the prompt as a user turn with the checkpoint's chat template (or its family's default)");
   cmd->add_option("--system", options->system, "--chat: a system message before the prompt");

@@ -50,6 +50,25 @@ TEST_F(Cli, GenerateJsonReportsTextTokensAndStats) {
   EXPECT_EQ(out["stats"]["completion_tokens"], 9);
 }
 
+TEST_F(Cli, GenerateJsonReportsLogprobsWhenAsked) {
+  CommandResult r = generate(model_->path(), "--max-tokens 6 --ignore-eos --json --logprobs 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json out = nlohmann::json::parse(r.output);
+  const nlohmann::json& tokens = out.at("tokens");
+  const nlohmann::json& logprobs = out.at("logprobs");
+  ASSERT_EQ(logprobs.size(), tokens.size());
+  for (size_t k = 0; k < tokens.size(); ++k) {
+    ASSERT_EQ(logprobs[k].at("top").size(), 3u);
+    EXPECT_EQ(logprobs[k]["top"][0][0], tokens[k]) << "greedy: the row's most likely token, at " << k;
+    EXPECT_EQ(logprobs[k]["top"][0][1], logprobs[k]["logprob"]);
+    EXPECT_LE(logprobs[k]["logprob"].get<double>(), 0.0);
+  }
+  EXPECT_FALSE(nlohmann::json::parse(generate(model_->path(), "--max-tokens 2 --json").output).contains("logprobs"));
+  const CommandResult bad = generate(model_->path(), "--json --logprobs 21");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("logprobs"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, GenerateStreamsTheSameTextItReportsInJson) {
   CommandResult json = generate(model_->path(), "--max-tokens 12 --ignore-eos --json");
   CommandResult plain = generate(model_->path(), "--max-tokens 12 --ignore-eos");

@@ -1,5 +1,6 @@
 #include "worker/serving/generate.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace flashq {
@@ -32,6 +33,8 @@ SequenceOutput generate_sequence(TargetModel& model, Proposer* proposer, const T
       stopped_by_text = tail.stopped && event.finish_reason != FinishReason::kCancelled;
     }
     out.tokens.insert(out.tokens.end(), kept.begin(), kept.end());
+    const size_t logprobs = std::min(event.logprobs.size(), kept.size());
+    out.logprobs.insert(out.logprobs.end(), event.logprobs.begin(), event.logprobs.begin() + static_cast<std::ptrdiff_t>(logprobs));
     out.text += step.text;
     if (on_step) on_step(kept, step.text);
   };

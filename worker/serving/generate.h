@@ -44,6 +44,7 @@ using StreamCallback = std::function<void(std::span<const int32_t> ids, std::str
 // with its resume tokens); null: a fresh one with the request's stop strings.
 struct SequenceOutput {
   std::vector<int32_t> tokens;  // the output, up to the token that completed a stop string
+  std::vector<TokenLogprobs> logprobs;  // one per token, when the request asked for them
   std::string text;
   FinishReason finish_reason = FinishReason::kLength;
   FinishedSequence engine_record;  // timings and speculation figures (its tokens: as the engine emitted them)
