@@ -12,6 +12,9 @@ import { fileURLToPath } from 'node:url';
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const require = createRequire(path.join(REPO, 'third_party/npm/package.json'));
 export const OpenAI = require('openai');
+// The SDK's typed-output helpers, zod (the schemas they take) and ajv (an independent JSON
+// Schema validator), for the structured-output tests.
+export const npm = (name) => require(name);
 export const TARGET = path.join(REPO, 'models/demo/target');
 export const DRAFTER = path.join(REPO, 'models/demo/drafter');
 export const MODEL = 'target';  // the name a worker serves a model directory under

@@ -5,7 +5,11 @@
 // inside an unfinished document ends `length`.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { API_KEY, MODEL, client, startGateway, startUp } from './harness.mjs';
+import { API_KEY, MODEL, client, npm, startGateway, startUp } from './harness.mjs';
+
+const { z } = npm('zod');
+const { zodResponseFormat, zodTextFormat } = npm('openai/helpers/zod');
+const Ajv = npm('ajv');
 
 let up;
 let gateway;
@@ -171,4 +175,41 @@ test("completions take vLLM's guided fields: a choice is one of the choices", as
     model: MODEL, prompt: 'The year was', max_tokens: 12, temperature: 0, structured_outputs: { regex: ' [0-9]{4}' },
   });
   assert.match(digits.choices[0].text, /^ [0-9]{4}$/);
+});
+
+// The SDK's own typed-output path: a zod schema turned into a strict json_schema by the SDK, the
+// answer parsed back into a typed object by the SDK, and checked again by ajv against the schema
+// the SDK sent.
+test('chat.completions.parse and responses.parse with a zod schema give typed, valid objects', async () => {
+  const Project = z.object({
+    language: z.enum(['python', 'c++', 'rust']),
+    lines: z.number().int(),
+    tested: z.boolean(),
+    tags: z.array(z.string()),
+  });
+  const format = zodResponseFormat(Project, 'project');
+  const validate = new Ajv({ strict: false }).compile(format.json_schema.schema);
+  for (const spec of ['off', 'dflash']) {
+    const completion = await openai.chat.completions.parse({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Describe the project.' }],
+      max_tokens: 200,
+      temperature: 0,
+      spec,
+      response_format: format,
+    });
+    const { message, finish_reason: finish } = completion.choices[0];
+    assert.equal(finish, 'stop', message.content);
+    assert.ok(validate(JSON.parse(message.content)), JSON.stringify(validate.errors));
+    assert.ok(Project.safeParse(message.parsed).success, JSON.stringify(message.parsed));
+  }
+  const response = await openai.responses.parse({
+    model: MODEL,
+    input: 'Describe the project.',
+    max_output_tokens: 200,
+    temperature: 0,
+    text: { format: zodTextFormat(Project, 'project') },
+  });
+  assert.equal(response.status, 'completed', JSON.stringify(response));
+  assert.ok(Project.safeParse(response.output_parsed).success, JSON.stringify(response.output_parsed));
 });
