@@ -221,7 +221,8 @@ struct Bench {
   }
 };
 
-void run_engine_bench(const EngineBenchOptions& o) {
+// The modes asked for, checked with the other counts (kInvalidArgument naming the flag).
+std::vector<std::string> checked_modes(const EngineBenchOptions& o) {
   if (o.prompt_tokens <= 0 || o.decode_tokens <= 1 || o.repeats <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "--prompt-tokens, --decode-tokens (> 1) and --repeats must be positive");
   }
@@ -233,6 +234,44 @@ void run_engine_bench(const EngineBenchOptions& o) {
     if (mode != "ar" && o.drafter_dir.empty())
       throw Error(ErrorCode::kInvalidArgument, "--mode " + mode + " needs --drafter");
   }
+  return modes;
+}
+
+// A mode's reported run: the one of median speed, with tau over every run (each repeat decodes
+// other prompts, so the tau of the run of median speed would change with the machine's load: it
+// did, 1.37 to 1.92 on one prompt set), and the weight bandwidth it implies.
+nlohmann::json summarise_runs(std::vector<nlohmann::json> mode_runs, size_t weight_bytes, int64_t concurrency) {
+  double committed = 0, passes = 0;
+  for (const nlohmann::json& r : mode_runs) {
+    committed += r["tau"].get<double>() * r["target_passes"].get<double>();
+    passes += r["target_passes"].get<double>();
+  }
+  std::sort(mode_runs.begin(), mode_runs.end(), [](const auto& a, const auto& b) {
+    return a["decode_tokens_per_s"].template get<double>() < b["decode_tokens_per_s"].template get<double>();
+  });
+  nlohmann::json run = mode_runs[mode_runs.size() / 2];
+  run["tau"] = passes > 0 ? committed / passes : 0.0;
+  run["decode_weight_gb_per_s"] = run["decode_tokens_per_s"].get<double>() * static_cast<double>(weight_bytes) /
+                                  1e9 / static_cast<double>(concurrency);
+  return run;
+}
+
+// With --passes: each pass's cost against a decode pass.
+nlohmann::json pass_ratios(Bench& bench) {
+  const double decode = bench.time_target_pass(1);
+  nlohmann::json passes = {{"decode_s", decode}};
+  if (bench.serving.drafter) passes["decode_with_taps_over_decode"] = bench.time_target_pass(1, true) / decode;
+  for (int64_t b : {2, 4, 8, 16}) {
+    passes["verify_" + std::to_string(b) + "_over_decode"] = bench.time_target_pass(b) / decode;
+    if (bench.serving.drafter && b <= bench.serving.drafter->config().block_size) {
+      passes["draft_" + std::to_string(b) + "_over_decode"] = bench.time_draft_pass(b) / decode;
+    }
+  }
+  return passes;
+}
+
+void run_engine_bench(const EngineBenchOptions& o) {
+  const std::vector<std::string> modes = checked_modes(o);
   set_programmatic_launches(o.pdl);
   Bench bench{o, ServingModel::load(o.model_dir, o.drafter_dir, o.device)};
   bench.serving.set_capture_passes(o.graphs);
@@ -272,45 +311,16 @@ void run_engine_bench(const EngineBenchOptions& o) {
       return median(ratios);
     };
     const bool has_ar = runs.count("ar") > 0;
-    std::map<std::string, double> speedups;
     for (const std::string& mode : modes) {
-      if (has_ar && mode != "ar") speedups[mode] = speedup_over_ar(mode);
-    }
-    for (const std::string& mode : modes) {
-      std::vector<nlohmann::json>& mode_runs = runs[mode];
-      // Tau over every run: each repeat decodes other prompts, so the tau of the run of median
-      // speed would change with the machine's load (it did: 1.37 to 1.92 on one prompt set).
-      double committed = 0, passes = 0;
-      for (const nlohmann::json& r : mode_runs) {
-        committed += r["tau"].get<double>() * r["target_passes"].get<double>();
-        passes += r["target_passes"].get<double>();
+      nlohmann::json run = summarise_runs(runs[mode], bytes, concurrency);
+      if (has_ar && mode != "ar") {
+        run["speedup"] = speedup_over_ar(mode);
+        run["efficiency"] = run["speedup"].get<double>() / run["tau"].get<double>();
       }
-      std::sort(mode_runs.begin(), mode_runs.end(), [](const auto& a, const auto& b) {
-        return a["decode_tokens_per_s"].template get<double>() < b["decode_tokens_per_s"].template get<double>();
-      });
-      nlohmann::json run = mode_runs[mode_runs.size() / 2];
-      run["tau"] = passes > 0 ? committed / passes : 0.0;
-      run["decode_weight_gb_per_s"] = run["decode_tokens_per_s"].get<double>() * static_cast<double>(bytes) / 1e9 /
-                                      static_cast<double>(concurrency);
-      if (speedups.count(mode)) {
-        run["speedup"] = speedups[mode];
-        run["efficiency"] = speedups[mode] / run["tau"].get<double>();
-      }
-      report["runs"].push_back(run);
+      report["runs"].push_back(std::move(run));
     }
   }
-  if (o.passes) {
-    const double decode = bench.time_target_pass(1);
-    nlohmann::json passes = {{"decode_s", decode}};
-    if (bench.serving.drafter) passes["decode_with_taps_over_decode"] = bench.time_target_pass(1, true) / decode;
-    for (int64_t b : {2, 4, 8, 16}) {
-      passes["verify_" + std::to_string(b) + "_over_decode"] = bench.time_target_pass(b) / decode;
-      if (bench.serving.drafter && b <= bench.serving.drafter->config().block_size) {
-        passes["draft_" + std::to_string(b) + "_over_decode"] = bench.time_draft_pass(b) / decode;
-      }
-    }
-    report["passes"] = passes;
-  }
+  if (o.passes) report["passes"] = pass_ratios(bench);
   // With --graphs: how many passes were replayed rather than run op by op.
   report["replayed_target_passes"] = bench.serving.model->replayed_passes();
   if (bench.serving.drafter) report["replayed_draft_passes"] = bench.serving.drafter->replayed_passes();

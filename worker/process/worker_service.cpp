@@ -137,6 +137,42 @@ std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, Cach
   return store;
 }
 
+// What READY says of this worker.
+protocol::Ready ready_message(const WorkerOptions& options, const ServingModel& serving) {
+  return {.worker_id = options.worker_id,
+          .model = options.model_name,
+          .slots = options.slots,
+          .block_size = serving.block_size(),
+          .backend = serving.backend->name(),
+          .max_model_len = serving.max_model_len(),
+          .tool_call_format = serving.output_format.tool_calls,
+          .reasoning_format = serving.output_format.reasoning};
+}
+
+// What jobs are checked and prepared against: the model's name, drafter, chat template, and the
+// grammars of structured outputs over its token table.
+WorkerModel served_model(const WorkerOptions& options, const ServingModel& serving, grammar::GrammarCache& grammars) {
+  const ModelConfig& config = serving.model->config();
+  return {.name = options.model_name,
+          .has_drafter = serving.drafter != nullptr,
+          .chat_template = serving.chat_template.chat_template.get(),
+          .grammars = &grammars,
+          .token_table = std::make_shared<const grammar::TokenTable>(*serving.tokenizer, config.eos_token_ids,
+                                                                      static_cast<int32_t>(config.vocab_size))};
+}
+
+LinkOptions link_options(const WorkerOptions& options, const protocol::Ready& ready,
+                         const std::optional<CurveClientKeys>& curve) {
+  return {.endpoint = options.broker,
+          .ready = ready,
+          .heartbeat_ms = options.heartbeat_ms,
+          .liveness = options.liveness,
+          .reconnect_min_ms = options.reconnect_min_ms,
+          .reconnect_max_ms = std::max(options.reconnect_min_ms, options.reconnect_max_ms),
+          .drain_timeout_ms = options.drain_timeout_ms,
+          .curve = curve};
+}
+
 // Compiled grammars kept for structured outputs: many jobs share a schema.
 constexpr size_t kCompiledGrammarsKept = 64;
 
@@ -169,14 +205,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   set_programmatic_launches(options.pdl);
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   serving.set_capture_passes(options.graphs);
-  const protocol::Ready ready{.worker_id = options.worker_id,
-                              .model = options.model_name,
-                              .slots = options.slots,
-                              .block_size = serving.block_size(),
-                              .backend = serving.backend->name(),
-                              .max_model_len = serving.max_model_len(),
-                              .tool_call_format = serving.output_format.tool_calls,
-                              .reasoning_format = serving.output_format.reasoning};
+  const protocol::Ready ready = ready_message(options, serving);
   spdlog::info("worker {}: model {} on {}, {} slots, block size {}, context {}", ready.worker_id, ready.model,
                ready.backend, ready.slots, ready.block_size, ready.max_model_len);
 
@@ -189,14 +218,8 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   WorkInbox engine_inbox;    // prepare and output threads -> engine thread
   OutputInbox output_inbox;  // engine thread -> output thread
   MessageOutbox outbox;      // output thread -> I/O thread
-  const ModelConfig& config = serving.model->config();
   grammar::GrammarCache grammars(kCompiledGrammarsKept);
-  const WorkerModel served{.name = options.model_name,
-                           .has_drafter = serving.drafter != nullptr,
-                           .chat_template = serving.chat_template.chat_template.get(),
-                           .grammars = &grammars,
-                           .token_table = std::make_shared<const grammar::TokenTable>(
-                               *serving.tokenizer, config.eos_token_ids, static_cast<int32_t>(config.vocab_size))};
+  const WorkerModel served = served_model(options, serving, grammars);
   WorkerMetrics metrics;
   std::unique_ptr<HttpEndpoint> http;
   if (!options.metrics_http.empty()) {
@@ -227,15 +250,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
     }
   } join_threads{link_inbox, prepare_thread, engine_thread, output_thread};
 
-  LinkOptions link_options{.endpoint = options.broker,
-                           .ready = ready,
-                           .heartbeat_ms = options.heartbeat_ms,
-                           .liveness = options.liveness,
-                           .reconnect_min_ms = options.reconnect_min_ms,
-                           .reconnect_max_ms = std::max(options.reconnect_min_ms, options.reconnect_max_ms),
-                           .drain_timeout_ms = options.drain_timeout_ms,
-                           .curve = curve};
-  WorkerBrokerLink link(context, link_options, link_inbox, outbox, [&runner] { return runner.load(); });
+  WorkerBrokerLink link(context, link_options(options, ready, curve), link_inbox, outbox, [&runner] { return runner.load(); });
   link.run(shutdown_fd);
   spdlog::info("worker {}: drained, exiting", ready.worker_id);
 }
