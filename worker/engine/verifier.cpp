@@ -45,7 +45,9 @@ Verifier::Pass Verifier::verify(std::span<SequenceStep* const> steps, std::vecto
     sample_rows_on_backend(out.logits, steps);
   } else {
     fetch_logits(out.logits, all_greedy && !any_rows);
-    if (any_rows) row_logprobs_.assign(static_cast<size_t>(rows), RowLogprobs{});
+    if (std::any_of(steps.begin(), steps.end(), wants_logprobs)) {
+      row_logprobs_.assign(static_cast<size_t>(rows), RowLogprobs{});
+    }
     for (const SequenceStep* step : steps) {
       if (wants_logprobs(step)) keep_row_logprobs(*step);  // before any mask
       if (constrained(step)) mask_rows(*step);
