@@ -69,6 +69,16 @@ std::string read_string(const msgpack::object& value, const FieldPath& at, ByteR
   return std::string(value.via.str.ptr, size);
 }
 
+std::string read_binary(const msgpack::object& value, const FieldPath& at, ByteRange bytes) {
+  if (value.type != msgpack::type::BIN) fail_type(value, at, "a binary");
+  const std::size_t size = value.via.bin.size;
+  if (size < bytes.min || size > bytes.max) {
+    at.fail("must be " + std::to_string(bytes.min) + ".." + std::to_string(bytes.max) + " bytes, got " +
+            std::to_string(size) + " bytes");
+  }
+  return std::string(value.via.bin.ptr, size);
+}
+
 std::int64_t read_integer(const msgpack::object& value, const FieldPath& at, std::int64_t min, std::int64_t max) {
   std::int64_t n = 0;
   if (value.type == msgpack::type::POSITIVE_INTEGER) {

@@ -38,6 +38,8 @@ struct ByteRange {
 
 // Reads of a single value (an array element or a field's value).
 std::string read_string(const msgpack::object& value, const FieldPath& at, ByteRange bytes);
+// A msgpack bin (bytes that need not be UTF-8, such as a token's).
+std::string read_binary(const msgpack::object& value, const FieldPath& at, ByteRange bytes);
 std::int64_t read_integer(const msgpack::object& value, const FieldPath& at, std::int64_t min, std::int64_t max);
 std::uint64_t read_unsigned(const msgpack::object& value, const FieldPath& at);
 double read_number(const msgpack::object& value, const FieldPath& at);  // finite, int or float

@@ -106,6 +106,7 @@ std::string encode_job(const Job& job) {
   if (job.model) out.string("model", *job.model);
   if (job.session) out.string("session", *job.session);
   if (job.structured_output) out.string("structured_output", *job.structured_output);
+  if (job.logprobs) out.integer("logprobs", *job.logprobs);
   if (job.metadata) {
     check_msgpack_value(*job.metadata, "job field metadata");
     out.raw("metadata", *job.metadata);
@@ -140,6 +141,7 @@ Job read_job(const FieldReader& fields, JobIdRule id_rule) {
   job.block_size = fields.integer_or("block_size", 0, kMaxBlockSize, job.block_size);
   read_chat_options(fields, job);
   job.structured_output = fields.optional_string("structured_output", {2, kMaxStructuredOutputBytes});
+  if (fields.has("logprobs")) job.logprobs = fields.integer("logprobs", 0, kMaxTopLogprobs);
   return job;
 }
 

@@ -75,6 +75,9 @@ struct Job {
   // {"type": "choice", "choices": [...]} or {"type": "grammar", "grammar": GBNF}. The worker
   // compiles it and constrains the decoding to it; absent: any text.
   std::optional<std::string> structured_output;
+  // Log-probabilities with each output token (docs/protocol.md, "Log-probabilities"): absent,
+  // none; N (0..kMaxTopLogprobs), the token's own and its row's N most likely tokens.
+  std::optional<std::int64_t> logprobs;
 
   bool operator==(const Job&) const = default;
 };

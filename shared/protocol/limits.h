@@ -52,5 +52,9 @@ inline constexpr std::size_t kMaxOutputTokens = 1'000'000;
 inline constexpr std::size_t kMaxOutputTextBytes = 8u << 20;
 
 inline constexpr std::int32_t kMaxTokenId = 0x7FFF'FFFF;
+// Log-probabilities (job.logprobs, TOKENS and EVENT `logprobs`): the most likely tokens reported
+// per output token, as OpenAI's top_logprobs allows, and the bytes of one token.
+inline constexpr std::int64_t kMaxTopLogprobs = 20;
+inline constexpr std::size_t kMaxTokenBytes = 1024;
 
 }  // namespace flashq::protocol

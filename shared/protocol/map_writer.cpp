@@ -38,6 +38,15 @@ MapWriter& MapWriter::string(std::string_view name, std::string_view value) {
   return *this;
 }
 
+MapWriter& MapWriter::binary(std::string_view name, std::string_view bytes) {
+  key(name);
+  pack_into(fields_, [&](Packer& p) {
+    p.pack_bin(static_cast<std::uint32_t>(bytes.size()));
+    p.pack_bin_body(bytes.data(), static_cast<std::uint32_t>(bytes.size()));
+  });
+  return *this;
+}
+
 MapWriter& MapWriter::integer(std::string_view name, std::int64_t value) {
   key(name);
   pack_into(fields_, [&](Packer& p) { p.pack_int64(value); });

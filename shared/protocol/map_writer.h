@@ -13,6 +13,7 @@ namespace flashq::protocol {
 class MapWriter {
  public:
   MapWriter& string(std::string_view key, std::string_view value);
+  MapWriter& binary(std::string_view key, std::string_view bytes);  // msgpack bin: any bytes
   MapWriter& integer(std::string_view key, std::int64_t value);
   MapWriter& unsigned_integer(std::string_view key, std::uint64_t value);
   MapWriter& number(std::string_view key, double value);  // always a float64

@@ -84,6 +84,7 @@ std::string encode_body(const Event& message) {
       .token_ids("token_ids", message.token_ids)
       .string("text", message.text);
   if (message.final_result) out.map("final", encode_final_result(*message.final_result));
+  if (!message.logprobs.empty()) out.raw("logprobs", encode_output_logprobs(message.logprobs));
   return out.finish();
 }
 
@@ -148,9 +149,11 @@ StatusReply decode_body<StatusReply>(std::string_view body) {
 template <>
 Event decode_body<Event>(std::string_view body) {
   return read_body<Event>(body, [](const FieldReader& fields) {
-    return Event{read_id(fields, "id"), fields.integer("seq", 0, kInt64Max),
-                 fields.token_ids("token_ids", kMaxOutputTokens),
-                 fields.string("text", {0, kMaxOutputTextBytes}), read_optional_final(fields)};
+    Event event{read_id(fields, "id"), fields.integer("seq", 0, kInt64Max),
+                fields.token_ids("token_ids", kMaxOutputTokens),
+                fields.string("text", {0, kMaxOutputTextBytes}), read_optional_final(fields), {}};
+    event.logprobs = read_logprobs_for(fields, event.token_ids.size());
+    return event;
   });
 }
 

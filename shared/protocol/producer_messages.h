@@ -12,6 +12,7 @@
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
 #include "shared/protocol/message_type.h"
+#include "shared/protocol/token_logprobs.h"
 
 namespace flashq::protocol {
 
@@ -85,6 +86,8 @@ struct Event {
   TokenIds token_ids;
   std::string text;
   std::optional<FinalResult> final_result;  // "final"
+  // One per token id, when the job asked for log-probabilities (job.logprobs); else empty.
+  std::vector<OutputLogprobs> logprobs;
   bool operator==(const Event&) const = default;
 };
 

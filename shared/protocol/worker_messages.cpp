@@ -50,6 +50,7 @@ std::string encode_body(const Tokens& message) {
       .token_ids("token_ids", message.token_ids)
       .string("text", message.text);
   if (message.spec) out.map("spec", encode_step_speculation(*message.spec));
+  if (!message.logprobs.empty()) out.raw("logprobs", encode_output_logprobs(message.logprobs));
   return out.finish();
 }
 
@@ -103,6 +104,7 @@ Tokens decode_body<Tokens>(std::string_view body) {
                   fields.token_ids("token_ids", kMaxOutputTokens),
                   fields.string("text", {0, kMaxOutputTextBytes}), std::nullopt};
     if (const std::optional<FieldReader> spec = fields.optional_map("spec")) tokens.spec = read_step_speculation(*spec);
+    tokens.logprobs = read_logprobs_for(fields, tokens.token_ids.size());
     return tokens;
   });
 }

@@ -11,6 +11,7 @@
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
 #include "shared/protocol/message_type.h"
+#include "shared/protocol/token_logprobs.h"
 #include "shared/protocol/output_format.h"
 #include "shared/protocol/step_speculation.h"
 
@@ -76,6 +77,8 @@ struct Tokens {
   // What speculation did in the step (or steps) these tokens came from; absent from a worker
   // that does not report it, or when the step carried no draft.
   std::optional<StepSpeculation> spec;
+  // One per token id, when the job asked for log-probabilities (job.logprobs); else empty.
+  std::vector<OutputLogprobs> logprobs;
   bool operator==(const Tokens&) const = default;
 };
 

@@ -99,6 +99,9 @@ def wire_seeds():
             {"name": "llama", "max_model_len": 0, "tool_call_format": "llama3_json", "reasoning_format": "none",
              "workers": 1, "slots": 1}]}),
         "tokens": (0x31, {"id": "j1", "attempt": 1, "seq": 0, "token_ids": [5, 6], "text": "ab"}),
+        "tokens_logprobs": (0x31, {"id": "j1", "attempt": 1, "seq": 0, "token_ids": [5], "text": "a", "logprobs": [
+            {"token": 5, "logprob": -0.5, "bytes": b"a", "top": [{"token": 5, "logprob": -0.5, "bytes": b"a"},
+                                                               {"token": 9, "logprob": -2.0, "bytes": b"\xe2\x80"}]}]}),
         "final": (0x32, dict({"id": "j1"}, **final)),
         "assign": (0x40, {"job": job, "attempt": 2, "resume_tokens": [5], "resume_text_bytes": 1}),
     }

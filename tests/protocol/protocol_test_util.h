@@ -59,7 +59,16 @@ inline Job full_job() {
   job.metadata = msgpack_of({{"trace", "abc"}, {"n", {1, 2.5, nullptr, json::object()}}});
   job.stream = true;
   job.block_size = 16;
+  job.structured_output = R"({"type": "json_object"})";
+  job.logprobs = 20;
   return job;
+}
+
+// Two tokens' log-probabilities: one with bytes that are not UTF-8 and two candidates, one
+// without candidates.
+inline std::vector<OutputLogprobs> full_logprobs() {
+  return {{{9, -0.25, std::string("\xe2\x80", 2)}, {{9, -0.25, std::string("\xe2\x80", 2)}, {4, -1.5, "ab"}}},
+          {{8, -3.0, " x"}, {}}};
 }
 
 // Runs `decode` and expects a kProtocol error whose message contains every one of `parts`.

@@ -25,7 +25,9 @@ template <> Rejected full_message<Rejected>() {
 template <> StatusReply full_message<StatusReply>() {
   return {"job-42", JobState::kFinished, 2, 17, full_final_result(), std::string("\x81\xa1k\x01", 4)};
 }
-template <> Event full_message<Event>() { return {"job-42", 17, {1, 2, 3}, "abc", full_final_result()}; }
+template <> Event full_message<Event>() {
+  return {"job-42", 17, {1, 2}, "abc", full_final_result(), testing::full_logprobs()};
+}
 template <> ErrorReply full_message<ErrorReply>() { return {"protocol", "SUBMIT field job.top_p: bad", "job-42"}; }
 template <> Ready full_message<Ready>() {
   return {"worker-1", "qwen3-0.6b", 8, 16, "cuda", 40960, ToolCallFormat::kHermes, ReasoningFormat::kThinkInPrompt};
@@ -40,7 +42,7 @@ template <> BrokerHeartbeat full_message<BrokerHeartbeat>() { return {}; }
 template <> Disconnect full_message<Disconnect>() { return {}; }
 template <> Assign full_message<Assign>() { return {full_job(), 2, {4, 5, 6}, 11}; }
 template <> Tokens full_message<Tokens>() {
-  return {"job-42", 2, 5, {9, 8, 7}, "xyz", StepSpeculation{2, 7, 3, {2, 1}}};
+  return {"job-42", 2, 5, {9, 8}, "xyz", StepSpeculation{2, 7, 3, {2, 1}}, testing::full_logprobs()};
 }
 template <> Final full_message<Final>() { return {"job-42", 2, full_final_result()}; }
 
@@ -228,7 +230,7 @@ TEST(UnknownKeys, AreIgnoredAtEveryLevel) {
   EXPECT_EQ(event.id, "j1");
   ASSERT_TRUE(event.final_result.has_value());
   EXPECT_EQ(event.final_result->finish_reason, FinishReason::kStop);
-  const json submit = {{"job", {{"prompt", "hi"}, {"logprobs", 5}}}, {"client", "x"}};
+  const json submit = {{"job", {{"prompt", "hi"}, {"best_of", 5}}}, {"client", "x"}};
   EXPECT_EQ(decode_body<Submit>(msgpack_of(submit)).job, Job{.prompt = std::string("hi")});
 }
 
