@@ -426,7 +426,8 @@ void Broker::on_tokens(WorkerRecord& worker, const protocol::Tokens& tokens) {
   }
   job.streamed.insert(job.streamed.end(), tokens.token_ids.begin(), tokens.token_ids.end());
   job.streamed_text_bytes += static_cast<int64_t>(tokens.text.size());
-  publish(job, protocol::Event{.id = job.job.id, .token_ids = tokens.token_ids, .text = tokens.text});
+  publish(job, protocol::Event{
+                   .id = job.job.id, .token_ids = tokens.token_ids, .text = tokens.text, .logprobs = tokens.logprobs});
 }
 
 void Broker::on_final(WorkerRecord& worker, const protocol::Final& final_message) {

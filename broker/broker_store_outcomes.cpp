@@ -119,7 +119,8 @@ void Broker::on_caught_up(const CaughtUp& caught) {
     job.next_seq = stored.seq;
     job.streamed.insert(job.streamed.end(), stored.token_ids.begin(), stored.token_ids.end());
     job.streamed_text_bytes += static_cast<int64_t>(stored.text.size());
-    relay(job, protocol::Event{.id = caught.id, .token_ids = stored.token_ids, .text = stored.text});
+    relay(job, protocol::Event{.id = caught.id, .token_ids = stored.token_ids, .text = stored.text,
+                               .logprobs = stored.logprobs});
   }
   job.next_seq = std::max(job.next_seq, caught.next_seq);
   queue_.push_front(caught.id, job.job.priority,
@@ -166,7 +167,8 @@ void Broker::on_events_relayed(const EventsRelayed& relayed) {
     }
     job.streamed.insert(job.streamed.end(), stored.token_ids.begin(), stored.token_ids.end());
     job.streamed_text_bytes += static_cast<int64_t>(stored.text.size());
-    relay(job, protocol::Event{.id = job.job.id, .token_ids = stored.token_ids, .text = stored.text});
+    relay(job, protocol::Event{.id = job.job.id, .token_ids = stored.token_ids, .text = stored.text,
+                               .logprobs = stored.logprobs});
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "shared/protocol/final_result.h"
 #include "shared/protocol/job.h"
+#include "shared/protocol/token_logprobs.h"
 #include "shared/protocol/producer_messages.h"
 
 namespace flashq {
@@ -57,6 +58,7 @@ struct StoredEvent {
   std::vector<int32_t> token_ids;
   std::string text;
   std::optional<protocol::FinalResult> final_result;
+  std::vector<protocol::OutputLogprobs> logprobs;  // one per token id, when the job asked
 };
 
 // The stream a previous owner wrote of a taken job, read up to `next_seq` (JobStore::catch_up).

@@ -155,6 +155,8 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
   if (job.metadata) add("metadata", metadata_to_json(*job.metadata));
   add("stream", job.stream ? "true" : "false");
   add("block_size", std::to_string(job.block_size));
+  if (job.structured_output) add("structured_output", *job.structured_output);
+  if (job.logprobs) add("logprobs", std::to_string(*job.logprobs));
   // Chat jobs only, as on the wire: tools and template options are JSON text already.
   if (std::holds_alternative<std::vector<protocol::ChatMessage>>(job.prompt)) {
     if (job.tools) add("tools", *job.tools);
@@ -167,10 +169,11 @@ std::vector<std::string> job_to_fields(const protocol::Job& job) {
 protocol::Job job_from_fields(const RedisFields& fields) {
   json map = json::object();
   for (const auto& [name, text] : fields) {
-    if (name == "id" || name == "prompt" || name == "spec" || name == "model" || name == "session") {
+    if (name == "id" || name == "prompt" || name == "spec" || name == "model" || name == "session" ||
+        name == "structured_output") {
       map[name] = text;
     } else if (name == "max_tokens" || name == "top_k" || name == "priority" || name == "deadline_ms" ||
-               name == "block_size") {
+               name == "block_size" || name == "logprobs") {
       map[name] = parse_integer<int64_t>(name, text);
     } else if (name == "seed") {
       map[name] = parse_integer<uint64_t>(name, text);

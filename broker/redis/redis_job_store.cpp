@@ -594,7 +594,8 @@ StoredReplay RedisJobStore::replay(const protocol::Replay& replay) {
                                        .seq = stored.seq,
                                        .token_ids = std::move(stored.token_ids),
                                        .text = std::move(stored.text),
-                                       .final_result = std::move(stored.final_result)});
+                                       .final_result = std::move(stored.final_result),
+                                       .logprobs = std::move(stored.logprobs)});
     }
     out.answered = true;
   } catch (const std::exception& e) {

@@ -180,19 +180,25 @@ for _, model in ipairs(redis.call('SMEMBERS', 'flashq:models')) do
 end
 return out)";
 
-// Several events of one job in one call (ARGV: owner, max events, then seq, token_ids, text per
-// event): one script run per job per loop turn, not per event.
+// Several events of one job in one call (ARGV: owner, max events, then seq, token_ids, text,
+// logprobs per event; logprobs empty when the job did not ask for them, and then not stored):
+// one script run per job per loop turn, not per event.
 // The first event with tokens also stores when it came (Redis's clock), for the time to first
 // token of a job that another broker finishes.
 constexpr const char* kEventScript = R"(
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
 local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '0')
 local written = 0
-for i = 3, #ARGV, 3 do
+for i = 3, #ARGV, 4 do
   local seq = tonumber(ARGV[i])
   if seq > next_seq then return -2 end
   if seq == next_seq then
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'seq', ARGV[i], 'token_ids', ARGV[i + 1], 'text', ARGV[i + 2])
+    if ARGV[i + 3] == '' then
+      redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'seq', ARGV[i], 'token_ids', ARGV[i + 1], 'text', ARGV[i + 2])
+    else
+      redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'seq', ARGV[i], 'token_ids', ARGV[i + 1], 'text', ARGV[i + 2],
+                 'logprobs', ARGV[i + 3])
+    end
     if ARGV[i + 1] ~= '[]' and redis.call('HEXISTS', KEYS[1], 'first_token_ms') == 0 then
       local now = redis.call('TIME')
       redis.call('HSET', KEYS[1], 'first_token_ms', string.format('%.0f', now[1] * 1000 + math.floor(now[2] / 1000)))
@@ -436,6 +442,7 @@ RedisCommand events(const std::string& consumer, const std::string& job_id, cons
     command.push_back(std::to_string(e.seq));
     command.push_back(json(e.token_ids).dump());
     command.push_back(e.text);
+    command.push_back(e.logprobs.empty() ? std::string() : protocol::encode_stored_logprobs(e.logprobs));
   }
   return command;
 }
@@ -541,6 +548,12 @@ StoredEvent event_of(const Entry& entry) {
     for (const json& id : value) out.token_ids.push_back(id.get<int32_t>());
   }
   if (auto text = entry.fields.find("text"); text != entry.fields.end()) out.text = text->second;
+  if (auto logprobs = entry.fields.find("logprobs"); logprobs != entry.fields.end()) {
+    out.logprobs = protocol::decode_stored_logprobs(logprobs->second, "redis result entry");
+    if (out.logprobs.size() != out.token_ids.size()) {
+      throw Error(ErrorCode::kProtocol, "redis: result entry with logprobs not one per token id");
+    }
+  }
   return out;
 }
 

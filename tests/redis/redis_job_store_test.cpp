@@ -126,5 +126,33 @@ TEST(RedisJobStoreTest, EventsComeBackOnceStoredAndTheFinalAcknowledgesTheEntry)
   EXPECT_EQ(status->state, protocol::JobState::kFinished);
 }
 
+TEST(RedisJobStoreTest, LogprobsAndTheStructuredOutputAreKeptAndReplayed) {
+  testing::TempDir dir;
+  RedisServer server(dir.path() / "redis");
+  ASSERT_TRUE(server.start());
+  RedisJobStore store(options_for(server), "tcp://127.0.0.1:0");
+  StoreOutcomes seen;
+  ASSERT_TRUE(turn_until<ModelsServed>(store, StoreTurn{}, seen));
+  const protocol::Job job{.id = "j1", .prompt = "hi", .structured_output = R"({"type": "json_object"})", .logprobs = 2};
+  store.submit("producer", job);
+  const auto taken = turn_until<TakenJob>(store, with_room(1), seen);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->job.structured_output, job.structured_output) << "the worker gets the grammar";
+  EXPECT_EQ(taken->job.logprobs, 2);
+  store.job_started("j1", 1);
+
+  const std::vector<protocol::OutputLogprobs> logprobs = {
+      {{7, -0.5, std::string("\xe2\x80", 2)}, {{7, -0.5, std::string("\xe2\x80", 2)}, {3, -1.0, "{"}}}};
+  store.keep_event(protocol::Event{.id = "j1", .seq = 0, .token_ids = {7}, .text = "", .logprobs = logprobs}, "");
+  store.keep_event(protocol::Event{.id = "j1", .seq = 1, .token_ids = {3}, .text = "{"}, "");
+  seen.clear();
+  ASSERT_TRUE(turn_until<EventsKept>(store, with_room(0), seen));
+  const StoredReplay replay = store.replay(protocol::Replay{.id = "j1", .from_seq = 0});
+  ASSERT_TRUE(replay.answered);
+  ASSERT_EQ(replay.events.size(), 2u);
+  EXPECT_EQ(replay.events[0].logprobs, logprobs);
+  EXPECT_TRUE(replay.events[1].logprobs.empty()) << "an event without them stores none";
+}
+
 }  // namespace
 }  // namespace flashq
