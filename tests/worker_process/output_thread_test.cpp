@@ -105,6 +105,46 @@ TEST_F(OutputThreadTest, AStopStringEndsTheOutputStopsTheSequenceAndDiscardsWhat
   EXPECT_LT(w.tokens[0].token_ids.size(), ids("one STOP two").size()) << "ids after the stop string are cut";
 }
 
+// Log-probabilities as the engine gives them for each id (a made-up row: id, then its candidates).
+std::vector<TokenLogprobs> logprobs_for(const std::vector<int32_t>& token_ids) {
+  std::vector<TokenLogprobs> out;
+  for (size_t i = 0; i < token_ids.size(); ++i) {
+    const float logprob = -0.5f * static_cast<float>(i + 1);
+    out.push_back({logprob, {{token_ids[i], logprob}, {static_cast<int32_t>(i), logprob - 1.0f}}});
+  }
+  return out;
+}
+
+TEST_F(OutputThreadTest, LogprobsGoWithTheKeptIdsEachWithItsBytes) {
+  auto a = attempt("a", {"STOP"});
+  const std::vector<int32_t> first = ids("one STOP two");
+  std::vector<OutputItem> items;
+  items.emplace_back(AttemptTokens{.text = a, .engine_id = 7, .token_ids = first, .logprobs = logprobs_for(first)});
+  items.emplace_back(final_of(a, protocol::FinishReason::kLength));
+  const Written w = run(std::move(items));
+  ASSERT_EQ(w.tokens.size(), 1u);
+  const protocol::Tokens& tokens = w.tokens[0];
+  ASSERT_LT(tokens.token_ids.size(), first.size());
+  ASSERT_EQ(tokens.logprobs.size(), tokens.token_ids.size()) << "cut with the ids past the stop string";
+  std::string spelled;
+  for (size_t i = 0; i < tokens.token_ids.size(); ++i) {
+    const protocol::OutputLogprobs& token = tokens.logprobs[i];
+    EXPECT_EQ(token.chosen.token, tokens.token_ids[i]);
+    EXPECT_FLOAT_EQ(static_cast<float>(token.chosen.logprob), -0.5f * static_cast<float>(i + 1));
+    EXPECT_EQ(token.chosen.bytes, tokenizer_->token_bytes(tokens.token_ids[i]));
+    ASSERT_EQ(token.top.size(), 2u);
+    EXPECT_EQ(token.top[1].token, static_cast<int32_t>(i));
+    EXPECT_EQ(token.top[1].bytes, tokenizer_->token_bytes(static_cast<int32_t>(i)));
+    spelled += token.chosen.bytes;
+  }
+  EXPECT_EQ(spelled.substr(0, tokens.text.size()), tokens.text);
+
+  auto b = attempt("b");
+  std::vector<OutputItem> plain;
+  plain.emplace_back(AttemptTokens{.text = b, .engine_id = 8, .token_ids = ids("hello"), .last = true});
+  EXPECT_TRUE(run(std::move(plain)).tokens.at(0).logprobs.empty()) << "none unless the job asked";
+}
+
 TEST_F(OutputThreadTest, ATailCompletingAStopStringMakesLengthAStopButACancelStaysACancel) {
   // The output ends on half a character: the end releases it as U+FFFD, which completes the stop
   // string "x\uFFFD" only then.

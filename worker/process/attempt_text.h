@@ -20,13 +20,15 @@ struct AttemptText {
   // empty stop string.
   AttemptText(const Tokenizer& tokenizer, const protocol::Assign& assign, uint64_t link);
 
-  // The TOKENS message for the step, if it says anything (ids, text or a draft's counts). Sets
-  // `stopped_by_string` when a stop string ends the output in this step.
+  // The TOKENS message for the step, if it says anything (ids, text or a draft's counts), with
+  // the kept ids' log-probabilities when the step has them. Sets `stopped_by_string` when a stop
+  // string ends the output in this step.
   std::optional<protocol::Tokens> tokens(AttemptTokens& step);
   // Completes the FINAL: this attempt's tokens added to the usage, and `stop` when the text
   // ended the output.
   void complete(protocol::FinalResult& result) const;
 
+  const Tokenizer& tokenizer;  // for the bytes of each token's log-probabilities
   std::string job_id;
   int64_t attempt = 1;
   uint64_t link = 0;

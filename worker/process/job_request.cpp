@@ -134,6 +134,7 @@ JobRequest make_job_request(const protocol::Assign& assign, const Tokenizer& tok
   g.sampling.seed = job.seed;
   g.stop = job.stop;
   g.stop_token_ids = job.stop_token_ids;
+  g.logprobs = job.logprobs ? static_cast<int32_t>(*job.logprobs) : -1;  // the protocol bounds it to 0..20
 
   if (job.structured_output) out.sequence.constraint = output_constraint(*job.structured_output, model);
   out.sequence.spec = engine_spec_mode(job.spec);

@@ -248,7 +248,11 @@ void JobRunner::on_event(const StepEvent& event) {
   step_tokens_ += static_cast<int64_t>(event.token_ids.size());
   step_sequences_.insert(event.id);
   if (!event.token_ids.empty() && !a.first_token_at) a.first_token_at = SteadyClock::now();
-  AttemptTokens step{.text = a.text, .engine_id = event.id, .token_ids = event.token_ids, .last = event.finished};
+  AttemptTokens step{.text = a.text,
+                     .engine_id = event.id,
+                     .token_ids = event.token_ids,
+                     .logprobs = event.logprobs,
+                     .last = event.finished};
   if (event.drafted > 0) {
     step.spec.emplace();
     step.spec->add_draft(event.drafted, event.accepted);

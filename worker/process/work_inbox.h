@@ -26,6 +26,7 @@
 
 #include "shared/protocol/step_speculation.h"
 #include "shared/protocol/worker_messages.h"
+#include "worker/engine/token_logprobs.h"
 
 namespace flashq {
 
@@ -79,6 +80,7 @@ struct AttemptTokens {
   std::shared_ptr<AttemptText> text;  // the attempt's, touched only on the output thread
   uint64_t engine_id = 0;             // its sequence, for StopSequence
   std::vector<int32_t> token_ids;
+  std::vector<TokenLogprobs> logprobs;  // one per id, when the job asked for them
   std::optional<protocol::StepSpeculation> spec;
   bool last = false;  // the sequence ended with this step
 };
