@@ -162,17 +162,15 @@ const nlohmann::ordered_json* find_tool(const nlohmann::ordered_json& tools, con
 constexpr std::string_view kChatCompletionFields[] = {
     "messages", "max_completion_tokens", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
     "add_generation_prompt",
-    "response_format",
+    "response_format", "logprobs", "top_logprobs",
     // Refused unless they ask for nothing.
-    "logprobs", "top_logprobs", "audio", "modalities", "functions", "function_call",
+    "audio", "modalities", "functions", "function_call",
     "prediction", "reasoning_effort", "verbosity", "web_search_options", "moderation", "store", "metadata",
     // Hints and identifiers that change nothing about the generation.
     "service_tier", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options"};
 
 // Fields of OpenAI's request that ask for what flashq does not do, each with why.
 const RefusedField kRefusedChatFields[] = {
-    {"logprobs", false, "log probabilities are not returned yet"},
-    {"top_logprobs", 0, "log probabilities are not returned yet"},
     {"audio", nullptr, "audio output is not supported"},
     {"modalities", nlohmann::ordered_json::array({"text"}), "only text output is supported"},
     {"functions", nullptr, "the deprecated functions; use tools"},
@@ -223,6 +221,18 @@ std::optional<std::string> read_chat_tools(RequestBody& body, const ServedModel&
   return tools.dump();
 }
 
+// logprobs (a boolean) and top_logprobs (0..20, with logprobs true, as OpenAI requires it): the
+// job's logprobs, the number of most likely tokens reported with each output token.
+std::optional<std::int64_t> read_chat_logprobs(RequestBody& body) {
+  const bool wanted = body.boolean("logprobs").value_or(false);
+  const std::optional<std::int64_t> top = body.integer("top_logprobs", 0, protocol::kMaxTopLogprobs);
+  if (top && *top > 0 && !wanted) {
+    throw invalid_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+  }
+  if (!wanted) return std::nullopt;
+  return top.value_or(0);
+}
+
 // chat_template_kwargs: the template's own variables, none of those the request itself gives.
 // `thinking_off` when they turn thinking off (Qwen3's enable_thinking: false).
 std::optional<std::string> read_template_kwargs(RequestBody& body, bool& thinking_off) {
@@ -263,6 +273,7 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
   body.refuse_all(kRefusedChatFields);
 
   protocol::Job job = fields.job;
+  job.logprobs = read_chat_logprobs(body);
   const nlohmann::ordered_json& messages = body.require("messages");
   if (!messages.is_array() || messages.empty()) {
     throw invalid_request("'messages' must be a non-empty array of messages", "messages");

@@ -2,6 +2,9 @@
 #include "gateway/openai/chat_completion_stream.h"
 
 #include <map>
+#include <span>
+
+#include "gateway/openai/logprobs_json.h"
 
 namespace flashq::gateway {
 namespace {
@@ -60,8 +63,15 @@ nlohmann::ordered_json delta_object(const OutputDeltas& deltas) {
   return out;
 }
 
-nlohmann::ordered_json chunk_choice(std::size_t choice, nlohmann::ordered_json delta, const nlohmann::json& finish_reason) {
-  return {{"index", choice}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+nlohmann::ordered_json chunk_choice(std::size_t choice, nlohmann::ordered_json delta, const nlohmann::json& finish_reason,
+                                    nlohmann::ordered_json logprobs = nullptr) {
+  return {{"index", choice}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_reason}};
+}
+
+// A choice's `logprobs`: {content: [...], refusal: null} when the request asked, else null.
+nlohmann::ordered_json choice_logprobs(bool asked, std::span<const protocol::OutputLogprobs> logprobs) {
+  if (!asked) return nullptr;
+  return {{"content", token_logprobs_json(logprobs)}, {"refusal", nullptr}};
 }
 
 nlohmann::ordered_json message_object(const AssistantMessage& message) {
@@ -111,10 +121,14 @@ std::vector<nlohmann::ordered_json> ChatCompletionRenderer::chunk_choices(std::s
   std::vector<nlohmann::ordered_json> out;
   if (step.first) out.push_back(chunk_choice(choice, {{"role", "assistant"}, {"content", ""}}, nullptr));
   nlohmann::ordered_json delta = delta_object(step.deltas);
+  // Each event's tokens' log-probabilities go with what that event settled; text the output
+  // parser still holds comes later, so a chunk may carry them with an empty delta.
+  const bool has_logprobs = !step.logprobs.empty();
+  nlohmann::ordered_json logprobs = choice_logprobs(has_logprobs, step.logprobs);
   if (step.finished) {
-    out.push_back(chunk_choice(choice, std::move(delta), finish_reason(choice)));
-  } else if (!delta.empty()) {
-    out.push_back(chunk_choice(choice, std::move(delta), nullptr));
+    out.push_back(chunk_choice(choice, std::move(delta), finish_reason(choice), std::move(logprobs)));
+  } else if (!delta.empty() || has_logprobs) {
+    out.push_back(chunk_choice(choice, std::move(delta), nullptr, std::move(logprobs)));
   }
   return out;
 }
@@ -122,7 +136,7 @@ std::vector<nlohmann::ordered_json> ChatCompletionRenderer::chunk_choices(std::s
 nlohmann::ordered_json ChatCompletionRenderer::response_choice(std::size_t choice) const {
   return {{"index", choice},
           {"message", message_object(choices().message(choice))},
-          {"logprobs", nullptr},
+          {"logprobs", choice_logprobs(choices().logprobs_asked(), choices().logprobs(choice))},
           {"finish_reason", finish_reason(choice)}};
 }
 

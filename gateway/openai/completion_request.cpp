@@ -65,9 +65,8 @@ constexpr std::string_view kCompletionFields[] = {"prompt", "echo", "best_of", "
 // Fields of OpenAI's request that ask for what flashq does not do, each with why.
 const RefusedField kRefusedCompletionFields[] = {
     {"echo", false, "echoing the prompt is not supported"},
-    {"best_of", 1, "best_of needs log probabilities, which are not returned yet; use n"},
+    {"best_of", 1, "best_of (choosing among completions by log-probability) is not supported; use n"},
     {"suffix", "", "insertion (a suffix after the completion) is not supported"},
-    {"logprobs", nullptr, "log probabilities are not returned yet"},
 };
 
 }  // namespace
@@ -82,6 +81,8 @@ GenerationRequest read_completion_request(const nlohmann::ordered_json& json, co
   const SharedFields fields = read_shared_fields(body, ext);
   body.refuse_all(kRefusedCompletionFields);
   const std::vector<protocol::Prompt> prompts = read_prompts(body.require("prompt"));
+  // logprobs: the most likely tokens reported with each output token (OpenAI allows 5; vLLM 20).
+  const std::optional<std::int64_t> logprobs = body.integer("logprobs", 0, protocol::kMaxTopLogprobs);
   body.refuse_unknown(kSharedGenerationFields, kCompletionFields);
 
   // The raw text is the model's own: no chat template, no output parsing.
@@ -96,6 +97,7 @@ GenerationRequest read_completion_request(const nlohmann::ordered_json& json, co
   }
   for (std::size_t p = 0; p < prompts.size(); ++p) {
     protocol::Job job = fields.job;
+    job.logprobs = logprobs;
     job.prompt = prompts[p];
     job.model = request.model;
     const std::string field = prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(p) + "]";

@@ -66,7 +66,8 @@ nlohmann::ordered_json usage_json(const protocol::Usage& usage) {
 GenerationChoices::GenerationChoices(const GenerationRequest& request, std::vector<std::string> job_ids)
     : job_ids_(std::move(job_ids)),
       prompt_of_choice_(request.prompt_of_choice),
-      first_tool_call_only_(!request.parallel_tool_calls) {
+      first_tool_call_only_(!request.parallel_tool_calls),
+      logprobs_asked_(!request.jobs.empty() && request.jobs.front().logprobs.has_value()) {
   check_invariant(job_ids_.size() == request.jobs.size(), "one job id per choice");
   prompt_of_choice_.resize(job_ids_.size(), 0);
   for (const std::string& job_id : job_ids_) {
@@ -84,6 +85,16 @@ GenerationChoices::GenerationChoices(const GenerationRequest& request, std::vect
   }
 }
 
+void GenerationChoices::take_logprobs(Choice& choice, const protocol::Event& event, Step& step) const {
+  if (!logprobs_asked_ || event.logprobs.empty()) return;
+  step.logprobs = event.logprobs;
+  step.logprobs_text_offset = choice.logprobs_text_bytes;
+  for (const protocol::OutputLogprobs& token : event.logprobs) {
+    choice.logprobs_text_bytes += static_cast<std::int64_t>(token.chosen.bytes.size());
+    choice.logprobs.push_back(token);
+  }
+}
+
 GenerationChoices::Step GenerationChoices::on_event(std::size_t index, const protocol::Event& event) {
   Step step;
   Choice& choice = choices_.at(index);
@@ -91,6 +102,7 @@ GenerationChoices::Step GenerationChoices::on_event(std::size_t index, const pro
   choice.next_seq = event.seq + 1;
   step.first = !choice.started;
   choice.started = true;
+  take_logprobs(choice, event, step);
   // Events carry whole characters (the worker holds back a partial one); should one not, the
   // partial character waits for the next event rather than reach a JSON text cut in two.
   choice.pending_text += event.text;

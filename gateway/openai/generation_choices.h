@@ -54,6 +54,10 @@ class GenerationChoices {
     bool first = false;               // the choice's first event
     bool finished = false;            // the event carried the choice's final result
     std::optional<ApiError> failure;  // the final result is not a completion
+    // The event's tokens' log-probabilities, when the request asked for them, and the bytes of
+    // the choice's tokens before them (completions' text_offset).
+    std::vector<protocol::OutputLogprobs> logprobs;
+    std::int64_t logprobs_text_offset = 0;
   };
   // Events come in seq order per choice; one whose seq was already taken (a replay overlapping
   // what arrived) settles nothing, nor does any event after the request failed or the choice
@@ -70,6 +74,9 @@ class GenerationChoices {
   const std::optional<ApiError>& failure() const { return failure_; }
 
   const AssistantMessage& message(std::size_t choice) const { return choices_.at(choice).message; }
+  // Whether the jobs carry log-probabilities (the request's logprobs), and a choice's so far.
+  bool logprobs_asked() const { return logprobs_asked_; }
+  const std::vector<protocol::OutputLogprobs>& logprobs(std::size_t choice) const { return choices_.at(choice).logprobs; }
   // The final result of a finished choice.
   const protocol::FinalResult& final_result(std::size_t choice) const;
   // Counted as OpenAI counts n choices: each prompt once, the completions summed.
@@ -83,11 +90,16 @@ class GenerationChoices {
     std::int64_t next_seq = 0;
     bool started = false;
     std::optional<protocol::FinalResult> final_result;
+    std::vector<protocol::OutputLogprobs> logprobs;
+    std::int64_t logprobs_text_bytes = 0;  // the bytes of the tokens in `logprobs`
   };
+
+  void take_logprobs(Choice& choice, const protocol::Event& event, Step& step) const;
 
   std::vector<std::string> job_ids_;
   std::vector<std::size_t> prompt_of_choice_;
   bool first_tool_call_only_ = false;
+  bool logprobs_asked_ = false;
   std::vector<Choice> choices_;
   std::optional<ApiError> failure_;
 };

@@ -1,6 +1,7 @@
 // Job events rendered as the Responses API's stream events and response object.
 #include "gateway/openai/responses_renderer.h"
 
+#include "gateway/openai/logprobs_json.h"
 #include "shared/error.h"
 
 namespace flashq::gateway {
@@ -74,6 +75,7 @@ std::vector<StreamedEvent> ResponsesRenderer::on_event(const protocol::Event& ev
     status_ = "in_progress";
     emit_lifecycle(out, "response.in_progress");
   }
+  pending_logprobs_.insert(pending_logprobs_.end(), event.logprobs.begin(), event.logprobs.end());
   if (!event.text.empty()) apply(out, parser_->feed(event.text));
   if (event.final_result) finish(out, *event.final_result);
   return out;
@@ -99,8 +101,8 @@ StreamedEvent ResponsesRenderer::error_event(std::string_view code, std::string_
 
 ResponsesJson ResponsesRenderer::part_json(const Item& item) const {
   if (item.kind == ItemKind::kReasoning) return {{"type", "reasoning_text"}, {"text", item.text}};
-  return {{"type", "output_text"}, {"annotations", ResponsesJson::array()}, {"logprobs", ResponsesJson::array()},
-          {"text", item.text}};
+  return {{"type", "output_text"}, {"annotations", ResponsesJson::array()},
+          {"logprobs", token_logprobs_json(item.logprobs)}, {"text", item.text}};
 }
 
 ResponsesJson ResponsesRenderer::item_json(const Item& item, bool as_added) const {
@@ -158,7 +160,7 @@ void ResponsesRenderer::close_item(Events& out, const std::string& status) {
       break;
     case ItemKind::kMessage:
       emit(out, "response.output_text.done",
-           with({{"content_index", 0}, {"text", item.text}, {"logprobs", ResponsesJson::array()}}));
+           with({{"content_index", 0}, {"text", item.text}, {"logprobs", token_logprobs_json(item.logprobs)}}));
       emit(out, "response.content_part.done", with({{"content_index", 0}, {"part", part_json(item)}}));
       break;
     case ItemKind::kFunctionCall:
@@ -191,11 +193,16 @@ void ResponsesRenderer::apply(Events& out, const OutputDeltas& deltas) {
         }
         item.text += delta.text;
         ResponsesJson fields = {{"item_id", item.id}, {"output_index", index}, {"content_index", 0}, {"delta", delta.text}};
-        if (!reasoning) fields["logprobs"] = ResponsesJson::array();
+        if (!reasoning) {
+          fields["logprobs"] = token_logprobs_json(pending_logprobs_);
+          item.logprobs.insert(item.logprobs.end(), pending_logprobs_.begin(), pending_logprobs_.end());
+        }
+        pending_logprobs_.clear();
         emit(out, reasoning ? "response.reasoning_text.delta" : "response.output_text.delta", std::move(fields));
         break;
       }
       case DeltaKind::kToolCallStart: {
+        pending_logprobs_.clear();
         Item& item = open_item(out, ItemKind::kFunctionCall);
         item.call_id = delta.id;
         item.name = delta.name;
@@ -207,6 +214,7 @@ void ResponsesRenderer::apply(Events& out, const OutputDeltas& deltas) {
                         "tool call arguments follow their start");
         Item& item = items_[static_cast<std::size_t>(open_)];
         item.text += delta.text;
+        pending_logprobs_.clear();
         emit(out, "response.function_call_arguments.delta",
              {{"item_id", item.id}, {"output_index", open_}, {"delta", delta.text}});
         break;
@@ -284,7 +292,7 @@ ResponsesJson ResponsesRenderer::response_object() const {
     response[key] = settings_.echo.at(key);
   }
   response["usage"] = usage_;
-  for (const char* key : {"user", "safety_identifier"}) {
+  for (const char* key : {"top_logprobs", "user", "safety_identifier"}) {
     if (settings_.echo.contains(key)) response[key] = settings_.echo.at(key);
   }
   response["metadata"] = settings_.echo.at("metadata");

@@ -93,6 +93,7 @@ class ResponsesRenderer {
     std::string call_id;
     std::string name;
     std::string status = "in_progress";
+    std::vector<protocol::OutputLogprobs> logprobs;  // a message's, when the job carries them
   };
 
   using Events = std::vector<StreamedEvent>;
@@ -110,6 +111,9 @@ class ResponsesRenderer {
   std::int64_t created_at_;
   std::unique_ptr<OutputParser> parser_;
   AssistantMessage message_;  // every delta folded: judged against tool_choice at the end
+  // Log-probabilities of the tokens since the last delta: the next output_text delta carries
+  // them; a reasoning or tool-call delta drops them (those tokens were its own).
+  std::vector<protocol::OutputLogprobs> pending_logprobs_;
   std::vector<Item> items_;
   int open_ = -1;  // index of the open item, -1 when none
   std::string status_;

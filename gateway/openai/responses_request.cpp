@@ -14,6 +14,7 @@
 #include "shared/protocol/chat_fields.h"
 #include "shared/protocol/field_reader.h"
 #include "shared/protocol/json_value.h"
+#include "shared/protocol/limits.h"
 
 namespace flashq::gateway {
 
@@ -198,17 +199,32 @@ ResponsesJson read_text_config(RequestBody& body, std::optional<std::string>& st
   return {{"format", std::move(echo_format)}, {"verbosity", "medium"}};
 }
 
-void read_include(RequestBody& body) {
+// include: returns whether it asks for the output text's log-probabilities.
+bool read_include(RequestBody& body) {
   const ResponsesJson* include = body.array("include");
-  if (!include) return;
+  if (!include) return false;
+  bool logprobs = false;
   for (std::size_t i = 0; i < include->size(); ++i) {
     const std::string& what = string_value((*include)[i], element_path("include", i), kDialect);
     // Reasoning is always returned in the clear (reasoning_text), so asking for it sealed asks
     // for nothing more; every other inclusion names output flashq does not produce.
-    if (what != "reasoning.encrypted_content") {
+    if (what == "message.output_text.logprobs") {
+      logprobs = true;
+    } else if (what != "reasoning.encrypted_content") {
       throw unsupported_parameter("include", "'" + what + "' is not produced");
     }
   }
+  return logprobs;
+}
+
+// include "message.output_text.logprobs" and top_logprobs (0..20): the job's logprobs. Either
+// asks for them (a top_logprobs above 0 alone too, as vLLM reads it); echoed as top_logprobs.
+std::optional<std::int64_t> read_logprobs(RequestBody& body, ResponsesJson& echo) {
+  const bool included = read_include(body);
+  const std::optional<std::int64_t> top = body.integer("top_logprobs", 0, protocol::kMaxTopLogprobs);
+  if (!included && top.value_or(0) == 0) return std::nullopt;
+  echo["top_logprobs"] = top.value_or(0);
+  return top.value_or(0);
 }
 
 double read_range(RequestBody& body, const char* key, double low, double high, double fallback) {
@@ -286,9 +302,6 @@ const ModelDirectory::value_type& read_model(RequestBody& body, const ModelDirec
 // The fields served only in their neutral value, and the hints accepted as they are.
 void refuse_unserved_fields(RequestBody& body) {
   body.refuse_all(kRefusedFields);
-  if (const std::optional<std::int64_t> logprobs = body.integer("top_logprobs"); logprobs && *logprobs != 0) {
-    throw unsupported_parameter("top_logprobs", "log probabilities are not returned");
-  }
   if (const std::optional<std::string> tier = body.string("service_tier")) {
     if (*tier != "auto" && *tier != "default") throw unsupported_parameter("service_tier", "use the job's priority instead");
   }
@@ -296,7 +309,6 @@ void refuse_unserved_fields(RequestBody& body) {
   if (const std::optional<std::string> truncation = body.string("truncation"); truncation && *truncation != "disabled") {
     throw unsupported_parameter("truncation", "an input longer than the context is refused, not cut");
   }
-  read_include(body);
 }
 
 // stream, background, store and stream_options: how the endpoint answers.
@@ -399,6 +411,7 @@ ResponsesRequest read_responses_request(const ResponsesJson& json, const ModelDi
   ResponsesJson template_tools;
   read_tool_fields(body, model, echo, template_tools);
   const Sampling sampling = read_sampling(body, model, echo);
+  const std::optional<std::int64_t> logprobs = read_logprobs(body, echo);
   echo["metadata"] = read_metadata(body);
   echo["reasoning"] = read_reasoning(body, template_kwargs);
   std::optional<std::string> structured_output;
@@ -425,6 +438,7 @@ ResponsesRequest read_responses_request(const ResponsesJson& json, const ModelDi
   if (!template_tools.empty()) job.tools = dump(template_tools);
   if (!template_kwargs.empty()) job.chat_template_kwargs = dump(template_kwargs);
   job.structured_output = std::move(structured_output);
+  job.logprobs = logprobs;
   job.metadata = encode_settings(request);
   // What the job map refuses (a tool name over its bound, say) is this request's 400, not the
   // broker's refusal of the job.

@@ -314,14 +314,38 @@ TEST(ChatCompletionRequest, VllmsGuidedFieldsAreStructuredOutputs) {
   }
 }
 
+TEST(ChatCompletionRequest, LogprobsAskEachJobForThatManyCandidates) {
+  const auto logprobs_of = [](const char* fields) {
+    const std::string text = std::string(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], "n": 2)") +
+                             fields + "}";
+    const GenerationRequest request = read_chat_completion_request(body(text), test_models(), {});
+    EXPECT_EQ(request.jobs.at(0).logprobs, request.jobs.at(1).logprobs) << "every choice alike";
+    return request.jobs.at(0).logprobs;
+  };
+  EXPECT_EQ(logprobs_of(R"(, "logprobs": true, "top_logprobs": 20)"), 20);
+  EXPECT_EQ(logprobs_of(R"(, "logprobs": true)"), 0);
+  EXPECT_EQ(logprobs_of(""), std::nullopt);
+  EXPECT_EQ(logprobs_of(R"(, "logprobs": false, "top_logprobs": 0)"), std::nullopt);
+  EXPECT_EQ(logprobs_of(R"(, "logprobs": null, "top_logprobs": null)"), std::nullopt);
+  for (const char* bad : {R"("logprobs": true, "top_logprobs": 21)", R"("logprobs": true, "top_logprobs": -1)",
+                          R"("top_logprobs": 3)", R"("logprobs": false, "top_logprobs": 1)"}) {
+    const ApiError e = chat_error(body(std::string(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], )") +
+                                       bad + "}"));
+    EXPECT_EQ(e.status(), 400) << bad;
+    EXPECT_EQ(e.code(), "invalid_value") << bad << ": " << e.what();
+    EXPECT_EQ(e.param(), "top_logprobs") << bad;
+  }
+  EXPECT_EQ(chat_error(body(R"({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], "logprobs": 1})"))
+                .param(),
+            "logprobs");
+}
+
 TEST(ChatCompletionRequest, UnsupportedFieldsAreRefusedByName) {
   struct Case {
     const char* field;
     const char* value;
   };
   for (const Case& c : std::vector<Case>{
-           {"logprobs", "true"},
-           {"top_logprobs", "3"},
            {"presence_penalty", "0.5"},
            {"frequency_penalty", "-1"},
            {"logit_bias", R"({"50256": -100})"},

@@ -129,6 +129,34 @@ TEST(ChatCompletionStream, AWholeResponseHasOpenAIsShape) {
       "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})"));
 }
 
+TEST(ChatCompletionStream, LogprobsOfEachEventAndTokensThatAreNotWholeCharacters) {
+  // "é" is two bytes; a tokenizer may split it between two tokens, each not UTF-8 alone.
+  std::vector<protocol::Event> events = job_events({"caf", "\xc3\xa9"});
+  events[0].token_ids = {5};
+  events[0].logprobs = {{{5, -0.25, "caf"}, {{5, -0.25, "caf"}, {6, -2.0, "cat"}}}};
+  events[1].token_ids = {7, 8};
+  events[1].logprobs = {{{7, -1.0, "\xc3"}, {{7, -1.0, "\xc3"}, {9, -1.5, "s"}}}, {{8, 0.0, "\xa9"}, {{8, 0.0, "\xa9"}, {1, -30.0, "x"}}}};
+  ChatCompletionRenderer whole(chat_request("plain", false, R"(, "logprobs": true, "top_logprobs": 2)"), {"job-1"}, kCreated);
+  for (const protocol::Event& e : events) whole.on_event(0, e);
+  const json content = json::parse(whole.response())["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 3u);
+  EXPECT_EQ(content[0], json::parse(R"({"token": "caf", "logprob": -0.25, "bytes": [99, 97, 102], "top_logprobs": [
+      {"token": "caf", "logprob": -0.25, "bytes": [99, 97, 102]}, {"token": "cat", "logprob": -2.0, "bytes": [99, 97, 116]}]})"));
+  EXPECT_EQ(content[1]["token"], "bytes:\\xc3");
+  EXPECT_EQ(content[1]["bytes"], json::parse("[195]"));
+  EXPECT_EQ(content[2]["token"], "bytes:\\xa9");
+
+  ChatCompletionRenderer streamed(chat_request("plain", true, R"(, "logprobs": true, "top_logprobs": 2)"), {"job-1"}, kCreated);
+  json pieces = json::array();
+  for (const std::string& chunk : stream_chunks(streamed, {events})) {
+    const json choice = json::parse(chunk)["choices"][0];
+    if (choice["logprobs"].is_null()) continue;
+    for (const json& entry : choice["logprobs"]["content"]) pieces.push_back(entry);
+    EXPECT_TRUE(choice["logprobs"]["refusal"].is_null());
+  }
+  EXPECT_EQ(pieces, content);
+}
+
 TEST(ChatCompletionStream, Qwen3ReasoningGoesToReasoningInEverySplit) {
   const std::string text = "<think>\nThe user greets me.\n</think>\n\nHello! How can I help?";
   const json response = whole_response("qwen3", "", {text});

@@ -87,6 +87,16 @@ TEST(CompletionRequest, TokenPromptsAreJudgedAgainstTheContext) {
             9000);
 }
 
+TEST(CompletionRequest, LogprobsAskEveryChoiceForThatManyCandidates) {
+  const GenerationRequest asked = read_completion_request(
+      body(R"({"model": "llama", "prompt": ["a", "b"], "logprobs": 5})"), test_models(), {});
+  ASSERT_EQ(asked.jobs.size(), 2u);
+  for (const protocol::Job& job : asked.jobs) EXPECT_EQ(job.logprobs, 5);
+  const GenerationRequest plain = read_completion_request(
+      body(R"({"model": "llama", "prompt": "a", "logprobs": null})"), test_models(), {});
+  EXPECT_EQ(plain.jobs.at(0).logprobs, std::nullopt);
+}
+
 TEST(CompletionRequest, Refusals) {
   struct Case {
     const char* field;
@@ -96,7 +106,9 @@ TEST(CompletionRequest, Refusals) {
   for (const Case& c : std::vector<Case>{{"echo", "true", "unsupported_parameter"},
                                          {"best_of", "2", "unsupported_parameter"},
                                          {"suffix", R"("end")", "unsupported_parameter"},
-                                         {"logprobs", "0", "unsupported_parameter"},
+                                         {"logprobs", "21", "invalid_value"},
+                                         {"logprobs", "-1", "invalid_value"},
+                                         {"logprobs", "true", "invalid_type"},
                                          {"logit_bias", R"({"1": 5})", "unsupported_parameter"},
                                          {"presence_penalty", "1", "unsupported_parameter"},
                                          {"messages", "[]", "unrecognized_request_argument"},

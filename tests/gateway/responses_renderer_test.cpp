@@ -93,6 +93,37 @@ TEST(ResponsesRenderer, ReasoningThenAnswerAreTwoItems) {
                    "response.content_part.done", "response.output_item.done", "response.completed"}));
 }
 
+TEST(ResponsesRenderer, LogprobsGoWithTheAnswersTextNotTheReasoning) {
+  const std::string body = R"({"model": "qwen3", "input": "17*3?", "include": ["message.output_text.logprobs"]})";
+  std::vector<protocol::Event> events = job_events(kId, {"<think>\n51", "\n</think>\n\n", "5", "1"}, final_of(FinishReason::kStop));
+  const auto logprob = [](int token, const std::string& bytes) { return protocol::OutputLogprobs{{token, -0.5, bytes}, {}}; };
+  events[0].token_ids = {1, 2};
+  events[0].logprobs = {logprob(1, "<think>\n"), logprob(2, "51")};
+  events[1].token_ids = {3};
+  events[1].logprobs = {logprob(3, "\n</think>\n\n")};
+  events[2].token_ids = {4};
+  events[2].logprobs = {logprob(4, "5")};
+  events[3].token_ids = {5};
+  events[3].logprobs = {logprob(5, "1")};
+  const Rendered r = render(settings_for(body), kId, kCreatedAt, events);
+  fold_stream(r.events);
+  std::vector<std::string> delta_tokens;
+  for (const StreamedEvent& event : r.events) {
+    if (event.type != "response.output_text.delta") continue;
+    const ResponsesJson delta = ResponsesJson::parse(event.json_text);
+    for (const ResponsesJson& entry : delta.at("logprobs")) {
+      delta_tokens.push_back(entry.at("token"));
+    }
+  }
+  // The closing tag's token came in an event that settled no text (the parser held it): it goes
+  // with the answer's first delta; the reasoning's tokens go nowhere.
+  EXPECT_EQ(delta_tokens, (std::vector<std::string>{"\n</think>\n\n", "5", "1"}));
+  const ResponsesJson part = r.object.at("output").at(1).at("content").at(0);
+  ASSERT_EQ(part.at("logprobs").size(), 3u);
+  EXPECT_EQ(part.at("logprobs")[1].dump(), R"({"token":"5","logprob":-0.5,"bytes":[53],"top_logprobs":[]})");
+  EXPECT_EQ(r.object.at("top_logprobs"), 0);
+}
+
 TEST(ResponsesRenderer, OutputStartsInReasoningWhenTheTemplateOpenedIt) {
   const ResponsesJson output =
       output_for_every_cut(R"({"model": "qwen3-thinking", "input": "Hi"})", "The user greets me.\n</think>\n\nHello!");

@@ -156,6 +156,18 @@ TEST(ResponsesRequest, SamplingMetadataReasoningAndFlags) {
   EXPECT_TRUE(own.settings.starts_in_reasoning);
 }
 
+TEST(ResponsesRequest, LogprobsAreAskedByIncludeOrTopLogprobsAndEchoed) {
+  const ResponsesRequest included =
+      read(R"({"model": "qwen3", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 4})");
+  EXPECT_EQ(included.job.logprobs, 4);
+  EXPECT_EQ(included.settings.echo.at("top_logprobs"), 4);
+  EXPECT_EQ(read(R"({"model": "qwen3", "input": "x", "include": ["message.output_text.logprobs"]})").job.logprobs, 0);
+  EXPECT_EQ(read(R"({"model": "qwen3", "input": "x", "top_logprobs": 2})").job.logprobs, 2);
+  const ResponsesRequest none = read(R"({"model": "qwen3", "input": "x", "top_logprobs": 0})");
+  EXPECT_EQ(none.job.logprobs, std::nullopt);
+  EXPECT_FALSE(none.settings.echo.contains("top_logprobs"));
+}
+
 struct Refusal {
   const char* body;
   int status;
@@ -224,8 +236,8 @@ TEST(ResponsesRequest, EveryRefusalNamesItsField) {
       {R"({"model": "qwen3", "input": "x", "reasoning": {"effort": "extreme"}})", 400, "invalid_value", "reasoning.effort"},
       {R"({"model": "qwen3", "input": "x", "reasoning": {"summary": "detailed"}})", 400, "unsupported_parameter", "reasoning.summary"},
       {R"({"model": "qwen3", "input": "x", "truncation": "auto"})", 400, "unsupported_parameter", "truncation"},
-      {R"({"model": "qwen3", "input": "x", "include": ["message.output_text.logprobs"]})", 400, "unsupported_parameter", "include"},
-      {R"({"model": "qwen3", "input": "x", "top_logprobs": 5})", 400, "unsupported_parameter", "top_logprobs"},
+      {R"({"model": "qwen3", "input": "x", "include": ["file_search_call.results"]})", 400, "unsupported_parameter", "include"},
+      {R"({"model": "qwen3", "input": "x", "top_logprobs": 21})", 400, "invalid_value", "top_logprobs"},
       {R"({"model": "qwen3", "input": "x", "service_tier": "flex"})", 400, "unsupported_parameter", "service_tier"},
       {R"({"model": "qwen3", "input": "x", "max_tool_calls": 2})", 400, "unsupported_parameter", "max_tool_calls"},
       {R"({"model": "qwen3", "input": "x", "chat_template_kwargs": {"messages": []}})", 400, "invalid_value", "chat_template_kwargs"},

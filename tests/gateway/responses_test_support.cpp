@@ -115,8 +115,16 @@ ResponsesJson fold_stream(const std::vector<StreamedEvent>& events) {
       EXPECT_EQ(part.at("type"), e.type == "response.output_text.delta" ? "output_text" : "reasoning_text");
       EXPECT_FALSE(json.at("delta").get<std::string>().empty());
       part["text"] = part.at("text").get<std::string>() + json.at("delta").get<std::string>();
+      // Each output_text delta carries its tokens' log-probabilities (none unless asked).
+      if (json.contains("logprobs")) {
+        for (const ResponsesJson& entry : json.at("logprobs")) part.at("logprobs").push_back(entry);
+      }
     } else if (e.type == "response.output_text.done" || e.type == "response.reasoning_text.done") {
-      EXPECT_EQ(item.at("content").at(json.at("content_index").get<std::size_t>()).at("text"), json.at("text"));
+      const ResponsesJson& part = item.at("content").at(json.at("content_index").get<std::size_t>());
+      EXPECT_EQ(part.at("text"), json.at("text"));
+      if (json.contains("logprobs")) {
+        EXPECT_EQ(part.at("logprobs"), json.at("logprobs"));
+      }
     } else if (e.type == "response.content_part.done") {
       EXPECT_EQ(item.at("content").at(json.at("content_index").get<std::size_t>()), json.at("part"));
     } else if (e.type == "response.function_call_arguments.delta") {

@@ -116,8 +116,8 @@ test('errors are OpenAI error objects with the status a client expects', async (
     (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
   await assert.rejects(openai.chat.completions.create({ ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { not: {} } } } }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' && e.code === 'invalid_value');
-  await assert.rejects(openai.chat.completions.create({ ...chat, logprobs: true }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === 'logprobs');
+  await assert.rejects(openai.chat.completions.create({ ...chat, logprobs: true, top_logprobs: 21 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'top_logprobs');
   await assert.rejects(openai.chat.completions.create({ ...chat, temperature: -1 }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
   await assert.rejects(openai.chat.completions.create({ ...chat, messages: [] }), (e) => e instanceof OpenAI.BadRequestError);
