@@ -17,12 +17,14 @@ from .curve import CurveKeys
 from .errors import (BadCheckpoint, BadConfig, BadDeadline, BadTokenizer, BrokerError, FlashqError, InternalError,
                      InvalidArgument, IoError, NotFound, Overloaded, ProtocolError, Rejected, ReplayUnavailable,
                      ShuttingDown, Timeout, Unavailable, UnknownModel, Unsupported)
-from .events import Final, FinalEvent, JobStatus, ModelInfo, Result, SpecStats, Timings, TokenEvent, Usage
+from .events import (Final, FinalEvent, JobStatus, ModelInfo, Result, SpecStats, Timings, TokenEvent, TokenLogprob,
+                     TokenLogprobs, Usage)
 
 __all__ = [
     "AsyncClient", "AsyncEventStream", "Client", "EventStream", "CurveKeys",
     "FlashqError", "Timeout", "BrokerError", "ProtocolError", "InvalidArgument", "NotFound", "Unsupported",
     "InternalError", "BadConfig", "BadCheckpoint", "BadTokenizer", "IoError", "ReplayUnavailable",
     "Rejected", "Overloaded", "ShuttingDown", "BadDeadline", "Unavailable", "UnknownModel",
-    "Final", "FinalEvent", "JobStatus", "ModelInfo", "Result", "SpecStats", "Timings", "TokenEvent", "Usage",
+    "Final", "FinalEvent", "JobStatus", "ModelInfo", "Result", "SpecStats", "Timings", "TokenEvent", "TokenLogprob",
+    "TokenLogprobs", "Usage",
 ]

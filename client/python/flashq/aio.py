@@ -194,6 +194,7 @@ class AsyncClient:
                 on_event(event)
             texts.append(event.text)
             result.token_ids.extend(event.token_ids)
+            result.logprobs.extend(event.logprobs)
             if isinstance(event, FinalEvent):
                 result.final = event.final
         result.text = "".join(texts)

@@ -236,6 +236,7 @@ class Client:
                 on_event(event)
             texts.append(event.text)
             result.token_ids.extend(event.token_ids)
+            result.logprobs.extend(event.logprobs)
             if isinstance(event, FinalEvent):
                 result.final = event.final
         result.text = "".join(texts)

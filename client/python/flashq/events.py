@@ -44,6 +44,26 @@ class Final:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """A token and its log-probability; `bytes` are the token's own (maybe part of a character)."""
+
+    token: int
+    logprob: float
+    bytes: bytes
+
+
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """An output token's log-probability and the most likely tokens of its row, most likely
+    first (the job's `logprobs` of them), from the target's raw distribution."""
+
+    token: int
+    logprob: float
+    bytes: bytes
+    top: List[TokenLogprob]
+
+
+@dataclass(frozen=True)
 class TokenEvent:
     """One step of a job's output: the text that became final and its token ids, numbered `seq`
     0, 1, 2, ... without gaps over the whole job."""
@@ -52,6 +72,7 @@ class TokenEvent:
     seq: int
     token_ids: List[int]
     text: str
+    logprobs: List[TokenLogprobs] = field(default_factory=list)  # one per token id, when the job asked
 
     @property
     def final(self) -> Optional[Final]:
@@ -112,6 +133,7 @@ class Result:
     job_id: str
     text: str = ""
     token_ids: List[int] = field(default_factory=list)
+    logprobs: List[TokenLogprobs] = field(default_factory=list)
     final: Optional[Final] = None
     incomplete: bool = False
 

@@ -28,6 +28,7 @@ MAX_MAX_TOKENS = 1_000_000
 MAX_BLOCK_SIZE = 1024
 MAX_DEADLINE_MS = 0xFFFFFFFF
 MAX_TOKEN_ID = 0x7FFFFFFF
+MAX_TOP_LOGPROBS = 20
 SPEC_MODES = ("auto", "off", "dflash")
 _RESERVED_TEMPLATE_OPTIONS = ("messages", "tools", "add_generation_prompt")
 
@@ -145,10 +146,12 @@ def build_job(*, prompt: Optional[str] = None, prompt_tokens: Optional[Sequence[
               max_tokens: int = 256, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
               stop: Iterable[str] = (), stop_token_ids: Iterable[int] = (), priority: int = 0, deadline_ms: int = 0,
               spec: str = "auto", block_size: int = 0, model: Optional[str] = None, id: Optional[str] = None,
-              session: Optional[str] = None, metadata: Any = None, extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+              session: Optional[str] = None, metadata: Any = None, logprobs: Optional[int] = None,
+              extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The job map for SUBMIT, every field written (defaults included, as the spec asks of
     encoders). `session` names the conversation the job continues, so that the broker sends it to
-    the worker whose caches hold its earlier turns. `extra` carries optional keys newer than this
+    the worker whose caches hold its earlier turns. `logprobs` (0..20) asks for each output
+    token's log-probability and that many most likely tokens with it (TokenEvent.logprobs). `extra` carries optional keys newer than this
     client, unchecked."""
     given = [name for name, value in (("prompt", prompt), ("prompt_tokens", prompt_tokens), ("messages", messages))
              if value is not None]
@@ -239,9 +242,11 @@ def build_job(*, prompt: Optional[str] = None, prompt_tokens: Optional[Sequence[
         job["session"] = _str("session", session, 1, MAX_SESSION_BYTES)
     if metadata is not None:
         job["metadata"] = metadata
+    if logprobs is not None:
+        job["logprobs"] = _int("logprobs", logprobs, 0, MAX_TOP_LOGPROBS)
     if extra:
         for key, value in extra.items():
-            if key in job or key in ("prompt", "prompt_tokens", "messages", "id", "model", "session", "metadata", "tools",
+            if key in job or key in ("prompt", "prompt_tokens", "messages", "id", "model", "session", "metadata", "logprobs", "tools",
                                      "chat_template_kwargs", "add_generation_prompt"):
                 raise ValueError(f"extra may not set {key!r}: it has its own argument")
             job[key] = value

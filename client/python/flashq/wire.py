@@ -6,12 +6,14 @@ type, one msgpack map, field types); anything else is a ProtocolError, never a K
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional, Sequence
 
 import msgpack
 
 from .errors import ProtocolError
-from .events import Final, JobStatus, ModelInfo, SpecStats, Timings, TokenEvent, FinalEvent, Usage
+from .events import (Final, FinalEvent, JobStatus, ModelInfo, SpecStats, Timings, TokenEvent, TokenLogprob,
+                     TokenLogprobs, Usage)
 
 TAG = b"FQ1"
 MAX_BODY_BYTES = 16 << 20
@@ -145,6 +147,34 @@ def read_final(f: Fields) -> Final:
     )
 
 
+def read_logprob(f: Fields) -> TokenLogprob:
+    logprob = f.body.get("logprob")
+    if isinstance(logprob, bool) or not isinstance(logprob, (int, float)) or not math.isfinite(logprob) \
+            or logprob > 1e-3:  # a rounding step above 0 is kept as 0
+        f._fail("logprob", f"must be a finite number <= 0, got {logprob!r}")
+    return TokenLogprob(token=f.get("token", int), logprob=min(float(logprob), 0.0), bytes=f.get("bytes", bytes))
+
+
+def read_logprobs(f: Fields, token_count: int) -> List[TokenLogprobs]:
+    """EVENT `logprobs` (docs/protocol.md, "Log-probabilities"): absent, or one per token id."""
+    entries = f.get("logprobs", list, required=False, default=[])
+    if entries and len(entries) != token_count:
+        raise ProtocolError(f"EVENT field logprobs: {len(entries)} entries for {token_count} token ids")
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ProtocolError(f"EVENT field logprobs[{i}]: must be a map")
+        token = Fields(entry, f"EVENT.logprobs[{i}]")
+        chosen = read_logprob(token)
+        top = token.get("top", list)
+        for j, candidate in enumerate(top):
+            if not isinstance(candidate, dict):
+                raise ProtocolError(f"EVENT field logprobs[{i}].top[{j}]: must be a map")
+        out.append(TokenLogprobs(token=chosen.token, logprob=chosen.logprob, bytes=chosen.bytes,
+                                 top=[read_logprob(Fields(c, f"EVENT.logprobs[{i}].top[{j}]")) for j, c in enumerate(top)]))
+    return out
+
+
 def read_event(body: Dict[str, Any]):
     """A TokenEvent, or a FinalEvent when the body carries `final`."""
     f = Fields(body, "EVENT")
@@ -152,10 +182,12 @@ def read_event(body: Dict[str, Any]):
     seq = f.get("seq", int)
     token_ids = f.token_ids("token_ids")
     text = f.get("text", str)
+    logprobs = read_logprobs(f, len(token_ids))
     final = f.sub("final", required=False)
     if final is None:
-        return TokenEvent(job_id=job_id, seq=seq, token_ids=token_ids, text=text)
-    return FinalEvent(job_id=job_id, seq=seq, token_ids=token_ids, text=text, final=read_final(final))
+        return TokenEvent(job_id=job_id, seq=seq, token_ids=token_ids, text=text, logprobs=logprobs)
+    return FinalEvent(job_id=job_id, seq=seq, token_ids=token_ids, text=text, logprobs=logprobs,
+                      final=read_final(final))
 
 
 def read_status(body: Dict[str, Any]) -> JobStatus:

@@ -9,9 +9,11 @@ import pathlib
 import subprocess
 import time
 
+import pytest
 from conftest import TARGET, bin_path, flashq_generate
 
 import flashq
+from flashq.job import build_job
 
 PROMPT = "def parse_header(line):"
 
@@ -26,6 +28,24 @@ def test_generate_greedy_equals_flashq_generate(up):
     assert result.usage == flashq.Usage(prompt_tokens=plain["stats"]["prompt_tokens"], completion_tokens=24)
     assert result.final.spec_stats.draft_steps >= 1, "the job ran without its drafter"
     assert not result.incomplete
+
+
+def test_logprobs_come_with_each_token_the_same_with_and_without_speculation(up):
+    with up.client() as client:
+        dflash = client.generate(PROMPT, max_tokens=16, spec="dflash", logprobs=3)
+        off = client.generate(PROMPT, max_tokens=16, spec="off", logprobs=3)
+        plain = client.generate(PROMPT, max_tokens=16, spec="off")
+    assert dflash.token_ids == off.token_ids == plain.token_ids
+    assert len(dflash.logprobs) == len(dflash.token_ids) == 16
+    assert dflash.logprobs == off.logprobs, "the verifier's rows are plain decoding's"
+    assert plain.logprobs == [], "none unless asked"
+    for token_id, entry in zip(dflash.token_ids, dflash.logprobs):
+        assert entry.token == token_id and entry.logprob <= 0 and isinstance(entry.bytes, bytes)
+        assert len(entry.top) == 3 and entry.top[0].token == token_id, "greedy takes the most likely token"
+        assert entry.top[0].logprob >= entry.top[1].logprob >= entry.top[2].logprob
+    assert b"".join(e.bytes for e in dflash.logprobs).decode() == dflash.text
+    with pytest.raises(ValueError, match="logprobs"):
+        build_job(prompt="x", logprobs=21)
 
 
 def test_chat_job_with_messages_equals_flashq_generate_chat(up):
