@@ -154,5 +154,23 @@ TEST_F(ToolCallDecodingTest, LazyConstraintRollsBackAcrossTheTrigger) {
   EXPECT_FALSE(constraint.can_end()) << "the same call opens again after the rollback";
 }
 
+// Harmony's grammars spell special tokens: a table with kAsText gives them their text (so the
+// grammar can choose them); the default table never allows them.
+TEST_F(ToolCallDecodingTest, SpecialTokensAsTextCarryTheirText) {
+  const std::optional<int32_t> im_start = pair_.tokenizer->token_to_id("<|im_start|>");
+  ASSERT_TRUE(im_start && pair_.tokenizer->is_special(*im_start));
+  EXPECT_EQ(table_->bytes(*im_start), "");
+  const grammar::TokenTable as_text(*pair_.tokenizer, pair_.target.model->config().eos_token_ids,
+                                    static_cast<int32_t>(pair_.target.model->config().vocab_size),
+                                    grammar::SpecialTokens::kAsText);
+  EXPECT_EQ(as_text.bytes(*im_start), "<|im_start|>");
+  auto grammar = grammar::compile_grammar({.format = grammar::GrammarFormat::kGbnf, .text = "root ::= \"<|im_start|>\""},
+                                          std::make_shared<const grammar::TokenTable>(as_text));
+  grammar::GrammarConstraint constraint(grammar);
+  std::vector<uint32_t> mask(as_text.mask_words());
+  constraint.fill_allowed(mask);
+  EXPECT_TRUE((mask[*im_start / 32] >> (*im_start % 32)) & 1) << "the special token spells the literal";
+}
+
 }  // namespace
 }  // namespace flashq::testing

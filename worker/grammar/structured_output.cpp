@@ -18,7 +18,7 @@ const nlohmann::json& field(const nlohmann::json& spec, const char* key, nlohman
   return *it;
 }
 
-// The string field `key`, which must be one of `names` (in the order of `values`).
+// The value the string field `key` names; kInvalidArgument listing the names known for another.
 template <typename T>
 T named_value(const nlohmann::json& spec, const char* key, std::initializer_list<std::pair<const char*, T>> names) {
   const std::string given = field(spec, key, nlohmann::json::value_t::string, "a string").get<std::string>();
