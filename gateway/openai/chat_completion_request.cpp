@@ -3,6 +3,7 @@
 #include "gateway/openai/generation_request.h"
 #include "gateway/openai/request_body.h"
 #include "gateway/openai/shared_request_fields.h"
+#include "gateway/openai/strict_tools.h"
 #include "gateway/openai/structured_output_request.h"
 #include "shared/error.h"
 #include "shared/protocol/chat_fields.h"
@@ -142,8 +143,7 @@ nlohmann::ordered_json read_tools(const nlohmann::ordered_json& tools) {
       throw invalid_request("'" + field + ".function.parameters' must be a JSON Schema object",
                             field + ".function.parameters");
     }
-    // strict asks for constrained decoding, which flashq does not do: accepted when false only.
-    function.refuse_unless("strict", false, "strict function calling needs constrained decoding");
+    function.boolean("strict");  // true: the calls are constrained (strict_tools.h)
     function.refuse_unread();
     tool.refuse_unread();
   }
@@ -187,7 +187,7 @@ const RefusedField kRefusedChatFields[] = {
 
 // Tools: an empty array is no tools. With tool_choice none they are left out of the prompt (the
 // model is not told of functions it may not call); with a named choice only that function is
-// given, the nearest flashq comes to forcing it without constrained decoding. Sets the request's
+// given (a strict one is also forced by the grammar: strict_tools.h). Sets the request's
 // tool_choice and has_tools; returns the tools as the template takes them (none: nullopt).
 std::optional<std::string> read_chat_tools(RequestBody& body, const ServedModel& model, GenerationRequest& request) {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
@@ -299,6 +299,16 @@ GenerationRequest read_chat_completion_request(const nlohmann::ordered_json& jso
   request.output_format = model.output_format;
   request.parse_reasoning = model.output_format.reasoning != ReasoningFormat::kNone;
   request.starts_in_reasoning = model.reasoning_opens_in_prompt && !thinking_off && job.add_generation_prompt;
+  if (job.tools) {
+    job.structured_output = constrain_tool_calls({.tools = chat_strict_tools(nlohmann::ordered_json::parse(*job.tools)),
+                                                  .choice = request.tool_choice,
+                                                  .format = model.output_format,
+                                                  .parallel = request.parallel_tool_calls,
+                                                  .starts_in_reasoning = request.starts_in_reasoning,
+                                                  .thinking_off = thinking_off,
+                                                  .answer = std::move(job.structured_output)},
+                                                 "tools");
+  }
   body.refuse_unknown(kSharedGenerationFields, kChatCompletionFields);
 
   job.model = request.model;

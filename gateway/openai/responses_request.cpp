@@ -8,6 +8,7 @@
 
 #include "gateway/openai/api_error.h"
 #include "gateway/openai/responses_input.h"
+#include "gateway/openai/strict_tools.h"
 #include "gateway/openai/structured_output_request.h"
 #include "gateway/openai/shared_request_fields.h"
 #include "shared/error.h"
@@ -94,8 +95,7 @@ void read_tool(RequestBody& tool, std::set<std::string>& names, ResponsesJson& e
   echoed["description"] = function.contains("description") ? function["description"] : ResponsesJson();
   if (const ResponsesJson* parameters = tool.object("parameters")) function["parameters"] = *parameters;
   echoed["parameters"] = function.contains("parameters") ? function["parameters"] : ResponsesJson();
-  // OpenAI's default is strict; flashq has no constrained decoding, so strict is echoed as
-  // sent and the model's arguments are returned as it wrote them (docs/gateway.md).
+  // OpenAI's default is strict: the calls are constrained (strict_tools.h).
   echoed["strict"] = tool.boolean("strict").value_or(true);
   echo.push_back(std::move(echoed));
   template_tools.push_back({{"type", "function"}, {"function", std::move(function)}});
@@ -437,7 +437,14 @@ ResponsesRequest read_responses_request(const ResponsesJson& json, const ModelDi
   job.session = read_session(options.session, user);
   if (!template_tools.empty()) job.tools = dump(template_tools);
   if (!template_kwargs.empty()) job.chat_template_kwargs = dump(template_kwargs);
-  job.structured_output = std::move(structured_output);
+  job.structured_output = constrain_tool_calls({.tools = responses_strict_tools(echo.at("tools")),
+                                                .choice = request.settings.tool_choice,
+                                                .format = model.second.output_format,
+                                                .parallel = echo.at("parallel_tool_calls").get<bool>(),
+                                                .starts_in_reasoning = request.settings.starts_in_reasoning,
+                                                .thinking_off = thinking_off(template_kwargs),
+                                                .answer = std::move(structured_output)},
+                                               "tools");
   job.logprobs = logprobs;
   job.metadata = encode_settings(request);
   // What the job map refuses (a tool name over its bound, say) is this request's 400, not the

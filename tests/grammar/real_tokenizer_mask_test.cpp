@@ -11,6 +11,7 @@
 #include "tests/tokenizer/qwen3_golden.h"
 #include "worker/grammar/grammar_compiler.h"
 #include "worker/grammar/json_schema_grammar.h"
+#include "worker/grammar/tool_call_grammar.h"
 
 namespace flashq::grammar {
 namespace {
@@ -48,38 +49,80 @@ std::vector<int32_t> end_ids(const Tokenizer& tokenizer) {
   return ids;
 }
 
-// Walks the instance; at every step compares masks, and every few steps detours through a
-// random allowed token and back (a rolled-back draft).
+// Walks `text` token by token under `compiled`; at every step compares masks, and every few steps
+// detours through a random allowed token and back (a rolled-back draft). Ends where the grammar
+// may end.
+void check_masks_along(const Tokenizer& tokenizer, const TokenTable& tokens,
+                       std::shared_ptr<const CompiledGrammar> compiled, const std::string& text, int detour_every,
+                       const std::string& what) {
+  GrammarMatcher matcher(std::move(compiled));
+  std::vector<int32_t> ids = tokenizer.encode(text);
+  std::mt19937 rng(11);
+  for (size_t i = 0; i <= ids.size(); ++i) {
+    std::vector<int32_t> expected = testing::brute_force_allowed(matcher, tokens);
+    ASSERT_EQ(testing::mask_allowed(matcher, tokens), expected) << what << " at token " << i;
+    if (i % detour_every == 1 && !expected.empty()) {
+      int32_t detour = expected[rng() % expected.size()];
+      ASSERT_TRUE(matcher.accept_token(detour));
+      std::vector<int32_t> after = testing::brute_force_allowed(matcher, tokens);
+      ASSERT_EQ(testing::mask_allowed(matcher, tokens), after) << what << " after detour token " << detour << " at " << i;
+      matcher.rollback(1);
+    }
+    if (i == ids.size()) break;
+    ASSERT_TRUE(matcher.accept_token(ids[i])) << what << ": token " << i << " refused";
+  }
+  EXPECT_TRUE(matcher.can_end()) << what;
+  ASSERT_FALSE(tokens.end_token_ids().empty());
+  EXPECT_TRUE(matcher.accept_token(tokens.end_token_ids()[0])) << what;
+}
+
 void check_masks_along_instance(const std::filesystem::path& dir, int detour_every) {
   std::unique_ptr<Tokenizer> tokenizer = load_or_fail(dir);
   if (!tokenizer) return;
   auto tokens = std::make_shared<const TokenTable>(*tokenizer, end_ids(*tokenizer));
-  auto compiled = compile_grammar({GrammarFormat::kJsonSchema, kNestedSchema, {}}, tokens);
-  GrammarMatcher matcher(compiled);
-  std::vector<int32_t> ids = tokenizer->encode(kInstance);
-  std::mt19937 rng(11);
-  for (size_t i = 0; i <= ids.size(); ++i) {
-    std::vector<int32_t> expected = testing::brute_force_allowed(matcher, *tokens);
-    ASSERT_EQ(testing::mask_allowed(matcher, *tokens), expected) << dir << " at token " << i;
-    if (i % detour_every == 1 && !expected.empty()) {
-      int32_t detour = expected[rng() % expected.size()];
-      ASSERT_TRUE(matcher.accept_token(detour));
-      std::vector<int32_t> after = testing::brute_force_allowed(matcher, *tokens);
-      ASSERT_EQ(testing::mask_allowed(matcher, *tokens), after)
-          << dir << " after detour token " << detour << " at " << i;
-      matcher.rollback(1);
-    }
-    if (i == ids.size()) break;
-    ASSERT_TRUE(matcher.accept_token(ids[i])) << "instance token " << i << " refused";
-  }
-  EXPECT_TRUE(matcher.can_end());
-  ASSERT_FALSE(tokens->end_token_ids().empty());
-  EXPECT_TRUE(matcher.accept_token(tokens->end_token_ids()[0]));
+  check_masks_along(*tokenizer, *tokens, compile_grammar({GrammarFormat::kJsonSchema, kNestedSchema, {}}, tokens),
+                    kInstance, detour_every, dir.string());
 }
 
 TEST(GrammarRealTokenizer, Qwen3MasksEqualBruteForce) { check_masks_along_instance(test::qwen3_tokenizer_dir(), 3); }
 TEST(GrammarRealTokenizer, Llama31MasksEqualBruteForce) { check_masks_along_instance(test::llama3_1_tokenizer_dir(), 7); }
 TEST(GrammarRealTokenizer, GptOssMasksEqualBruteForce) { check_masks_along_instance(test::gptoss_tokenizer_dir(), 7); }
+
+// Strict tools' grammars over the real vocabularies, along the calls each family writes: Qwen3's
+// lazy Hermes grammar through free text and its trigger (the <tool_call> token), Llama 3's, and
+// gpt-oss's harmony call after its analysis message, its special tokens spelled (kAsText).
+void check_tool_call_masks(const std::filesystem::path& dir, ToolCallSyntax syntax, ToolCallChoice choice,
+                           SpecialTokens special, const std::string& text) {
+  std::unique_ptr<Tokenizer> tokenizer = load_or_fail(dir);
+  if (!tokenizer) return;
+  auto tokens = std::make_shared<const TokenTable>(*tokenizer, end_ids(*tokenizer), 0, special);
+  const ToolCallRequest request{
+      .syntax = syntax,
+      .choice = choice,
+      .tools = {{.name = "get_weather", .parameters_json = R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false})"}},
+      .reasoning = ReasoningStart::kOptional};
+  check_masks_along(*tokenizer, *tokens, compile_grammar({GrammarFormat::kGbnf, tool_call_grammar(request), {}}, tokens),
+                    text, 3, dir.string());
+}
+
+TEST(GrammarRealTokenizer, Qwen3LazyToolCallMasksEqualBruteForce) {
+  check_tool_call_masks(test::qwen3_tokenizer_dir(), ToolCallSyntax::kHermes, ToolCallChoice::kAuto,
+                        SpecialTokens::kNeverAllowed,
+                        "<think>\nParis, then.\n</think>\n\nLet me look: <tool_call>\n{\"name\": \"get_weather\", "
+                        "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+}
+
+TEST(GrammarRealTokenizer, Llama31LazyToolCallMasksEqualBruteForce) {
+  check_tool_call_masks(test::llama3_1_tokenizer_dir(), ToolCallSyntax::kLlama3Json, ToolCallChoice::kAuto,
+                        SpecialTokens::kNeverAllowed, R"({"name": "get_weather", "parameters": {"city": "Paris"}})");
+}
+
+TEST(GrammarRealTokenizer, GptOssHarmonyToolCallMasksEqualBruteForce) {
+  check_tool_call_masks(test::gptoss_tokenizer_dir(), ToolCallSyntax::kHarmony, ToolCallChoice::kRequired,
+                        SpecialTokens::kAsText,
+                        "<|channel|>analysis<|message|>Call it.<|end|><|start|>assistant<|channel|>commentary "
+                        "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}");
+}
 
 // Qwen3's model has 151,936 logits for 151,669 tokens: the padding ids are never allowed.
 TEST(GrammarRealTokenizer, PaddedLogitsAreNeverAllowed) {

@@ -80,6 +80,36 @@ TEST_F(JobRequestTest, AStructuredOutputIsCompiledIntoTheSequencesConstraint) {
   EXPECT_NE(refusal(R"({"type": "json_object"})", {"m", false}).find("structured_output"), std::string::npos);
 }
 
+// Strict tools' calls are a structured output too; harmony's spell special tokens, so they take
+// the table that gives special tokens their text, which only a harmony model's worker builds.
+TEST_F(JobRequestTest, ToolCallsBindToTheTableTheirFormatNeeds) {
+  grammar::GrammarCache grammars(4);
+  WorkerModel served{.name = "m",
+                     .grammars = &grammars,
+                     .token_table = std::make_shared<const grammar::TokenTable>(*tokenizer_, std::vector<int32_t>{},
+                                                                                 tokenizer_->vocab_size())};
+  const auto output = [](const std::string& format) {
+    return R"({"type": "tool_calls", "format": ")" + format +
+           R"(", "choice": "required", "tools": [{"name": "f", "parameters": {"type": "object", "properties": {}}}]})";
+  };
+  protocol::Assign a = assign_with("hi", 8);
+  a.job.structured_output = output("hermes");
+  const JobRequest hermes = make_job_request(a, *tokenizer_, served);
+  ASSERT_NE(hermes.sequence.constraint, nullptr);
+  EXPECT_FALSE(hermes.sequence.constraint->can_end()) << "the call is required";
+  a.job.structured_output = output("harmony");
+  try {
+    make_job_request(a, *tokenizer_, served);
+    FAIL() << "a harmony grammar was bound to a table without special tokens' text";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("special tokens"), std::string::npos) << e.what();
+  }
+  served.special_token_table = std::make_shared<const grammar::TokenTable>(
+      *tokenizer_, std::vector<int32_t>{}, tokenizer_->vocab_size(), grammar::SpecialTokens::kAsText);
+  EXPECT_NE(make_job_request(a, *tokenizer_, served).sequence.constraint, nullptr);
+}
+
 TEST_F(JobRequestTest, RequestKeepsTheBlockSizeOnlyWhereADraftCanBeMade) {
   protocol::Assign a = assign_with("hi", 4);
   a.job.block_size = 4;

@@ -55,4 +55,50 @@ std::string gbnf_class(const std::vector<CodePointRange>& ranges) {
   return out + "]";
 }
 
+namespace {
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+// The end of the delimited run (a literal, a class, a repetition) that starts at `pos`, past its
+// closing `close`; escapes inside are skipped whole.
+size_t skip_delimited(std::string_view text, size_t pos, char close) {
+  for (++pos; pos < text.size(); ++pos) {
+    if (text[pos] == '\\') {
+      ++pos;
+    } else if (text[pos] == close) {
+      return pos + 1;
+    }
+  }
+  return text.size();
+}
+
+}  // namespace
+
+std::string prefix_rule_names(std::string_view gbnf, std::string_view prefix) {
+  std::string out;
+  out.reserve(gbnf.size() + gbnf.size() / 4);
+  for (size_t pos = 0; pos < gbnf.size();) {
+    const char c = gbnf[pos];
+    size_t end = pos + 1;
+    if (c == '"') {
+      end = skip_delimited(gbnf, pos, '"');
+    } else if (c == '[') {
+      end = skip_delimited(gbnf, pos, ']');
+    } else if (c == '{') {
+      end = skip_delimited(gbnf, pos, '}');
+    } else if (c == '#') {
+      end = gbnf.find('\n', pos);
+      if (end == std::string_view::npos) end = gbnf.size();
+    } else if (is_name_char(c)) {
+      while (end < gbnf.size() && is_name_char(gbnf[end])) ++end;
+      out += prefix;
+    }
+    out += gbnf.substr(pos, end - pos);
+    pos = end;
+  }
+  return out;
+}
+
 }  // namespace flashq::grammar

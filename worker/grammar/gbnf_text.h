@@ -14,5 +14,8 @@ namespace flashq::grammar {
 std::string gbnf_literal(std::string_view text);
 // A GBNF class `[...]` matching the code points of `ranges` (non-empty).
 std::string gbnf_class(const std::vector<CodePointRange>& ranges);
+// `gbnf` with every rule name (definitions and references) prefixed by `prefix`, so that the
+// rules of several generated grammars can be joined in one text without meeting.
+std::string prefix_rule_names(std::string_view gbnf, std::string_view prefix);
 
 }  // namespace flashq::grammar

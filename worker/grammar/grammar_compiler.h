@@ -16,6 +16,9 @@ struct GrammarRequest {
   GrammarFormat format = GrammarFormat::kGbnf;
   std::string text;                  // the GBNF, schema or regex; unused for the others
   std::vector<std::string> choices;  // kChoice only
+  // The grammar spells special tokens (harmony's <|channel|>): it is bound to a token table that
+  // gives them their text (TokenTable's kSpecialAsText), where there is one.
+  bool spells_special_tokens = false;
 };
 
 // The request as GBNF text. Throws kInvalidArgument naming what is wrong or unsupported.

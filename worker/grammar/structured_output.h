@@ -1,7 +1,8 @@
 // A job's structured output (its `structured_output` field, docs/protocol.md) as a grammar
 // request: {"type": "json_schema", "schema": {...}}, {"type": "json_object"}, {"type": "regex",
-// "pattern": "..."}, {"type": "choice", "choices": ["...", ...]} or {"type": "grammar",
-// "grammar": "<GBNF>"}. The gateway reads OpenAI's response_format into this form and checks it
+// "pattern": "..."}, {"type": "choice", "choices": ["...", ...]}, {"type": "grammar",
+// "grammar": "<GBNF>"} or {"type": "tool_calls", "format", "choice", "tools", ...} (strict function
+// tools: tool_call_grammar.h, read into the GBNF it composes). The gateway reads OpenAI's response_format into this form and checks it
 // (request_gbnf); the worker compiles it.
 #pragma once
 

@@ -7,10 +7,16 @@
 namespace flashq::grammar {
 
 TokenTable::TokenTable(const Tokenizer& tokenizer, std::vector<int32_t> end_token_ids,
-                       int32_t vocab_size)
+                       int32_t vocab_size, SpecialTokens special)
     : end_ids_(std::move(end_token_ids)) {
   bytes_.resize(static_cast<size_t>(std::max(vocab_size, tokenizer.vocab_size())));
-  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) bytes_[id] = tokenizer.token_bytes(id);
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    bytes_[id] = tokenizer.token_bytes(id);
+    if (special == SpecialTokens::kAsText && tokenizer.is_special(id)) {
+      const int32_t ids[] = {id};
+      bytes_[id] = tokenizer.decode(ids);
+    }
+  }
   build();
 }
 

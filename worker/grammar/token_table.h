@@ -24,13 +24,22 @@ struct TrieNode {
   int32_t subtree_tokens_end;
 };
 
+// What a grammar sees of the tokenizer's special tokens (other than the end tokens).
+enum class SpecialTokens {
+  kNeverAllowed,  // no bytes: never allowed
+  // Their text (`<|channel|>`), for grammars that spell a format made of special tokens
+  // (harmony's tool calls). Such a grammar also lets them stand wherever their text may.
+  kAsText,
+};
+
 class TokenTable {
  public:
   // `end_token_ids`: the ids that end generation (EOS, end of turn); allowed exactly where the
   // grammar may end. Tokens with no bytes (other special tokens) are never allowed.
   // `vocab_size`: the model's logit count when it pads past the tokenizer's (Qwen3: 151,936
   // logits, 151,669 tokens); the padding ids are never allowed.
-  TokenTable(const Tokenizer& tokenizer, std::vector<int32_t> end_token_ids, int32_t vocab_size = 0);
+  TokenTable(const Tokenizer& tokenizer, std::vector<int32_t> end_token_ids, int32_t vocab_size = 0,
+             SpecialTokens special = SpecialTokens::kNeverAllowed);
   // From the bytes of each id directly (tests, tools).
   TokenTable(std::vector<std::string> token_bytes, std::vector<int32_t> end_token_ids);
 

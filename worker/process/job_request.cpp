@@ -15,8 +15,12 @@ std::shared_ptr<TokenConstraint> output_constraint(const std::string& spec, cons
   if (model.grammars == nullptr || !model.token_table) {
     throw Error(ErrorCode::kInvalidArgument, "this worker does not constrain its output (structured_output)");
   }
-  return std::make_shared<grammar::GrammarConstraint>(
-      model.grammars->get_or_compile(grammar::read_structured_output(spec), model.token_table));
+  const grammar::GrammarRequest request = grammar::read_structured_output(spec);
+  if (request.spells_special_tokens && !model.special_token_table) {
+    throw Error(ErrorCode::kInvalidArgument, "this model's tool calls are not written in special tokens");
+  }
+  return std::make_shared<grammar::GrammarConstraint>(model.grammars->get_or_compile(
+      request, request.spells_special_tokens ? model.special_token_table : model.token_table));
 }
 
 // Whether JSON `text` nests arrays and objects deeper than a message may (protocol::kMaxDepth):

@@ -26,6 +26,9 @@ struct WorkerModel {
   // asks for one is refused.
   grammar::GrammarCache* grammars = nullptr;
   std::shared_ptr<const grammar::TokenTable> token_table;
+  // The same with special tokens as their text, for grammars that spell them (harmony's tool
+  // calls); null for a model whose tool calls need none.
+  std::shared_ptr<const grammar::TokenTable> special_token_table;
 };
 
 struct JobRequest {

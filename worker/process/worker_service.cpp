@@ -153,12 +153,18 @@ protocol::Ready ready_message(const WorkerOptions& options, const ServingModel& 
 // grammars of structured outputs over its token table.
 WorkerModel served_model(const WorkerOptions& options, const ServingModel& serving, grammar::GrammarCache& grammars) {
   const ModelConfig& config = serving.model->config();
+  const auto table = [&](grammar::SpecialTokens special) {
+    return std::make_shared<const grammar::TokenTable>(*serving.tokenizer, config.eos_token_ids,
+                                                       static_cast<int32_t>(config.vocab_size), special);
+  };
+  // Harmony's tool calls are written in special tokens, which strict tools' grammars spell.
+  const bool harmony = serving.output_format.tool_calls == protocol::ToolCallFormat::kHarmony;
   return {.name = options.model_name,
           .has_drafter = serving.drafter != nullptr,
           .chat_template = serving.chat_template.chat_template.get(),
           .grammars = &grammars,
-          .token_table = std::make_shared<const grammar::TokenTable>(*serving.tokenizer, config.eos_token_ids,
-                                                                      static_cast<int32_t>(config.vocab_size))};
+          .token_table = table(grammar::SpecialTokens::kNeverAllowed),
+          .special_token_table = harmony ? table(grammar::SpecialTokens::kAsText) : nullptr};
 }
 
 LinkOptions link_options(const WorkerOptions& options, const protocol::Ready& ready,

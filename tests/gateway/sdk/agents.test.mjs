@@ -1,0 +1,135 @@
+// The OpenAI Agents SDK for Node (npm @openai/agents, installed by scripts/setup into
+// third_party/npm-agents with zod 4) pointed at flashq's gateway, on a random tiny Llama 3 with
+// Llama 3.1 Instruct's chat template served by `flashq up` (Qwen3's published template cannot
+// render the tool-call turn the SDK sends back: `'</think>' in message.content` on its null
+// content): an agent with a strict function tool and an
+// `outputType` (a zod schema). The first turn names the tool, so the model's call (held to the
+// tool's schema by the grammar) is run by the SDK itself, locally, and its result sent back; the
+// later turns are "auto" with the output type as the answer format, so the model answers with a
+// document the schema accepts or calls the tool again. The final output validates against the
+// output type's JSON Schema (ajv), through the Responses API (the SDK's default) and through chat
+// completions.
+//
+//   FLASHQ_BIN=build/bin node --test tests/gateway/sdk/agents.test.mjs
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { Program, REPO, bin, freePort, npm, waitFor } from './harness.mjs';
+
+const agentsRequire = createRequire(path.join(REPO, 'third_party/npm-agents/package.json'));
+const {
+  Agent, run, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled, tool,
+} = agentsRequire('@openai/agents');
+const { z } = agentsRequire('zod');
+const OpenAI = agentsRequire('openai');
+const Ajv = npm('ajv');
+
+const FORECAST = z.object({ city: z.string().max(12), sunny: z.boolean(), days: z.number().int().min(1).max(7) });
+const FORECAST_SCHEMA = {
+  type: 'object',
+  properties: {
+    city: { type: 'string', maxLength: 12 },
+    sunny: { type: 'boolean' },
+    days: { type: 'integer', minimum: 1, maximum: 7 },
+  },
+  required: ['city', 'sunny', 'days'],
+  additionalProperties: false,
+};
+const WEATHER_ARGS = z.object({ city: z.string().max(12), unit: z.enum(['celsius', 'fahrenheit']) });
+
+let root;
+let up;
+let baseURL;
+
+async function httpStatus(port, urlPath) {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
+    await response.arrayBuffer();
+    return response.status;
+  } catch {
+    return 0;
+  }
+}
+
+before(async () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-agents-'));
+  const dir = path.join(root, 'llama');
+  const made = spawnSync(bin('flashq-model'), ['make-tiny', '--family', 'llama', '--out', dir, '--seed', '5', '--dtype', 'f32'],
+    { encoding: 'utf8' });
+  assert.equal(made.status, 0, made.stdout + made.stderr);
+  const configPath = path.join(dir, 'tokenizer_config.json');
+  const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
+  config.chat_template = fs.readFileSync(path.join(REPO, 'tests/golden/templates/llama3_1_instruct.jinja'), 'utf8');
+  fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const [frontend, stream, http, gatewayPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  up = new Program('flashq', ['up', '--model', dir, '--slots', '2', '--device', 'cpu',
+    '--frontend', `tcp://127.0.0.1:${frontend}`, '--stream', `tcp://127.0.0.1:${stream}`,
+    '--http', `127.0.0.1:${http}`, '--gateway', `127.0.0.1:${gatewayPort}`]);
+  await waitFor(async () => !up.running() || (await httpStatus(gatewayPort, '/readyz')) === 200, 90, 'flashq up')
+    .catch((e) => { throw new Error(`${e.message}\n${up.output()}`); });
+  if (!up.running()) throw new Error(`flashq up exited:\n${up.output()}`);
+  baseURL = `http://127.0.0.1:${gatewayPort}/v1`;
+  setTracingDisabled(true);
+  setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 }));
+});
+
+after(async () => {
+  if (up) {
+    const { code } = await up.stop();
+    assert.equal(code, 0, up.output());
+  }
+  if (root) fs.rmSync(root, { recursive: true, force: true });
+});
+
+// An agent whose first turn must call get_weather (a strict tool: the SDK's default), run to its
+// final output; returns the output and the arguments the SDK ran the tool with.
+async function runForecaster() {
+  const calls = [];
+  const getWeather = tool({
+    name: 'get_weather',
+    description: 'The weather in a city.',
+    parameters: WEATHER_ARGS,
+    execute: async (args) => {
+      calls.push(args);
+      return `It is sunny in ${args.city}, 21 degrees ${args.unit}.`;
+    },
+  });
+  const agent = new Agent({
+    name: 'Forecaster',
+    instructions: 'Look up the weather, then answer with the forecast.',
+    model: 'llama',
+    tools: [getWeather],
+    outputType: FORECAST,
+    modelSettings: {
+      toolChoice: 'get_weather',
+      temperature: 0,
+      maxTokens: 300,
+    },
+  });
+  const result = await run(agent, 'Will it be sunny in Paris this week?', { maxTurns: 8 });
+  return { output: result.finalOutput, calls };
+}
+
+function assertForecast(output, calls) {
+  assert.ok(calls.length >= 1, 'the SDK ran the tool');
+  for (const args of calls) assert.ok(WEATHER_ARGS.safeParse(args).success, JSON.stringify(args));
+  const validate = new Ajv({ strict: false }).compile(FORECAST_SCHEMA);
+  assert.ok(validate(output), `${JSON.stringify(output)}: ${JSON.stringify(validate.errors)}`);
+}
+
+test('an agent with a strict tool and an output type, through the Responses API', async () => {
+  setOpenAIAPI('responses');
+  const { output, calls } = await runForecaster();
+  assertForecast(output, calls);
+});
+
+test('the same agent through chat completions', async () => {
+  setOpenAIAPI('chat_completions');
+  const { output, calls } = await runForecaster();
+  assertForecast(output, calls);
+});
