@@ -24,6 +24,12 @@ void OpChecks::f32(const Tensor& t, const char* name) const {
   require(t.dtype() == DType::kF32, [&] { return std::string(name) + " must be a float32 tensor"; });
 }
 
+void OpChecks::kv_cache(const Tensor& t, const char* name) const {
+  on_device(t, name);
+  require(t.dtype() == DType::kF32 || t.dtype() == DType::kBF16,
+          [&] { return std::string(name) + " must be a float32 or bf16 tensor"; });
+}
+
 void OpChecks::weight(const Tensor& w, const char* name) const {
   on_device(w, name);
   require(w.dtype() != DType::kI32 && w.dtype() != DType::kU8,
@@ -56,7 +62,7 @@ void OpChecks::gather_rows(const Tensor& src, const Tensor& rows, const Tensor& 
 
 void OpChecks::store_rows(const Tensor& src, const Tensor& dst, const Tensor& rows) const {
   f32(src, "store_rows src");
-  f32(dst, "store_rows dst");
+  kv_cache(dst, "store_rows dst");
   on_device(rows, "store_rows rows");
   row_index(src, dst, rows, "store_rows");
 }
@@ -139,9 +145,9 @@ void OpChecks::attention_queries(const Tensor& q, const Tensor& key_counts, cons
 void OpChecks::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts,
                          const Tensor& out) const {
   attention_queries(q, key_counts, out);
-  f32(k, "attention k");
-  f32(v, "attention v");
-  require(k.rank() == 3 && v.shape() == k.shape(), "attention shapes");
+  kv_cache(k, "attention k");
+  kv_cache(v, "attention v");
+  require(k.rank() == 3 && v.shape() == k.shape() && v.dtype() == k.dtype(), "attention shapes");
   require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
 }
 

@@ -36,11 +36,13 @@ class OpChecks {
   void on_device(const Tensor& t, const char* name) const;
   // On the device and float32.
   void f32(const Tensor& t, const char* name) const;
+  // On the device and a KV cache's element type: float32 or bf16 (worker/model/kv_cache_dtype.h).
+  void kv_cache(const Tensor& t, const char* name) const;
 
   void copy_rows(const Tensor& src, const Tensor& dst, int64_t first_row) const;
   void copy_columns(const Tensor& src, const Tensor& dst, int64_t first_col) const;
   // dst[i] = src[rows[i]] and dst[rows[i]] = src[i]: float32 rows of one size, an int32 index
-  // per row of dst (gather) or src (store).
+  // per row of dst (gather) or src (store). A store's dst may be a bf16 cache (rounded as stored).
   void gather_rows(const Tensor& src, const Tensor& rows, const Tensor& dst) const;
   void store_rows(const Tensor& src, const Tensor& dst, const Tensor& rows) const;
   // x and y float32, w f32, f16 or bf16 of [N, K]: y[M, N] = x[M, K] * w^T.

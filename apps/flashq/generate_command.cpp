@@ -11,6 +11,7 @@
 
 #include "shared/error.h"
 #include "shared/json_file.h"
+#include "worker/model/kv_cache_dtype.h"
 #include "worker/serving/generate.h"
 #include "worker/serving/serving_model.h"
 
@@ -23,6 +24,7 @@ struct GenerateOptions {
   std::string prompt;
   std::string device = "auto";
   std::string spec = "auto";
+  std::string kv_cache_dtype = "float32";
   std::string trace_path;
   bool chat = false;
   std::string system;                         // --chat: a system message before the prompt
@@ -78,6 +80,7 @@ void run_generate(GenerateOptions& options) {
   std::optional<ChatRequest> chat;
   if (options.chat) chat = chat_request(options);
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
+  serving.set_kv_cache_dtype(parse_kv_cache_dtype(options.kv_cache_dtype));
   Tokenizer& tokenizer = *serving.tokenizer;
   options.request.spec = parse_spec_mode(options.spec);
   // As the worker does (worker/process/job_request.cpp): the template writes its own special tokens.
@@ -162,6 +165,9 @@ std::function<void()> add_generate_command(CLI::App& app) {
                   "else text; repeatable)");
   cmd->add_flag("--json", options->json, "print one JSON object with text, tokens and stats");
   cmd->add_option("--device", options->device, "cpu, cuda or auto")->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", options->kv_cache_dtype, "bf16|float32: the KV caches' element type (bf16: half the memory per position)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "float32"}));
   return [cmd, options] {
     if (*cmd) run_generate(*options);
   };

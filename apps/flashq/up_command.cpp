@@ -7,6 +7,7 @@
 #include "broker/broker.h"
 #include "gateway/server/embedded_gateway.h"
 #include "shared/shutdown_signal.h"
+#include "worker/model/kv_cache_dtype.h"
 #include "worker/process/worker_service.h"
 
 namespace flashq {
@@ -17,6 +18,7 @@ struct UpOptions {
   WorkerOptions worker;
   std::string gateway = "127.0.0.1:8000";  // host:port of the OpenAI-compatible gateway; empty: none
   std::vector<std::string> api_keys;
+  std::string kv_cache_dtype = "float32";
 };
 
 void run_up(UpOptions& o) {
@@ -78,6 +80,9 @@ std::function<void()> add_up_command(CLI::App& app) {
                   "KV cache pool size, instead of a fraction of the memory (0: no pool, whole-length caches"
                   " and no prefix caching)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "bf16|float32: the KV caches' element type (bf16: half the memory per position)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "float32"}));
   cmd->add_flag("--graphs", o->worker.graphs,
                "record the target's and the drafter's passes and replay them while they repeat"
                " (CUDA graphs on a GPU)");
@@ -91,7 +96,9 @@ std::function<void()> add_up_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--api-key", o->api_keys, "a key the gateway's clients must send (Authorization: Bearer); repeatable");
   return [cmd, o] {
-    if (*cmd) run_up(*o);
+    if (!*cmd) return;
+    o->worker.kv_cache_dtype = parse_kv_cache_dtype(o->kv_cache_dtype);
+    run_up(*o);
   };
 }
 

@@ -19,15 +19,15 @@ constexpr int64_t kKeyBlock = 64;
 // acc[0, 8R) = acc * correction + sum over j < keys of p[j] * v_j[0, 8R), v_j = v + j * stride,
 // in key order, with the 8R sums in registers across the keys rather than the output row loaded
 // and stored once per key.
-template <int R>
-inline void add_values(float* acc, float correction, const float* p, int64_t keys, const float* v, int64_t stride) {
+template <int R, typename KV>
+inline void add_values(float* acc, float correction, const float* p, int64_t keys, const KV* v, int64_t stride) {
   const __m256 c = _mm256_set1_ps(correction);
   __m256 sum[R];
   for (int r = 0; r < R; ++r) sum[r] = _mm256_mul_ps(_mm256_loadu_ps(acc + 8 * r), c);
   for (int64_t j = 0; j < keys; ++j) {
     const __m256 pj = _mm256_set1_ps(p[j]);
-    const float* vj = v + j * stride;
-    for (int r = 0; r < R; ++r) sum[r] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * r), sum[r]);
+    const KV* vj = v + j * stride;
+    for (int r = 0; r < R; ++r) sum[r] = _mm256_fmadd_ps(pj, load8(vj + 8 * r), sum[r]);
   }
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(acc + 8 * r, sum[r]);
 }
@@ -40,12 +40,13 @@ inline __m256 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
 
 // The scores of q against 8 keys (rows k, k + stride, ...), n a multiple of 8: one sum a key,
 // eight independent chains of multiply-adds, then the eight sums reduced together.
-inline __m256 dot8(const float* q, const float* k, int64_t stride, int64_t n) {
+template <typename KV>
+inline __m256 dot8(const float* q, const KV* k, int64_t stride, int64_t n) {
   __m256 sum[8];
   for (int j = 0; j < 8; ++j) sum[j] = _mm256_setzero_ps();
   for (int64_t d = 0; d < n; d += 8) {
     const __m256 qd = _mm256_loadu_ps(q + d);
-    for (int j = 0; j < 8; ++j) sum[j] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + j * stride + d), sum[j]);
+    for (int j = 0; j < 8; ++j) sum[j] = _mm256_fmadd_ps(qd, load8(k + j * stride + d), sum[j]);
   }
   const __m256 low = reduce4(sum[0], sum[1], sum[2], sum[3]), high = reduce4(sum[4], sum[5], sum[6], sum[7]);
   return _mm256_add_ps(_mm256_permute2f128_ps(low, high, 0x20), _mm256_permute2f128_ps(low, high, 0x31));
@@ -54,13 +55,14 @@ inline __m256 dot8(const float* q, const float* k, int64_t stride, int64_t n) {
 // The scores of two query vectors against the same 4 keys, each key's sum formed exactly as
 // dot8 forms it (the same chain, the same reduction), so a pair gets the bits of two singles;
 // each key element loaded serves both. Writes 4 scores to s0 and 4 to s1.
-inline void dot4x2(const float* q0, const float* q1, const float* k, int64_t stride, int64_t n, float* s0, float* s1) {
+template <typename KV>
+inline void dot4x2(const float* q0, const float* q1, const KV* k, int64_t stride, int64_t n, float* s0, float* s1) {
   __m256 sum0[4], sum1[4];
   for (int j = 0; j < 4; ++j) sum0[j] = sum1[j] = _mm256_setzero_ps();
   for (int64_t d = 0; d < n; d += 8) {
     const __m256 q0d = _mm256_loadu_ps(q0 + d), q1d = _mm256_loadu_ps(q1 + d);
     for (int j = 0; j < 4; ++j) {
-      const __m256 kj = _mm256_loadu_ps(k + j * stride + d);
+      const __m256 kj = load8(k + j * stride + d);
       sum0[j] = _mm256_fmadd_ps(q0d, kj, sum0[j]);
       sum1[j] = _mm256_fmadd_ps(q1d, kj, sum1[j]);
     }
@@ -72,9 +74,9 @@ inline void dot4x2(const float* q0, const float* q1, const float* k, int64_t str
 
 // add_values<R> for two query vectors over the same keys: each value element loaded serves
 // both, and each output element's sum is the one add_values forms.
-template <int R>
+template <int R, typename KV>
 inline void add_values_pair(float* acc0, float* acc1, float c0, float c1, const float* p0, const float* p1,
-                            int64_t keys, const float* v, int64_t stride) {
+                            int64_t keys, const KV* v, int64_t stride) {
   __m256 sum0[R], sum1[R];
   for (int r = 0; r < R; ++r) {
     sum0[r] = _mm256_mul_ps(_mm256_loadu_ps(acc0 + 8 * r), _mm256_set1_ps(c0));
@@ -82,9 +84,9 @@ inline void add_values_pair(float* acc0, float* acc1, float c0, float c1, const 
   }
   for (int64_t j = 0; j < keys; ++j) {
     const __m256 p0j = _mm256_set1_ps(p0[j]), p1j = _mm256_set1_ps(p1[j]);
-    const float* vj = v + j * stride;
+    const KV* vj = v + j * stride;
     for (int r = 0; r < R; ++r) {
-      const __m256 vjr = _mm256_loadu_ps(vj + 8 * r);
+      const __m256 vjr = load8(vj + 8 * r);
       sum0[r] = _mm256_fmadd_ps(p0j, vjr, sum0[r]);
       sum1[r] = _mm256_fmadd_ps(p1j, vjr, sum1[r]);
     }
@@ -97,21 +99,22 @@ inline void add_values_pair(float* acc0, float* acc1, float c0, float c1, const 
 
 // The same for any n: 64 elements at a time (8 registers), then 8, then one by one. Each
 // element's sum has the same order on every path.
-void add_values(float* acc, float correction, const float* p, int64_t keys, const float* v, int64_t stride,
-                int64_t n) {
+template <typename KV>
+void add_values(float* acc, float correction, const float* p, int64_t keys, const KV* v, int64_t stride, int64_t n) {
   int64_t d = 0;
   for (; d + 64 <= n; d += 64) add_values<8>(acc + d, correction, p, keys, v + d, stride);
   for (; d + 8 <= n; d += 8) add_values<1>(acc + d, correction, p, keys, v + d, stride);
   for (; d < n; ++d) {
     float sum = acc[d] * correction;
-    for (int64_t j = 0; j < keys; ++j) sum = std::fma(p[j], v[j * stride + d], sum);
+    for (int64_t j = 0; j < keys; ++j) sum = std::fma(p[j], to_f32(v[j * stride + d]), sum);
     acc[d] = sum;
   }
 }
 
 // The pair form of add_values (any n): 32 elements at a time, then 8, then one by one.
+template <typename KV>
 void add_values_pair(float* acc0, float* acc1, float c0, float c1, const float* p0, const float* p1, int64_t keys,
-                     const float* v, int64_t stride, int64_t n) {
+                     const KV* v, int64_t stride, int64_t n) {
   int64_t d = 0;
   for (; d + 32 <= n; d += 32) add_values_pair<4>(acc0 + d, acc1 + d, c0, c1, p0, p1, keys, v + d, stride);
   for (; d + 8 <= n; d += 8) add_values_pair<1>(acc0 + d, acc1 + d, c0, c1, p0, p1, keys, v + d, stride);
@@ -123,7 +126,8 @@ void add_values_pair(float* acc0, float* acc1, float c0, float c1, const float* 
 
 // Scaled scores of keys [first, first + keys) into weights: 8 keys at a time where the head
 // dim allows, the rest one by one (which path a key takes depends only on the row's count).
-void score_keys(const float* qh, const float* kh, int64_t first, int64_t keys, int64_t kv_stride, int64_t head_dim,
+template <typename KV>
+void score_keys(const float* qh, const KV* kh, int64_t first, int64_t keys, int64_t kv_stride, int64_t head_dim,
                 float scale, float* weights) {
   int64_t j = 0;
   if (head_dim % 8 == 0) {
@@ -136,7 +140,8 @@ void score_keys(const float* qh, const float* kh, int64_t first, int64_t keys, i
 }
 
 // score_keys for two query vectors of one row, key for key the same bits.
-void score_keys_pair(const float* q0, const float* q1, const float* kh, int64_t first, int64_t keys, int64_t kv_stride,
+template <typename KV>
+void score_keys_pair(const float* q0, const float* q1, const KV* kh, int64_t first, int64_t keys, int64_t kv_stride,
                      int64_t head_dim, float scale, float* w0, float* w1) {
   int64_t j = 0;
   if (head_dim % 8 == 0) {
@@ -230,14 +235,15 @@ struct KeyLayout {
 // The most runs a block of kKeyBlock keys falls into (blocks of one row each).
 constexpr int64_t kMaxRuns = kKeyBlock + 1;
 
-// Asks for one KV head's keys and values in `runs` (head_dim floats a row) to be brought into the
+// Asks for one KV head's keys and values in `runs` (head_dim elements a row) to be brought into the
 // caches. A paged block of keys starts where its table says, which the hardware's prefetchers
 // cannot guess: its rows asked for while the block before it is attended cost about what keys
 // in one run do (docs/perf.md, "Paged attention"). Only a hint: no result changes. Inlined
 // always: a function of prefetches alone has no effect the compiler sees, and its call is dropped.
-[[gnu::always_inline]] inline void prefetch_runs(const float* kh, const float* vh, const KeyRun* runs,
-                                                 int64_t run_count, int64_t kv_stride, int64_t head_dim) {
-  const int64_t bytes = head_dim * static_cast<int64_t>(sizeof(float));
+template <typename KV>
+[[gnu::always_inline]] inline void prefetch_runs(const KV* kh, const KV* vh, const KeyRun* runs, int64_t run_count,
+                                                 int64_t kv_stride, int64_t head_dim) {
+  const int64_t bytes = head_dim * static_cast<int64_t>(sizeof(KV));
   for (int64_t r = 0; r < run_count; ++r) {
     for (int64_t row = runs[r].row; row < runs[r].row + runs[r].count; ++row) {
       const char* key = reinterpret_cast<const char*>(kh + row * kv_stride);
@@ -258,8 +264,9 @@ constexpr int64_t kMaxRuns = kKeyBlock + 1;
 // weights each. The block is scored run by run and softmaxed as one, and its values summed run by
 // run in key order (a correction of 1 after the first run leaves the sums so far exact), so the
 // runs give the bits of one run of the same keys.
-void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state, int64_t group, const float* kh,
-                  const float* vh, const KeyRun* runs, int64_t run_count, int64_t kv_stride, int64_t head_dim,
+template <typename KV>
+void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state, int64_t group, const KV* kh,
+                  const KV* vh, const KeyRun* runs, int64_t run_count, int64_t kv_stride, int64_t head_dim,
                   float scale, float* w0, float* w1) {
   int64_t keys = 0;
   for (int64_t r = 0; r < run_count; ++r) keys += runs[r].count;
@@ -305,12 +312,11 @@ KeySpan key_span(int64_t count, int64_t window) {
 // verification block (more tasks than KV heads for the threads). No result depends on it.
 int64_t row_tile(int64_t rows) { return rows > 64 ? 16 : 4; }
 
-}  // namespace
-
-void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out, AttentionShape s,
-               const AttentionExtras& extras) {
+template <typename KV>
+void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key_counts, float* out, AttentionShape s,
+                    const AttentionExtras& extras) {
   const int64_t group = s.q_heads / s.kv_heads;
-  const int64_t kv_stride = s.kv_heads * s.head_dim;  // floats between one key row and the next
+  const int64_t kv_stride = s.kv_heads * s.head_dim;  // elements between one key row and the next
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   const int64_t window = extras.sliding_window;
   // Without a window no key wraps.
@@ -333,8 +339,8 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
     for (int64_t tile = 0; tile < tiles; ++tile) {
       for (int64_t kv_head = 0; kv_head < s.kv_heads; ++kv_head) {
         const int64_t m0 = tile * tile_rows, m1 = std::min(m0 + tile_rows, s.rows);
-        const float* kh = k + kv_head * s.head_dim;
-        const float* vh = v + kv_head * s.head_dim;
+        const KV* kh = k + kv_head * s.head_dim;
+        const KV* vh = v + kv_head * s.head_dim;
         // Query vector (m, g): row m, head kv_head * group + g.
         auto head_offset = [&](int64_t m, int64_t g) { return (m * s.q_heads + kv_head * group + g) * s.head_dim; };
         states.assign(static_cast<size_t>((m1 - m0) * group), RunningSoftmax{});
@@ -381,6 +387,18 @@ void attention(const float* q, const float* k, const float* v, const int32_t* ke
       }
     }
   }
+}
+
+}  // namespace
+
+void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out, AttentionShape s,
+               const AttentionExtras& extras) {
+  attention_over(q, k, v, key_counts, out, s, extras);
+}
+
+void attention(const float* q, const uint16_t* k, const uint16_t* v, const int32_t* key_counts, float* out,
+               AttentionShape s, const AttentionExtras& extras) {
+  attention_over(q, k, v, key_counts, out, s, extras);
 }
 
 }  // namespace flashq::cpu

@@ -31,5 +31,9 @@ struct AttentionExtras {
 // With a window W, row m with key_counts[m] = c attends positions [max(0, c - W), c).
 void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out,
                AttentionShape shape, const AttentionExtras& extras = {});
+// The same over a bf16 cache (k and v as bf16 bits), widened as they are loaded: the bits of the
+// float32 call over the same values.
+void attention(const float* q, const uint16_t* k, const uint16_t* v, const int32_t* key_counts, float* out,
+               AttentionShape shape, const AttentionExtras& extras = {});
 
 }  // namespace flashq::cpu

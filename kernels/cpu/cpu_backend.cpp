@@ -87,8 +87,14 @@ class CpuBackend final : public Backend {
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
     kChecks.store_rows(src, dst, rows);
     run([src, dst, rows] {
-      cpu::store_rows(src.raw(), dst.raw(), rows.data<int32_t>(), rows.numel(), listed_row_bytes(src, rows),
-                      dst.dim(0));
+      if (dst.dtype() == DType::kBF16) {
+        const int64_t row_elements = rows.numel() == 0 ? 0 : src.numel() / rows.numel();
+        cpu::store_rows_bf16(src.data<float>(), dst.data<uint16_t>(), rows.data<int32_t>(), rows.numel(), row_elements,
+                             dst.dim(0));
+      } else {
+        cpu::store_rows(src.raw(), dst.raw(), rows.data<int32_t>(), rows.numel(), listed_row_bytes(src, rows),
+                        dst.dim(0));
+      }
     });
   }
 
@@ -226,10 +232,14 @@ class CpuBackend final : public Backend {
               sinks->dtype() == DType::kBF16 ? bf16_to_f32(sinks->data<uint16_t>()[h]) : sinks->data<float>()[h];
         }
       }
-      cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(),
-                     {q.dim(0), q.dim(1), k.dim(1), q.dim(2)},
-                     {sinks ? sink_logits.data() : nullptr, window, k.dim(0), table ? table->data<int32_t>() : nullptr,
-                      block_size});
+      const cpu::AttentionShape shape{q.dim(0), q.dim(1), k.dim(1), q.dim(2)};
+      const cpu::AttentionExtras extras{sinks ? sink_logits.data() : nullptr, window, k.dim(0),
+                                        table ? table->data<int32_t>() : nullptr, block_size};
+      if (k.dtype() == DType::kBF16) {
+        cpu::attention(q.data<float>(), k.data<uint16_t>(), v.data<uint16_t>(), counts, out.data<float>(), shape, extras);
+      } else {
+        cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(), shape, extras);
+      }
     });
   }
 

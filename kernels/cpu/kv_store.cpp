@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/dtype.h"
 #include "shared/error.h"
 
 namespace flashq::cpu {
@@ -13,6 +14,18 @@ void store_rows(const void* src, void* dst, const int32_t* rows, int64_t n, size
     }
     std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(rows[i]) * row_bytes,
                 static_cast<const char*>(src) + static_cast<size_t>(i) * row_bytes, row_bytes);
+  }
+}
+
+void store_rows_bf16(const float* src, uint16_t* dst, const int32_t* rows, int64_t n, int64_t row_elements,
+                     int64_t capacity) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (rows[i] < 0 || rows[i] >= capacity) {
+      throw Error(ErrorCode::kInternal, "cpu backend: store_rows: a row outside the destination");
+    }
+    const float* from = src + i * row_elements;
+    uint16_t* to = dst + int64_t{rows[i]} * row_elements;
+    for (int64_t e = 0; e < row_elements; ++e) to[e] = f32_to_bf16(from[e]);
   }
 }
 

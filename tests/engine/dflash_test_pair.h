@@ -22,6 +22,12 @@ struct DFlashTestPair {
     proposer = std::make_unique<DFlashProposer>(*drafter);
     tokenizer = load_tokenizer(target.dir.path());
   }
+
+  // The target's and the drafter's caches made after hold `dtype` (kF32 or kBF16).
+  void set_kv_cache_dtype(DType dtype) {
+    target.model->set_kv_cache_dtype(dtype);
+    drafter->set_kv_cache_dtype(dtype);
+  }
 };
 
 inline TinyModelSpec f32_target(uint64_t seed, int64_t layers = 3, int64_t hidden = 64, int64_t heads = 4,

@@ -1,7 +1,7 @@
 // Lossless speculative decoding (docs/dflash.md §2.4): at temperature 0 the output with DFlash equals
 // the output without it, token for token, for many prompts over several random target/drafter
 // pairs (Qwen3, Llama, Qwen3-MoE and gpt-oss targets), block sizes 2..16, alone and in mixed batches where sequences
-// join and leave.
+// join and leave; with float32 and with bf16 KV caches.
 #include <gtest/gtest.h>
 
 #include "tests/engine/dflash_test_pair.h"
@@ -25,6 +25,7 @@ struct PairCase {
   const char* name;
   TinyModelSpec target;
   int64_t drafter_layers;
+  DType kv_dtype = DType::kF32;  // the KV caches' element type
 };
 
 class Lossless : public ::testing::TestWithParam<PairCase> {};
@@ -32,6 +33,7 @@ class Lossless : public ::testing::TestWithParam<PairCase> {};
 TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   for (int prompt_index = 0; prompt_index < 17; ++prompt_index) {
     const int64_t block = 2 + prompt_index % 15;  // 2..16
@@ -51,6 +53,7 @@ TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
 TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   const SpecMode modes[] = {SpecMode::kDflash, SpecMode::kOff, SpecMode::kAuto};
   std::vector<SequenceRequest> requests;
@@ -79,6 +82,7 @@ TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
 TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(6, 459, 11 + static_cast<uint32_t>(c.target.seed));
   auto plain = run_engine(model, nullptr, {request_for(prompt, SpecMode::kOff, 0, 30)}, 1);
@@ -99,6 +103,7 @@ TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
 TEST_P(Lossless, AutoSequencesThatPauseAndResumeDraftingStayLossless) {
   const PairCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed});
+  pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(9, 459, 7 + static_cast<uint32_t>(c.target.seed));
   const int64_t max_tokens = 200;
@@ -134,7 +139,12 @@ INSTANTIATE_TEST_SUITE_P(
                                                      .norm_topk_prob = false}),
                                2},
                       PairCase{"GptOssWindow4Top2Of8", gpt_oss_f32_target(50), 1},
-                      PairCase{"GptOssWindow8Top4Of16ThreeLayers", gpt_oss_f32_target(59, 3, 8, 16, 4), 2}),
+                      PairCase{"GptOssWindow8Top4Of16ThreeLayers", gpt_oss_f32_target(59, 3, 8, 16, 4), 2},
+                      // bf16 caches: keys and values rounded as stored, read so by both passes.
+                      PairCase{"Gqa3LayersBf16Kv", f32_target(41), 1, DType::kBF16},
+                      PairCase{"LlamaGqaBiasesLlama3RopeBf16Kv", llama_f32_target(47), 1, DType::kBF16},
+                      PairCase{"Qwen3MoeTop2Of8Bf16Kv", qwen3_moe_f32_target(48), 1, DType::kBF16},
+                      PairCase{"GptOssWindow4Top2Of8Bf16Kv", gpt_oss_f32_target(50), 1, DType::kBF16}),
     [](const ::testing::TestParamInfo<PairCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

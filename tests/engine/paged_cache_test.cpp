@@ -3,7 +3,7 @@
 // and prefill only the rest, a later turn of a conversation starts on the blocks of the turn
 // before, sequences wait for blocks at admission and are preempted and recomputed when the pool
 // runs out mid-decode (output unchanged), cached blocks are evicted for new ones, and a shared
-// block truncated into is copied first.
+// block truncated into is copied first; over float32 and bf16 caches.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,9 +35,12 @@ SequenceRequest greedy(std::vector<int32_t> prompt, SpecMode spec, int64_t max_t
   return r;
 }
 
-class EngineOnAPagedCache : public ::testing::Test {
+// Over float32 and bf16 caches alike (the parameter: the caches' element type).
+class EngineOnAPagedCache : public ::testing::TestWithParam<DType> {
  protected:
-  EngineOnAPagedCache() : pair(f32_target(41), TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 42}) {}
+  EngineOnAPagedCache() : pair(f32_target(41), TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 42}) {
+    pair.set_kv_cache_dtype(GetParam());
+  }
 
   std::unique_ptr<PagedKvStore> store(int64_t blocks, int64_t block_size) {
     return pair.target.model->make_paged_store(blocks, block_size);
@@ -56,7 +59,7 @@ class EngineOnAPagedCache : public ::testing::Test {
   DFlashTestPair pair;
 };
 
-TEST_F(EngineOnAPagedCache, GreedyOutputIsTheWholeLengthCachesInEveryModeAndBlockSize) {
+TEST_P(EngineOnAPagedCache, GreedyOutputIsTheWholeLengthCachesInEveryModeAndBlockSize) {
   for (int64_t block_size : {8, 16, 32}) {
     std::vector<SequenceRequest> requests;
     for (uint32_t i = 0; i < 6; ++i) {
@@ -75,7 +78,7 @@ TEST_F(EngineOnAPagedCache, GreedyOutputIsTheWholeLengthCachesInEveryModeAndBloc
   }
 }
 
-TEST_F(EngineOnAPagedCache, APromptSharingACachedPrefixPrefillsOnlyTheRest) {
+TEST_P(EngineOnAPagedCache, APromptSharingACachedPrefixPrefillsOnlyTheRest) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 2, .paged_cache = paged.get()});
   engine.add(0, greedy(prompt_with_prefix(43, 6, 1), SpecMode::kOff, 4));
@@ -95,7 +98,7 @@ TEST_F(EngineOnAPagedCache, APromptSharingACachedPrefixPrefillsOnlyTheRest) {
 // Turn 2's prompt is turn 1's prompt and output and a new message: every position turn 1 ran
 // is a hit (its full blocks, and its last partial block kept as a tail), in every mode, and the
 // output is the one without a cache.
-TEST_F(EngineOnAPagedCache, ALaterTurnStartsOnTheBlocksOfTheTurnBefore) {
+TEST_P(EngineOnAPagedCache, ALaterTurnStartsOnTheBlocksOfTheTurnBefore) {
   for (SpecMode spec : {SpecMode::kOff, SpecMode::kDflash, SpecMode::kAuto}) {
     std::unique_ptr<PagedKvStore> paged = store(64, 16);
     Engine engine(*pair.target.model, pair.proposer.get(),
@@ -126,7 +129,7 @@ TEST_F(EngineOnAPagedCache, ALaterTurnStartsOnTheBlocksOfTheTurnBefore) {
 // The drafter's context rides with the blocks: after a speculative turn its registered blocks
 // hold the drafter's rows, the next turn takes them instead of skipping those positions, and it
 // drafts what a drafter that injected the whole prompt itself drafts.
-TEST_F(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
+TEST_P(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
   const ModelConfig& d = pair.drafter->config().layers;
   std::unique_ptr<PagedKvStore> paged =
       pair.target.model->make_paged_store(64, 8, nullptr, {d.num_layers, d.num_kv_heads, d.head_dim});
@@ -164,7 +167,7 @@ TEST_F(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
 
 // A sequence that waits for its drafter's context (a cache pool with room for one) is looked up
 // in the prefix cache once, when it is admitted, not at every step it waits.
-TEST_F(EngineOnAPagedCache, ASequenceWaitingForItsDrafterContextIsLookedUpOnce) {
+TEST_P(EngineOnAPagedCache, ASequenceWaitingForItsDrafterContextIsLookedUpOnce) {
   std::unique_ptr<PagedKvStore> paged = store(64, 8);
   const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kDflash, 16),
                                                  greedy(prompt_with_prefix(40, 5, 2), SpecMode::kDflash, 16)};
@@ -186,7 +189,7 @@ TEST_F(EngineOnAPagedCache, ASequenceWaitingForItsDrafterContextIsLookedUpOnce) 
   EXPECT_EQ(outputs, plain_outputs(requests));
 }
 
-TEST_F(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
+TEST_P(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
   const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kOff, 6),
                                                  greedy(prompt_with_prefix(40, 4, 2), SpecMode::kOff, 6)};
@@ -202,7 +205,7 @@ TEST_F(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
 // 12 blocks of 8 positions for four sequences that grow to 6 blocks each: admission waits for
 // blocks, running sequences outgrow the pool and the newest is preempted, recomputed later from
 // its cached blocks; every output is the one alone, in every mode.
-TEST_F(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirOutput) {
+TEST_P(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirOutput) {
   for (SpecMode spec : {SpecMode::kOff, SpecMode::kDflash, SpecMode::kAuto}) {
     std::vector<SequenceRequest> requests;
     for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(9, kVocab, 20 + i), spec, 38));
@@ -228,7 +231,7 @@ TEST_F(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirO
   }
 }
 
-TEST_F(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOnes) {
+TEST_P(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOnes) {
   std::unique_ptr<PagedKvStore> paged = store(8, 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   std::vector<SequenceRequest> requests;
@@ -247,7 +250,7 @@ TEST_F(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOn
   EXPECT_EQ(paged->blocks().stats().hit_tokens - hits, 32) << "the last prompt's 4 blocks, and none of the first's";
 }
 
-TEST_F(EngineOnAPagedCache, ASequenceThePoolCannotHoldIsRefusedAtOnce) {
+TEST_P(EngineOnAPagedCache, ASequenceThePoolCannotHoldIsRefusedAtOnce) {
   std::unique_ptr<PagedKvStore> paged = store(4, 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   try {
@@ -261,6 +264,11 @@ TEST_F(EngineOnAPagedCache, ASequenceThePoolCannotHoldIsRefusedAtOnce) {
   engine.run_until_idle();
   EXPECT_EQ(engine.take_finished().at(0).tokens.size(), 12u);
 }
+
+INSTANTIATE_TEST_SUITE_P(KvDtypes, EngineOnAPagedCache, ::testing::Values(DType::kF32, DType::kBF16),
+                         [](const ::testing::TestParamInfo<DType>& dtype) {
+                           return dtype.param == DType::kBF16 ? std::string("Bf16") : std::string("Float32");
+                         });
 
 TEST(PagedKvStore, ItsStoresComeFromTheCachePoolAndARunTooShortIsAClearError) {
   std::unique_ptr<Backend> backend = make_backend("cpu");

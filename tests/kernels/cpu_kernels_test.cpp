@@ -186,6 +186,44 @@ TEST(CpuBackend, AttentionHeadsInPairsGiveTheBitsOfHeadsAlone) {
   }
 }
 
+// A bf16 cache (keys and values as bf16 bits, widened as loaded) gives the bits of the float32
+// kernel over the same rounded values where the head dim is a multiple of 8 (every vector path);
+// a head dim that is not (scalar tails, compiled apart for each type) within a rounding step.
+TEST(CpuBackend, AttentionOverABf16CacheGivesTheBitsOfTheRoundedValues) {
+  std::mt19937 rng(13);
+  auto backend = make_cpu_backend();
+  for (const int64_t d : {int64_t{128}, int64_t{72}, int64_t{12}}) {
+    const int64_t m = 5, t = 140;
+    const std::vector<int32_t> counts = {140, 0, 1, 65, 129};
+    std::vector<float> q = random_floats(m * 4 * d, rng, 2.0f), k = random_floats(t * 2 * d, rng, 2.0f),
+                       v = random_floats(t * 2 * d, rng);
+    Tensor k16 = Tensor::zeros_cpu(DType::kBF16, {t, 2, d}), v16 = Tensor::zeros_cpu(DType::kBF16, {t, 2, d});
+    for (size_t i = 0; i < k.size(); ++i) {
+      k16.data<uint16_t>()[i] = f32_to_bf16(k[i]);
+      v16.data<uint16_t>()[i] = f32_to_bf16(v[i]);
+      k[i] = bf16_to_f32(k16.data<uint16_t>()[i]);
+      v[i] = bf16_to_f32(v16.data<uint16_t>()[i]);
+    }
+    Tensor ct = Tensor::zeros_cpu(DType::kI32, {m});
+    std::copy(counts.begin(), counts.end(), ct.data<int32_t>());
+    const Tensor qt = tensor_from(q, {m, 4, d});
+    Tensor from_bf16 = Tensor::zeros_cpu(DType::kF32, {m, 4, d}), from_f32 = Tensor::zeros_cpu(DType::kF32, {m, 4, d});
+    backend->attention(qt, k16, v16, ct, from_bf16);
+    backend->attention(qt, tensor_from(k, {t, 2, d}), tensor_from(v, {t, 2, d}), ct, from_f32);
+    if (d % 8 == 0) {
+      EXPECT_EQ(0, std::memcmp(from_bf16.raw(), from_f32.raw(), from_f32.nbytes())) << "head dim " << d;
+    } else {
+      for (int64_t i = 0; i < from_f32.numel(); ++i) {
+        EXPECT_NEAR(from_bf16.data<float>()[i], from_f32.data<float>()[i], 1e-6) << "head dim " << d << " at " << i;
+      }
+    }
+  }
+  // k and v of different dtypes are refused.
+  Tensor k16 = Tensor::zeros_cpu(DType::kBF16, {4, 1, 8}), v32 = Tensor::zeros_cpu(DType::kF32, {4, 1, 8});
+  Tensor ct = Tensor::zeros_cpu(DType::kI32, {1}), out = Tensor::zeros_cpu(DType::kF32, {1, 1, 8});
+  EXPECT_THROW(backend->attention(Tensor::zeros_cpu(DType::kF32, {1, 1, 8}), k16, v32, ct, out), Error);
+}
+
 // The batched op's default: each chunk's rows stored where store_at says, then attention against
 // its own cache, exactly as the primitives one chunk at a time; chunks that do not cover q's rows
 // in order, and rows stored outside a cache, are refused.

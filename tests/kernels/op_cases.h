@@ -45,13 +45,15 @@ inline std::vector<int32_t> causal_counts(int64_t rows, int32_t first) {
 
 // One attention case: rows of q against keys [0, count) of one k and v, with per-row counts in
 // [0, keys] unless every row sees them all (`same_count`); `misaligned_q` puts q 4 bytes off
-// 16-byte alignment, `no_keys` gives every row a count of 0.
+// 16-byte alignment, `no_keys` gives every row a count of 0; `cache_dtype` kBF16 keeps k and v
+// as a bf16 cache does (the reference attends the same rounded values).
 struct AttentionCaseShape {
   std::string name;
   int64_t rows, q_heads, kv_heads, head_dim, keys;
   bool same_count;
   bool misaligned_q = false;
   bool no_keys = false;
+  DType cache_dtype = DType::kF32;
 };
 OpCase attention_case(const AttentionCaseShape& shape);
 

@@ -410,13 +410,16 @@ OpCase attention_case(const AttentionCaseShape& a) {
       if (a.rows > 3) made.counts[2] = 1;
     }
     if (a.no_keys) std::fill(made.counts.begin(), made.counts.end(), 0);
+    round_to(a.cache_dtype, made.k);
+    round_to(a.cache_dtype, made.v);
     return made;
   });
   const Shape q_shape = {a.rows, a.q_heads, a.head_dim}, kv_shape = {a.keys, a.kv_heads, a.head_dim};
   return {"attention", a.name,
           [=](OpDevice& dev) {
             Tensor q = dev.upload(d->q, DType::kF32, q_shape, a.misaligned_q);
-            Tensor k = dev.upload(d->k, kv_shape), v = dev.upload(d->v, kv_shape), counts = dev.ints(d->counts);
+            Tensor k = dev.upload(d->k, a.cache_dtype, kv_shape), v = dev.upload(d->v, a.cache_dtype, kv_shape);
+            Tensor counts = dev.ints(d->counts);
             Tensor out = dev.poisoned(q_shape), again = dev.poisoned(q_shape);
             return PreparedRun{
                 [&dev, q, k, v, counts, out]() mutable { dev.backend().attention(q, k, v, counts, out); },
@@ -448,6 +451,16 @@ std::vector<OpCase> attention_op_cases() {
       cases.push_back(head_norm_rope_case(dtype, h.rows, h.heads, h.head_dim));
   }
   for (const AttentionCaseShape& shape : attention_shapes()) cases.push_back(attention_case(shape));
+  // A bf16 cache: keys and values widened as they are read, in each kernel's shape.
+  for (const char* name : {"DecodeGqa4", "BlockGqa2", "PerRowCountsGqa4", "MhaOddHeadDim", "LongContext",
+                           "HeadDim18OneRowKernel", "MisalignedDecodeOneRowKernel", "VerifyBlockLongContext"}) {
+    for (AttentionCaseShape shape : attention_shapes()) {
+      if (shape.name != name) continue;
+      shape.name += "Bf16Cache";
+      shape.cache_dtype = DType::kBF16;
+      cases.push_back(attention_case(shape));
+    }
+  }
   for (QkPrep prep : {QkPrep::kNone, QkPrep::kNormRope, QkPrep::kRope}) cases.push_back(store_and_attend_case(prep));
   for (QkPrep prep : {QkPrep::kNormRope, QkPrep::kNone, QkPrep::kRope}) cases.push_back(store_kv_case(prep));
   for (OpCase& c : gptoss_attention_op_cases()) cases.push_back(std::move(c));

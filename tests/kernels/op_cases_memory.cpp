@@ -131,6 +131,28 @@ OpCase store_rows_case() {
           }};
 }
 
+// Into a bf16 cache: each float rounded once as stored (to nearest even), the other rows kept.
+OpCase store_rows_bf16_case() {
+  auto d = std::make_shared<std::vector<std::vector<float>>>();
+  std::mt19937 rng(29);
+  d->push_back(random_floats(5 * 3 * 8, rng));
+  d->push_back(random_floats(9 * 3 * 8, rng));
+  round_to(DType::kBF16, (*d)[1]);
+  const std::vector<int32_t> rows = {8, 0, 4, 5, 2};
+  return {"store_rows", "5 rows of 3x8 into a bf16 cache of 9",
+          [=](OpDevice& dev) {
+            Tensor src = dev.upload((*d)[0], {5, 3, 8}), dst = dev.upload((*d)[1], DType::kBF16, {9, 3, 8});
+            Tensor at = dev.ints(rows);
+            return PreparedRun{[&dev, src, dst, at]() mutable { dev.backend().store_rows(src, dst, at); },
+                               [&dev, dst] { return Outputs{dev.read(dst)}; }};
+          },
+          [=] {
+            std::vector<float> stored = reference::store_rows((*d)[0], (*d)[1], rows, 24);
+            round_to(DType::kBF16, stored);
+            return std::vector<Expected>{{"dst", stored}};
+          }};
+}
+
 OpCase gather_rows_case() {
   auto src = std::make_shared<std::vector<float>>();
   std::mt19937 rng(24);
@@ -236,6 +258,7 @@ std::vector<OpCase> memory_op_cases() {
   cases.push_back(copy_rows_case());
   cases.push_back(copy_columns_case());
   cases.push_back(store_rows_case());
+  cases.push_back(store_rows_bf16_case());
   cases.push_back(gather_rows_case());
   cases.push_back(capture_case());
   cases.push_back(replay_case());

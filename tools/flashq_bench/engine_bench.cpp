@@ -11,6 +11,7 @@
 
 #include "kernels/backend_factory.h"
 #include "shared/error.h"
+#include "worker/model/kv_cache_dtype.h"
 #include "worker/engine/engine.h"
 #include "worker/serving/serving_model.h"
 #include "worker/model/safetensors.h"
@@ -26,6 +27,7 @@ struct EngineBenchOptions {
   std::string modes = "ar";
   std::string concurrency = "1";
   std::string device = "auto";
+  std::string kv_cache_dtype = "float32";
   int64_t prompt_tokens = 259;
   int64_t decode_tokens = 64;
   int64_t block_size = 0;
@@ -275,6 +277,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
   set_programmatic_launches(o.pdl);
   Bench bench{o, ServingModel::load(o.model_dir, o.drafter_dir, o.device)};
   bench.serving.set_capture_passes(o.graphs);
+  bench.serving.set_kv_cache_dtype(parse_kv_cache_dtype(o.kv_cache_dtype));
   bench.ordinary =
       std::min<int64_t>(bench.serving.tokenizer->vocab_size(), bench.serving.model->config().vocab_size) - 8;
   if (!o.prompts_file.empty()) bench.prompts = read_prompts(o.prompts_file, *bench.serving.tokenizer);
@@ -282,6 +285,7 @@ void run_engine_bench(const EngineBenchOptions& o) {
 
   nlohmann::json report = {{"backend", bench.serving.backend->name()},
                            {"graphs", o.graphs},
+                           {"kv_cache_dtype", o.kv_cache_dtype},
                            {"pdl", o.pdl},
                            {"prompts", o.prompts_file.empty() ? "random" : o.prompts_file},
                            {"prompt_tokens", o.prompt_tokens},
@@ -341,6 +345,9 @@ std::function<void()> add_engine_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--concurrency", o->concurrency, "sequences at once, e.g. 1,4,16")->capture_default_str();
   cmd->add_option("--device", o->device, "cpu, cuda or auto")->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "bf16|float32: the KV caches' element type")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "float32"}));
   cmd->add_option("--prompt-tokens", o->prompt_tokens)->capture_default_str();
   cmd->add_option("--decode-tokens", o->decode_tokens, "tokens generated per sequence")->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "draft block size (0: the drafter's)")->capture_default_str();

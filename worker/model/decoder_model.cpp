@@ -46,7 +46,7 @@ KvCache DecoderModel::make_cache(int64_t max_length) const {
     windows.push_back(attention_window(config_, l));
   }
   return KvCache(backend_, config_.num_layers, config_.num_kv_heads, config_.head_dim,
-                 std::min(max_length, config_.max_position_embeddings), std::move(windows));
+                 std::min(max_length, config_.max_position_embeddings), std::move(windows), kv_cache_dtype());
 }
 
 ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {

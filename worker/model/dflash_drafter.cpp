@@ -30,7 +30,8 @@ DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, c
 
 KvCache DFlashDrafter::make_context_cache(int64_t max_length) const {
   const ModelConfig& c = config_.layers;
-  return KvCache(backend_, c.num_layers, c.num_kv_heads, c.head_dim, max_length + config_.block_size);
+  return KvCache(backend_, c.num_layers, c.num_kv_heads, c.head_dim, max_length + config_.block_size, {},
+                 kv_cache_dtype_);
 }
 
 void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {

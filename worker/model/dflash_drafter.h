@@ -67,9 +67,14 @@ class DFlashDrafter {
   // Records draft passes and replays them (pass_recorder.h): the same block sizes over the same
   // context caches, step after step, replay one recording. Off by default.
   void set_capture_passes(bool on) { recorder_.set_enabled(on); }
+  // The element type of the context caches made after (kv_cache_dtype.h); the target's, so that
+  // a paged store's drafter rows and these caches copy into each other.
+  DType kv_cache_dtype() const { return kv_cache_dtype_; }
+  void set_kv_cache_dtype(DType dtype) { kv_cache_dtype_ = dtype; }
   int64_t replayed_passes() const { return recorder_.replayed(); }
 
  private:
+  DType kv_cache_dtype_ = DType::kF32;
   // What a recorded draft pass depends on besides the contents of its input tensors.
   struct DraftKey {
     std::vector<int64_t> block_sizes;

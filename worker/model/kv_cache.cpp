@@ -8,12 +8,13 @@
 namespace flashq {
 
 KvCache::KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t max_length,
-                 std::vector<int64_t> windows)
+                 std::vector<int64_t> windows, DType dtype)
     : backend_(backend),
       kv_heads_(kv_heads),
       head_dim_(head_dim),
       max_length_(max_length),
       windows_(std::move(windows)),
+      dtype_(dtype),
       keys_(static_cast<size_t>(layers)),
       values_(static_cast<size_t>(layers)) {
   check_invariant(windows_.empty() || static_cast<int64_t>(windows_.size()) == layers, "one window per layer");
@@ -60,15 +61,15 @@ void KvCache::reserve(int64_t length) {
   }
   for (size_t layer = 0; layer < keys_.size(); ++layer) {
     if (!ring(static_cast<int64_t>(layer)) || keys_[layer].defined()) continue;
-    keys_[layer] = backend_.allocate(DType::kF32, {ring_rows_, kv_heads_, head_dim_});
-    values_[layer] = backend_.allocate(DType::kF32, {ring_rows_, kv_heads_, head_dim_});
+    keys_[layer] = backend_.allocate(dtype_, {ring_rows_, kv_heads_, head_dim_});
+    values_[layer] = backend_.allocate(dtype_, {ring_rows_, kv_heads_, head_dim_});
   }
   if (length <= capacity_) return;
   int64_t grown = std::min(max_length_, std::max({length, capacity_ * 2, int64_t{64}}));
   for (size_t layer = 0; layer < keys_.size(); ++layer) {
     if (ring(static_cast<int64_t>(layer))) continue;
     for (Tensor* slot : {&keys_[layer], &values_[layer]}) {
-      Tensor bigger = backend_.allocate(DType::kF32, {grown, kv_heads_, head_dim_});
+      Tensor bigger = backend_.allocate(dtype_, {grown, kv_heads_, head_dim_});
       if (length_ > 0) backend_.copy_rows(slot->slice_rows(0, length_), bigger, 0);
       *slot = bigger;
     }
@@ -133,7 +134,7 @@ bool KvCache::take_whole(CachePool& pool) {
   const auto layers = static_cast<int64_t>(keys_.size());
   int64_t rows = 0;
   for (int64_t layer = 0; layer < layers; ++layer) rows += 2 * whole_rows(layer);
-  std::optional<Tensor> run = pool.try_allocate(DType::kF32, {rows, kv_heads_, head_dim_});
+  std::optional<Tensor> run = pool.try_allocate(dtype_, {rows, kv_heads_, head_dim_});
   if (!run) return false;
   int64_t first = 0;
   for (int64_t layer = 0; layer < layers; ++layer) {

@@ -1,5 +1,5 @@
 // The key/value cache of one sequence: per layer, keys and values of the positions run so far,
-// [rows, kv_heads, head_dim] float32 on the backend's device. Positions [0, length) are valid.
+// [rows, kv_heads, head_dim] float32 or bf16 (kv_cache_dtype.h) on the backend's device. Positions [0, length) are valid.
 // Truncation only moves the length back (rejected draft tokens are simply overwritten).
 //
 // A layer that attends only the last W positions (a sliding-window layer, gpt-oss) keeps only
@@ -32,8 +32,9 @@ class KvCache {
   static constexpr int64_t kMaxRowsPerPass = 256;
 
   // `windows`: per layer, 0 (every position) or the window W it attends; empty: none windowed.
+  // `dtype`: the keys' and values' element type, kF32 or kBF16.
   KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t max_length,
-          std::vector<int64_t> windows = {});
+          std::vector<int64_t> windows = {}, DType dtype = DType::kF32);
   // A paged cache over `store` (no sliding layers), empty.
   KvCache(PagedKvStore& store, int64_t max_length);
 
@@ -103,11 +104,12 @@ class KvCache {
  private:
   // Rows layer `layer` holds once whole: max_length, or its ring.
   int64_t whole_rows(int64_t layer) const { return ring(layer) ? ring_rows_ : max_length_; }
-  size_t bytes_per_row() const { return 2 * static_cast<size_t>(kv_heads_ * head_dim_) * sizeof(float); }
+  size_t bytes_per_row() const { return 2 * static_cast<size_t>(kv_heads_ * head_dim_) * dtype_size(dtype_); }
 
   Backend& backend_;
   int64_t kv_heads_, head_dim_, max_length_;
   std::vector<int64_t> windows_;
+  DType dtype_ = DType::kF32;
   int64_t ring_rows_ = 0;
   int64_t capacity_ = 0;
   int64_t length_ = 0;

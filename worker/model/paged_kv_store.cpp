@@ -6,28 +6,30 @@
 
 namespace flashq {
 
-int64_t PagedKvStore::bytes_per_block(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size) {
-  return 2 * layers * block_size * kv_heads * head_dim * static_cast<int64_t>(sizeof(float));
+int64_t PagedKvStore::bytes_per_block(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size,
+                                      DType dtype) {
+  return 2 * layers * block_size * kv_heads * head_dim * static_cast<int64_t>(dtype_size(dtype));
 }
 
 PagedKvStore::PagedKvStore(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t blocks,
-                           int64_t block_size, CachePool* pool, KvShape draft_context)
+                           int64_t block_size, CachePool* pool, KvShape draft_context, DType dtype)
     : backend_(backend), blocks_(blocks, block_size) {
   const int64_t rows = blocks * block_size;
-  const int64_t target_floats = 2 * layers * rows * kv_heads * head_dim;
-  const int64_t draft_floats = 2 * draft_context.layers * rows * draft_context.kv_heads * draft_context.head_dim;
-  const Shape shape{target_floats + draft_floats};
+  const int64_t target_elements = 2 * layers * rows * kv_heads * head_dim;
+  const int64_t draft_elements = 2 * draft_context.layers * rows * draft_context.kv_heads * draft_context.head_dim;
+  const Shape shape{target_elements + draft_elements};
   if (pool != nullptr) {
-    std::optional<Tensor> run = pool->try_allocate(DType::kF32, shape);
+    std::optional<Tensor> run = pool->try_allocate(dtype, shape);
     if (!run) {
+      const auto bytes = (target_elements + draft_elements) * static_cast<int64_t>(dtype_size(dtype));
       throw Error(ErrorCode::kInvalidArgument, "a paged KV cache of " + std::to_string(blocks) + " blocks needs " +
-                                                   std::to_string((target_floats + draft_floats) * 4) +
+                                                   std::to_string(bytes) +
                                                    " bytes; the cache pool's longest free run is " +
                                                    std::to_string(pool->largest_free_bytes()));
     }
     memory_ = std::move(*run);
   } else {
-    memory_ = backend.allocate(DType::kF32, shape);
+    memory_ = backend.allocate(dtype, shape);
   }
   // Each store a view of its own run of the memory: [rows, kv_heads, head_dim].
   int64_t offset = 0;

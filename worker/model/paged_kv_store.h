@@ -1,5 +1,5 @@
 // The memory of a paged KV cache: per layer, one store of keys and one of values holding N blocks
-// of B positions each ([N * B, kv_heads, head_dim] float32, block b at rows [b * B, (b + 1) * B)),
+// of B positions each ([N * B, kv_heads, head_dim] float32 or bf16, block b at rows [b * B, (b + 1) * B)),
 // shared by every sequence, and the BlockPool that hands the blocks out (block_pool.h). A
 // sequence's KvCache (kv_cache.h) holds a BlockTable over it; attention reads each sequence's
 // keys through its table (kernels/backend.h, AttentionOptions::block_table).
@@ -31,14 +31,16 @@ struct KvShape {
 
 class PagedKvStore {
  public:
-  // The bytes one block takes over all layers (keys and values).
-  static int64_t bytes_per_block(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size);
+  // The bytes one block takes over all layers (keys and values) of `dtype` elements.
+  static int64_t bytes_per_block(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size,
+                                 DType dtype = DType::kF32);
 
   // kInvalidArgument unless blocks and block_size are positive, or when `pool` (null: allocated
   // from the backend) has no run long enough for the stores. `draft_context`: the drafter's
-  // context rows kept beside the target's (none: layers 0).
+  // context rows kept beside the target's (none: layers 0). `dtype`: every store's elements
+  // (kF32 or kBF16), the drafter's rows included.
   PagedKvStore(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t blocks, int64_t block_size,
-               CachePool* pool = nullptr, KvShape draft_context = {});
+               CachePool* pool = nullptr, KvShape draft_context = {}, DType dtype = DType::kF32);
   PagedKvStore(const PagedKvStore&) = delete;
   PagedKvStore& operator=(const PagedKvStore&) = delete;
 

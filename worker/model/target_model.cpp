@@ -6,6 +6,14 @@
 
 namespace flashq {
 
+void TargetModel::set_kv_cache_dtype(DType dtype) {
+  check_invariant(dtype == DType::kF32 || dtype == DType::kBF16, "a KV cache holds float32 or bf16");
+  if (dtype == DType::kBF16 && backend().device() != Device::kCpu) {
+    throw Error(ErrorCode::kUnsupported, "bf16 KV caches are served on the CPU only so far (--kv-cache-dtype float32)");
+  }
+  kv_cache_dtype_ = dtype;
+}
+
 bool TargetModel::pages_kv() const {
   const std::vector<bool>& sliding = config().sliding_layers;
   return std::none_of(sliding.begin(), sliding.end(), [](bool s) { return s; });
@@ -13,7 +21,7 @@ bool TargetModel::pages_kv() const {
 
 int64_t TargetModel::paged_bytes_per_block(int64_t block_size) const {
   const ModelConfig& c = config();
-  return PagedKvStore::bytes_per_block(c.num_layers, c.num_kv_heads, c.head_dim, block_size);
+  return PagedKvStore::bytes_per_block(c.num_layers, c.num_kv_heads, c.head_dim, block_size, kv_cache_dtype_);
 }
 
 std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool,
@@ -24,7 +32,7 @@ std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int6
   }
   const ModelConfig& c = config();
   return std::make_unique<PagedKvStore>(backend(), c.num_layers, c.num_kv_heads, c.head_dim, blocks, block_size, pool,
-                                        draft_context);
+                                        draft_context, kv_cache_dtype_);
 }
 
 KvCache TargetModel::make_cache(int64_t max_length, PagedKvStore& store) const {

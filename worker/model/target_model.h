@@ -31,6 +31,10 @@ class TargetModel {
   // A cache for one sequence of at most max_length positions (capped at the model's context).
   virtual KvCache make_cache(int64_t max_length) const = 0;
 
+  // The element type of every cache made after (kv_cache_dtype.h): kF32 (the default) or kBF16.
+  DType kv_cache_dtype() const { return kv_cache_dtype_; }
+  void set_kv_cache_dtype(DType dtype);
+
   // A paged KV cache (kv_cache.h, paged_kv_store.h): whether this model can keep its keys and
   // values in one (not with sliding-window layers, which keep a ring per sequence), the bytes a
   // block of `block_size` positions takes, the store of `blocks` blocks (from `pool` when given;
@@ -57,6 +61,9 @@ class TargetModel {
   // [vocab, hidden] each; borrowed by the DFlash drafter, which has neither of its own.
   virtual const Tensor& embedding_table() const = 0;
   virtual const Tensor& lm_head() const = 0;
+
+ private:
+  DType kv_cache_dtype_ = DType::kF32;
 };
 
 }  // namespace flashq

@@ -5,6 +5,7 @@
 
 #include "shared/cli.h"
 #include "shared/shutdown_signal.h"
+#include "worker/model/kv_cache_dtype.h"
 #include "worker/process/worker_options.h"
 #include "worker/process/worker_service.h"
 
@@ -35,6 +36,12 @@ int main(int argc, char** argv) {
                  "positions per block of the paged KV cache, where there is a cache pool (0: whole-length caches)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  std::string kv_cache_dtype = "float32";
+  app.add_option("--kv-cache-dtype", kv_cache_dtype,
+                 "bf16|float32: the KV caches' element type (bf16: half the memory per position, keys and values"
+                 " rounded once as stored)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "float32"}));
   std::string prefix_caching = "on";
   app.add_option("--prefix-caching", prefix_caching,
                  "on|off: reuse the cached keys and values of a prompt's longest known prefix (paged cache only)")
@@ -67,6 +74,7 @@ int main(int argc, char** argv) {
                  "KEY|FILE: this worker's CURVE secret key (its public key must be on the broker's allow-list)");
   return flashq::run_cli(app, argc, argv, [&] {
     options.prefix_caching = prefix_caching == "on";
+    options.kv_cache_dtype = flashq::parse_kv_cache_dtype(kv_cache_dtype);
     const int shutdown_fd = flashq::install_shutdown_signals();
     zmq::context_t context;
     flashq::serve_worker(context, options, shutdown_fd);

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "kernels/dtype.h"
+
 namespace flashq {
 
 struct WorkerOptions {
@@ -27,6 +29,8 @@ struct WorkerOptions {
   // 0: whole-length caches, as without a pool.
   int64_t kv_block_size = 16;
   bool prefix_caching = true;
+  // The element type of every KV cache, the drafter's included (worker/model/kv_cache_dtype.h).
+  DType kv_cache_dtype = DType::kF32;
   // Record the target's and the drafter's passes and replay them while they repeat (CUDA graphs
   // on a GPU).
   bool graphs = false;

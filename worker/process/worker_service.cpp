@@ -62,7 +62,8 @@ int64_t host_pool_bytes(const ServingModel& serving, const WorkerOptions& option
   int64_t position_bytes = serving.model->paged_bytes_per_block(1);
   if (serving.drafter) {
     const ModelConfig& d = serving.drafter->config().layers;
-    position_bytes += 2 * PagedKvStore::bytes_per_block(d.num_layers, d.num_kv_heads, d.head_dim, 1);
+    position_bytes +=
+        2 * PagedKvStore::bytes_per_block(d.num_layers, d.num_kv_heads, d.head_dim, 1, serving.model->kv_cache_dtype());
   }
   const int64_t useful = 2 * options.slots * serving.max_model_len() * position_bytes;
   const int64_t weights = checkpoint_bytes(options.model_dir) + checkpoint_bytes(options.drafter_dir);
@@ -117,7 +118,7 @@ std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, Cach
   int64_t drafter_row = 0;
   if (serving.drafter) {
     const ModelConfig& d = serving.drafter->config().layers;
-    drafter_row = PagedKvStore::bytes_per_block(d.num_layers, d.num_kv_heads, d.head_dim, 1);
+    drafter_row = PagedKvStore::bytes_per_block(d.num_layers, d.num_kv_heads, d.head_dim, 1, serving.model->kv_cache_dtype());
     if (options.prefix_caching) draft_rows = {d.num_layers, d.num_kv_heads, d.head_dim};
   }
   const int64_t store_row = target_row + (draft_rows.layers > 0 ? drafter_row : 0);
@@ -211,6 +212,7 @@ void serve_worker(zmq::context_t& context, WorkerOptions& options, int shutdown_
   set_programmatic_launches(options.pdl);
   ServingModel serving = ServingModel::load(options.model_dir, options.drafter_dir, options.device);
   serving.set_capture_passes(options.graphs);
+  serving.set_kv_cache_dtype(options.kv_cache_dtype);
   const protocol::Ready ready = ready_message(options, serving);
   spdlog::info("worker {}: model {} on {}, {} slots, block size {}, context {}", ready.worker_id, ready.model,
                ready.backend, ready.slots, ready.block_size, ready.max_model_len);

@@ -35,6 +35,12 @@ struct ServingModel {
   int64_t block_size() const { return drafter ? drafter->config().block_size : 0; }
   // The context in tokens (prompt and completion together) the engine enforces.
   int64_t max_model_len() const { return model->config().max_position_embeddings; }
+  // The element type of the target's and the drafter's KV caches (kv_cache_dtype.h), before any
+  // cache is made.
+  void set_kv_cache_dtype(DType dtype) const {
+    model->set_kv_cache_dtype(dtype);
+    if (drafter) drafter->set_kv_cache_dtype(dtype);
+  }
   // Records the target's passes and the drafter's draft passes for replay (CUDA graphs on a GPU).
   void set_capture_passes(bool on) const {
     model->set_capture_passes(on);
