@@ -19,6 +19,7 @@ namespace {
 struct ReferenceCase {
   std::string name;
   TinyModelSpec spec;
+  DType kv_dtype = DType::kF32;  // the KV cache's; the reference rounds keys and values alike
 };
 
 TinyModelSpec make_spec(int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads, int64_t head_dim,
@@ -35,6 +36,8 @@ TEST_P(ReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
   const TinyModelSpec& spec = GetParam().spec;
   LoadedTinyModel tiny(spec);
   TargetModel& model = *tiny.model;
+  const bool bf16_kv = GetParam().kv_dtype == DType::kBF16;
+  model.set_kv_cache_dtype(GetParam().kv_dtype);
   const int64_t layers = spec.layers, hidden = spec.hidden;
   std::vector<int32_t> tokens = some_tokens(19, static_cast<int32_t>(spec.vocab), static_cast<uint32_t>(spec.seed));
   const std::vector<int64_t> taps = {0, layers - 1};
@@ -44,7 +47,7 @@ TEST_P(ReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
   CommandResult ref = run_command("/usr/bin/python3 tests/reference/qwen3_reference.py --model " +
                                   tiny.dir.path().string() + " --tokens " + join(tokens) + " --greedy " +
                                   std::to_string(greedy_steps) + " --taps 0," + std::to_string(layers - 1) +
-                                  " --out " + prefix.string());
+                                  " --out " + prefix.string() + (bf16_kv ? " --kv-cache-dtype bf16" : ""));
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
   std::vector<float> want_logits = read_f32(prefix.string() + ".logits.f32");
   std::vector<float> want_taps = read_f32(prefix.string() + ".taps.f32");
@@ -74,7 +77,11 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"GqaBf16Untied", make_spec(2, 64, 4, 2, 16, 128, 512, false, DType::kBF16, 1e6, 21)},
         ReferenceCase{"MhaF32Tied", make_spec(3, 48, 4, 4, 24, 100, 400, true, DType::kF32, 1e6, 22)},
         ReferenceCase{"OddSizesF16", make_spec(2, 40, 6, 3, 10, 72, 333, false, DType::kF16, 1e4, 23)},
-        ReferenceCase{"OneKvHeadBf16Tied", make_spec(4, 32, 8, 1, 8, 64, 320, true, DType::kBF16, 5e5, 24)}),
+        ReferenceCase{"OneKvHeadBf16Tied", make_spec(4, 32, 8, 1, 8, 64, 320, true, DType::kBF16, 5e5, 24)},
+        ReferenceCase{"GqaBf16UntiedBf16Kv", make_spec(2, 64, 4, 2, 16, 128, 512, false, DType::kBF16, 1e6, 21),
+                      DType::kBF16},
+        ReferenceCase{"MhaF32TiedBf16Kv", make_spec(3, 48, 4, 4, 24, 100, 400, true, DType::kF32, 1e6, 22),
+                      DType::kBF16}),
     [](const ::testing::TestParamInfo<ReferenceCase>& param_info) { return param_info.param.name; });
 
 }  // namespace

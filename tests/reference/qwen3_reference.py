@@ -235,6 +235,22 @@ def apply_rope(x, positions, theta, scaling=None):
     return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
 
 
+# The KV cache's element type: "float32" keeps keys and values as computed; "bf16" rounds them
+# as a bf16 cache stores them (nearest even), before attention reads them (--kv-cache-dtype).
+KV_CACHE_DTYPE = "float32"
+
+
+def round_to_bf16(x):
+    """x rounded to the nearest bf16 (ties to even), through float32 as the runtime computes it."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64).reshape(np.shape(x))
+
+
+def as_stored(x):
+    return round_to_bf16(x) if KV_CACHE_DTYPE == "bf16" else x
+
+
 def project_qkv(layer, n, positions, config):
     """Queries, keys, values of the normalised rows n [T, hidden] (projections plus their biases
     when attention_bias): q_norm/k_norm per head (one weight shared by all heads), then RoPE; v is
@@ -248,7 +264,7 @@ def project_qkv(layer, n, positions, config):
     k = rms_norm(k, layer["self_attn.k_norm"], c.rms_norm_eps)
     q = apply_rope(q, positions, c.rope_theta, c.rope_scaling)
     k = apply_rope(k, positions, c.rope_theta, c.rope_scaling)
-    return q, k, v
+    return q, as_stored(k), as_stored(v)
 
 
 def causal_mask(num_rows):
@@ -356,7 +372,11 @@ def run_cli(argv, family, load_model_fn, forward_fn, extra_info=None):
     parser.add_argument("--greedy", type=int, default=None, help="also produce N greedy next tokens")
     parser.add_argument("--taps", default=None, help="comma-separated 0-based layer ids to tap")
     parser.add_argument("--out", required=True, help="output prefix")
+    parser.add_argument("--kv-cache-dtype", choices=["float32", "bf16"], default="float32",
+                        help="bf16: keys and values rounded as a bf16 cache stores them")
     args = parser.parse_args(argv)
+    global KV_CACHE_DTYPE
+    KV_CACHE_DTYPE = args.kv_cache_dtype
 
     model = load_model_fn(args.model)
     c = model.config
