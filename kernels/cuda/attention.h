@@ -16,7 +16,8 @@
 // row's key count, read on the device, over them: a launch does not depend on the counts, so a
 // captured one stays right as the caches fill. A key count beyond
 // its chunk's keys is reported through `report` (device_error.h) and clamped; a count <= 0
-// gives zeros.
+// gives zeros. A bf16 cache's keys and values are widened to float32 as they are loaded;
+// scores, softmax and sums are float32 whatever the cache holds.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,6 +27,7 @@
 #include <span>
 
 #include "kernels/cuda/device_error.h"
+#include "kernels/dtype.h"
 
 namespace flashq::cuda {
 
@@ -44,13 +46,20 @@ inline constexpr int64_t kAttentionSliceCounters = 1024;
 // block_table[p / block_size] * block_size + p % block_size of k and v, a store of `keys` rows
 // shared with other chunks; its table has `table_blocks` entries. Only
 // attention_with_sinks_and_window (attention_windowed.h) reads a table; attention() refuses one.
+// k and v hold `dtype` elements, f32 or bf16 (kv_element.cuh), the same for every chunk of a
+// launch.
 struct KvChunk {
-  const float* k;
-  const float* v;
+  const void* k;
+  const void* v;
+  DType dtype;
   int64_t first_row, keys;
   const int32_t* block_table = nullptr;  // on the device; null: position p at row p
   int64_t block_size = 0, table_blocks = 0;
 };
+
+// The element type every chunk's keys and values hold, f32 or bf16; throws kInternal for mixed
+// or other dtypes (the backend refuses those before launching).
+DType kv_dtype_of(std::span<const KvChunk> chunks);
 
 // rows: of q (all chunks); keys: the most any chunk has.
 struct AttentionShape {

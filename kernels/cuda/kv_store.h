@@ -1,11 +1,13 @@
 // Stores rows into caches at rows the device holds (twin: kernels/cpu/kv_store.cpp, and
 // Backend::store_kv's default). Row i of the source goes to row rows[i] of its destination; a
 // row outside the destination is reported through `report` (device_error.h) and skipped.
-// gather_rows goes the other way.
+// gather_rows goes the other way. A cache holds float32 or bf16 (kernels/backend.h): float32
+// rows stored into a bf16 cache are rounded once, to nearest even (kv_element.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -18,10 +20,11 @@ namespace flashq::cuda {
 inline constexpr int kMaxKvStores = 64;  // per launch: they travel in the kernel's parameters
 
 // One sequence: source rows from first_row up to the next chunk's go into k and v, of
-// `capacity` rows.
+// `capacity` rows of `dtype` (f32 or bf16, the same for every store of a launch).
 struct KvStore {
-  float* k;
-  float* v;
+  void* k;
+  void* v;
+  DType dtype;
   int64_t first_row, capacity;
 };
 
@@ -49,13 +52,15 @@ void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v
                              const QkNormRope& norm, std::span<const KvStore> stores, const int32_t* rows,
                              int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream);
 
-// dst[rows[i]] = src[i] for n rows of row_floats floats; dst has `capacity` rows.
-void store_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int64_t row_floats, int64_t capacity,
-                DeviceErrorReport* report, cudaStream_t stream);
+// dst[rows[i]] = src[i] for n rows of row_floats floats; dst, of `dst_dtype` (f32 or bf16), has
+// `capacity` rows.
+void store_rows(const float* src, void* dst, DType dst_dtype, const int32_t* rows, int64_t n, int64_t row_floats,
+                int64_t capacity, DeviceErrorReport* report, cudaStream_t stream);
 
-// dst[i] = src[rows[i]] for n rows of row_floats floats; src has `source_rows` rows. A row
-// outside the source is reported and left unwritten.
-void gather_rows(const float* src, const int32_t* rows, float* dst, int64_t n, int64_t row_floats, int64_t source_rows,
-                 DeviceErrorReport* report, cudaStream_t stream);
+// dst[i] = src[rows[i]] for n rows of row_elements elements of element_bytes (4 or 2) each,
+// copied as they are; src has `source_rows` rows. A row outside the source is reported and left
+// unwritten.
+void gather_rows(const void* src, const int32_t* rows, void* dst, int64_t n, int64_t row_elements, size_t element_bytes,
+                 int64_t source_rows, DeviceErrorReport* report, cudaStream_t stream);
 
 }  // namespace flashq::cuda
