@@ -152,8 +152,8 @@ __global__ void __launch_bounds__(kTileThreads)
       float4 k4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = k4;
       if (key < tile_keys) {
         const int64_t at = (first_key + key) * kv_stride + kv_head * s.head_dim;
-        k4 = read_kv4(static_cast<const Kv*>(chunk.k), at + 4 * c);
-        v4 = read_kv4(static_cast<const Kv*>(chunk.v), at + 4 * c);
+        k4 = read_kv4(static_cast<const Kv*>(chunk.k) + at, c);
+        v4 = read_kv4(static_cast<const Kv*>(chunk.v) + at, c);
       }
       keys4[i] = k4;
       values4[i] = v4;

@@ -154,15 +154,6 @@ void allow_tile_shared_memory() {
 
 }  // namespace
 
-DType kv_dtype_of(std::span<const KvChunk> chunks) {
-  const DType dtype = chunks.empty() ? DType::kF32 : chunks.front().dtype;
-  const bool one_dtype = std::all_of(chunks.begin(), chunks.end(), [&](const KvChunk& c) { return c.dtype == dtype; });
-  if (!one_dtype || (dtype != DType::kF32 && dtype != DType::kBF16)) {
-    throw Error(ErrorCode::kInternal, "attention: a launch's caches must all be f32 or all bf16");
-  }
-  return dtype;
-}
-
 AttentionKernels attention_kernels_from_environment() {
   const char* value = std::getenv("FLASHQ_CUDA_ATTENTION");
   if (value == nullptr || std::string_view(value) == "tiles") return AttentionKernels::kTiles;
@@ -178,7 +169,7 @@ size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvCh
   return std::max(one_row, scratch_bytes_for(shape, plan_for(shape, chunks, tile_kernel_for(shape, chunks))));
 }
 
-void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
+void attention(const float* q, std::span<const KvChunk> chunks, DType kv_dtype, const int32_t* key_counts, float* out,
                AttentionShape shape, AttentionKernels kernels, void* scratch, int32_t* slice_counters,
                DeviceErrorReport* report, cudaStream_t stream) {
   if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
@@ -190,7 +181,7 @@ void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* k
                 "attention: these kernels read no block table (paged chunks take "
                 "attention_with_sinks_and_window)");
   }
-  const bool bf16 = kv_dtype_of(chunks) == DType::kBF16;
+  const bool bf16 = bf16_cache(kv_dtype, "attention");
   KvChunkTable table{};
   std::copy(chunks.begin(), chunks.end(), table.chunk);
   table.count = static_cast<int>(chunks.size());

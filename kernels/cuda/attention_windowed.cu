@@ -58,8 +58,6 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t m = blockIdx.x, head = blockIdx.y;
   const int64_t kv_head = head / (s.q_heads / s.kv_heads), kv_stride = s.kv_heads * s.head_dim;
   const KvChunk& chunk = table.chunk[chunk_index_of(table, m)];
-  const Kv* const keys = static_cast<const Kv*>(chunk.k);
-  const Kv* const values = static_cast<const Kv*>(chunk.v);
   const bool reporter = head == 0 && threadIdx.x == 0;
   int64_t count = key_counts[m];
   if (chunk.block_table != nullptr) {
@@ -93,7 +91,7 @@ __global__ void __launch_bounds__(kThreads)
     key_rows[threadIdx.x] = row;
     float score = -INFINITY;
     if (row >= 0) {
-      const Kv* key = keys + row * kv_stride + kv_head * s.head_dim;
+      const Kv* key = static_cast<const Kv*>(chunk.k) + row * kv_stride + kv_head * s.head_dim;
       float dot = 0.0f;
       for (int64_t d = 0; d < s.head_dim; ++d) dot = fmaf(query[d], read_kv(key, d), dot);
       score = dot * scale;
@@ -111,7 +109,8 @@ __global__ void __launch_bounds__(kThreads)
       float sum = acc[i] * correction;
       for (int64_t j = 0; j < n; ++j) {
         if (key_rows[j] < 0) continue;  // a block id outside the store, reported
-        sum = fmaf(weights[j], read_kv(values, key_rows[j] * kv_stride + kv_head * s.head_dim + d), sum);
+        sum = fmaf(weights[j],
+                   read_kv(static_cast<const Kv*>(chunk.v), key_rows[j] * kv_stride + kv_head * s.head_dim + d), sum);
       }
       acc[i] = sum;
     }
@@ -128,15 +127,16 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void attention_with_sinks_and_window(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts,
-                                     float* out, AttentionShape shape, const AttentionSinksAndWindow& options,
-                                     DeviceErrorReport* report, cudaStream_t stream) {
+void attention_with_sinks_and_window(const float* q, std::span<const KvChunk> chunks, DType kv_dtype,
+                                     const int32_t* key_counts, float* out, AttentionShape shape,
+                                     const AttentionSinksAndWindow& options, DeviceErrorReport* report,
+                                     cudaStream_t stream) {
   if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
   if (chunks.size() > static_cast<size_t>(kMaxKvChunks)) {
     throw Error(ErrorCode::kInternal, "attention: more chunks than one launch takes");
   }
   if (shape.head_dim > kMaxAttentionHeadDim) throw Error(ErrorCode::kUnsupported, "attention: head_dim above 256");
-  const bool bf16 = kv_dtype_of(chunks) == DType::kBF16;
+  const bool bf16 = bf16_cache(kv_dtype, "attention (sinks, window)");
   KvChunkTable table{};
   std::copy(chunks.begin(), chunks.end(), table.chunk);
   table.count = static_cast<int>(chunks.size());

@@ -347,7 +347,7 @@ class CudaBackend final : public Backend {
     require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
     require_attention_options(options, q, k.dim(0), Device::kCuda, "attention");
     const cuda::KvChunk chunk = kv_chunk(k, v, 0, options.block_table, options.block_size);
-    attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0), options);
+    attend(q, std::span(&chunk, 1), k.dtype(), key_counts, out, k.dim(1), k.dim(0), options);
   }
 
   // One launch stores every chunk's new rows, one attends all of them (and one merges the key
@@ -382,8 +382,8 @@ class CudaBackend final : public Backend {
         most_keys = std::max(most_keys, capacity);
       }
       Tensor group_out = out.slice_rows(first, rows);
-      attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys,
-             options);
+      attend(q.slice_rows(first, rows), attended, group.front().keys->dtype(), key_counts.slice_rows(first, rows),
+             group_out, k.dim(1), most_keys, options);
     }
   }
 
@@ -572,23 +572,24 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // The k and v rows of `group` (at most cuda::kMaxKvStores chunks) into their caches in one
-  // launch; with `norm_rope`, k's heads and, given q, q's are normed and rotated first.
+  // The k and v rows of `group` (at most cuda::kMaxKvStores chunks, caches of one dtype:
+  // launch_group) into their caches in one launch; with `norm_rope`, k's heads and, given q, q's
+  // are normed and rotated first.
   void store_group(const Tensor* q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> group,
                    const Tensor& store_at, const QkNormRope* norm_rope) {
     const int64_t first = group.front().first_row, row_floats = k.dim(1) * k.dim(2);
+    const DType cache_dtype = group.front().keys->dtype();
     int64_t rows = 0;
     kv_stores_.clear();
     for (const CacheChunk& chunk : group) {
-      kv_stores_.push_back(
-          {chunk.keys->raw(), chunk.values->raw(), chunk.keys->dtype(), chunk.first_row - first, chunk.keys->dim(0)});
+      kv_stores_.push_back({chunk.keys->raw(), chunk.values->raw(), chunk.first_row - first, chunk.keys->dim(0)});
       rows += chunk.rows;
     }
     const int32_t* at = store_at.data<int32_t>() + first;
     float* k_rows = k.data<float>() + first * row_floats;
     const float* v_rows = v.data<float>() + first * row_floats;
     if (norm_rope == nullptr) {
-      cuda::store_kv_rows(k_rows, v_rows, kv_stores_, at, rows, row_floats, context_->report(), stream());
+      cuda::store_kv_rows(k_rows, v_rows, kv_stores_, cache_dtype, at, rows, row_floats, context_->report(), stream());
       return;
     }
     const bool with_q = q != nullptr;
@@ -604,7 +605,7 @@ class CudaBackend final : public Backend {
                                 norm_rope->rope};
     float* q_rows = with_q ? q->data<float>() + first * q->dim(1) * q->dim(2) : nullptr;
     cuda::norm_rope_store_kv_rows(q_rows, with_q ? q->dim(1) : 0, k_rows, v_rows, k.dim(1), k.dim(2), norm, kv_stores_,
-                                  at, rows, context_->report(), stream());
+                                  cache_dtype, at, rows, context_->report(), stream());
   }
 
   static void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) {
@@ -622,7 +623,7 @@ class CudaBackend final : public Backend {
   // The kernels' view of a cache (all its rows) and, when paged, of its block table.
   static cuda::KvChunk kv_chunk(const Tensor& keys, const Tensor& values, int64_t first_row, const Tensor* block_table,
                                 int64_t block_size) {
-    cuda::KvChunk chunk{keys.raw(), values.raw(), keys.dtype(), first_row, keys.dim(0)};
+    cuda::KvChunk chunk{keys.raw(), values.raw(), first_row, keys.dim(0)};
     if (block_table != nullptr) {
       chunk.block_table = block_table->data<int32_t>();
       chunk.block_size = block_size;
@@ -632,9 +633,9 @@ class CudaBackend final : public Backend {
   }
 
   // Sinks, a window or a paged chunk take their own simple kernel; the default options the fast
-  // ones.
-  void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, const Tensor& key_counts, Tensor& out,
-              int64_t kv_heads, int64_t most_keys, const AttentionOptions& options) {
+  // ones. Every chunk's cache holds `kv_dtype`.
+  void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, DType kv_dtype, const Tensor& key_counts,
+              Tensor& out, int64_t kv_heads, int64_t most_keys, const AttentionOptions& options) {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
     const bool paged =
         std::any_of(chunks.begin(), chunks.end(), [](const cuda::KvChunk& c) { return c.block_table != nullptr; });
@@ -642,13 +643,13 @@ class CudaBackend final : public Backend {
       const cuda::AttentionSinksAndWindow extras{options.sinks != nullptr ? options.sinks->raw() : nullptr,
                                                  options.sinks != nullptr ? options.sinks->dtype() : DType::kF32,
                                                  options.sliding_window};
-      cuda::attention_with_sinks_and_window(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(),
-                                            shape, extras, context_->report(), stream());
+      cuda::attention_with_sinks_and_window(q.data<float>(), chunks, kv_dtype, key_counts.data<int32_t>(),
+                                            out.data<float>(), shape, extras, context_->report(), stream());
       return;
     }
     void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape, chunks));
-    cuda::attention(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(), shape, attention_kernels_,
-                    scratch, slice_counters_.data<int32_t>(), context_->report(), stream());
+    cuda::attention(q.data<float>(), chunks, kv_dtype, key_counts.data<int32_t>(), out.data<float>(), shape,
+                    attention_kernels_, scratch, slice_counters_.data<int32_t>(), context_->report(), stream());
   }
 
   // The scratch buffer (cuBLAS's bf16 input, attention's partial results) grows to the largest

@@ -97,7 +97,14 @@ __global__ void store_at(const float* __restrict__ src, Kv* __restrict__ dst, co
   store_row(src + row * row_floats, dst + at * row_floats, row_floats);
 }
 
-// Element: an unsigned integer of the dtype's size; the rows' bits are copied as they are.
+// A row copied as it is, between tensors of one dtype.
+template <typename Element>
+__device__ inline void copy_row(const Element* __restrict__ from, Element* __restrict__ to, int64_t row_elements) {
+  for (int64_t i = threadIdx.x; i < row_elements; i += blockDim.x) to[i] = from[i];
+}
+
+// Element: a type of the dtype's size (float for 4 bytes, uint16_t for 2); loads and stores
+// move the bits unchanged.
 template <typename Element>
 __global__ void gather_at(const Element* __restrict__ src, const int32_t* __restrict__ rows, Element* __restrict__ dst,
                           int64_t row_elements, int64_t source_rows, DeviceErrorReport* report) {
@@ -107,9 +114,7 @@ __global__ void gather_at(const Element* __restrict__ src, const int32_t* __rest
     if (threadIdx.x == 0) report_device_error(report, kGatherRowOutsideSource, rows[row], source_rows);
     return;
   }
-  const Element* __restrict__ in = src + from * row_elements;
-  Element* __restrict__ to = dst + row * row_elements;
-  for (int64_t i = threadIdx.x; i < row_elements; i += blockDim.x) to[i] = in[i];
+  copy_row(src + from * row_elements, dst + row * row_elements, row_elements);
 }
 
 KvStoreTable table_of(std::span<const KvStore> stores) {
@@ -122,29 +127,20 @@ KvStoreTable table_of(std::span<const KvStore> stores) {
   return table;
 }
 
-// Whether the caches of a launch are bf16 (else float32); they must all be one or the other.
-bool stores_bf16(std::span<const KvStore> stores) {
-  const DType dtype = stores.front().dtype;
-  const bool one_dtype = std::all_of(stores.begin(), stores.end(), [&](const KvStore& s) { return s.dtype == dtype; });
-  if (!one_dtype || (dtype != DType::kF32 && dtype != DType::kBF16)) {
-    throw Error(ErrorCode::kInternal, "store_kv_rows: a launch's caches must all be f32 or all bf16");
-  }
-  return dtype == DType::kBF16;
-}
-
 }  // namespace
 
-void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, const int32_t* rows,
-                   int64_t total_rows, int64_t row_floats, DeviceErrorReport* report, cudaStream_t stream) {
+void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, DType cache_dtype,
+                   const int32_t* rows, int64_t total_rows, int64_t row_floats, DeviceErrorReport* report,
+                   cudaStream_t stream) {
   if (total_rows == 0 || row_floats == 0 || stores.empty()) return;
   const KvStoreTable table = table_of(stores);
-  launch_kernel("store_kv_rows", stores_bf16(stores) ? store_kv<__nv_bfloat16> : store_kv<float>,
+  launch_kernel("store_kv_rows", bf16_cache(cache_dtype, "store_kv_rows") ? store_kv<__nv_bfloat16> : store_kv<float>,
                 dim3(static_cast<unsigned>(total_rows), 2), 256, 0, stream, k, v, table, rows, row_floats, report);
 }
 
 void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v, int64_t kv_heads, int64_t head_dim,
-                             const QkNormRope& norm, std::span<const KvStore> stores, const int32_t* rows,
-                             int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream) {
+                             const QkNormRope& norm, std::span<const KvStore> stores, DType cache_dtype,
+                             const int32_t* rows, int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream) {
   if (total_rows == 0 || head_dim == 0 || kv_heads == 0 || stores.empty()) return;
   const KvStoreTable table = table_of(stores);
   // As cuda::head_norm_rope launches: a thread per element up to 256.
@@ -152,7 +148,8 @@ void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v
   const auto threads = static_cast<unsigned>(std::clamp<int64_t>(rounded, kWarpSize, 256));
   const dim3 grid(static_cast<unsigned>(total_rows), static_cast<unsigned>(q_heads + 2 * kv_heads));
   const size_t shared = static_cast<size_t>(head_dim) * sizeof(float);
-  const auto kernel = stores_bf16(stores) ? norm_rope_store_kv<__nv_bfloat16> : norm_rope_store_kv<float>;
+  const auto kernel = bf16_cache(cache_dtype, "norm_rope_store_kv_rows") ? norm_rope_store_kv<__nv_bfloat16>
+                                                                         : norm_rope_store_kv<float>;
   launch_kernel("norm_rope_store_kv_rows", kernel, grid, threads, shared, stream, q, k, v, table, rows, q_heads,
                 kv_heads, head_dim, norm, report);
 }
@@ -161,14 +158,12 @@ void store_rows(const float* src, void* dst, DType dst_dtype, const int32_t* row
                 int64_t capacity, DeviceErrorReport* report, cudaStream_t stream) {
   if (n == 0 || row_floats == 0) return;
   const auto grid = static_cast<unsigned>(n);
-  if (dst_dtype == DType::kF32) {
-    launch_kernel("store_rows", store_at<float>, grid, 256, 0, stream, src, static_cast<float*>(dst), rows, row_floats,
-                  capacity, report);
-  } else if (dst_dtype == DType::kBF16) {
+  if (bf16_cache(dst_dtype, "store_rows")) {
     launch_kernel("store_rows", store_at<__nv_bfloat16>, grid, 256, 0, stream, src, static_cast<__nv_bfloat16*>(dst),
                   rows, row_floats, capacity, report);
   } else {
-    throw Error(ErrorCode::kInternal, "store_rows: a destination of f32 or bf16 only");
+    launch_kernel("store_rows", store_at<float>, grid, 256, 0, stream, src, static_cast<float*>(dst), rows, row_floats,
+                  capacity, report);
   }
 }
 
@@ -177,8 +172,8 @@ void gather_rows(const void* src, const int32_t* rows, void* dst, int64_t n, int
   if (n == 0 || row_elements == 0) return;
   const auto grid = static_cast<unsigned>(n);
   if (element_bytes == 4) {
-    launch_kernel("gather_rows", gather_at<uint32_t>, grid, 256, 0, stream, static_cast<const uint32_t*>(src), rows,
-                  static_cast<uint32_t*>(dst), row_elements, source_rows, report);
+    launch_kernel("gather_rows", gather_at<float>, grid, 256, 0, stream, static_cast<const float*>(src), rows,
+                  static_cast<float*>(dst), row_elements, source_rows, report);
   } else if (element_bytes == 2) {
     launch_kernel("gather_rows", gather_at<uint16_t>, grid, 256, 0, stream, static_cast<const uint16_t*>(src), rows,
                   static_cast<uint16_t*>(dst), row_elements, source_rows, report);

@@ -20,18 +20,18 @@ namespace flashq::cuda {
 inline constexpr int kMaxKvStores = 64;  // per launch: they travel in the kernel's parameters
 
 // One sequence: source rows from first_row up to the next chunk's go into k and v, of
-// `capacity` rows of `dtype` (f32 or bf16, the same for every store of a launch).
+// `capacity` rows of the launch's cache dtype.
 struct KvStore {
   void* k;
   void* v;
-  DType dtype;
   int64_t first_row, capacity;
 };
 
 // k and v rows of several sequences in one launch. row_floats: floats in one row (kv_heads *
-// head_dim). At most kMaxKvStores chunks.
-void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, const int32_t* rows,
-                   int64_t total_rows, int64_t row_floats, DeviceErrorReport* report, cudaStream_t stream);
+// head_dim). At most kMaxKvStores chunks, their caches all of `cache_dtype` (f32 or bf16).
+void store_kv_rows(const float* k, const float* v, std::span<const KvStore> stores, DType cache_dtype,
+                   const int32_t* rows, int64_t total_rows, int64_t row_floats, DeviceErrorReport* report,
+                   cudaStream_t stream);
 
 // The q/k norm and RoPE (cuda::head_norm_rope's) for norm_rope_store_kv_rows; a null weight is
 // RoPE only, without the norm. Positions start at the launch's first row.
@@ -46,11 +46,12 @@ struct QkNormRope {
 };
 
 // store_kv_rows after head_norm_rope of q (q_heads per row) and k, in one launch: q's heads are
-// normed and rotated in place, k's in place and into their caches, v's copied there. The bits
+// normed and rotated in place, k's in place and into their caches, v's copied there (rounded
+// there when the caches are bf16). The bits
 // of head_norm_rope, head_norm_rope, store_kv_rows.
 void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v, int64_t kv_heads, int64_t head_dim,
-                             const QkNormRope& norm, std::span<const KvStore> stores, const int32_t* rows,
-                             int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream);
+                             const QkNormRope& norm, std::span<const KvStore> stores, DType cache_dtype,
+                             const int32_t* rows, int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream);
 
 // dst[rows[i]] = src[i] for n rows of row_floats floats; dst, of `dst_dtype` (f32 or bf16), has
 // `capacity` rows.
