@@ -73,9 +73,9 @@ AttentionKernels attention_kernels_from_environment();
 size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvChunk> chunks);
 
 // `chunks` (at most kMaxKvChunks) cover q's rows in order, their k and v all of `kv_dtype` (f32
-// or bf16); `scratch` holds at least
-// attention_scratch_bytes(shape, chunks) bytes; `slice_counters`, kAttentionSliceCounters zeros
-// (every call leaves them zero), belong to this stream's calls alone. Allocates nothing.
+// or bf16); `scratch` holds at least attention_scratch_bytes(shape, chunks) bytes;
+// `slice_counters`, kAttentionSliceCounters zeros (every call leaves them zero), belong to this
+// stream's calls alone. Allocates nothing.
 void attention(const float* q, std::span<const KvChunk> chunks, DType kv_dtype, const int32_t* key_counts, float* out,
                AttentionShape shape, AttentionKernels kernels, void* scratch, int32_t* slice_counters,
                DeviceErrorReport* report, cudaStream_t stream);

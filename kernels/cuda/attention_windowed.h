@@ -25,9 +25,9 @@ struct AttentionSinksAndWindow {
 };
 
 // `chunks` (at most kMaxKvChunks) cover q's rows in order, their k and v all of `kv_dtype` (f32
-// or bf16), each with its keys (with a window,
-// at least the window: the ring). Row m with key count c attends positions
-// [max(0, c - window), c) (window 0: [0, c)); a row that sees no key gets zeros. A paged chunk
+// or bf16, widened to float32 as read), each with its keys (with a window, at least the window:
+// the ring). Row m with key count c attends positions [max(0, c - window), c) (window 0:
+// [0, c)); a row that sees no key gets zeros. A paged chunk
 // (never with a window) reports a count beyond its table's blocks and attends what the table
 // holds, and reports a block id outside its store and skips that block's keys (device_error.h).
 // Allocates nothing.

@@ -46,9 +46,9 @@ struct QkNormRope {
 };
 
 // store_kv_rows after head_norm_rope of q (q_heads per row) and k, in one launch: q's heads are
-// normed and rotated in place, k's in place and into their caches, v's copied there (rounded
-// there when the caches are bf16). The bits
-// of head_norm_rope, head_norm_rope, store_kv_rows.
+// normed and rotated in place, k's in place and into their caches, v's copied there (the rows
+// cached rounded when the caches are bf16). The bits of head_norm_rope, head_norm_rope,
+// store_kv_rows.
 void norm_rope_store_kv_rows(float* q, int64_t q_heads, float* k, const float* v, int64_t kv_heads, int64_t head_dim,
                              const QkNormRope& norm, std::span<const KvStore> stores, DType cache_dtype,
                              const int32_t* rows, int64_t total_rows, DeviceErrorReport* report, cudaStream_t stream);
