@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/attention_split.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
+#include "kernels/cuda/kv_element.cuh"
 
 namespace flashq::cuda {
 
@@ -20,7 +21,8 @@ inline constexpr int kMaxSlots = kMaxHeadsPerBlock * static_cast<int>(kMaxAttent
 
 // One row a block, grid (rows, head groups, slices). With one slice the block writes the
 // normalised result to `out`; with several it writes its unnormalised sum, running max and
-// total to the partials.
+// total to the partials. Kv: the caches' element type (kv_element.cuh).
+template <typename Kv>
 __global__ void __launch_bounds__(kRowThreads)
     attend_row(const float* __restrict__ q, const __grid_constant__ KvChunkTable table,
                const int32_t* __restrict__ key_counts, float* __restrict__ out, float* __restrict__ partial_out,
@@ -37,8 +39,8 @@ __global__ void __launch_bounds__(kRowThreads)
   const int64_t kv_head = first_head / (s.q_heads / s.kv_heads);
   const int64_t d_count = s.head_dim, kv_stride = s.kv_heads * s.head_dim;
   const KvChunk& chunk = table.chunk[chunk_index_of(table, m)];
-  const float* __restrict__ k = chunk.k;
-  const float* __restrict__ v = chunk.v;
+  const Kv* __restrict__ k = static_cast<const Kv*>(chunk.k);
+  const Kv* __restrict__ v = static_cast<const Kv*>(chunk.v);
   const int64_t count = visible_count(key_counts, m, chunk.keys, group == 0 && slice == 0 && threadIdx.x == 0, report);
   const int64_t slice_keys = slice_keys_for(count, plan);
   const int64_t begin = slice * slice_keys, end = min(count, begin + slice_keys);
@@ -70,9 +72,9 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
       for (int h = 0; h < kMaxHeadsPerBlock; ++h) dot[h] = 0.0f;
       if (t < tile_keys) {
-        const float* kt = k + (tile + t) * kv_stride + kv_head * d_count;
+        const Kv* kt = k + (tile + t) * kv_stride + kv_head * d_count;
         for (int64_t d = sub; d < d_count; d += kLanesPerKey) {
-          const float kd = kt[d];
+          const float kd = read_kv(kt, d);
 #pragma unroll
           for (int h = 0; h < kMaxHeadsPerBlock; ++h) {
             if (h < heads) dot[h] = fmaf(q_tile[h][d], kd, dot[h]);
@@ -109,10 +111,10 @@ __global__ void __launch_bounds__(kRowThreads)
       if (slot >= heads * d_count) break;
       const int h = static_cast<int>(slot / d_count);
       const int64_t d = slot % d_count;
-      const float* vd = v + tile * kv_stride + kv_head * d_count + d;
+      const Kv* vd = v + tile * kv_stride + kv_head * d_count + d;
       float sum = acc[i] * correction[h];
 #pragma unroll 8
-      for (int t = 0; t < tile_keys; ++t) sum = fmaf(scores[h][t], vd[t * kv_stride], sum);
+      for (int t = 0; t < tile_keys; ++t) sum = fmaf(scores[h][t], read_kv(vd, t * kv_stride), sum);
       acc[i] = sum;
     }
     __syncthreads();  // the next tile overwrites scores

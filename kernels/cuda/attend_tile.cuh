@@ -1,7 +1,8 @@
 // Attention for a tile of query vectors (consecutive rows of one chunk times the query heads of
 // one KV head) over one slice of the keys, staged through shared memory: the block loads 32
-// keys and their values at a time with 16-byte loads, all issued together, then scores every
-// query vector against them, softmaxes online and accumulates the values. Two sizes:
+// keys and their values at a time with 16-byte loads (8-byte from a bf16 cache, widened to
+// float32 in shared memory), all issued together, then scores every query vector against them,
+// softmaxes online and accumulates the values. Two sizes:
 //  - 64 query vectors (verify and draft blocks, prefill): each key and value is read once for
 //    the tile's rows, where a block a row reads it once a row;
 //  - 8 (decode: one row's heads): a slice's loads are in flight at once, where the one-row
@@ -14,6 +15,7 @@
 
 #include "kernels/cuda/attention_split.cuh"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/kv_element.cuh"
 
 namespace flashq::cuda {
 
@@ -58,8 +60,9 @@ __device__ inline float4 plus_times(float4 acc, float p, float4 v) {
 // and the last of a tile's slices to finish merges them into `out` (counted in
 // slice_counters[tile * head groups + group], which it leaves at zero for the next launch).
 // The slice's keys follow the tile's longest row; a causal row stops at its own count.
-// kAccumulators: accumulators_for<kQueries>(head_dim) or more.
-template <int kQueries, int kAccumulators>
+// kAccumulators: accumulators_for<kQueries>(head_dim) or more. Kv: the caches' element type
+// (kv_element.cuh), widened to float32 on its way into shared memory.
+template <int kQueries, int kAccumulators, typename Kv>
 __global__ void __launch_bounds__(kTileThreads)
     attend_tile(const float* __restrict__ q, const __grid_constant__ KvChunkTable table,
                 const int32_t* __restrict__ key_counts, float* __restrict__ out, float* __restrict__ partial_out,
@@ -149,8 +152,8 @@ __global__ void __launch_bounds__(kTileThreads)
       float4 k4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = k4;
       if (key < tile_keys) {
         const int64_t at = (first_key + key) * kv_stride + kv_head * s.head_dim;
-        k4 = reinterpret_cast<const float4*>(chunk.k + at)[c];
-        v4 = reinterpret_cast<const float4*>(chunk.v + at)[c];
+        k4 = read_kv4(static_cast<const Kv*>(chunk.k) + at, c);
+        v4 = read_kv4(static_cast<const Kv*>(chunk.v) + at, c);
       }
       keys4[i] = k4;
       values4[i] = v4;

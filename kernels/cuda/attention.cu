@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "kernels/cuda/attend_row.cuh"
 #include "kernels/cuda/attend_tile.cuh"
@@ -111,12 +112,25 @@ size_t scratch_bytes_for(const AttentionShape& s, const AttentionPlan& plan) {
   return head_rows * static_cast<size_t>(s.head_dim + 2) * sizeof(float);
 }
 
-// The attend_tile variants: 8 or 64 query vectors, and accumulators for a head dim up to 128
-// or up to kMaxAttentionHeadDim.
-constexpr auto kDecodeUpTo128 = attend_tile<kDecodeQueries, accumulators_for<kDecodeQueries>(128)>;
-constexpr auto kDecodeUpToMost = attend_tile<kDecodeQueries, accumulators_for<kDecodeQueries>(kMaxAttentionHeadDim)>;
-constexpr auto kBlockUpTo128 = attend_tile<kBlockQueries, accumulators_for<kBlockQueries>(128)>;
-constexpr auto kBlockUpToMost = attend_tile<kBlockQueries, accumulators_for<kBlockQueries>(kMaxAttentionHeadDim)>;
+// The attend_tile variants: 8 or 64 query vectors, accumulators for a head dim up to 128 or up
+// to kMaxAttentionHeadDim, and caches of Kv (float or bf16). Their parameters do not depend on
+// Kv, so every variant has one pointer type.
+template <typename Kv>
+constexpr auto kDecodeUpTo128 = attend_tile<kDecodeQueries, accumulators_for<kDecodeQueries>(128), Kv>;
+template <typename Kv>
+constexpr auto kDecodeUpToMost =
+    attend_tile<kDecodeQueries, accumulators_for<kDecodeQueries>(kMaxAttentionHeadDim), Kv>;
+template <typename Kv>
+constexpr auto kBlockUpTo128 = attend_tile<kBlockQueries, accumulators_for<kBlockQueries>(128), Kv>;
+template <typename Kv>
+constexpr auto kBlockUpToMost = attend_tile<kBlockQueries, accumulators_for<kBlockQueries>(kMaxAttentionHeadDim), Kv>;
+using TileKernel = std::remove_const_t<decltype(kDecodeUpTo128<float>)>;
+
+template <typename Kv>
+TileKernel tile_kernel_of(bool decode, bool up_to_128) {
+  return decode ? (up_to_128 ? kDecodeUpTo128<Kv> : kDecodeUpToMost<Kv>)
+                : (up_to_128 ? kBlockUpTo128<Kv> : kBlockUpToMost<Kv>);
+}
 
 // The 64-query tiles take more than the default 48 KB of shared memory (75 KB at head dim 128,
 // 137 KB at 256); the opt-in is per device, made on the first launch (before any capture).
@@ -127,7 +141,10 @@ void allow_tile_shared_memory() {
   check_cuda(cudaGetDevice(&device), "cudaGetDevice (attention)");
   if (device < 0 || device >= kMostDevices) throw Error(ErrorCode::kUnsupported, "attention: device index above 63");
   std::call_once(done[static_cast<size_t>(device)], [] {
-    for (const auto kernel : {kDecodeUpTo128, kDecodeUpToMost, kBlockUpTo128, kBlockUpToMost}) {
+    for (const TileKernel kernel :
+         {kDecodeUpTo128<float>, kDecodeUpToMost<float>, kBlockUpTo128<float>, kBlockUpToMost<float>,
+          kDecodeUpTo128<__nv_bfloat16>, kDecodeUpToMost<__nv_bfloat16>, kBlockUpTo128<__nv_bfloat16>,
+          kBlockUpToMost<__nv_bfloat16>}) {
       const int bytes = static_cast<int>(TileLayout{kMaxAttentionHeadDim, kBlockQueries}.bytes());
       check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
                  "cudaFuncSetAttribute (attention)");
@@ -152,7 +169,7 @@ size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvCh
   return std::max(one_row, scratch_bytes_for(shape, plan_for(shape, chunks, tile_kernel_for(shape, chunks))));
 }
 
-void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
+void attention(const float* q, std::span<const KvChunk> chunks, DType kv_dtype, const int32_t* key_counts, float* out,
                AttentionShape shape, AttentionKernels kernels, void* scratch, int32_t* slice_counters,
                DeviceErrorReport* report, cudaStream_t stream) {
   if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
@@ -164,6 +181,7 @@ void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* k
                 "attention: these kernels read no block table (paged chunks take "
                 "attention_with_sinks_and_window)");
   }
+  const bool bf16 = bf16_cache(kv_dtype, "attention");
   KvChunkTable table{};
   std::copy(chunks.begin(), chunks.end(), table.chunk);
   table.count = static_cast<int>(chunks.size());
@@ -177,13 +195,13 @@ void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* k
   const dim3 grid(static_cast<unsigned>(plan.tiles), static_cast<unsigned>(plan.head_groups),
                   static_cast<unsigned>(plan.slices));
   if (kernel == AttentionKernel::kOneRow) {
-    launch_kernel("attention", attend_row, grid, kRowThreads, 0, stream, q, table, key_counts, out, partial_out,
-                  partial_stats, shape, plan, scale, report);
+    launch_kernel("attention", bf16 ? attend_row<__nv_bfloat16> : attend_row<float>, grid, kRowThreads, 0, stream, q,
+                  table, key_counts, out, partial_out, partial_stats, shape, plan, scale, report);
   } else {
     allow_tile_shared_memory();
     const bool decode = kernel == AttentionKernel::kDecodeTile, up_to_128 = shape.head_dim <= 128;
-    const auto launch = decode ? (up_to_128 ? kDecodeUpTo128 : kDecodeUpToMost)
-                               : (up_to_128 ? kBlockUpTo128 : kBlockUpToMost);
+    const TileKernel launch =
+        bf16 ? tile_kernel_of<__nv_bfloat16>(decode, up_to_128) : tile_kernel_of<float>(decode, up_to_128);
     const size_t bytes = TileLayout{shape.head_dim, decode ? kDecodeQueries : kBlockQueries}.bytes();
     if (plan.slices > 1 && plan.tiles * plan.head_groups > kAttentionSliceCounters) {
       throw Error(ErrorCode::kInternal, "attention: more split tiles than slice counters");

@@ -16,7 +16,8 @@
 // row's key count, read on the device, over them: a launch does not depend on the counts, so a
 // captured one stays right as the caches fill. A key count beyond
 // its chunk's keys is reported through `report` (device_error.h) and clamped; a count <= 0
-// gives zeros.
+// gives zeros. A bf16 cache's keys and values are widened to float32 as they are loaded;
+// scores, softmax and sums are float32 whatever the cache holds.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,6 +27,7 @@
 #include <span>
 
 #include "kernels/cuda/device_error.h"
+#include "kernels/dtype.h"
 
 namespace flashq::cuda {
 
@@ -44,9 +46,10 @@ inline constexpr int64_t kAttentionSliceCounters = 1024;
 // block_table[p / block_size] * block_size + p % block_size of k and v, a store of `keys` rows
 // shared with other chunks; its table has `table_blocks` entries. Only
 // attention_with_sinks_and_window (attention_windowed.h) reads a table; attention() refuses one.
+// k and v hold the launch's cache dtype, f32 or bf16 (kv_element.cuh), the same for every chunk.
 struct KvChunk {
-  const float* k;
-  const float* v;
+  const void* k;
+  const void* v;
   int64_t first_row, keys;
   const int32_t* block_table = nullptr;  // on the device; null: position p at row p
   int64_t block_size = 0, table_blocks = 0;
@@ -69,10 +72,11 @@ AttentionKernels attention_kernels_from_environment();
 // whichever kernels it may choose.
 size_t attention_scratch_bytes(const AttentionShape& shape, std::span<const KvChunk> chunks);
 
-// `chunks` (at most kMaxKvChunks) cover q's rows in order; `scratch` holds at least
-// attention_scratch_bytes(shape, chunks) bytes; `slice_counters`, kAttentionSliceCounters zeros
-// (every call leaves them zero), belong to this stream's calls alone. Allocates nothing.
-void attention(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts, float* out,
+// `chunks` (at most kMaxKvChunks) cover q's rows in order, their k and v all of `kv_dtype` (f32
+// or bf16); `scratch` holds at least attention_scratch_bytes(shape, chunks) bytes;
+// `slice_counters`, kAttentionSliceCounters zeros (every call leaves them zero), belong to this
+// stream's calls alone. Allocates nothing.
+void attention(const float* q, std::span<const KvChunk> chunks, DType kv_dtype, const int32_t* key_counts, float* out,
                AttentionShape shape, AttentionKernels kernels, void* scratch, int32_t* slice_counters,
                DeviceErrorReport* report, cudaStream_t stream);
 

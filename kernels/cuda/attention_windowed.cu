@@ -7,6 +7,7 @@
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
+#include "kernels/cuda/kv_element.cuh"
 #include "shared/error.h"
 
 namespace flashq::cuda {
@@ -42,6 +43,8 @@ __device__ int64_t row_of_position(const KvChunk& chunk, int64_t p, DeviceErrorR
 }
 
 // Grid (rows, q_heads): one query vector a block. Thread t owns output elements t and t + 128.
+// Kv: the caches' element type (kv_element.cuh).
+template <typename Kv>
 __global__ void __launch_bounds__(kThreads)
     attend_with_sinks_and_window(const float* __restrict__ q, const __grid_constant__ KvChunkTable table,
                                  const int32_t* __restrict__ key_counts, float* __restrict__ out, AttentionShape s,
@@ -88,9 +91,9 @@ __global__ void __launch_bounds__(kThreads)
     key_rows[threadIdx.x] = row;
     float score = -INFINITY;
     if (row >= 0) {
-      const float* key = chunk.k + row * kv_stride + kv_head * s.head_dim;
+      const Kv* key = static_cast<const Kv*>(chunk.k) + row * kv_stride + kv_head * s.head_dim;
       float dot = 0.0f;
-      for (int64_t d = 0; d < s.head_dim; ++d) dot = fmaf(query[d], key[d], dot);
+      for (int64_t d = 0; d < s.head_dim; ++d) dot = fmaf(query[d], read_kv(key, d), dot);
       score = dot * scale;
     }
     const float new_max = fmaxf(running_max, block_reduce(score, true, partials));  // also orders key_rows[]
@@ -106,7 +109,8 @@ __global__ void __launch_bounds__(kThreads)
       float sum = acc[i] * correction;
       for (int64_t j = 0; j < n; ++j) {
         if (key_rows[j] < 0) continue;  // a block id outside the store, reported
-        sum = fmaf(weights[j], chunk.v[key_rows[j] * kv_stride + kv_head * s.head_dim + d], sum);
+        sum = fmaf(weights[j],
+                   read_kv(static_cast<const Kv*>(chunk.v), key_rows[j] * kv_stride + kv_head * s.head_dim + d), sum);
       }
       acc[i] = sum;
     }
@@ -123,19 +127,22 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void attention_with_sinks_and_window(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts,
-                                     float* out, AttentionShape shape, const AttentionSinksAndWindow& options,
-                                     DeviceErrorReport* report, cudaStream_t stream) {
+void attention_with_sinks_and_window(const float* q, std::span<const KvChunk> chunks, DType kv_dtype,
+                                     const int32_t* key_counts, float* out, AttentionShape shape,
+                                     const AttentionSinksAndWindow& options, DeviceErrorReport* report,
+                                     cudaStream_t stream) {
   if (shape.rows == 0 || shape.q_heads == 0 || shape.head_dim == 0 || chunks.empty()) return;
   if (chunks.size() > static_cast<size_t>(kMaxKvChunks)) {
     throw Error(ErrorCode::kInternal, "attention: more chunks than one launch takes");
   }
   if (shape.head_dim > kMaxAttentionHeadDim) throw Error(ErrorCode::kUnsupported, "attention: head_dim above 256");
+  const bool bf16 = bf16_cache(kv_dtype, "attention (sinks, window)");
   KvChunkTable table{};
   std::copy(chunks.begin(), chunks.end(), table.chunk);
   table.count = static_cast<int>(chunks.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  launch_kernel("attention (sinks, window)", attend_with_sinks_and_window,
+  launch_kernel("attention (sinks, window)",
+                bf16 ? attend_with_sinks_and_window<__nv_bfloat16> : attend_with_sinks_and_window<float>,
                 dim3(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.q_heads)), kThreads, 0, stream, q,
                 table, key_counts, out, shape, options, scale, report);
 }

@@ -24,14 +24,16 @@ struct AttentionSinksAndWindow {
   int64_t sliding_window = 0;  // 0: keys [0, count), a count beyond the chunk's keys reported
 };
 
-// `chunks` (at most kMaxKvChunks) cover q's rows in order, each with its keys (with a window,
-// at least the window: the ring). Row m with key count c attends positions
-// [max(0, c - window), c) (window 0: [0, c)); a row that sees no key gets zeros. A paged chunk
+// `chunks` (at most kMaxKvChunks) cover q's rows in order, their k and v all of `kv_dtype` (f32
+// or bf16, widened to float32 as read), each with its keys (with a window, at least the window:
+// the ring). Row m with key count c attends positions [max(0, c - window), c) (window 0:
+// [0, c)); a row that sees no key gets zeros. A paged chunk
 // (never with a window) reports a count beyond its table's blocks and attends what the table
 // holds, and reports a block id outside its store and skips that block's keys (device_error.h).
 // Allocates nothing.
-void attention_with_sinks_and_window(const float* q, std::span<const KvChunk> chunks, const int32_t* key_counts,
-                                     float* out, AttentionShape shape, const AttentionSinksAndWindow& options,
-                                     DeviceErrorReport* report, cudaStream_t stream);
+void attention_with_sinks_and_window(const float* q, std::span<const KvChunk> chunks, DType kv_dtype,
+                                     const int32_t* key_counts, float* out, AttentionShape shape,
+                                     const AttentionSinksAndWindow& options, DeviceErrorReport* report,
+                                     cudaStream_t stream);
 
 }  // namespace flashq::cuda

@@ -223,16 +223,16 @@ class CudaBackend final : public Backend {
 
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
     kChecks.gather_rows(src, rows, dst);
-    const int64_t row_floats = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
-    cuda::gather_rows(src.data<float>(), rows.data<int32_t>(), dst.data<float>(), dst.dim(0), row_floats, src.dim(0),
-                      context_->report(), stream());
+    const int64_t row_elements = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
+    cuda::gather_rows(src.raw(), rows.data<int32_t>(), dst.raw(), dst.dim(0), row_elements, dtype_size(dst.dtype()),
+                      src.dim(0), context_->report(), stream());
   }
 
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
-    kChecks.store_rows(src, dst, rows);
+    require_store_rows(src, dst, rows);
     const int64_t row_floats = src.dim(0) == 0 ? 0 : src.numel() / src.dim(0);
-    cuda::store_rows(src.data<float>(), dst.data<float>(), rows.data<int32_t>(), src.dim(0), row_floats, dst.dim(0),
-                     context_->report(), stream());
+    cuda::store_rows(src.data<float>(), dst.raw(), dst.dtype(), rows.data<int32_t>(), src.dim(0), row_floats,
+                     dst.dim(0), context_->report(), stream());
   }
 
   void copy_columns(const Tensor& src, Tensor& dst, int64_t first_col) override {
@@ -341,11 +341,13 @@ class CudaBackend final : public Backend {
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out,
                  const AttentionOptions& options) override {
-    kChecks.attention(q, k, v, key_counts, out);
-    require_supported_head_dim(q);
+    require_attention_inputs(q, key_counts, out);
+    require_cache(k, v, "attention");
+    require(k.rank() == 3 && v.shape() == k.shape(), "attention shapes");
+    require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
     require_attention_options(options, q, k.dim(0), Device::kCuda, "attention");
     const cuda::KvChunk chunk = kv_chunk(k, v, 0, options.block_table, options.block_size);
-    attend(q, std::span(&chunk, 1), key_counts, out, k.dim(1), k.dim(0), options);
+    attend(q, std::span(&chunk, 1), k.dtype(), key_counts, out, k.dim(1), k.dim(0), options);
   }
 
   // One launch stores every chunk's new rows, one attends all of them (and one merges the key
@@ -363,8 +365,9 @@ class CudaBackend final : public Backend {
     if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, q.dim(2), q.dim(0), true);
     static_assert(cuda::kMaxKvChunks <= cuda::kMaxKvStores, "a group of chunks is stored in one launch");
     std::vector<cuda::KvChunk> attended;
-    for (size_t begin = 0; begin < chunks.size(); begin += cuda::kMaxKvChunks) {
-      const auto group = chunks.subspan(begin, std::min<size_t>(cuda::kMaxKvChunks, chunks.size() - begin));
+    for (size_t begin = 0; begin < chunks.size();) {
+      const std::span<const CacheChunk> group = launch_group(chunks, begin, cuda::kMaxKvChunks);
+      begin += group.size();
       store_group(&q, k, v, group, store_at, norm_rope);
       // The whole capacity of each cache: the key counts (on the device) say how much is used.
       // A paged chunk's cache is the store it shares; its store_at rows were already rows of it.
@@ -379,8 +382,8 @@ class CudaBackend final : public Backend {
         most_keys = std::max(most_keys, capacity);
       }
       Tensor group_out = out.slice_rows(first, rows);
-      attend(q.slice_rows(first, rows), attended, key_counts.slice_rows(first, rows), group_out, k.dim(1), most_keys,
-             options);
+      attend(q.slice_rows(first, rows), attended, group.front().keys->dtype(), key_counts.slice_rows(first, rows),
+             group_out, k.dim(1), most_keys, options);
     }
   }
 
@@ -388,9 +391,10 @@ class CudaBackend final : public Backend {
                 const QkNormRope* norm_rope) override {
     require_kv_inputs(k, v, chunks, store_at, k.rank() > 0 ? k.dim(0) : 0, "store_kv");
     if (norm_rope != nullptr) require_norm_rope_inputs(*norm_rope, k.dim(2), k.dim(0), false);
-    for (size_t begin = 0; begin < chunks.size(); begin += cuda::kMaxKvStores) {
-      store_group(nullptr, k, v, chunks.subspan(begin, std::min<size_t>(cuda::kMaxKvStores, chunks.size() - begin)),
-                  store_at, norm_rope);
+    for (size_t begin = 0; begin < chunks.size();) {
+      const std::span<const CacheChunk> group = launch_group(chunks, begin, cuda::kMaxKvStores);
+      begin += group.size();
+      store_group(nullptr, k, v, group, store_at, norm_rope);
     }
   }
 
@@ -488,6 +492,48 @@ class CudaBackend final : public Backend {
     return w.dtype() == DType::kBF16 && cuda::bf16_rows_supported(x.raw(), w.raw(), x.rows(), x.cols());
   }
 
+  // A cache tensor (kernels/backend.h): on the device, float32 or bf16. Another dtype is the
+  // caller's mistake, refused naming `op`.
+  static void require_cache_dtype(const Tensor& t, const char* name, const char* op) {
+    require_on_device(t, name);
+    if (t.dtype() != DType::kF32 && t.dtype() != DType::kBF16) {
+      throw Error(ErrorCode::kInvalidArgument, std::string("cuda backend: ") + op + ": " + name +
+                                                   " must be f32 or bf16, not " + std::string(dtype_name(t.dtype())));
+    }
+  }
+
+  // A cache's keys and values: both float32 or both bf16.
+  static void require_cache(const Tensor& keys, const Tensor& values, const char* op) {
+    require_cache_dtype(keys, "cache keys", op);
+    require_cache_dtype(values, "cache values", op);
+    if (values.dtype() != keys.dtype()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string("cuda backend: ") + op + ": a cache's keys and values must have one dtype, not " +
+                      std::string(dtype_name(keys.dtype())) + " and " + std::string(dtype_name(values.dtype())));
+    }
+  }
+
+  // OpChecks::store_rows holds dst to float32; a bf16 cache as dst gets the same checks here.
+  static void require_store_rows(const Tensor& src, const Tensor& dst, const Tensor& rows) {
+    require_cache_dtype(dst, "dst", "store_rows");
+    if (dst.dtype() == DType::kF32) return kChecks.store_rows(src, dst, rows);
+    require_f32(src, "store_rows src");
+    require_on_device(rows, "store_rows rows");
+    const auto row_size = [](const Tensor& t) { return t.numel() / std::max<int64_t>(t.dim(0), 1); };
+    require(src.rank() >= 1 && dst.rank() >= 1 && rows.dtype() == DType::kI32 && rows.numel() == src.dim(0) &&
+                (src.dim(0) == 0 || row_size(src) == row_size(dst)),
+            "store_rows shapes");
+  }
+
+  // The chunks from `begin` that one launch takes: up to `most`, all with caches of one dtype
+  // (a launch's kernel is compiled for one).
+  static std::span<const CacheChunk> launch_group(std::span<const CacheChunk> chunks, size_t begin, size_t most) {
+    const DType dtype = chunks[begin].keys->dtype();
+    size_t end = begin + 1;
+    while (end < chunks.size() && end - begin < most && chunks[end].keys->dtype() == dtype) ++end;
+    return chunks.subspan(begin, end - begin);
+  }
+
   // k and v [rows, Hkv, D], store_at [rows] int32, and chunks covering the rows, each with a
   // cache of [capacity, Hkv, D].
   static void require_kv_inputs(const Tensor& k, const Tensor& v, std::span<const CacheChunk> chunks,
@@ -501,8 +547,7 @@ class CudaBackend final : public Backend {
             [&] { return std::string(op) + ": store_at must hold an int32 row per row"; });
     require_chunks_cover(chunks, rows, op);
     for (const CacheChunk& chunk : chunks) {
-      require_f32(*chunk.keys, "cache keys");
-      require_f32(*chunk.values, "cache values");
+      require_cache(*chunk.keys, *chunk.values, op);
       require(chunk.keys->rank() == 3 && chunk.values->shape() == chunk.keys->shape() &&
                   chunk.keys->dim(1) == k.dim(1) && chunk.keys->dim(2) == k.dim(2),
               [&] { return std::string(op) + ": a cache's shape"; });
@@ -527,23 +572,24 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // The k and v rows of `group` (at most cuda::kMaxKvStores chunks) into their caches in one
-  // launch; with `norm_rope`, k's heads and, given q, q's are normed and rotated first.
+  // The k and v rows of `group` (at most cuda::kMaxKvStores chunks, caches of one dtype:
+  // launch_group) into their caches in one launch; with `norm_rope`, k's heads and, given q, q's
+  // are normed and rotated first.
   void store_group(const Tensor* q, const Tensor& k, const Tensor& v, std::span<const CacheChunk> group,
                    const Tensor& store_at, const QkNormRope* norm_rope) {
     const int64_t first = group.front().first_row, row_floats = k.dim(1) * k.dim(2);
+    const DType cache_dtype = group.front().keys->dtype();
     int64_t rows = 0;
     kv_stores_.clear();
     for (const CacheChunk& chunk : group) {
-      kv_stores_.push_back({chunk.keys->data<float>(), chunk.values->data<float>(), chunk.first_row - first,
-                            chunk.keys->dim(0)});
+      kv_stores_.push_back({chunk.keys->raw(), chunk.values->raw(), chunk.first_row - first, chunk.keys->dim(0)});
       rows += chunk.rows;
     }
     const int32_t* at = store_at.data<int32_t>() + first;
     float* k_rows = k.data<float>() + first * row_floats;
     const float* v_rows = v.data<float>() + first * row_floats;
     if (norm_rope == nullptr) {
-      cuda::store_kv_rows(k_rows, v_rows, kv_stores_, at, rows, row_floats, context_->report(), stream());
+      cuda::store_kv_rows(k_rows, v_rows, kv_stores_, cache_dtype, at, rows, row_floats, context_->report(), stream());
       return;
     }
     const bool with_q = q != nullptr;
@@ -559,7 +605,7 @@ class CudaBackend final : public Backend {
                                 norm_rope->rope};
     float* q_rows = with_q ? q->data<float>() + first * q->dim(1) * q->dim(2) : nullptr;
     cuda::norm_rope_store_kv_rows(q_rows, with_q ? q->dim(1) : 0, k_rows, v_rows, k.dim(1), k.dim(2), norm, kv_stores_,
-                                  at, rows, context_->report(), stream());
+                                  cache_dtype, at, rows, context_->report(), stream());
   }
 
   static void require_attention_inputs(const Tensor& q, const Tensor& key_counts, const Tensor& out) {
@@ -577,7 +623,7 @@ class CudaBackend final : public Backend {
   // The kernels' view of a cache (all its rows) and, when paged, of its block table.
   static cuda::KvChunk kv_chunk(const Tensor& keys, const Tensor& values, int64_t first_row, const Tensor* block_table,
                                 int64_t block_size) {
-    cuda::KvChunk chunk{keys.data<float>(), values.data<float>(), first_row, keys.dim(0)};
+    cuda::KvChunk chunk{keys.raw(), values.raw(), first_row, keys.dim(0)};
     if (block_table != nullptr) {
       chunk.block_table = block_table->data<int32_t>();
       chunk.block_size = block_size;
@@ -587,9 +633,9 @@ class CudaBackend final : public Backend {
   }
 
   // Sinks, a window or a paged chunk take their own simple kernel; the default options the fast
-  // ones.
-  void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, const Tensor& key_counts, Tensor& out,
-              int64_t kv_heads, int64_t most_keys, const AttentionOptions& options) {
+  // ones. Every chunk's cache holds `kv_dtype`.
+  void attend(const Tensor& q, std::span<const cuda::KvChunk> chunks, DType kv_dtype, const Tensor& key_counts,
+              Tensor& out, int64_t kv_heads, int64_t most_keys, const AttentionOptions& options) {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
     const bool paged =
         std::any_of(chunks.begin(), chunks.end(), [](const cuda::KvChunk& c) { return c.block_table != nullptr; });
@@ -597,13 +643,13 @@ class CudaBackend final : public Backend {
       const cuda::AttentionSinksAndWindow extras{options.sinks != nullptr ? options.sinks->raw() : nullptr,
                                                  options.sinks != nullptr ? options.sinks->dtype() : DType::kF32,
                                                  options.sliding_window};
-      cuda::attention_with_sinks_and_window(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(),
-                                            shape, extras, context_->report(), stream());
+      cuda::attention_with_sinks_and_window(q.data<float>(), chunks, kv_dtype, key_counts.data<int32_t>(),
+                                            out.data<float>(), shape, extras, context_->report(), stream());
       return;
     }
     void* scratch = grow_scratch(cuda::attention_scratch_bytes(shape, chunks));
-    cuda::attention(q.data<float>(), chunks, key_counts.data<int32_t>(), out.data<float>(), shape, attention_kernels_,
-                    scratch, slice_counters_.data<int32_t>(), context_->report(), stream());
+    cuda::attention(q.data<float>(), chunks, kv_dtype, key_counts.data<int32_t>(), out.data<float>(), shape,
+                    attention_kernels_, scratch, slice_counters_.data<int32_t>(), context_->report(), stream());
   }
 
   // The scratch buffer (cuBLAS's bf16 input, attention's partial results) grows to the largest

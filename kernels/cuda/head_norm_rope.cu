@@ -20,7 +20,7 @@ __global__ void head_norm_rope_kernel(float* x, const void* __restrict__ w, DTyp
   begin_after_previous_grid();
   float* head = x + static_cast<int64_t>(blockIdx.x) * head_dim;
   const int64_t row = static_cast<int64_t>(blockIdx.x) / heads;
-  norm_rope_head(head, head, nullptr, w, w_dtype, eps, positions[row], rope, head_dim, normed, scratch);
+  norm_rope_head<float>(head, head, nullptr, w, w_dtype, eps, positions[row], rope, head_dim, normed, scratch);
 }
 
 }  // namespace

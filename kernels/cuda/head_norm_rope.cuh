@@ -6,18 +6,21 @@
 #include <cstdint>
 
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/kv_element.cuh"
 #include "kernels/dtype.h"
 #include "kernels/rope_frequency.h"
 
 namespace flashq::cuda {
 
 // head[0, head_dim) normalised with weight w (not at all when w is null: RoPE only), then
-// rotated for `position`, written to `out` and, when not null, to `also_out`. `normed` is
-// head_dim floats of shared memory and `scratch` kWarpSize floats; the block's threads all call
-// this. `out` may be `head`.
-__device__ inline void norm_rope_head(const float* head, float* out, float* also_out, const void* w, DType w_dtype,
-                                      float eps, int32_t position, const RopeOptions& rope, int64_t head_dim, float* normed,
-                                      float* scratch) {
+// rotated for `position`, written to `out` and, when not null, to `also_out`, a cache row of Kv
+// (kv_element.cuh: float32, or bf16 rounded from the float32 `out` gets). `normed` is head_dim
+// floats of shared memory and `scratch` kWarpSize floats; the block's threads all call this.
+// `out` may be `head`.
+template <typename Kv>
+__device__ inline void norm_rope_head(const float* head, float* out, Kv* also_out, const void* w, DType w_dtype,
+                                      float eps, int32_t position, const RopeOptions& rope, int64_t head_dim,
+                                      float* normed, float* scratch) {
   if (w != nullptr) {  // the same for every thread of the block, so block_sum is reached by all or none
     float sum_squares = 0.0f;
     for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) sum_squares = fmaf(head[i], head[i], sum_squares);
@@ -41,13 +44,13 @@ __device__ inline void norm_rope_head(const float* head, float* out, float* also
     out[i] = first;
     out[i + half] = second;
     if (also_out != nullptr) {
-      also_out[i] = first;
-      also_out[i + half] = second;
+      write_kv(also_out, i, first);
+      write_kv(also_out, i + half, second);
     }
   }
   if (head_dim % 2 == 1 && threadIdx.x == 0) {  // no pair: as rope leaves it
     out[head_dim - 1] = normed[head_dim - 1];
-    if (also_out != nullptr) also_out[head_dim - 1] = normed[head_dim - 1];
+    if (also_out != nullptr) write_kv(also_out, head_dim - 1, normed[head_dim - 1]);
   }
 }
 
