@@ -24,7 +24,7 @@ struct GenerateOptions {
   std::string prompt;
   std::string device = "auto";
   std::string spec = "auto";
-  std::string kv_cache_dtype = "float32";
+  std::string kv_cache_dtype = "bf16";
   std::string trace_path;
   bool chat = false;
   std::string system;                         // --chat: a system message before the prompt

@@ -18,7 +18,7 @@ struct UpOptions {
   WorkerOptions worker;
   std::string gateway = "127.0.0.1:8000";  // host:port of the OpenAI-compatible gateway; empty: none
   std::vector<std::string> api_keys;
-  std::string kv_cache_dtype = "float32";
+  std::string kv_cache_dtype = "bf16";
 };
 
 void run_up(UpOptions& o) {

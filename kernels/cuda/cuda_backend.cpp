@@ -229,7 +229,7 @@ class CudaBackend final : public Backend {
   }
 
   void store_rows(const Tensor& src, Tensor& dst, const Tensor& rows) override {
-    require_store_rows(src, dst, rows);
+    kChecks.store_rows(src, dst, rows);
     const int64_t row_floats = src.dim(0) == 0 ? 0 : src.numel() / src.dim(0);
     cuda::store_rows(src.data<float>(), dst.raw(), dst.dtype(), rows.data<int32_t>(), src.dim(0), row_floats,
                      dst.dim(0), context_->report(), stream());
@@ -341,10 +341,7 @@ class CudaBackend final : public Backend {
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_counts, Tensor& out,
                  const AttentionOptions& options) override {
-    require_attention_inputs(q, key_counts, out);
-    require_cache(k, v, "attention");
-    require(k.rank() == 3 && v.shape() == k.shape(), "attention shapes");
-    require(q.dim(2) == k.dim(2) && k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "attention heads");
+    kChecks.attention(q, k, v, key_counts, out);
     require_attention_options(options, q, k.dim(0), Device::kCuda, "attention");
     const cuda::KvChunk chunk = kv_chunk(k, v, 0, options.block_table, options.block_size);
     attend(q, std::span(&chunk, 1), k.dtype(), key_counts, out, k.dim(1), k.dim(0), options);
@@ -511,18 +508,6 @@ class CudaBackend final : public Backend {
                   std::string("cuda backend: ") + op + ": a cache's keys and values must have one dtype, not " +
                       std::string(dtype_name(keys.dtype())) + " and " + std::string(dtype_name(values.dtype())));
     }
-  }
-
-  // OpChecks::store_rows holds dst to float32; a bf16 cache as dst gets the same checks here.
-  static void require_store_rows(const Tensor& src, const Tensor& dst, const Tensor& rows) {
-    require_cache_dtype(dst, "dst", "store_rows");
-    if (dst.dtype() == DType::kF32) return kChecks.store_rows(src, dst, rows);
-    require_f32(src, "store_rows src");
-    require_on_device(rows, "store_rows rows");
-    const auto row_size = [](const Tensor& t) { return t.numel() / std::max<int64_t>(t.dim(0), 1); };
-    require(src.rank() >= 1 && dst.rank() >= 1 && rows.dtype() == DType::kI32 && rows.numel() == src.dim(0) &&
-                (src.dim(0) == 0 || row_size(src) == row_size(dst)),
-            "store_rows shapes");
   }
 
   // The chunks from `begin` that one launch takes: up to `most`, all with caches of one dtype

@@ -53,6 +53,7 @@ class DFlashReference : public ::testing::TestWithParam<ReferenceCase> {};
 TEST_P(DFlashReference, DraftsAcceptanceAndLogitsMatchNumpy) {
   const ReferenceCase& c = GetParam();
   DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed + 1});
+  pair.set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
   std::vector<int32_t> prompt = some_tokens(11, 459, static_cast<uint32_t>(c.target.seed));
   const int64_t steps = 6;
 

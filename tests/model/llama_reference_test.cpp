@@ -74,6 +74,7 @@ void expect_config_states(const TinyModelSpec& spec, const std::filesystem::path
 // model loaded from `dir`, against llama_reference.py on the same directory.
 void expect_matches_numpy(const std::string& name, const std::filesystem::path& dir, TargetModel& model, int64_t layers,
                           int64_t hidden, int64_t vocab, uint32_t seed) {
+  model.set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
   std::vector<int32_t> tokens = some_tokens(21, static_cast<int32_t>(vocab), seed);
   const std::vector<int64_t> taps = {layers - 1, 0};  // list order, not layer order
   const int greedy_steps = 8;

@@ -97,6 +97,7 @@ class MoeReferenceNumerics : public ::testing::TestWithParam<MoeCase> {};
 TEST_P(MoeReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
   const TinyModelSpec& spec = GetParam().spec;
   LoadedTinyModel tiny(spec);
+  tiny.model->set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
   expect_matches_numpy(GetParam().name, tiny.dir.path(), *tiny.model, spec);
 }
 
@@ -120,6 +121,7 @@ INSTANTIATE_TEST_SUITE_P(TinyGptOssTargets, MoeReferenceNumerics,
 TEST(GptOssRingCaches, APromptLongerThanTheRingMatchesNumpy) {
   const TinyModelSpec spec = gpt_oss(2, 8, 2, 4, 73);
   LoadedTinyModel tiny(spec);
+  tiny.model->set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
   const size_t length = static_cast<size_t>(4 + KvCache::kMaxRowsPerPass + 40);
   expect_matches_numpy("long prompt", tiny.dir.path(), *tiny.model, spec, length);
   KvCache cache = tiny.model->make_cache(static_cast<int64_t>(length) + 64);
@@ -132,6 +134,7 @@ TEST(GptOssRingCaches, APromptLongerThanTheRingMatchesNumpy) {
 TEST(GptOssRingCaches, ABadTokenInALaterPartChangesNoCache) {
   const TinyModelSpec spec = gpt_oss(2, 8, 2, 4, 74);
   LoadedTinyModel tiny(spec);
+  tiny.model->set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
   std::vector<int32_t> tokens = some_tokens(static_cast<size_t>(KvCache::kMaxRowsPerPass) + 10, 300, 74);
   tokens.back() = static_cast<int32_t>(spec.vocab);
   KvCache cache = tiny.model->make_cache(1000);

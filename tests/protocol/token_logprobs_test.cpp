@@ -31,7 +31,7 @@ json tokens_with(const json& ids, const json& logprobs) {
 }
 
 TEST(TokenLogprobs, DecodeExactlyWithBytesThatAreNotUtf8) {
-  const json logprobs = {token_entry(5, -0.5, "\xe2\x80", {entry(5, -0.5, "\xe2\x80"), entry(7, -1.25, "\xff")})};
+  const json logprobs = json::array({token_entry(5, -0.5, "\xe2\x80", {entry(5, -0.5, "\xe2\x80"), entry(7, -1.25, "\xff")})});
   const Tokens tokens = decode_body<Tokens>(msgpack_of(tokens_with({5}, logprobs)));
   ASSERT_EQ(tokens.logprobs.size(), 1u);
   EXPECT_EQ(tokens.logprobs[0].chosen, (LogprobEntry{5, -0.5, "\xe2\x80"}));

@@ -459,9 +459,15 @@ TEST_F(WorkerProcessTest, BadJobsEndWithFinalRejectedAndTheWorkerKeepsServing) {
 // --cache-memory-mb: a job whose caches the pool could never hold ends rejected, naming the
 // pool, before any token; a job that fits runs as without a pool.
 TEST_F(WorkerProcessTest, JobLargerThanTheCachePoolIsRejectedAndOthersRun) {
+  // In float32, worker and reference alike: the test model's whole context then outgrows 1 MiB.
+  struct Float32Caches {
+    explicit Float32Caches(TargetModel& m) : model(m) { model.set_kv_cache_dtype(DType::kF32); }
+    ~Float32Caches() { model.set_kv_cache_dtype(DType::kBF16); }
+    TargetModel& model;
+  } float32_caches(*model_);
   const int64_t context = model_->config().max_position_embeddings;
   ASSERT_GT(model_->make_cache(context).whole_bytes(), int64_t{1} << 20) << "the whole context must not fit 1 MiB";
-  ASSERT_TRUE(start_worker(true, {"--cache-memory-mb", "1"}));
+  ASSERT_TRUE(start_worker(true, {"--cache-memory-mb", "1", "--kv-cache-dtype", "float32"}));
   broker_.send(assign("too-big", protocol::TokenIds{5, 6, 7}, context));
   AttemptOutput big = collect_attempt(broker_, "too-big");
   ASSERT_TRUE(big.final_message) << describe(big);

@@ -13,6 +13,7 @@
 #include "tools/flashq_bench/agentic_conversation.h"
 #include "tools/flashq_bench/agentic_routing.h"
 #include "tools/flashq_bench/bench_cluster.h"
+#include "worker/model/kv_cache_dtype.h"
 #include "worker/engine/engine.h"
 #include "worker/serving/serving_model.h"
 #include "worker/model/cache_pool.h"
@@ -35,6 +36,7 @@ struct AgenticBenchOptions {
   AgenticShape shape;
   int64_t output_tokens = 32;
   int64_t kv_block_size = 16;
+  std::string kv_cache_dtype = "bf16";
   // Figure 1.
   int64_t conversations = 2;
   int64_t turns = 4;
@@ -118,8 +120,8 @@ ScriptSource script_for(const std::string& dir, const AgenticBenchOptions& o) {
 // the figure measures where turns go, not how much memory the workers have.
 int64_t worker_cache_mb(const std::string& dir, const AgenticScript& script, const AgenticBenchOptions& o) {
   const ModelConfig config = load_model_config(dir);
-  const int64_t bytes_per_position =
-      PagedKvStore::bytes_per_block(config.num_layers, config.num_kv_heads, config.head_dim, 1);
+  const int64_t bytes_per_position = PagedKvStore::bytes_per_block(config.num_layers, config.num_kv_heads,
+                                                                   config.head_dim, 1, parse_kv_cache_dtype(o.kv_cache_dtype));
   const AgenticShape& shape = script.shape();
   const int64_t positions = script.system_prompt_tokens() + 64 +
                             o.routing_turns * (shape.tool_result_tokens + shape.user_tokens + o.output_tokens + 128);
@@ -479,9 +481,10 @@ void run_agentic_bench(AgenticBenchOptions o) {
     if (f < 1 || f > 4) throw Error(ErrorCode::kInvalidArgument, "--figures: numbers 1 to 4");
     figures[f] = true;
   }
-  Json report = {{"model", o.model_dir}, {"kv_block_size", o.kv_block_size}};
+  Json report = {{"model", o.model_dir}, {"kv_block_size", o.kv_block_size}, {"kv_cache_dtype", o.kv_cache_dtype}};
   if (figures.count(1) || figures.count(2) || figures.count(4)) {
     ServingModel serving = ServingModel::load(o.model_dir, "", o.device);
+    serving.set_kv_cache_dtype(parse_kv_cache_dtype(o.kv_cache_dtype));
     report["backend"] = serving.backend->name();
     AgenticScript script(serving.tokenizer.get(), o.token_ids ? nullptr : serving.chat_template.chat_template.get(),
                          serving.tokenizer->vocab_size() - 8, o.shape, o.seed);
@@ -508,6 +511,7 @@ void run_agentic_bench(AgenticBenchOptions o) {
                            "--device",          o.device == "auto" ? "cpu" : o.device,
                            "--cache-memory-mb", std::to_string(cache_mb),
                            "--kv-block-size",   std::to_string(o.kv_block_size),
+                           "--kv-cache-dtype",  o.kv_cache_dtype,
                            "--prefix-caching",  "on"};
     report["routing"] = measure_routing(routing, *source.script);
     report["routing"]["text"] = source.script->mode();
@@ -538,6 +542,9 @@ std::function<void()> add_agentic_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--kv-block-size", o->kv_block_size, "positions per block of the paged caches")
       ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "bf16|float32: the KV caches' element type")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "float32"}));
   cmd->add_option("--conversations", o->conversations, "figure 1: conversations")->capture_default_str();
   cmd->add_option("--turns", o->turns, "figure 1: turns per conversation")->capture_default_str();
   cmd->add_option("--fill-sequences", o->fill_sequences, "figure 2: sequences submitted at once")

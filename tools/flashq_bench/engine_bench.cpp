@@ -27,7 +27,7 @@ struct EngineBenchOptions {
   std::string modes = "ar";
   std::string concurrency = "1";
   std::string device = "auto";
-  std::string kv_cache_dtype = "float32";
+  std::string kv_cache_dtype = "bf16";
   int64_t prompt_tokens = 259;
   int64_t decode_tokens = 64;
   int64_t block_size = 0;

@@ -74,7 +74,7 @@ class DFlashDrafter {
   int64_t replayed_passes() const { return recorder_.replayed(); }
 
  private:
-  DType kv_cache_dtype_ = DType::kF32;
+  DType kv_cache_dtype_ = DType::kBF16;
   // What a recorded draft pass depends on besides the contents of its input tensors.
   struct DraftKey {
     std::vector<int64_t> block_sizes;

@@ -8,9 +8,6 @@ namespace flashq {
 
 void TargetModel::set_kv_cache_dtype(DType dtype) {
   check_invariant(dtype == DType::kF32 || dtype == DType::kBF16, "a KV cache holds float32 or bf16");
-  if (dtype == DType::kBF16 && backend().device() != Device::kCpu) {
-    throw Error(ErrorCode::kUnsupported, "bf16 KV caches are served on the CPU only so far (--kv-cache-dtype float32)");
-  }
   kv_cache_dtype_ = dtype;
 }
 

@@ -31,7 +31,8 @@ class TargetModel {
   // A cache for one sequence of at most max_length positions (capped at the model's context).
   virtual KvCache make_cache(int64_t max_length) const = 0;
 
-  // The element type of every cache made after (kv_cache_dtype.h): kF32 (the default) or kBF16.
+  // The element type of every cache made after (kv_cache_dtype.h): kBF16 (the default, as the
+  // programs' --kv-cache-dtype) or kF32.
   DType kv_cache_dtype() const { return kv_cache_dtype_; }
   void set_kv_cache_dtype(DType dtype);
 
@@ -63,7 +64,7 @@ class TargetModel {
   virtual const Tensor& lm_head() const = 0;
 
  private:
-  DType kv_cache_dtype_ = DType::kF32;
+  DType kv_cache_dtype_ = DType::kBF16;
 };
 
 }  // namespace flashq

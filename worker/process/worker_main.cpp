@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                  "positions per block of the paged KV cache, where there is a cache pool (0: whole-length caches)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
-  std::string kv_cache_dtype = "float32";
+  std::string kv_cache_dtype = "bf16";
   app.add_option("--kv-cache-dtype", kv_cache_dtype,
                  "bf16|float32: the KV caches' element type (bf16: half the memory per position, keys and values"
                  " rounded once as stored)")

@@ -30,7 +30,7 @@ struct WorkerOptions {
   int64_t kv_block_size = 16;
   bool prefix_caching = true;
   // The element type of every KV cache, the drafter's included (worker/model/kv_cache_dtype.h).
-  DType kv_cache_dtype = DType::kF32;
+  DType kv_cache_dtype = DType::kBF16;
   // Record the target's and the drafter's passes and replay them while they repeat (CUDA graphs
   // on a GPU).
   bool graphs = false;
