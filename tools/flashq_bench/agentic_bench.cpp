@@ -45,6 +45,7 @@ struct AgenticBenchOptions {
   int64_t fill_sequences = 48;
   int64_t fill_prompt_tokens = 64;
   int64_t fill_whole_fit = 8;
+  int64_t fill_cache_mb = 0;  // the memory, when given (to compare KV dtypes in the same memory)
   // Figure 4.
   std::string decode_batches = "1,16";
   int64_t decode_prompt_tokens = 128;
@@ -277,7 +278,7 @@ Json figure_concurrency(ServingModel& serving, const AgenticBenchOptions& o) {
   const int64_t max_tokens = 4 * (o.fill_prompt_tokens + produce) - o.fill_prompt_tokens;
   const int64_t whole_bytes =
       CachePool::footprint(serving.model->make_cache(o.fill_prompt_tokens + max_tokens).whole_bytes());
-  const int64_t cache_bytes = o.fill_whole_fit * whole_bytes;
+  const int64_t cache_bytes = o.fill_cache_mb > 0 ? (o.fill_cache_mb << 20) : o.fill_whole_fit * whole_bytes;
   const std::vector<CacheArm> arms = {{"whole-length caches", KvLayout::kWhole, false, cache_bytes},
                                       {"paged caches", KvLayout::kPaged, false, cache_bytes, o.kv_block_size}};
   Json figure = {{"sequences", o.fill_sequences},
@@ -550,6 +551,9 @@ std::function<void()> add_agentic_bench(CLI::App& app) {
   cmd->add_option("--fill-sequences", o->fill_sequences, "figure 2: sequences submitted at once")
       ->capture_default_str();
   cmd->add_option("--fill-prompt-tokens", o->fill_prompt_tokens, "figure 2: each sequence's prompt")
+      ->capture_default_str();
+  cmd->add_option("--fill-cache-mb", o->fill_cache_mb,
+                  "figure 2: the cache memory in MiB (0: what --fill-whole-fit whole-length caches take)")
       ->capture_default_str();
   cmd->add_option("--fill-whole-fit", o->fill_whole_fit, "figure 2: whole-length caches the fixed memory holds")
       ->capture_default_str();

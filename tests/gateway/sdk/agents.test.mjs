@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { Program, REPO, bin, freePort, npm, waitFor } from './harness.mjs';
+import { REPO, bin, npm, startUpWithGateway } from './harness.mjs';
 
 const agentsRequire = createRequire(path.join(REPO, 'third_party/npm-agents/package.json'));
 const {
@@ -46,16 +46,6 @@ let root;
 let up;
 let baseURL;
 
-async function httpStatus(port, urlPath) {
-  try {
-    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
-    await response.arrayBuffer();
-    return response.status;
-  } catch {
-    return 0;
-  }
-}
-
 before(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-agents-'));
   const dir = path.join(root, 'llama');
@@ -66,14 +56,9 @@ before(async () => {
   const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
   config.chat_template = fs.readFileSync(path.join(REPO, 'tests/golden/templates/llama3_1_instruct.jinja'), 'utf8');
   fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const [frontend, stream, http, gatewayPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  up = new Program('flashq', ['up', '--model', dir, '--slots', '2', '--device', 'cpu',
-    '--frontend', `tcp://127.0.0.1:${frontend}`, '--stream', `tcp://127.0.0.1:${stream}`,
-    '--http', `127.0.0.1:${http}`, '--gateway', `127.0.0.1:${gatewayPort}`]);
-  await waitFor(async () => !up.running() || (await httpStatus(gatewayPort, '/readyz')) === 200, 90, 'flashq up')
-    .catch((e) => { throw new Error(`${e.message}\n${up.output()}`); });
-  if (!up.running()) throw new Error(`flashq up exited:\n${up.output()}`);
-  baseURL = `http://127.0.0.1:${gatewayPort}/v1`;
+  const started = await startUpWithGateway(dir);
+  up = started.program;
+  baseURL = started.baseURL;
   setTracingDisabled(true);
   setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 }));
 });

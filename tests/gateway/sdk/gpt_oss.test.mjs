@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { OpenAI, Program, REPO, bin, freePort, waitFor } from './harness.mjs';
+import { OpenAI, REPO, bin, startUpWithGateway } from './harness.mjs';
 
 const TOOLS = [{
   type: 'function',
@@ -31,16 +31,6 @@ let up;
 let openai;
 let model;
 
-async function httpStatus(port, urlPath) {
-  try {
-    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
-    await response.arrayBuffer();
-    return response.status;
-  } catch {
-    return 0;
-  }
-}
-
 before(async () => {
   dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-gpt-oss-')), 'gpt-oss-tiny');
   const made = spawnSync(bin('flashq-model'), ['make-tiny', '--family', 'gpt-oss', '--out', dir, '--layers', '2',
@@ -54,14 +44,9 @@ before(async () => {
   fs.writeFileSync(configPath, JSON.stringify(tokenizerConfig, null, 2));
   model = path.basename(dir);
 
-  const [frontend, stream, http, gatewayPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  up = new Program('flashq', ['up', '--model', dir, '--slots', '2', '--device', 'cpu',
-    '--frontend', `tcp://127.0.0.1:${frontend}`, '--stream', `tcp://127.0.0.1:${stream}`,
-    '--http', `127.0.0.1:${http}`, '--gateway', `127.0.0.1:${gatewayPort}`]);
-  await waitFor(async () => !up.running() || (await httpStatus(gatewayPort, '/readyz')) === 200, 90, 'flashq up')
-    .catch((e) => { throw new Error(`${e.message}\n${up.output()}`); });
-  if (!up.running()) throw new Error(`flashq up exited:\n${up.output()}`);
-  openai = new OpenAI({ baseURL: `http://127.0.0.1:${gatewayPort}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+  const started = await startUpWithGateway(dir);
+  up = started.program;
+  openai = new OpenAI({ baseURL: started.baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
 });
 
 after(async () => {

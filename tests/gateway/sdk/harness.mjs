@@ -63,7 +63,8 @@ export class Program {
   }
 }
 
-async function httpStatus(port, urlPath) {
+// The status of a GET of `urlPath` on the loopback `port`; 0 while nothing answers there.
+export async function httpStatus(port, urlPath) {
   try {
     const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
     await response.arrayBuffer();
@@ -93,6 +94,20 @@ export async function startUp() {
     .catch((e) => { throw new Error(`${e.message}\n${up.output()}`); });
   if (!up.running()) throw new Error(`flashq up exited:\n${up.output()}`);
   return { program: up, frontend, stream, httpPort };
+}
+
+// `flashq up` on the model directory `dir` (and `drafter`, when given) with its own embedded
+// gateway, on free loopback ports; ready once the gateway's /readyz says a model is served.
+// Returns {program, baseURL}.
+export async function startUpWithGateway(dir, { drafter } = {}) {
+  const [frontend, stream, http, gatewayPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const program = new Program('flashq', ['up', '--model', dir, ...(drafter ? ['--drafter', drafter] : []),
+    '--slots', '2', '--device', 'cpu', '--frontend', `tcp://127.0.0.1:${frontend}`,
+    '--stream', `tcp://127.0.0.1:${stream}`, '--http', `127.0.0.1:${http}`, '--gateway', `127.0.0.1:${gatewayPort}`]);
+  await waitFor(async () => !program.running() || (await httpStatus(gatewayPort, '/readyz')) === 200, 90, 'flashq up')
+    .catch((e) => { throw new Error(`${e.message}\n${program.output()}`); });
+  if (!program.running()) throw new Error(`flashq up exited:\n${program.output()}`);
+  return { program, baseURL: `http://127.0.0.1:${gatewayPort}/v1` };
 }
 
 // flashq-gateway in front of `broker` ({frontend, stream}), ready once /readyz says a broker

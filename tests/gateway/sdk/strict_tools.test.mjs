@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { OpenAI, Program, REPO, bin, freePort, npm, waitFor } from './harness.mjs';
+import { OpenAI, REPO, bin, npm, startUpWithGateway } from './harness.mjs';
 
 const Ajv = npm('ajv');
 
@@ -75,16 +75,6 @@ function makeTiny(args) {
   assert.equal(made.status, 0, made.stdout + made.stderr);
 }
 
-async function httpStatus(port, urlPath) {
-  try {
-    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
-    await response.arrayBuffer();
-    return response.status;
-  } catch {
-    return 0;
-  }
-}
-
 // A tiny model of the family with its real template and a drafter, served by `flashq up` with its
 // own gateway.
 async function serveFamily(family, root) {
@@ -95,14 +85,8 @@ async function serveFamily(family, root) {
   const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
   config.chat_template = family.template();
   fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const [frontend, stream, http, gatewayPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const up = new Program('flashq', ['up', '--model', dir, '--drafter', `${dir}-drafter`, '--slots', '2',
-    '--device', 'cpu', '--frontend', `tcp://127.0.0.1:${frontend}`, '--stream', `tcp://127.0.0.1:${stream}`,
-    '--http', `127.0.0.1:${http}`, '--gateway', `127.0.0.1:${gatewayPort}`]);
-  await waitFor(async () => !up.running() || (await httpStatus(gatewayPort, '/readyz')) === 200, 90, 'flashq up')
-    .catch((e) => { throw new Error(`${e.message}\n${up.output()}`); });
-  if (!up.running()) throw new Error(`flashq up exited:\n${up.output()}`);
-  const openai = new OpenAI({ baseURL: `http://127.0.0.1:${gatewayPort}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+  const { program: up, baseURL } = await startUpWithGateway(dir, { drafter: `${dir}-drafter` });
+  const openai = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
   return { up, openai, model: family.name };
 }
 
