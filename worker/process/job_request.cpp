@@ -58,8 +58,13 @@ ChatJson template_arguments(const std::string& arguments_json) {
   return parsed.is_object() ? parsed : value;
 }
 
+// An assistant turn that only calls tools has no content (null, as OpenAI's clients send it); its
+// template gets "" as vLLM gives it, since published templates test and concatenate an assistant's
+// content as text (Qwen3's `'</think>' in message.content`) and treat "" as none.
 ChatJson message_json(const protocol::ChatMessage& m) {
-  ChatJson out = {{"role", m.role}, {"content", m.content ? ChatJson(*m.content) : ChatJson(nullptr)}};
+  const bool calls_only = m.role == "assistant" && !m.content && !m.tool_calls.empty();
+  ChatJson out = {{"role", m.role},
+                  {"content", m.content ? ChatJson(*m.content) : calls_only ? ChatJson("") : ChatJson(nullptr)}};
   if (!m.tool_calls.empty()) {
     ChatJson calls = ChatJson::array();
     for (const protocol::ToolCall& call : m.tool_calls) {
