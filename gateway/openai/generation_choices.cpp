@@ -87,12 +87,13 @@ GenerationChoices::GenerationChoices(const GenerationRequest& request, std::vect
 
 void GenerationChoices::take_logprobs(Choice& choice, const protocol::Event& event, Step& step) const {
   if (!logprobs_asked_ || event.logprobs.empty()) return;
-  step.logprobs = event.logprobs;
   step.logprobs_text_offset = choice.logprobs_text_bytes;
+  const std::size_t first = choice.logprobs.size();
   for (const protocol::OutputLogprobs& token : event.logprobs) {
     choice.logprobs_text_bytes += static_cast<std::int64_t>(token.chosen.bytes.size());
     choice.logprobs.push_back(token);
   }
+  step.logprobs = std::span<const protocol::OutputLogprobs>(choice.logprobs).subspan(first);
 }
 
 GenerationChoices::Step GenerationChoices::on_event(std::size_t index, const protocol::Event& event) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,9 +55,10 @@ class GenerationChoices {
     bool first = false;               // the choice's first event
     bool finished = false;            // the event carried the choice's final result
     std::optional<ApiError> failure;  // the final result is not a completion
-    // The event's tokens' log-probabilities, when the request asked for them, and the bytes of
-    // the choice's tokens before them (completions' text_offset).
-    std::vector<protocol::OutputLogprobs> logprobs;
+    // The event's tokens' log-probabilities, when the request asked for them (a view of the
+    // choice's, valid until its next event), and the bytes of the choice's tokens before them
+    // (completions' text_offset).
+    std::span<const protocol::OutputLogprobs> logprobs;
     std::int64_t logprobs_text_offset = 0;
   };
   // Events come in seq order per choice; one whose seq was already taken (a replay overlapping

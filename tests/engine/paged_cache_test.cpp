@@ -11,6 +11,7 @@
 #include "kernels/backend_factory.h"
 #include "shared/error.h"
 #include "tests/engine/dflash_test_pair.h"
+#include "worker/model/kv_cache_dtype.h"
 #include "worker/model/paged_kv_store.h"
 
 namespace flashq::testing {
@@ -269,6 +270,25 @@ INSTANTIATE_TEST_SUITE_P(KvDtypes, EngineOnAPagedCache, ::testing::Values(DType:
                          [](const ::testing::TestParamInfo<DType>& dtype) {
                            return dtype.param == DType::kBF16 ? std::string("Bf16") : std::string("Float32");
                          });
+
+// --kv-cache-dtype: the two names, a clear error for any other, and a bf16 position half the bytes.
+TEST(KvCacheDtype, NamesTheTwoTypesAndHalvesTheBytesOfAPosition) {
+  EXPECT_EQ(parse_kv_cache_dtype("bf16"), DType::kBF16);
+  EXPECT_EQ(parse_kv_cache_dtype("float32"), DType::kF32);
+  EXPECT_EQ(kv_cache_dtype_name(DType::kBF16), "bf16");
+  for (const char* bad : {"fp16", "BF16", "", "float"}) {
+    try {
+      parse_kv_cache_dtype(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("bf16 or float32"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(2 * PagedKvStore::bytes_per_block(28, 8, 128, 16, DType::kBF16),
+            PagedKvStore::bytes_per_block(28, 8, 128, 16, DType::kF32));
+  EXPECT_EQ(PagedKvStore::bytes_per_block(28, 8, 128, 1, DType::kBF16), 112 * 1024) << "Qwen3-0.6B: 112 KiB a position";
+}
 
 TEST(PagedKvStore, ItsStoresComeFromTheCachePoolAndARunTooShortIsAClearError) {
   std::unique_ptr<Backend> backend = make_backend("cpu");

@@ -8,9 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/engine/dflash_test_pair.h"
+#include "tests/grammar/constrained_run.h"
 #include "worker/grammar/grammar_compiler.h"
-#include "worker/text/text_stream.h"
 
 namespace flashq::testing {
 namespace {
@@ -35,29 +34,9 @@ class GrammarConstraintTest : public ::testing::Test {
     grammar_ = grammar::compile_grammar({.format = grammar::GrammarFormat::kJsonSchema, .text = kSchema}, table);
   }
 
-  SequenceRequest request(uint32_t seed, SpecMode spec) const {
-    SequenceRequest r;
-    r.generation.prompt_tokens = some_tokens(5 + seed % 4, 459, seed);
-    r.generation.max_tokens = 200;
-    r.spec = spec;
-    r.block_size = spec == SpecMode::kOff ? 0 : 6;
-    r.constraint = std::make_shared<grammar::GrammarConstraint>(grammar_);
-    return r;
-  }
-
-  FinishedSequence run(const SequenceRequest& r) {
-    Engine engine(*pair_.target.model, pair_.proposer.get(), {.max_slots = 1});
-    engine.add(0, r);
-    engine.run_until_idle();
-    return engine.take_finished().at(0);
-  }
-
-  std::string text_of(const std::vector<int32_t>& tokens) const {
-    TextStream text(*pair_.tokenizer, {});
-    std::string out = text.push(tokens).text;
-    out += text.finish().text;
-    return out;
-  }
+  SequenceRequest request(uint32_t seed, SpecMode spec) const { return constrained_request(seed, spec, grammar_, 200); }
+  FinishedSequence run(const SequenceRequest& r) { return run_alone(pair_, r); }
+  std::string text_of(const std::vector<int32_t>& tokens) const { return testing::text_of(*pair_.tokenizer, tokens); }
 
   DFlashTestPair pair_;
   std::shared_ptr<const grammar::CompiledGrammar> grammar_;

@@ -4,7 +4,7 @@
 // serving after it.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { API_KEY, MODEL, OpenAI, client, generateDirectly, startGateway, startUp } from './harness.mjs';
+import { API_KEY, MODEL, OpenAI, client, generateDirectly, startGateway, startUp, stopGatewayAndUp } from './harness.mjs';
 
 let up;
 let gateway;
@@ -16,12 +16,7 @@ before(async () => {
   openai = client(gateway);
 });
 
-after(async () => {
-  const gatewayExit = gateway ? await gateway.stop() : { code: 0 };
-  const upExit = up ? await up.program.stop() : { code: 0 };
-  assert.equal(gatewayExit.code, 0, gateway?.output());
-  assert.equal(upExit.code, 0, up?.program.output());
-});
+after(() => stopGatewayAndUp(gateway, up));
 
 test('models lists the served model with its context length', async () => {
   const models = [];

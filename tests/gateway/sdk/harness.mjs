@@ -110,6 +110,18 @@ export async function startUpWithGateway(dir, { drafter } = {}) {
   return { program, baseURL: `http://127.0.0.1:${gatewayPort}/v1` };
 }
 
+// Stops `gateway`, then `up` (from startUp); either may be missing, as after a setup that failed.
+// Both are stopped first; then it throws, with the program's output, unless each exited 0.
+export async function stopGatewayAndUp(gateway, up) {
+  const exits = [];
+  for (const program of [gateway, up?.program]) {
+    if (program) exits.push({ program, code: (await program.stop()).code });
+  }
+  for (const { program, code } of exits) {
+    if (code !== 0) throw new Error(`a program exited ${code}:\n${program.output()}`);
+  }
+}
+
 // flashq-gateway in front of `broker` ({frontend, stream}), ready once /readyz says a broker
 // serves a model (or, with `expectReady` false, once it answers /healthz).
 export async function startGateway(broker, extraArgs = [], { expectReady = true } = {}) {

@@ -6,7 +6,7 @@
 // likely; the streamed pieces add up to the whole answer; bad values are 400s naming the field.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { API_KEY, MODEL, client, startGateway, startUp } from './harness.mjs';
+import { API_KEY, MODEL, client, startGateway, startUp, stopGatewayAndUp } from './harness.mjs';
 
 let up;
 let gateway;
@@ -18,12 +18,7 @@ before(async () => {
   openai = client(gateway);
 });
 
-after(async () => {
-  const gatewayExit = gateway ? await gateway.stop() : { code: 0 };
-  const upExit = up ? await up.program.stop() : { code: 0 };
-  assert.equal(gatewayExit.code, 0, gateway?.output());
-  assert.equal(upExit.code, 0, up?.program.output());
-});
+after(() => stopGatewayAndUp(gateway, up));
 
 const PROMPT = 'def fibonacci(n):';
 const MESSAGES = [{ role: 'user', content: 'Write a function that adds two numbers.' }];

@@ -5,7 +5,7 @@
 // inside an unfinished document ends `length`.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { API_KEY, MODEL, client, npm, startGateway, startUp } from './harness.mjs';
+import { API_KEY, MODEL, client, npm, startGateway, startUp, stopGatewayAndUp } from './harness.mjs';
 
 const { z } = npm('zod');
 const { zodResponseFormat, zodTextFormat } = npm('openai/helpers/zod');
@@ -21,12 +21,7 @@ before(async () => {
   openai = client(gateway);
 });
 
-after(async () => {
-  const gatewayExit = gateway ? await gateway.stop() : { code: 0 };
-  const upExit = up ? await up.program.stop() : { code: 0 };
-  assert.equal(gatewayExit.code, 0, gateway?.output());
-  assert.equal(upExit.code, 0, up?.program.output());
-});
+after(() => stopGatewayAndUp(gateway, up));
 
 const schema = {
   type: 'object',
