@@ -214,5 +214,28 @@ TEST(LlamaConfig, DrafterForALlamaTargetHasQwen3LayersWithItsOwnRope) {
   }
 }
 
+// Without target_layer_ids each drafter layer reads one target layer, spread over the target
+// (docs/dflash.md §2.1); a drafter deeper than its target is refused before any list is built,
+// so an absurd depth in a config cannot exhaust memory.
+TEST(LlamaConfig, DrafterDeeperThanItsTargetIsRefused) {
+  const ModelConfig target = parse_model_config(llama3_1_8b_config(), "target/config.json");
+  nlohmann::json json = llama3_1_8b_config();
+  json["architectures"] = {"DFlashDraftModel"};
+  json["num_hidden_layers"] = 5;
+  json["dflash_config"] = {{"mask_token_id", 128002}};
+  EXPECT_EQ(parse_drafter_config(json, "drafter/config.json", target).target_layer_ids,
+            (std::vector<int64_t>{1, 8, 15, 22, 29}));
+  for (int64_t depth : {int64_t{33}, int64_t{1111111111111111}}) {
+    json["num_hidden_layers"] = depth;
+    try {
+      parse_drafter_config(json, "drafter/config.json", target);
+      ADD_FAILURE() << "a drafter of " << depth << " layers was accepted for a 32-layer target";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+      EXPECT_NE(std::string(e.what()).find("num_hidden_layers"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace flashq

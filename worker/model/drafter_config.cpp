@@ -69,6 +69,13 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
     }
   } else {
     const int64_t target_layers = reader.positive_int("num_target_layers", target.num_layers);
+    // One target layer per drafter layer: a drafter deeper than its target names no real layout
+    // (and an absurd depth must be refused before the list is built).
+    if (config.layers.num_layers > target_layers) {
+      reader.fail("num_hidden_layers", "is " + std::to_string(config.layers.num_layers) +
+                                           " but the drafter reads one target layer per layer and the target has " +
+                                           std::to_string(target_layers));
+    }
     config.target_layer_ids = default_target_layer_ids(target_layers, config.layers.num_layers);
   }
 
