@@ -16,11 +16,12 @@ Everything else (pre-norm residual blocks, RMSNorm, rotate-half RoPE, GQA with c
 heads sharing a kv head, softmax scale 1/sqrt(head_dim), SwiGLU, final norm, lm_head or the tied
 embedding) is the same computation.
 
-Numerics as in qwen3_reference.py: weights float32 as stored, every activation float64.
+Numerics as in qwen3_reference.py: weights float32 as stored, every activation float64; with
+--kv-cache-dtype bf16, keys (after RoPE) and values rounded to bf16 as a bf16 cache stores them.
 
 Command line: the same as qwen3_reference.py's (see there for the files written):
   /usr/bin/python3 tests/reference/llama_reference.py --model DIR --tokens 1,2,3 \
-      [--greedy N] [--taps 0,2] --out PREFIX
+      [--greedy N] [--taps 0,2] [--kv-cache-dtype float32|bf16] --out PREFIX
 
 Import: load_model(dir) -> LlamaModel; forward(model, tokens) -> (logits, hidden_states) with
 hidden_states as in qwen3_reference.py; greedy_continuation(model, tokens, n).
@@ -179,7 +180,8 @@ def project(layer, name, x):
 
 def project_qkv(layer, n, positions, config):
     """Queries, keys, values of the normalised rows n [T, hidden]: projections (+ biases), then
-    RoPE (scaled as the config says) on q and k; no per-head norm. Shapes [T, heads, head_dim]."""
+    RoPE (scaled as the config says) on q and k; no per-head norm; k and v as the KV cache stores
+    them (qwen3_reference.as_stored). Shapes [T, heads, head_dim]."""
     c = config
     T = n.shape[0]
     q = project(layer, "self_attn.q_proj", n).reshape(T, c.num_attention_heads, c.head_dim)
@@ -187,7 +189,7 @@ def project_qkv(layer, n, positions, config):
     v = project(layer, "self_attn.v_proj", n).reshape(T, c.num_key_value_heads, c.head_dim)
     q = apply_rope(q, positions, c.rope_theta, c.rope_scaling)
     k = apply_rope(k, positions, c.rope_theta, c.rope_scaling)
-    return q, k, v
+    return q, qwen3.as_stored(k), qwen3.as_stored(v)
 
 
 def swiglu_mlp(layer, m):
