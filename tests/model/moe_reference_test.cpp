@@ -7,7 +7,8 @@
 // within float noise of a tie (the reference reports the smallest top-k margin), so a routing
 // difference cannot hide and a near-tie cannot fail the comparison by chance. gpt-oss cases cover
 // MXFP4 experts, sinks, sliding windows over ring caches (and a prompt longer than the ring) and
-// YaRN RoPE.
+// YaRN RoPE. Cases named ...Bf16Kv run a bf16 KV cache against the reference's bf16-rounded keys
+// and values.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -25,12 +26,15 @@ namespace {
 struct MoeCase {
   std::string name;
   TinyModelSpec spec;
+  DType kv_dtype = DType::kF32;  // the KV cache's; the reference rounds keys and values alike
 };
 
 // Logits of every position, the taps of the last and first layer, and 8 greedy tokens of the
-// model loaded from `dir`, against the reference on the same directory.
+// model loaded from `dir` with a `kv_dtype` KV cache, against the reference on the same directory
+// with the same cache type.
 void expect_matches_numpy(const std::string& name, const std::filesystem::path& dir, TargetModel& model,
-                          const TinyModelSpec& spec, size_t length = 21) {
+                          const TinyModelSpec& spec, DType kv_dtype, size_t length = 21) {
+  model.set_kv_cache_dtype(kv_dtype);
   const std::vector<int32_t> tokens =
       some_tokens(length, static_cast<int32_t>(spec.vocab), static_cast<uint32_t>(spec.seed));
   const std::vector<int64_t> taps = {spec.layers - 1, 0};
@@ -38,7 +42,8 @@ void expect_matches_numpy(const std::string& name, const std::filesystem::path& 
   const std::string prefix = (dir / "reference").string();
   CommandResult ref = run_command("/usr/bin/python3 tests/reference/target_reference.py --model " + dir.string() +
                                   " --tokens " + join(tokens) + " --greedy " + std::to_string(greedy_steps) +
-                                  " --taps " + std::to_string(spec.layers - 1) + ",0 --out " + prefix);
+                                  " --taps " + std::to_string(spec.layers - 1) + ",0 --out " + prefix +
+                                  (kv_dtype == DType::kBF16 ? " --kv-cache-dtype bf16" : ""));
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
   const nlohmann::json meta = nlohmann::json::parse(read_text_file(prefix + ".json"));
   const nlohmann::json& routing = meta.at("moe");
@@ -56,9 +61,13 @@ void expect_matches_numpy(const std::string& name, const std::filesystem::path& 
   ForwardOutput out = model.forward({&chunk, 1}, {.logits = LogitRows::kAll, .tap_layers = taps});
   const std::vector<float> logits = to_host(model.backend(), out.logits);
   const std::vector<float> got_taps = to_host(model.backend(), out.taps);
+  // bf16 caches: a key or value within float32 noise of a bf16 rounding tie may round one way here
+  // and the other in the reference, one bf16 step in one element (about 1e-4 seen); a reference
+  // that kept them unrounded is off by 2e-3 or more.
+  const double tolerance = kv_dtype == DType::kBF16 ? 5e-4 : 1e-4;
   ASSERT_EQ(got_taps.size(), tokens.size() * 2 * static_cast<size_t>(spec.hidden));
-  EXPECT_LT(max_normalized_error(logits, read_f32(prefix + ".logits.f32")), 1e-4) << name << ": logits";
-  EXPECT_LT(max_normalized_error(got_taps, read_f32(prefix + ".taps.f32")), 1e-4) << name << ": taps";
+  EXPECT_LT(max_normalized_error(logits, read_f32(prefix + ".logits.f32")), tolerance) << name << ": logits";
+  EXPECT_LT(max_normalized_error(got_taps, read_f32(prefix + ".taps.f32")), tolerance) << name << ": taps";
 
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
   GenerationRequest request;
@@ -97,33 +106,36 @@ class MoeReferenceNumerics : public ::testing::TestWithParam<MoeCase> {};
 TEST_P(MoeReferenceNumerics, LogitsTapsAndGreedyContinuationMatchNumpy) {
   const TinyModelSpec& spec = GetParam().spec;
   LoadedTinyModel tiny(spec);
-  tiny.model->set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
-  expect_matches_numpy(GetParam().name, tiny.dir.path(), *tiny.model, spec);
+  expect_matches_numpy(GetParam().name, tiny.dir.path(), *tiny.model, spec, GetParam().kv_dtype);
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyMoeTargets, MoeReferenceNumerics,
-                         ::testing::Values(MoeCase{"Qwen3MoeTop2Of8Bf16",
-                                                   qwen3_moe(2, 8, 2, true, 1, {}, DType::kBF16, 61)},
-                                           MoeCase{"Qwen3MoeTop4Of16F32EveryOtherLayerOneDenseRaw",
-                                                   qwen3_moe(4, 16, 4, false, 2, {3}, DType::kF32, 62)},
-                                           MoeCase{"Qwen3MoeTop1Of4Bf16DenseFirstLayer",
-                                                   qwen3_moe(3, 4, 1, true, 1, {0}, DType::kBF16, 63)}),
-                         [](const ::testing::TestParamInfo<MoeCase>& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    TinyMoeTargets, MoeReferenceNumerics,
+    ::testing::Values(
+        MoeCase{"Qwen3MoeTop2Of8Bf16", qwen3_moe(2, 8, 2, true, 1, {}, DType::kBF16, 61)},
+        MoeCase{"Qwen3MoeTop4Of16F32EveryOtherLayerOneDenseRaw", qwen3_moe(4, 16, 4, false, 2, {3}, DType::kF32, 62)},
+        MoeCase{"Qwen3MoeTop1Of4Bf16DenseFirstLayer", qwen3_moe(3, 4, 1, true, 1, {0}, DType::kBF16, 63)},
+        MoeCase{"Qwen3MoeTop2Of8Bf16Bf16Kv", qwen3_moe(2, 8, 2, true, 1, {}, DType::kBF16, 61), DType::kBF16},
+        MoeCase{"Qwen3MoeTop4Of16F32EveryOtherLayerOneDenseRawBf16Kv",
+                qwen3_moe(4, 16, 4, false, 2, {3}, DType::kF32, 62), DType::kBF16}),
+    [](const ::testing::TestParamInfo<MoeCase>& param_info) { return param_info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(TinyGptOssTargets, MoeReferenceNumerics,
                          ::testing::Values(MoeCase{"GptOssTop2Of8Window4", gpt_oss(4, 8, 2, 4, 71)},
-                                           MoeCase{"GptOssTop4Of16Window8ThreeLayers", gpt_oss(3, 16, 4, 8, 72)}),
+                                           MoeCase{"GptOssTop4Of16Window8ThreeLayers", gpt_oss(3, 16, 4, 8, 72)},
+                                           MoeCase{"GptOssTop2Of8Window4Bf16Kv", gpt_oss(4, 8, 2, 4, 71),
+                                                   DType::kBF16}),
                          [](const ::testing::TestParamInfo<MoeCase>& param_info) { return param_info.param.name; });
 
 // A prompt longer than a sliding layer's ring (window + KvCache::kMaxRowsPerPass rows): the
 // prefill runs in parts, the ring wraps, and every position's logits and the greedy tokens that
-// follow still match the reference.
+// follow still match the reference, with f32 and bf16 rings.
 TEST(GptOssRingCaches, APromptLongerThanTheRingMatchesNumpy) {
   const TinyModelSpec spec = gpt_oss(2, 8, 2, 4, 73);
   LoadedTinyModel tiny(spec);
-  tiny.model->set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
   const size_t length = static_cast<size_t>(4 + KvCache::kMaxRowsPerPass + 40);
-  expect_matches_numpy("long prompt", tiny.dir.path(), *tiny.model, spec, length);
+  expect_matches_numpy("long prompt", tiny.dir.path(), *tiny.model, spec, DType::kF32, length);
+  expect_matches_numpy("long prompt, bf16 KV", tiny.dir.path(), *tiny.model, spec, DType::kBF16, length);
   KvCache cache = tiny.model->make_cache(static_cast<int64_t>(length) + 64);
   EXPECT_EQ(cache.ring_rows(), 4 + KvCache::kMaxRowsPerPass);
   EXPECT_TRUE(cache.ring(0));

@@ -29,11 +29,12 @@ rms_norm_eps 1e-5, attention_bias true, untied embeddings, rope_theta 150000 and
 states no RoPE settings, YaRN factor 32, beta_fast 32, beta_slow 1, truncate false, original 4096.
 
 Numerics as in qwen3_reference.py: weights float32 as stored (MXFP4 decoded exactly), every
-activation float64.
+activation float64; with --kv-cache-dtype bf16, keys (after RoPE) and values rounded to bf16 as a
+bf16 cache stores them.
 
 Command line: the same as qwen3_reference.py's (see there for the files written):
   /usr/bin/python3 tests/reference/gptoss_reference.py --model DIR --tokens 1,2,3 \
-      [--greedy N] [--taps 0,2] --out PREFIX
+      [--greedy N] [--taps 0,2] [--kv-cache-dtype float32|bf16] --out PREFIX
 PREFIX.json also holds "moe" (as qwen3_moe_reference.py's, margins between router logits).
 
 Import: load_model(dir) -> GptOssModel; forward(model, tokens) -> (logits, hidden_states);
@@ -295,6 +296,7 @@ def decoder_layer(layer, h, positions, c, layer_idx, record):
     v = linear(n, layer["self_attn.v_proj.weight"], layer.get("self_attn.v_proj.bias")).reshape(T, c.num_key_value_heads, c.head_dim)
     q = apply_rope(q, positions, c.rope_theta, c.rope_scaling)
     k = apply_rope(k, positions, c.rope_theta, c.rope_scaling)
+    k, v = qwen3.as_stored(k), qwen3.as_stored(v)  # as the KV cache holds them (--kv-cache-dtype)
     attn = attention_with_sinks(q, k, v, attention_mask(T, c.window(layer_idx)), layer["self_attn.sinks"], c)
     h = h + linear(attn, layer["self_attn.o_proj.weight"], layer.get("self_attn.o_proj.bias"))
     m = rms_norm(h, layer["post_attention_layernorm.weight"], c.rms_norm_eps)

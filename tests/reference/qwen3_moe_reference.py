@@ -17,11 +17,13 @@ num_attention_heads when absent (Qwen3's 128 does not apply), rope_theta 10000, 
 norm_topk_prob false, decoder_sparse_step 1, mlp_only_layers [], untied embeddings; num_experts
 may be spelled num_local_experts (transformers 5's attribute map).
 
-Numerics as in qwen3_reference.py: weights float32 as stored, every activation float64.
+Numerics as in qwen3_reference.py: weights float32 as stored, every activation float64; with
+--kv-cache-dtype bf16, keys and values rounded to bf16 as a bf16 cache stores them (in the
+attention reused from qwen3_reference.py).
 
 Command line: the same as qwen3_reference.py's (see there for the files written):
   /usr/bin/python3 tests/reference/qwen3_moe_reference.py --model DIR --tokens 1,2,3 \
-      [--greedy N] [--taps 0,2] --out PREFIX
+      [--greedy N] [--taps 0,2] [--kv-cache-dtype float32|bf16] --out PREFIX
 PREFIX.json also holds "moe": {"layers": sparse layer ids, "experts": [layer][row][k] the experts
 each row went to (descending weight), "min_margin": the smallest gap between a row's k-th and
 (k+1)-th probability} for the forward over the tokens.
