@@ -11,7 +11,8 @@ particular low-precision kernel: flashq's outputs are compared to it with a tole
 
 Command line:
   /usr/bin/python3 tests/reference/qwen3_reference.py --model DIR --tokens 1,2,3 \
-      [--greedy N] [--taps 0,2] --out PREFIX
+      [--greedy N] [--taps 0,2] [--kv-cache-dtype float32|bf16] --out PREFIX
+(--kv-cache-dtype bf16: keys and values rounded as a bf16 KV cache stores them; float32 by default)
 writes
   PREFIX.logits.f32  little-endian float32 [len(tokens), vocab_size], row-major: logits of every
                      position of one causal forward over the tokens (positions 0..T-1).

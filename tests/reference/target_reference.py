@@ -7,7 +7,7 @@ of dflash_reference.py.
 Command line: the same as qwen3_reference.py's, for a checkpoint of any family (PREFIX.json also holds
 "moe" for the MoE families, see qwen3_moe_reference.py):
   /usr/bin/python3 tests/reference/target_reference.py --model DIR --tokens 1,2,3 \
-      [--greedy N] [--taps 0,2] --out PREFIX
+      [--greedy N] [--taps 0,2] [--kv-cache-dtype float32|bf16] --out PREFIX
 """
 
 import json
