@@ -74,7 +74,7 @@ void require_attention_options(const AttentionOptions& options, const Tensor& q,
     throw Error(ErrorCode::kInternal,
                 where + ": a sliding window of " + std::to_string(options.sliding_window) + " keys (must be >= 0)");
   }
-  if (options.sliding_window > 0 && capacity < options.sliding_window) {
+  if (options.sliding_window > 0 && options.block_table == nullptr && capacity < options.sliding_window) {
     throw Error(ErrorCode::kInternal, where + ": a cache of " + std::to_string(capacity) +
                                           " rows cannot hold a sliding window of " +
                                           std::to_string(options.sliding_window));
@@ -87,9 +87,6 @@ void require_attention_options(const AttentionOptions& options, const Tensor& q,
     if (options.block_size <= 0 || capacity % options.block_size != 0) {
       throw Error(ErrorCode::kInternal, where + ": a block size of " + std::to_string(options.block_size) +
                                             " does not divide a paged store of " + std::to_string(capacity) + " rows");
-    }
-    if (options.sliding_window > 0) {
-      throw Error(ErrorCode::kInternal, where + ": a paged cache cannot take a sliding window");
     }
   }
 }

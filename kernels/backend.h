@@ -58,14 +58,15 @@ struct AttentionOptions {
   const Tensor* sinks = nullptr;
   // 0: query row m attends keys [0, key_counts[m]). W > 0: row m with key_counts[m] = c
   // (positions [0, c) exist) attends only positions [max(0, c - W), c), position p read at row
-  // p % T of its keys [T, Hkv, D]: the cache of a sliding layer is a ring that keeps the window,
-  // so c may exceed T, and T >= W (T >= W + the most rows stored in one pass, so that rows
-  // stored and later truncated never overwrote a key still attended).
+  // p % T of its keys [T, Hkv, D] when not paged: the cache of a sliding layer is then a ring
+  // that keeps the window, so c may exceed T, and T >= W (T >= W + the most rows stored in one
+  // pass, so that rows stored and later truncated never overwrote a key still attended).
   int64_t sliding_window = 0;
   // Paged keys: k and v are a store of blocks of `block_size` rows, and position p is read at row
   // block_table[p / block_size] * block_size + p % block_size. `block_table` is int32 [blocks] on
   // the device, with an entry for every block the key counts reach, each in [0, T / block_size)
-  // (checked when the op runs). Not with a window (a sliding layer keeps its ring).
+  // (checked when the op runs); with a window, only the entries of the blocks the window reaches
+  // are read (a sequence gives the others back: worker/model/window_table.h).
   const Tensor* block_table = nullptr;
   int64_t block_size = 0;
 };

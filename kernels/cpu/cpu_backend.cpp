@@ -207,15 +207,16 @@ class CpuBackend final : public Backend {
     run([q, k, v, key_counts, out, window, sinks, table, block_size] {
       const int32_t* counts = key_counts.data<int32_t>();  // read when the op runs, as on a GPU
       // A window reads a ring: any count, its last `window` positions wrapped into the keys. A
-      // paged store is read through the table: every block a count reaches must be listed and
-      // lie in the store.
+      // paged store is read through the table: every block a count reaches (from the window's
+      // first, with one) must be listed and lie in the store.
       if (table) {
         const int32_t* blocks = table->data<int32_t>();
         const int64_t store_blocks = k.dim(0) / block_size;
         for (int64_t m = 0; m < q.dim(0); ++m) {
           const int64_t needed = (int64_t{counts[m]} + block_size - 1) / block_size;
           kChecks.require(counts[m] >= 0 && needed <= table->numel(), "attention key count beyond the block table");
-          for (int64_t b = 0; b < needed; ++b) {
+          const int64_t first = window > 0 ? std::max<int64_t>(0, counts[m] - window) / block_size : 0;
+          for (int64_t b = first; b < needed; ++b) {
             kChecks.require(blocks[b] >= 0 && blocks[b] < store_blocks, "attention block id outside the store");
           }
         }

@@ -3,7 +3,8 @@
 // and prefill only the rest, a later turn of a conversation starts on the blocks of the turn
 // before, sequences wait for blocks at admission and are preempted and recomputed when the pool
 // runs out mid-decode (output unchanged), cached blocks are evicted for new ones, and a shared
-// block truncated into is copied first; over float32 and bf16 caches.
+// block truncated into is copied first; over float32 and bf16 caches, and on a gpt-oss model
+// whose sliding-window layers keep only their window's blocks (window_table.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "kernels/backend_factory.h"
 #include "shared/error.h"
 #include "tests/engine/dflash_test_pair.h"
+#include "tests/engine/moe_targets.h"
 #include "worker/model/kv_cache_dtype.h"
 #include "worker/model/paged_kv_store.h"
 
@@ -36,16 +38,29 @@ SequenceRequest greedy(std::vector<int32_t> prompt, SpecMode spec, int64_t max_t
   return r;
 }
 
-// Over float32 and bf16 caches alike (the parameter: the caches' element type).
-class EngineOnAPagedCache : public ::testing::TestWithParam<DType> {
+// The caches' element type, and whether the target is a gpt-oss model whose every other layer
+// attends a window of 12 positions (longer than a block of 8, shorter than one of 16).
+struct PagedCase {
+  DType dtype;
+  bool windowed;
+};
+
+class EngineOnAPagedCache : public ::testing::TestWithParam<PagedCase> {
  protected:
-  EngineOnAPagedCache() : pair(f32_target(41), TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 42}) {
-    pair.set_kv_cache_dtype(GetParam());
+  EngineOnAPagedCache()
+      : pair(GetParam().windowed ? gpt_oss_f32_target(41, 4, 12) : f32_target(41),
+             TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 42}) {
+    pair.set_kv_cache_dtype(GetParam().dtype);
   }
 
   std::unique_ptr<PagedKvStore> store(int64_t blocks, int64_t block_size) {
     return pair.target.model->make_paged_store(blocks, block_size);
   }
+  // A pool as tight for the windowed model as `blocks` is for the dense one: admission counts
+  // a short sequence's window blocks as many as its full ones (BlockPool::window_blocks_for).
+  static int64_t tight(int64_t blocks) { return GetParam().windowed ? 2 * blocks : blocks; }
+  // Cached blocks: with windowed layers each cached block has its window's block attached.
+  static int64_t cached(int64_t blocks) { return GetParam().windowed ? 2 * blocks : blocks; }
 
   // Each request's output decoded alone with a whole-length cache and no drafter.
   std::vector<std::vector<int32_t>> plain_outputs(const std::vector<SequenceRequest>& requests) {
@@ -86,7 +101,7 @@ TEST_P(EngineOnAPagedCache, APromptSharingACachedPrefixPrefillsOnlyTheRest) {
   engine.run_until_idle();
   const BlockPoolStats first = paged->blocks().stats();
   EXPECT_EQ(first.hit_tokens, 0);
-  EXPECT_EQ(first.cached, 7) << "the prompt's 6 full blocks stay cached, and its last 1 and 3 of output as a tail";
+  EXPECT_EQ(first.cached, cached(7)) << "the prompt's 6 full blocks stay cached, and its last 1 and 3 of output as a tail";
   engine.add(1, greedy(prompt_with_prefix(43, 9, 2), SpecMode::kOff, 4));
   engine.run_until_idle();
   const BlockPoolStats second = paged->blocks().stats();
@@ -210,7 +225,7 @@ TEST_P(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirO
   for (SpecMode spec : {SpecMode::kOff, SpecMode::kDflash, SpecMode::kAuto}) {
     std::vector<SequenceRequest> requests;
     for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(9, kVocab, 20 + i), spec, 38));
-    std::unique_ptr<PagedKvStore> paged = store(12, 8);
+    std::unique_ptr<PagedKvStore> paged = store(tight(12), 8);
     Engine engine(*pair.target.model, pair.proposer.get(),
                   {.max_slots = 4, .paged_cache = paged.get()});
     for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
@@ -218,7 +233,7 @@ TEST_P(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirO
     while (!engine.idle()) {
       engine.step();
       most_running = std::max(most_running, engine.running());
-      EXPECT_LE(paged->blocks().stats().used, 12);
+      EXPECT_LE(paged->blocks().stats().used, tight(12));
     }
     EXPECT_GE(most_running, 2u);
     EXPECT_GT(engine.cache_stats()->preemptions, 0) << spec_mode_name(spec);
@@ -233,7 +248,7 @@ TEST_P(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirO
 }
 
 TEST_P(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOnes) {
-  std::unique_ptr<PagedKvStore> paged = store(8, 8);
+  std::unique_ptr<PagedKvStore> paged = store(tight(8), 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   std::vector<SequenceRequest> requests;
   for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(33, kVocab, 50 + i), SpecMode::kOff, 8));
@@ -252,24 +267,53 @@ TEST_P(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOn
 }
 
 TEST_P(EngineOnAPagedCache, ASequenceThePoolCannotHoldIsRefusedAtOnce) {
-  std::unique_ptr<PagedKvStore> paged = store(4, 8);
+  std::unique_ptr<PagedKvStore> paged = store(tight(4), 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   try {
     engine.add(1, greedy(some_tokens(20, kVocab, 1), SpecMode::kOff, 13));  // 33 positions: 5 blocks
     ADD_FAILURE() << "accepted a sequence larger than the pool";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("paged cache pool holds 4 blocks"), std::string::npos) << e.what();
+    const std::string pool = "paged cache pool holds " + std::to_string(tight(4)) + " blocks";
+    EXPECT_NE(std::string(e.what()).find(pool), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(engine.add(2, greedy(some_tokens(20, kVocab, 1), SpecMode::kOff, 12)));
   engine.run_until_idle();
   EXPECT_EQ(engine.take_finished().at(0).tokens.size(), 12u);
 }
 
-INSTANTIATE_TEST_SUITE_P(KvDtypes, EngineOnAPagedCache, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const ::testing::TestParamInfo<DType>& dtype) {
-                           return dtype.param == DType::kBF16 ? std::string("Bf16") : std::string("Float32");
+INSTANTIATE_TEST_SUITE_P(KvDtypesAndWindows, EngineOnAPagedCache,
+                         ::testing::Values(PagedCase{DType::kF32, false}, PagedCase{DType::kBF16, false},
+                                           PagedCase{DType::kF32, true}, PagedCase{DType::kBF16, true}),
+                         [](const ::testing::TestParamInfo<PagedCase>& c) {
+                           return std::string(c.param.dtype == DType::kBF16 ? "Bf16" : "Float32") +
+                                  (c.param.windowed ? "SlidingWindow" : "");
                          });
+
+// A prompt longer than a pass takes (KvCache::kMaxRowsPerPass) on a gpt-oss model with a window
+// of 12 and blocks of 8: the prefill runs in parts, each giving back the sliding layers' blocks
+// its window left, and decoding holds the full layers' blocks and two or three of the sliding
+// layers', not a second copy of the sequence; the output is the whole-length caches'.
+TEST(SlidingWindowPagedCache, ASequenceHoldsItsSlidingLayersWindowOnly) {
+  DFlashTestPair pair(gpt_oss_f32_target(43, 4, 12), TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 44});
+  const SequenceRequest request = greedy(some_tokens(300, kVocab, 3), SpecMode::kOff, 20);
+  std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(120, 8);
+  Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
+  engine.add(0, request);
+  int64_t steps = 0, most_used = 0;
+  while (!engine.idle()) {
+    engine.step();
+    const int64_t used = paged->blocks().stats().used;
+    most_used = std::max(most_used, used);
+    // After the prefill, before each pass: positions [L - 11, L], at most 3 blocks of 8.
+    if (++steps > 1 && !engine.idle()) {
+      EXPECT_LE(used, (300 + 20 + 7) / 8 + 3) << "step " << steps;
+    }
+  }
+  EXPECT_LT(most_used, 2 * ((300 + 7) / 8)) << "the prefill's parts gave the window's past back";
+  const std::vector<int32_t> plain = run_engine(*pair.target.model, nullptr, {request}, 1).at(0);
+  EXPECT_EQ(engine.take_finished().at(0).tokens, plain);
+}
 
 // --kv-cache-dtype: the two names, a clear error for any other, and a bf16 position half the bytes.
 TEST(KvCacheDtype, NamesTheTwoTypesAndHalvesTheBytesOfAPosition) {

@@ -1,9 +1,9 @@
 // Attention's options (AttentionOptions, kernels/backend.h) beyond the op table's numbers: what
 // every backend refuses (sinks of the wrong size or dtype, a negative window, a cache smaller
 // than the window; a block table that is not an int32 vector, a block size that does not divide
-// the store, a table with a window, and, found when the op runs, a block id outside the store or
-// a key count beyond the table), that a window still reports a key count beyond the keys only
-// when there is none, and on the CPU that the options cost the default path nothing: a sink of
+// the store, and, found when the op runs, a block id outside the store or a key count beyond the
+// table), that a window still reports a key count beyond the keys only when there is none, that
+// a window over a table reads only the entries it reaches, and on the CPU that the options cost the default path nothing: a sink of
 // -infinity and a window covering every key give the bits of plain attention, and keys paged in
 // blocks of a multiple of 8 the bits of the same keys held in one run, in attention and in a
 // store_and_attend step over one paged store (what identical greedy output with a paged cache
@@ -118,8 +118,22 @@ TEST_P(AttentionOptionsTest, RefusesABlockTableThatIsNotAnInt32VectorOrABlockSiz
       refusal({.block_table = &table, .block_size = 3}).find("block size of 3 does not divide a paged store of 10"),
       std::string::npos);
   EXPECT_NE(refusal({.block_table = &table, .block_size = 0}).find("block size of 0"), std::string::npos);
-  EXPECT_NE(refusal({.sliding_window = 4, .block_table = &table, .block_size = 5}).find("cannot take a sliding window"),
-            std::string::npos);
+}
+
+// A windowed layer's table lists the blocks a sequence still holds, -1 for those it gave back:
+// with counts that reach positions [5, 10) only through a window of 4 or 5, the first entry is
+// never read; a window of 6 reaches position 4, in the block given back.
+TEST_P(AttentionOptionsTest, AWindowOverABlockTableReadsOnlyTheEntriesItReaches) {
+  counts_ = device_->ints({10, 10, 10, 10});
+  Tensor table = device_->ints({-1, 0});
+  EXPECT_NE(refusal({.block_table = &table, .block_size = 5}).find("outside the store"), std::string::npos);
+  for (int64_t window : {4, 5}) {
+    EXPECT_EQ(refusal({.sliding_window = window, .block_table = &table, .block_size = 5}), "") << window;
+  }
+  const std::vector<float> out = device_->read(out_);
+  for (float x : out) EXPECT_TRUE(std::isfinite(x));
+  const std::string message = refusal({.sliding_window = 6, .block_table = &table, .block_size = 5});
+  EXPECT_NE(message.find("outside the store"), std::string::npos) << message;
 }
 
 TEST_P(AttentionOptionsTest, ABlockIdOutsideTheStoreOrACountBeyondTheTableIsAnErrorWhenTheOpRuns) {

@@ -64,7 +64,7 @@ void Engine::add(uint64_t id, SequenceRequest request) {
   KvCache cache = paged ? model_.make_cache(max_length, *paged) : model_.make_cache(max_length);
   if (paged) {
     const BlockPool& blocks = paged->blocks();
-    const int64_t need = blocks.blocks_for(cache.max_length());
+    const int64_t need = blocks.blocks_to_hold(cache.max_length());
     if (need > blocks.blocks()) {
       throw Error(ErrorCode::kInvalidArgument, "prompt and max_tokens (" + std::to_string(cache.max_length()) +
                                                    " positions) need " + std::to_string(need) +
@@ -166,6 +166,7 @@ bool Engine::take_caches(Sequence& s) {
   }
   // Only now that the sequence is admitted: the prefix is looked up (and counted) once.
   if (paged) {
+    if (options_.prefix_caching) s.target_cache.register_as_written(&s.context);
     const int64_t draft_blocks = lookup.empty() ? 0 : s.target_cache.adopt_prefix(lookup).draft_blocks;
     const bool reserved = s.target_cache.try_reserve(static_cast<int64_t>(s.context.size()));
     check_invariant(reserved, "an admitted sequence's blocks can be had");
@@ -248,7 +249,7 @@ void Engine::reserve_blocks(std::vector<SequenceStep>& steps) {
       bool others_hold_blocks = false;
       for (auto& running : running_) {
         if (running->finish_reason || running->preempted) continue;
-        const auto blocks = static_cast<int64_t>(running->target_cache.block_ids().size());
+        const int64_t blocks = running->target_cache.held_blocks();
         candidates.push_back({running->id, running->admission_order, blocks});
         of.push_back(running.get());
         others_hold_blocks |= running.get() != &s && blocks > 0;

@@ -19,14 +19,22 @@ uint64_t BlockPool::chain_hash(uint64_t parent_hash, std::span<const int32_t> to
   return splitmix64(h ^ tokens.size());
 }
 
-BlockPool::BlockPool(int64_t blocks, int64_t block_size) : block_size_(block_size) {
+BlockPool::BlockPool(int64_t blocks, int64_t block_size, WindowedLayers windowed)
+    : block_size_(block_size), windowed_(windowed) {
   if (blocks <= 0 || block_size <= 0) {
     misuse("needs a positive number of blocks and block size, got " + std::to_string(blocks) + " blocks of " +
            std::to_string(block_size));
   }
+  if (windowed.window < 0 || windowed.rows_per_pass < 0) misuse("a negative window or rows per pass");
   blocks_.resize(static_cast<size_t>(blocks));
   free_.reserve(static_cast<size_t>(blocks));
   for (int64_t i = blocks - 1; i >= 0; --i) free_.push_back(static_cast<BlockId>(i));  // block 0 first
+}
+
+int64_t BlockPool::window_blocks_for(int64_t length) const {
+  if (windowed_.window == 0) return 0;
+  // Before a pass of up to rows_per_pass rows at position L: positions [L + 1 - window, L + rows).
+  return std::min(blocks_for(length), blocks_for(windowed_.window - 1 + windowed_.rows_per_pass) + 1);
 }
 
 BlockPool::Block& BlockPool::block(BlockId id) {
@@ -54,7 +62,7 @@ std::optional<BlockId> BlockPool::allocate() {
     return std::nullopt;
   }
   Block& b = blocks_[static_cast<size_t>(id)];
-  check_invariant(b.refs == 0 && !b.registered, "an allocated block was unreferenced and unregistered");
+  check_invariant(b.refs == 0 && !cached_when_released(b), "an allocated block was unreferenced and unregistered");
   ++b.generation;  // children registered after its old content no longer match it
   b.refs = 1;
   return id;
@@ -62,7 +70,7 @@ std::optional<BlockId> BlockPool::allocate() {
 
 void BlockPool::retain(BlockId id) {
   Block& b = block(id);
-  if (b.refs == 0 && !b.registered) misuse("retain of free block " + std::to_string(id));
+  if (b.refs == 0 && !cached_when_released(b)) misuse("retain of free block " + std::to_string(id));
   if (b.refs == 0) lru_.erase(b.lru);
   ++b.refs;
 }
@@ -71,7 +79,7 @@ void BlockPool::release(BlockId id) {
   Block& b = block(id);
   if (b.refs == 0) misuse("release of unreferenced block " + std::to_string(id));
   if (--b.refs > 0) return;
-  if (b.registered) {
+  if (cached_when_released(b)) {
     b.lru = lru_.insert(lru_.end(), id);
   } else {
     free_.push_back(id);
@@ -115,7 +123,7 @@ std::optional<std::pair<BlockId, int64_t>> BlockPool::find_partial(std::optional
   return best;
 }
 
-PrefixMatch BlockPool::walk(std::span<const int32_t> tokens) const {
+PrefixMatch BlockPool::walk(std::span<const int32_t> tokens, bool partial) const {
   PrefixMatch match;
   uint64_t last_hash = kRootHash;
   const int64_t usable = tokens.empty() ? 0 : (static_cast<int64_t>(tokens.size()) - 1) / block_size_;
@@ -137,7 +145,7 @@ PrefixMatch BlockPool::walk(std::span<const int32_t> tokens) const {
   }
   const auto matched = static_cast<int64_t>(match.blocks.size()) * block_size_;
   const int64_t rest = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size()) - 1 - matched;
-  if (rest > 0) {
+  if (rest > 0 && partial) {
     const auto after =
         tokens.subspan(static_cast<size_t>(matched), static_cast<size_t>(std::min(rest, block_size_ - 1)));
     if (const auto found = find_partial(parent, last_hash, after)) {
@@ -145,7 +153,39 @@ PrefixMatch BlockPool::walk(std::span<const int32_t> tokens) const {
       match.partial_tokens = found->second;
     }
   }
+  if (windowed_.window > 0) fit_window(match);
   return match;
+}
+
+bool BlockPool::window_attached(const PrefixMatch& match, int64_t full, int64_t end) const {
+  // The next position, `end`, attends [end + 1 - window, end]: those before it must be cached.
+  for (int64_t i = std::max<int64_t>(0, end + 1 - windowed_.window) / block_size_; i * block_size_ < end; ++i) {
+    const BlockId owner = i < full ? match.blocks[static_cast<size_t>(i)] : *match.partial;
+    if (blocks_[static_cast<size_t>(owner)].window < 0) return false;
+  }
+  return true;
+}
+
+void BlockPool::fit_window(PrefixMatch& match) const {
+  auto full = static_cast<int64_t>(match.blocks.size());
+  if (!match.partial || !window_attached(match, full, full * block_size_ + match.partial_tokens)) {
+    match.partial.reset();
+    match.partial_tokens = 0;
+    while (full > 0 && !window_attached(match, full, full * block_size_)) --full;
+    match.blocks.resize(static_cast<size_t>(full));
+    match.hashes.resize(static_cast<size_t>(full));
+    match.draft_blocks = std::min(match.draft_blocks, full);
+  }
+  const int64_t end = match.positions(block_size_);
+  const int64_t first = std::max<int64_t>(0, end + 1 - windowed_.window) / block_size_;
+  match.evictable = 0;
+  for (int64_t i = 0; i < full; ++i) {
+    const Block& owner = blocks_[static_cast<size_t>(match.blocks[static_cast<size_t>(i)])];
+    match.window_blocks.push_back(i >= first ? owner.window : -1);
+    match.evictable += owner.refs == 0 ? 1 : 0;
+    if (i >= first) match.evictable += blocks_[static_cast<size_t>(owner.window)].refs == 0 ? 1 : 0;
+  }
+  if (match.partial) match.window_partial = blocks_[static_cast<size_t>(*match.partial)].window;
 }
 
 PrefixMatch BlockPool::peek_prefix(std::span<const int32_t> tokens) const { return walk(tokens); }
@@ -154,16 +194,20 @@ PrefixMatch BlockPool::match_prefix(std::span<const int32_t> tokens) {
   PrefixMatch match = walk(tokens);
   if (match.partial) {
     // Its rows go into a block of the caller's own: lent only when that block, and the rest of
-    // `tokens`, can be had with the partial block held (else those rows are computed again).
-    const bool cached = blocks_[static_cast<size_t>(*match.partial)].refs == 0;
-    const int64_t need = blocks_for(static_cast<int64_t>(tokens.size())) - static_cast<int64_t>(match.blocks.size());
-    if (available() - match.evictable - (cached ? 1 : 0) < need) {
-      match.partial.reset();
-      match.partial_tokens = 0;
-    }
+    // `tokens`, can be had with the partial block (and its attached one) held (else those rows
+    // are computed again).
+    int64_t held = blocks_[static_cast<size_t>(*match.partial)].refs == 0 ? 1 : 0;
+    if (match.window_partial) held += blocks_[static_cast<size_t>(*match.window_partial)].refs == 0 ? 1 : 0;
+    const auto length = static_cast<int64_t>(tokens.size());
+    const int64_t need = blocks_to_hold(length) - static_cast<int64_t>(match.blocks.size());
+    if (available() - match.evictable - held < need) match = walk(tokens, false);
   }
   for (BlockId id : match.blocks) retain(id);
+  for (BlockId id : match.window_blocks) {
+    if (id >= 0) retain(id);
+  }
   if (match.partial) retain(*match.partial);
+  if (match.window_partial) retain(*match.window_partial);
   lookup_tokens_ += static_cast<int64_t>(tokens.size());
   hit_tokens_ += match.positions(block_size_);
   return match;
@@ -172,7 +216,9 @@ PrefixMatch BlockPool::match_prefix(std::span<const int32_t> tokens) {
 bool BlockPool::can_admit(std::span<const int32_t> tokens, int64_t length) const {
   if (length < static_cast<int64_t>(tokens.size())) misuse("a sequence shorter than its own tokens");
   const PrefixMatch match = walk(tokens);
-  const int64_t need = blocks_for(length) - static_cast<int64_t>(match.blocks.size());
+  // The window's blocks of the match are not counted as held: as the sequence grows it gives
+  // them back, and holds window_blocks_for(length) at most.
+  const int64_t need = blocks_to_hold(length) - static_cast<int64_t>(match.blocks.size());
   return need <= available() - match.evictable;
 }
 
@@ -252,7 +298,43 @@ void BlockPool::unregister(BlockId id) {
   ++b.generation;  // its content changes: blocks registered after it no longer follow it
 }
 
+bool BlockPool::attach_window(BlockId owner, BlockId window) {
+  Block& o = block(owner);
+  Block& w = block(window);
+  if (!o.registered) misuse("a window block is attached to a registered block, not " + std::to_string(owner));
+  if (w.refs == 0 || w.registered || owner == window) {
+    misuse("block " + std::to_string(window) + " is not a held, unregistered block to attach");
+  }
+  if (o.window >= 0 || w.owner >= 0) return false;
+  o.window = window;
+  w.owner = owner;
+  return true;
+}
+
+std::optional<BlockId> BlockPool::window_of(BlockId owner) const {
+  const Block& o = block(owner);
+  return o.window >= 0 ? std::optional<BlockId>(o.window) : std::nullopt;
+}
+
+bool BlockPool::attached(BlockId window) const { return block(window).owner >= 0; }
+
+void BlockPool::detach_window(Block& owner) {
+  Block& w = blocks_[static_cast<size_t>(owner.window)];
+  w.owner = -1;
+  owner.window = -1;
+  if (w.refs == 0) {  // cached only for its owner's sake
+    lru_.erase(w.lru);
+    free_.push_back(static_cast<BlockId>(&w - blocks_.data()));
+  }
+}
+
 void BlockPool::drop_registration(Block& b) {
+  if (b.owner >= 0) {  // an attached block: its owner keeps none
+    blocks_[static_cast<size_t>(b.owner)].window = -1;
+    b.owner = -1;
+    return;
+  }
+  if (b.window >= 0) detach_window(b);
   if (!b.tail) index_.erase(b.hash);
   std::vector<BlockId>& siblings = children_[b.parent_hash];
   const auto id = static_cast<BlockId>(&b - blocks_.data());

@@ -23,6 +23,13 @@
 // positions. A block registered with `draft_context` holds the drafter's rows too, so a prefix
 // hit costs the drafter nothing either.
 //
+// Windowed layers (a model whose attention is partly a sliding window, gpt-oss): a sequence
+// keeps their rows in blocks of its own (window_table.h), only those its window still sees. A
+// block it gives back whose positions a registered block of its full-attention layers holds is
+// attached to that block (attach_window) and stays cached with it; a prefix match then ends only
+// where every block of the window before it is attached, so a hit restores both kinds of layers.
+// An attached block goes when its owner goes (evicted, unregistered), and may be evicted alone.
+//
 // Misuse (an id out of range, releasing a free block, unregistering a shared block) is a typed
 // kInvalidArgument error and changes nothing. The pool outlives its block tables and is used
 // from the engine's thread only.
@@ -58,12 +65,24 @@ struct BlockCopy {
   int64_t rows;
 };
 
+// The attention window of a model's windowed layers (none: window 0), and the most positions one
+// forward pass stores (KvCache::kMaxRowsPerPass), which bound the blocks a sequence holds for them.
+struct WindowedLayers {
+  int64_t window = 0;
+  int64_t rows_per_pass = 0;
+};
+
 // The longest run of cached full blocks at the start of a token sequence, and the cached block
-// (full or a tail) whose first tokens continue it furthest.
+// (full or a tail) whose first tokens continue it furthest. With windowed layers it ends where
+// the window's blocks are attached too.
 struct PrefixMatch {
   std::vector<BlockId> blocks;  // retained for the caller (match_prefix) or not (peek_prefix)
   int64_t draft_blocks = 0;     // leading blocks that also hold the drafter's context
-  int64_t evictable = 0;        // of `blocks`, those no sequence referenced (peek_prefix)
+  int64_t evictable = 0;        // of the blocks and window blocks, those no sequence referenced
+  // With windowed layers: per block of `blocks`, the block attached to it (retained like it), or
+  // -1 before the window of the match's end; and the partial block's attached block.
+  std::vector<BlockId> window_blocks;
+  std::optional<BlockId> window_partial;
   std::vector<uint64_t> hashes; // each block's chain hash
   std::optional<BlockId> partial;  // retained like `blocks`; its drafter rows are not used
   int64_t partial_tokens = 0;      // its leading rows that hold the next positions
@@ -81,16 +100,22 @@ class BlockPool {
   static constexpr uint64_t kRootHash = 0x9e3779b97f4a7c15ULL;
   static uint64_t chain_hash(uint64_t parent_hash, std::span<const int32_t> tokens);
 
-  // kInvalidArgument unless both are positive.
-  BlockPool(int64_t blocks, int64_t block_size);
+  // kInvalidArgument unless both are positive (and the window's figures not negative).
+  BlockPool(int64_t blocks, int64_t block_size, WindowedLayers windowed = {});
 
   int64_t block_size() const { return block_size_; }
+  const WindowedLayers& windowed() const { return windowed_; }
   int64_t blocks() const { return static_cast<int64_t>(blocks_.size()); }
   // Blocks a sequence can take now: free ones and cached ones no sequence references.
   int64_t available() const { return static_cast<int64_t>(free_.size() + lru_.size()); }
   bool can_allocate(int64_t count) const { return count <= available(); }
   // Blocks positions [0, length) occupy.
   int64_t blocks_for(int64_t length) const { return (length + block_size_ - 1) / block_size_; }
+  // The most blocks of windowed layers a sequence of `length` positions holds at once: those of
+  // the window before a pass and of the pass's rows (0 without windowed layers).
+  int64_t window_blocks_for(int64_t length) const;
+  // The most blocks a sequence of `length` positions holds, of both kinds.
+  int64_t blocks_to_hold(int64_t length) const { return blocks_for(length) + window_blocks_for(length); }
 
   // A block of its own for the caller (count 1, unregistered): a free one, else the least
   // recently released cached one (evicted). Nothing when every block is referenced.
@@ -135,6 +160,14 @@ class BlockPool {
   // change. Cached blocks after it become unreachable and age out.
   void unregister(BlockId id);
 
+  // Attaches block `window` (referenced, holding the windowed layers' rows of the positions
+  // registered block `owner` holds) to `owner`: at count 0 it stays cached while `owner` does.
+  // False, and nothing changed, when `owner` has one attached already or `window` is attached.
+  bool attach_window(BlockId owner, BlockId window);
+  // The block attached to `owner`, if any; whether `window` is attached to some block.
+  std::optional<BlockId> window_of(BlockId owner) const;
+  bool attached(BlockId window) const;
+
   BlockPoolStats stats() const;
 
  private:
@@ -148,6 +181,8 @@ class BlockPool {
     uint64_t parent_hash = 0;  // its parent's chain hash (the children's key)
     BlockId parent = -1;  // -1: the first block of its sequence
     uint32_t parent_generation = 0;
+    BlockId window = -1;  // on a registered block: its windowed layers' block, attached
+    BlockId owner = -1;   // on an attached block: the registered block it is attached to
     std::vector<int32_t> tokens;     // when registered: what a match compares
     std::list<BlockId>::iterator lru;  // when cached (registered, count 0)
   };
@@ -163,10 +198,21 @@ class BlockPool {
   // `tokens` longest, and how many agree; nothing when none agrees on the first.
   std::optional<std::pair<BlockId, int64_t>> find_partial(std::optional<BlockId> parent, uint64_t parent_hash,
                                                           std::span<const int32_t> tokens) const;
-  PrefixMatch walk(std::span<const int32_t> tokens) const;
+  // The match of `tokens` (its partial block only with `partial`), fitted to the window.
+  PrefixMatch walk(std::span<const int32_t> tokens, bool partial = true) const;
+  // Shortens `match` to where every block of the window before its end has one attached, and
+  // lists those (windowed layers only).
+  void fit_window(PrefixMatch& match) const;
+  // Whether the blocks of the window before position `end` are attached: blocks [0, full) of
+  // `match`, then its partial block.
+  bool window_attached(const PrefixMatch& match, int64_t full, int64_t end) const;
+  // Whether a cached block, unreferenced, stays cached (registered, or attached) or is free.
+  bool cached_when_released(const Block& b) const { return b.registered || b.owner >= 0; }
   void drop_registration(Block& b);
+  void detach_window(Block& owner);
 
   int64_t block_size_;
+  WindowedLayers windowed_;
   std::vector<Block> blocks_;
   std::vector<BlockId> free_;               // a stack: the most recently freed is reused first
   std::list<BlockId> lru_;                  // cached, unreferenced: least recently released first

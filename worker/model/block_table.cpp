@@ -135,6 +135,11 @@ void BlockTable::commit_full_blocks(std::span<const int32_t> tokens, int64_t dra
 }
 
 void BlockTable::clear_keeping_tail(std::span<const int32_t> tokens) {
+  register_tail(tokens);
+  clear();
+}
+
+void BlockTable::register_tail(std::span<const int32_t> tokens) {
   const int64_t block_size = pool_.block_size();
   const auto full = static_cast<size_t>(length_ / block_size);
   const int64_t tail_rows = length_ % block_size;
@@ -149,7 +154,6 @@ void BlockTable::clear_keeping_tail(std::span<const int32_t> tokens) {
     pool_.register_tail(blocks_[full], parent, parent_hash,
                         tokens.subspan(full * static_cast<size_t>(block_size), static_cast<size_t>(tail_rows)));
   }
-  clear();
 }
 
 void BlockTable::commit_draft_context(int64_t drafter_through) {

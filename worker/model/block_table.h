@@ -75,9 +75,11 @@ class BlockTable {
 
   // Gives every block back; the table is empty after.
   void clear();
-  // The same, keeping the last, partial block in the cache as a tail (BlockPool::register_tail)
-  // when its full blocks are registered; `tokens` as for commit_full_blocks. For a sequence that
-  // ends or is preempted: its tokens are final, and its next turn or its resumption continues them.
+  // Registers the last, partial block in the cache as a tail (BlockPool::register_tail) when its
+  // full blocks are registered; `tokens` as for commit_full_blocks. For a sequence that ends or
+  // is preempted (clear_keeping_tail), whose tokens are final.
+  void register_tail(std::span<const int32_t> tokens);
+  // register_tail, then clear: the next turn or the resumption of a sequence continues its tokens.
   void clear_keeping_tail(std::span<const int32_t> tokens);
 
  private:

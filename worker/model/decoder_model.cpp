@@ -41,34 +41,37 @@ DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backe
 }
 
 KvCache DecoderModel::make_cache(int64_t max_length) const {
-  std::vector<int64_t> windows;
-  for (int64_t l = 0; l < config_.num_layers && !config_.sliding_layers.empty(); ++l) {
-    windows.push_back(attention_window(config_, l));
-  }
   return KvCache(backend_, config_.num_layers, config_.num_kv_heads, config_.head_dim,
-                 std::min(max_length, config_.max_position_embeddings), std::move(windows), kv_cache_dtype());
+                 std::min(max_length, config_.max_position_embeddings), attention_windows(config_), kv_cache_dtype());
 }
 
 ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
-  const bool rings =
-      std::any_of(config_.sliding_layers.begin(), config_.sliding_layers.end(), [](bool s) { return s; });
-  if (rings && std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
-        return static_cast<int64_t>(c.tokens.size()) > KvCache::kMaxRowsPerPass;
-      })) {
-    return forward_in_parts(chunks, options);
-  }
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
   }
+  if (std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
+        return c.cache->windowed() && static_cast<int64_t>(c.tokens.size()) > KvCache::kMaxRowsPerPass;
+      })) {
+    return forward_in_parts(chunks, options);
+  }
+  const bool windows =
+      std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.cache->windowed(); });
   check_tap_layers(options, config_.num_layers);
   for (const SequenceChunk& chunk : chunks) {
     chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
   }
-  std::vector<int32_t> ids, positions, key_counts, ring_rows, store_rows;
-  // A paged chunk's table is padded to the blocks of its whole length, so that its shape (what a
-  // recorded pass depends on) stays the same while the sequence grows.
+  std::vector<int32_t> ids, positions, key_counts, window_rows, store_rows;
+  // A paged chunk's tables are padded to the blocks of its whole length, so that their shape (what
+  // a recorded pass depends on) stays the same while the sequence grows.
   block_table_ints_.clear();
-  std::vector<std::pair<int64_t, int64_t>> table_spans;  // per chunk: first entry, entries
+  using TableSpan = std::pair<int64_t, int64_t>;  // first entry, entries
+  std::vector<TableSpan> table_spans, window_spans;  // per chunk
+  const auto append_table = [this](std::span<const BlockId> blocks, int64_t entries) {
+    const TableSpan span{static_cast<int64_t>(block_table_ints_.size()), entries};
+    block_table_ints_.insert(block_table_ints_.end(), blocks.begin(), blocks.end());
+    block_table_ints_.resize(static_cast<size_t>(span.first + entries), 0);
+    return span;
+  };
   bool paged = false;
   for (const SequenceChunk& chunk : chunks) {
     const KvCache& cache = *chunk.cache;
@@ -77,18 +80,17 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
       positions.push_back(static_cast<int32_t>(cache.length() + static_cast<int64_t>(i)));
       // Causal: a row sees its chunk's cache and the chunk's rows up to itself.
       key_counts.push_back(positions.back() + 1);
-      // Where a ring layer keeps the row's key and value.
-      if (rings) ring_rows.push_back(static_cast<int32_t>(positions.back() % cache.ring_rows()));
+      // Where a windowed layer keeps the row's key and value.
+      if (windows) window_rows.push_back(static_cast<int32_t>(cache.window_slot(positions.back())));
       store_rows.push_back(static_cast<int32_t>(cache.slot(positions.back())));
     }
     table_spans.emplace_back(static_cast<int64_t>(block_table_ints_.size()), 0);
+    window_spans.emplace_back(static_cast<int64_t>(block_table_ints_.size()), 0);
     if (cache.paged()) {
       paged = true;
-      const std::span<const BlockId> blocks = cache.block_ids();
-      block_table_ints_.insert(block_table_ints_.end(), blocks.begin(), blocks.end());
       const int64_t entries = (cache.max_length() + cache.block_size() - 1) / cache.block_size();
-      block_table_ints_.resize(static_cast<size_t>(table_spans.back().first + entries), 0);
-      table_spans.back().second = entries;
+      table_spans.back() = append_table(cache.block_ids(), entries);
+      if (cache.windowed()) window_spans.back() = append_table(cache.window_block_ids(), entries);
     }
   }
   // The row of each chunk's logits, when they are not simply every row (chunks of one token).
@@ -106,17 +108,22 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
   // One copy per pass, not per layer: the same for every layer.
   const std::vector<Tensor> uploaded = workspace_.upload_int32s(
       "pass_ints",
-      {ids, positions, key_counts, last, ring_rows, paged ? store_rows : std::vector<int32_t>(), block_table_ints_});
+      {ids, positions, key_counts, last, window_rows, paged ? store_rows : std::vector<int32_t>(), block_table_ints_});
   PassRows rows{.ids = uploaded[0],
                 .positions = uploaded[1],
                 .key_counts = uploaded[2],
                 .last_rows = pick_last_rows ? uploaded[3] : Tensor(),
-                .ring_rows = rings ? uploaded[4] : Tensor(),
+                .window_rows = windows ? uploaded[4] : Tensor(),
                 // Unpaged caches keep position t at row t.
                 .store_rows = paged ? uploaded[5] : uploaded[1],
-                .block_tables = {}};
-  for (const auto& [first, entries] : table_spans) {
-    rows.block_tables.push_back(entries > 0 ? uploaded[6].slice_rows(first, entries) : Tensor());
+                .block_tables = {},
+                .window_tables = {}};
+  const auto table_of = [&uploaded](const TableSpan& span) {
+    return span.second > 0 ? uploaded[6].slice_rows(span.first, span.second) : Tensor();
+  };
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    rows.block_tables.push_back(table_of(table_spans[c]));
+    rows.window_tables.push_back(table_of(window_spans[c]));
   }
   auto run = [&] { return run_pass(chunks, options, rows); };
   const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
@@ -234,20 +241,22 @@ void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
   Tensor attended = workspace_.get("attended", DType::kF32, {rows, q_heads, head_dim});
   project_qkv(backend_, layer, config_, normed, q, k, v);
 
+  // A windowed layer's rows are kept apart (a ring, or the window table's blocks).
+  const AttentionOptions options = attention_options(layer, config_, layer_index);
+  const bool windowed = options.sliding_window > 0;
+  const std::vector<Tensor>& tables = windowed ? pass_rows.window_tables : pass_rows.block_tables;
   cache_chunks_.clear();
   int64_t first = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
     const SequenceChunk& chunk = chunks[c];
     const int64_t n = static_cast<int64_t>(chunk.tokens.size());
-    const Tensor& table = pass_rows.block_tables[c];
+    const Tensor& table = tables[c];
     cache_chunks_.push_back({&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n,
                              table.defined() ? &table : nullptr, chunk.cache->block_size()});
     first += n;
   }
-  // A row's key and value go to its slot in its chunk's cache, or in a ring layer's to its row there.
   const QkNormRope norm_rope = qk_norm_rope(layer, config_, positions);
-  const AttentionOptions options = attention_options(layer, config_, layer_index);
-  const Tensor& store_at = options.sliding_window > 0 ? pass_rows.ring_rows : pass_rows.store_rows;
+  const Tensor& store_at = windowed ? pass_rows.window_rows : pass_rows.store_rows;
   backend_.store_and_attend(q, k, v, cache_chunks_, store_at, pass_rows.key_counts, attended, &norm_rope, options);
   project_attention_out(backend_, layer, attended, attention_out);
 }

@@ -58,13 +58,14 @@ class DecoderModel final : public TargetModel {
     Tensor ids, positions;
     Tensor key_counts;  // the keys each row's attention sees (causal over its chunk's cache)
     Tensor last_rows;   // the rows whose logits are wanted, when not every row's
-    Tensor ring_rows;   // where a ring layer stores each row (position % its ring), when any
-    Tensor store_rows;  // where every other layer stores each row: its slot in the chunk's cache
-    std::vector<Tensor> block_tables;  // per chunk: a paged cache's block ids, else undefined
+    Tensor window_rows;  // where a windowed layer stores each row (KvCache::window_slot), when any
+    Tensor store_rows;   // where every other layer stores each row: its slot in the chunk's cache
+    std::vector<Tensor> block_tables;   // per chunk: a paged cache's block ids, else undefined
+    std::vector<Tensor> window_tables;  // per chunk: a paged cache's windowed layers' block ids
   };
 
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
-  // forward() for chunks longer than a ring layer takes in one pass (KvCache::kMaxRowsPerPass):
+  // forward() for chunks longer than a windowed layer takes in one pass (KvCache::kMaxRowsPerPass):
   // passes of at most that many rows of each, their logits and taps gathered in chunk order.
   ForwardOutput forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
   // Every op of a pass.

@@ -27,13 +27,45 @@ KvCache::KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t hea
   if (window > 0) ring_rows_ = std::min(max_length_, window + kMaxRowsPerPass);
 }
 
-KvCache::KvCache(PagedKvStore& store, int64_t max_length)
+KvCache::KvCache(PagedKvStore& store, int64_t max_length, std::vector<int64_t> windows)
     : backend_(store.backend()),
       kv_heads_(0),
       head_dim_(0),
       max_length_(max_length),
+      windows_(std::move(windows)),
       paged_(&store),
-      table_(std::make_unique<BlockTable>(store.blocks())) {}
+      table_(std::make_unique<BlockTable>(store.blocks())) {
+  int64_t full = 0, windowed_layers = 0;
+  if (windows_.empty()) {
+    for (int64_t layer = 0; layer < store.layers(); ++layer) store_slots_.push_back(full++);
+  }
+  for (int64_t w : windows_) {
+    check_invariant(w == 0 || w == store.blocks().windowed().window, "the store's pool has the layers' window");
+    store_slots_.push_back(w > 0 ? windowed_layers++ : full++);
+  }
+  check_invariant(std::max(full, windowed_layers) <= store.layers(), "the store has a slot for every layer");
+  if (windowed_layers > 0) window_table_ = std::make_unique<WindowTable>(store.blocks());
+}
+
+int64_t KvCache::window_slot(int64_t position) const {
+  if (window_table_) return window_table_->slot(position);
+  check_invariant(ring_rows_ > 0, "a windowed layer's row is asked of a cache with windowed layers");
+  return position % ring_rows_;
+}
+
+int64_t KvCache::held_blocks() const {
+  if (!table_) return 0;
+  return static_cast<int64_t>(table_->blocks().size()) + (window_table_ ? window_table_->held() : 0);
+}
+
+std::span<const BlockId> KvCache::window_block_ids() const {
+  return window_table_ ? window_table_->blocks() : std::span<const BlockId>();
+}
+
+void KvCache::give_back_past_window() {
+  if (registered_tokens_ != nullptr) table_->commit_full_blocks(*registered_tokens_, 0);
+  window_table_->give_back_past_window(table_->blocks());
+}
 
 bool KvCache::try_reserve(int64_t length) {
   if (length > max_length_) {
@@ -41,8 +73,17 @@ bool KvCache::try_reserve(int64_t length) {
                                                  " tokens exceeds the model's context of " +
                                                  std::to_string(max_length_));
   }
-  if (table_) return table_->reserve(length);
-  reserve(length);
+  if (!table_) {
+    reserve(length);
+    return true;
+  }
+  if (!window_table_) return table_->reserve(length);
+  give_back_past_window();
+  // Both tables take their blocks, or neither.
+  const int64_t need = table_->blocks_needed(length) + window_table_->blocks_needed(length);
+  if (!paged_->blocks().can_allocate(need)) return false;
+  const bool reserved = table_->reserve(length) && window_table_->reserve(length);
+  check_invariant(reserved, "a pool that can supply both tables' blocks gives them");
   return true;
 }
 
@@ -53,7 +94,7 @@ void KvCache::reserve(int64_t length) {
                                                  std::to_string(max_length_));
   }
   if (table_) {
-    if (!table_->reserve(length)) {
+    if (!try_reserve(length)) {
       throw Error(ErrorCode::kInternal,
                   "the paged KV cache has no free block for " + std::to_string(length) + " positions");
     }
@@ -80,6 +121,7 @@ void KvCache::reserve(int64_t length) {
 void KvCache::commit(int64_t count) {
   if (table_) {
     table_->commit(count);
+    if (window_table_) window_table_->commit(count);
     return;
   }
   check_invariant(length_ + count <= capacity_, "kv cache commit within capacity");
@@ -93,6 +135,7 @@ void KvCache::truncate(int64_t length) {
       throw Error(ErrorCode::kInternal, "the paged KV cache has no free block for a shared block's copy");
     }
     for (const BlockCopy& copy : *copies) paged_->copy_block(copy);
+    if (window_table_) window_table_->truncate(length);
     return;
   }
   check_invariant(length >= 0 && length <= length_, "kv cache truncates to a shorter length");
@@ -104,7 +147,11 @@ std::span<const BlockId> KvCache::block_ids() const { return table_ ? table_->bl
 PrefixMatch KvCache::adopt_prefix(std::span<const int32_t> tokens) {
   check_invariant(table_ != nullptr, "only a paged cache adopts a cached prefix");
   PrefixMatch match = table_->adopt_prefix(tokens);
+  // Each copy as soon as its block is taken: the block it copies is cached again, not yet evicted.
   if (match.partial_copy) paged_->copy_block(*match.partial_copy);
+  if (window_table_) {
+    if (const std::optional<BlockCopy> copy = window_table_->adopt_prefix(match)) paged_->copy_block(*copy);
+  }
   return match;
 }
 
@@ -121,11 +168,17 @@ void KvCache::commit_draft_context(int64_t drafter_through) {
 }
 
 void KvCache::clear_blocks() {
-  if (table_) table_->clear();
+  if (!table_) return;
+  const std::vector<BlockId> owners(table_->blocks().begin(), table_->blocks().end());
+  table_->clear();
+  // After the full blocks: attached blocks are evicted after the blocks they serve.
+  if (window_table_) window_table_->clear(owners);
 }
 
 void KvCache::clear_blocks_keeping_tail(std::span<const int32_t> tokens) {
-  if (table_) table_->clear_keeping_tail(tokens);
+  if (!table_) return;
+  table_->register_tail(tokens);
+  clear_blocks();
 }
 
 bool KvCache::take_whole(CachePool& pool) {

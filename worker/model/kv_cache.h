@@ -10,7 +10,11 @@
 // A paged cache (made over a PagedKvStore) keeps its positions in blocks of the store's pool
 // instead, listed by its BlockTable: it takes blocks as the sequence grows, gives whole blocks
 // back on truncation, and may start on a cached prefix (adopt_prefix). Its layers' keys and
-// values are the store's, shared by every sequence; a row of position t is slot(t).
+// values are the store's, shared by every sequence; a row of position t is slot(t). Windowed
+// layers, when the model has them, keep theirs in blocks of the same pool listed by a
+// WindowTable (window_table.h), which holds only the window's: a row of position t there is
+// window_slot(t). The store's layers are slots: the full-attention layers in order take slots
+// 0, 1, ..., and the windowed layers in order take slots 0, 1, ... of the blocks their table lists.
 #pragma once
 
 #include <cstdint>
@@ -22,21 +26,22 @@
 #include "worker/model/block_table.h"
 #include "worker/model/cache_pool.h"
 #include "worker/model/paged_kv_store.h"
+#include "worker/model/window_table.h"
 
 namespace flashq {
 
 class KvCache {
  public:
-  // The most positions of one sequence a forward pass may store into a ring layer (the decoder
-  // model runs longer chunks in parts).
+  // The most positions of one sequence a forward pass may store into a windowed layer, a ring's
+  // or a paged one's (the decoder model runs longer chunks in parts).
   static constexpr int64_t kMaxRowsPerPass = 256;
 
   // `windows`: per layer, 0 (every position) or the window W it attends; empty: none windowed.
   // `dtype`: the keys' and values' element type, kF32 or kBF16.
   KvCache(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t max_length,
           std::vector<int64_t> windows = {}, DType dtype = DType::kF32);
-  // A paged cache over `store` (no sliding layers), empty.
-  KvCache(PagedKvStore& store, int64_t max_length);
+  // A paged cache over `store`, empty; `windows` as above (the store's pool has their window).
+  KvCache(PagedKvStore& store, int64_t max_length, std::vector<int64_t> windows = {});
 
   int64_t length() const { return table_ ? table_->length() : length_; }
   // Of the layers that keep every position; a paged cache's blocks held now.
@@ -45,7 +50,13 @@ class KvCache {
   // Rows of a windowed layer's ring (0 when no layer is windowed); the cache row of position t
   // there is t % ring_rows().
   int64_t ring_rows() const { return ring_rows_; }
-  bool ring(int64_t layer) const { return !windows_.empty() && windows_[static_cast<size_t>(layer)] > 0; }
+  bool ring(int64_t layer) const { return !table_ && windowed(layer); }
+  // Whether layer `layer` attends a window, and whether any does.
+  bool windowed(int64_t layer) const { return !windows_.empty() && windows_[static_cast<size_t>(layer)] > 0; }
+  bool windowed() const { return ring_rows_ > 0 || window_table_ != nullptr; }
+  // The row of position t in a windowed layer's keys: t % ring_rows(), or its slot through the
+  // window table when paged.
+  int64_t window_slot(int64_t position) const;
 
   // Makes room for `length` positions, growing geometrically (copying what is there).
   // kInvalidArgument when `length` exceeds max_length; for a paged cache whose pool has no
@@ -69,8 +80,8 @@ class KvCache {
   // truncates below its committed blocks).
   void truncate(int64_t length);
 
-  Tensor& keys(int64_t layer) { return paged_ ? paged_->keys(layer) : keys_[layer]; }
-  Tensor& values(int64_t layer) { return paged_ ? paged_->values(layer) : values_[layer]; }
+  Tensor& keys(int64_t layer) { return paged_ ? paged_->keys(store_slot(layer)) : keys_[layer]; }
+  Tensor& values(int64_t layer) { return paged_ ? paged_->values(store_slot(layer)) : values_[layer]; }
 
   // What tells this cache's memory apart from other caches' (a recorded pass's key): its table
   // when paged (the store is shared), else its keys, all layers being allocated together.
@@ -81,6 +92,14 @@ class KvCache {
   int64_t block_size() const { return paged_ ? paged_->block_size() : 0; }
   // The block ids of positions [0, capacity()); empty when not paged.
   std::span<const BlockId> block_ids() const;
+  // The windowed layers' (WindowTable::blocks: -1 where given back); empty when not paged or none.
+  std::span<const BlockId> window_block_ids() const;
+  // Blocks of the pool this cache holds now, of both kinds.
+  int64_t held_blocks() const;
+  // Registers full blocks as the cache fills, from `tokens` (the sequence's, holding every
+  // position written: they outlive the cache's use of them), before windowed blocks are given
+  // back, so that those given back mid-prompt are attached and kept (prefix caching).
+  void register_as_written(const std::vector<int32_t>* tokens) { registered_tokens_ = tokens; }
   // The row of position t in the store (t itself when not paged: its own tensors).
   int64_t slot(int64_t position) const { return table_ ? table_->slot(position) : position; }
   // Starts an empty paged cache on the longest cached prefix of `tokens` (BlockTable::adopt_prefix),
@@ -105,6 +124,9 @@ class KvCache {
   // Rows layer `layer` holds once whole: max_length, or its ring.
   int64_t whole_rows(int64_t layer) const { return ring(layer) ? ring_rows_ : max_length_; }
   size_t bytes_per_row() const { return 2 * static_cast<size_t>(kv_heads_ * head_dim_) * dtype_size(dtype_); }
+  int64_t store_slot(int64_t layer) const { return store_slots_[static_cast<size_t>(layer)]; }
+  // A paged cache with windowed layers: gives back the window's past (registering first).
+  void give_back_past_window();
 
   Backend& backend_;
   int64_t kv_heads_, head_dim_, max_length_;
@@ -116,6 +138,9 @@ class KvCache {
   std::vector<Tensor> keys_, values_;
   PagedKvStore* paged_ = nullptr;
   std::unique_ptr<BlockTable> table_;  // a paged cache's
+  std::unique_ptr<WindowTable> window_table_;  // a paged cache's with windowed layers
+  std::vector<int64_t> store_slots_;  // a paged cache's: per layer, its slot in the store
+  const std::vector<int32_t>* registered_tokens_ = nullptr;
 };
 
 }  // namespace flashq

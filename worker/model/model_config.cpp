@@ -209,6 +209,13 @@ int64_t attention_window(const ModelConfig& config, int64_t layer) {
   return index < config.sliding_layers.size() && config.sliding_layers[index] ? config.sliding_window : 0;
 }
 
+std::vector<int64_t> attention_windows(const ModelConfig& config) {
+  std::vector<int64_t> windows;
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) windows.push_back(attention_window(config, layer));
+  if (std::all_of(windows.begin(), windows.end(), [](int64_t w) { return w == 0; })) windows.clear();
+  return windows;
+}
+
 bool MoeConfig::sparse_layer(int64_t layer) const {
   return num_experts > 0 && (layer + 1) % sparse_step == 0 &&
          std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();

@@ -80,6 +80,8 @@ struct ModelConfig {
 
 // The window layer `layer` attends over (0: every position before it).
 int64_t attention_window(const ModelConfig& config, int64_t layer);
+// Every layer's window, or nothing when no layer attends one.
+std::vector<int64_t> attention_windows(const ModelConfig& config);
 
 // The RoPE the config asks for, as the backend ops take it.
 RopeOptions rope_options(const ModelConfig& config);

@@ -12,8 +12,9 @@ int64_t PagedKvStore::bytes_per_block(int64_t layers, int64_t kv_heads, int64_t 
 }
 
 PagedKvStore::PagedKvStore(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t blocks,
-                           int64_t block_size, CachePool* pool, KvShape draft_context, DType dtype)
-    : backend_(backend), blocks_(blocks, block_size) {
+                           int64_t block_size, CachePool* pool, KvShape draft_context, DType dtype,
+                           WindowedLayers windowed)
+    : backend_(backend), blocks_(blocks, block_size, windowed) {
   const int64_t rows = blocks * block_size;
   const int64_t target_elements = 2 * layers * rows * kv_heads * head_dim;
   const int64_t draft_elements = 2 * draft_context.layers * rows * draft_context.kv_heads * draft_context.head_dim;

@@ -1,8 +1,14 @@
-// The memory of a paged KV cache: per layer, one store of keys and one of values holding N blocks
-// of B positions each ([N * B, kv_heads, head_dim] float32 or bf16, block b at rows [b * B, (b + 1) * B)),
-// shared by every sequence, and the BlockPool that hands the blocks out (block_pool.h). A
-// sequence's KvCache (kv_cache.h) holds a BlockTable over it; attention reads each sequence's
-// keys through its table (kernels/backend.h, AttentionOptions::block_table).
+// The memory of a paged KV cache: per layer slot, one store of keys and one of values holding N
+// blocks of B positions each ([N * B, kv_heads, head_dim] float32 or bf16, block b at rows
+// [b * B, (b + 1) * B)), shared by every sequence, and the BlockPool that hands the blocks out
+// (block_pool.h). A sequence's KvCache (kv_cache.h) holds a BlockTable over it; attention reads
+// each sequence's keys through its table (kernels/backend.h, AttentionOptions::block_table).
+//
+// A model with windowed layers (gpt-oss: sliding-window layers between full-attention ones) has
+// max(full, windowed) slots: a block holds either its full-attention layers' rows of B positions
+// (listed by a sequence's BlockTable) or its windowed layers' (listed by its WindowTable), so
+// both kinds share one pool and one block size in bytes, and a sequence holds the windowed
+// layers' blocks of its window only.
 //
 // With a DFlash drafter the store also keeps, per block, the drafter's context rows of the same
 // positions (its injected keys and values, DraftContextShape), so that a cached prefix costs the
@@ -36,11 +42,13 @@ class PagedKvStore {
                                  DType dtype = DType::kF32);
 
   // kInvalidArgument unless blocks and block_size are positive, or when `pool` (null: allocated
-  // from the backend) has no run long enough for the stores. `draft_context`: the drafter's
-  // context rows kept beside the target's (none: layers 0). `dtype`: every store's elements
-  // (kF32 or kBF16), the drafter's rows included.
+  // from the backend) has no run long enough for the stores. `layers`: slots, as above.
+  // `draft_context`: the drafter's context rows kept beside the target's (none: layers 0).
+  // `dtype`: every store's elements (kF32 or kBF16), the drafter's rows included. `windowed`:
+  // the windowed layers' window, for the pool.
   PagedKvStore(Backend& backend, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t blocks, int64_t block_size,
-               CachePool* pool = nullptr, KvShape draft_context = {}, DType dtype = DType::kF32);
+               CachePool* pool = nullptr, KvShape draft_context = {}, DType dtype = DType::kF32,
+               WindowedLayers windowed = {});
   PagedKvStore(const PagedKvStore&) = delete;
   PagedKvStore& operator=(const PagedKvStore&) = delete;
 
@@ -62,8 +70,9 @@ class PagedKvStore {
   Tensor& draft_keys(int64_t layer) { return draft_keys_[static_cast<size_t>(layer)]; }
   Tensor& draft_values(int64_t layer) { return draft_values_[static_cast<size_t>(layer)]; }
 
-  // Rows [0, copy.rows) of block copy.from written to block copy.to, in every layer's keys and
-  // values and the drafter's rows (a shared block's copy on write, BlockTable::truncate).
+  // Rows [0, copy.rows) of block copy.from written to block copy.to, in every slot's keys and
+  // values and the drafter's rows (a shared block's copy on write, BlockTable::truncate; a
+  // partial prefix match's rows).
   void copy_block(const BlockCopy& copy);
 
  private:

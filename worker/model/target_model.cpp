@@ -11,29 +11,28 @@ void TargetModel::set_kv_cache_dtype(DType dtype) {
   kv_cache_dtype_ = dtype;
 }
 
-bool TargetModel::pages_kv() const {
-  const std::vector<bool>& sliding = config().sliding_layers;
-  return std::none_of(sliding.begin(), sliding.end(), [](bool s) { return s; });
+int64_t TargetModel::paged_layer_slots() const {
+  const std::vector<int64_t> windows = attention_windows(config());
+  const auto windowed = static_cast<int64_t>(std::count_if(windows.begin(), windows.end(), [](int64_t w) { return w > 0; }));
+  return std::max(windowed, config().num_layers - windowed);
 }
 
 int64_t TargetModel::paged_bytes_per_block(int64_t block_size) const {
   const ModelConfig& c = config();
-  return PagedKvStore::bytes_per_block(c.num_layers, c.num_kv_heads, c.head_dim, block_size, kv_cache_dtype_);
+  return PagedKvStore::bytes_per_block(paged_layer_slots(), c.num_kv_heads, c.head_dim, block_size, kv_cache_dtype_);
 }
 
 std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool,
                                                             KvShape draft_context) const {
-  if (!pages_kv()) {
-    throw Error(ErrorCode::kUnsupported,
-                "a model with sliding-window layers keeps whole-length KV caches, not a paged one (--kv-block-size 0)");
-  }
   const ModelConfig& c = config();
-  return std::make_unique<PagedKvStore>(backend(), c.num_layers, c.num_kv_heads, c.head_dim, blocks, block_size, pool,
-                                        draft_context, kv_cache_dtype_);
+  const bool windows = !attention_windows(c).empty();
+  const WindowedLayers windowed{windows ? c.sliding_window : 0, windows ? KvCache::kMaxRowsPerPass : 0};
+  return std::make_unique<PagedKvStore>(backend(), paged_layer_slots(), c.num_kv_heads, c.head_dim, blocks, block_size,
+                                        pool, draft_context, kv_cache_dtype_, windowed);
 }
 
 KvCache TargetModel::make_cache(int64_t max_length, PagedKvStore& store) const {
-  return KvCache(store, std::min(max_length, config().max_position_embeddings));
+  return KvCache(store, std::min(max_length, config().max_position_embeddings), attention_windows(config()));
 }
 
 }  // namespace flashq

@@ -36,12 +36,12 @@ class TargetModel {
   DType kv_cache_dtype() const { return kv_cache_dtype_; }
   void set_kv_cache_dtype(DType dtype);
 
-  // A paged KV cache (kv_cache.h, paged_kv_store.h): whether this model can keep its keys and
-  // values in one (not with sliding-window layers, which keep a ring per sequence), the bytes a
-  // block of `block_size` positions takes, the store of `blocks` blocks (from `pool` when given;
-  // kUnsupported when the model cannot page), and one sequence's cache over it.
-  bool pages_kv() const;
+  // A paged KV cache (kv_cache.h, paged_kv_store.h): the bytes a block of `block_size` positions
+  // takes (of the larger of its full-attention and its sliding-window layers), the store of
+  // `blocks` blocks (from `pool` when given), and one sequence's cache over it.
   int64_t paged_bytes_per_block(int64_t block_size) const;
+  // The store's layer slots: max(full-attention layers, sliding-window layers).
+  int64_t paged_layer_slots() const;
   // `draft_context`: a drafter's context rows kept beside the target's (none: layers 0).
   std::unique_ptr<PagedKvStore> make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool = nullptr,
                                                  KvShape draft_context = {}) const;

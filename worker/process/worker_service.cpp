@@ -101,18 +101,14 @@ std::unique_ptr<CachePool> make_cache_pool(const ServingModel& serving, const Wo
   return pool;
 }
 
-// The paged KV cache the options ask for, carved from `pool`: null without a pool, with
-// --kv-block-size 0, or for a model that cannot page (sliding-window layers). With a drafter
+// The paged KV cache the options ask for, carved from `pool`: null without a pool or with
+// --kv-block-size 0. With a drafter
 // and prefix caching the blocks keep the drafter's context rows too, and the rest of the pool
 // holds the drafter's whole-length contexts: shared so that both hold the same number of
 // positions (docs/operations.md, "Sizing the block pool").
 std::unique_ptr<PagedKvStore> make_paged_store(const ServingModel& serving, CachePool* pool,
                                                const WorkerOptions& options) {
   if (pool == nullptr || options.kv_block_size == 0) return nullptr;
-  if (!serving.model->pages_kv()) {
-    spdlog::info("KV caches: whole-length (the model has sliding-window layers)");
-    return nullptr;
-  }
   const int64_t target_row = serving.model->paged_bytes_per_block(1);
   KvShape draft_rows;
   int64_t drafter_row = 0;
