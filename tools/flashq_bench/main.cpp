@@ -9,6 +9,7 @@
 #include "tools/flashq_bench/gateway_bench.h"
 #include "tools/flashq_bench/grammar_bench.h"
 #include "tools/flashq_bench/kernel_bench.h"
+#include "tools/flashq_bench/kv_memory_bench.h"
 #include "tools/flashq_bench/tokenizer_bench.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   auto arrival = flashq::add_arrival_bench(app);
   auto grammar = flashq::add_grammar_bench(app);
   auto constrained = flashq::add_constrained_bench(app);
+  auto kv_memory = flashq::add_kv_memory_bench(app);
   return flashq::run_cli(app, argc, argv, [&] {
     engine();
     kernels();
@@ -35,5 +37,6 @@ int main(int argc, char** argv) {
     arrival();
     grammar();
     constrained();
+    kv_memory();
   });
 }

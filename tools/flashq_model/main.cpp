@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   make_tiny->add_option("--yarn-factor", spec.yarn_factor, "gpt-oss: YaRN RoPE scaling over --original-max-position")
       ->capture_default_str();
   make_tiny->add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str();
+  bool config_only = false;
+  make_tiny->add_flag("--config-only", config_only,
+                      "config files and tokenizer, no weights: enough to size caches (flashq-bench kv-memory)");
   std::string drafter_for;
   int64_t block_size = 16;
   make_tiny->add_option("--drafter-for", drafter_for, "write a random DFlash drafter for this target directory");
@@ -104,7 +107,7 @@ int main(int argc, char** argv) {
       } else {
         spec.dtype = parse_dtype(dtype);
       }
-      flashq::write_tiny_model(spec, out_dir);
+      flashq::write_tiny_model(spec, out_dir, config_only ? flashq::TinyWeights::kNone : flashq::TinyWeights::kRandom);
       std::cout << "wrote " << out_dir << "\n";
     } else if (*inspect) {
       flashq::inspect_model(model_dir, std::cout);

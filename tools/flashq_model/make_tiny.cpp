@@ -384,7 +384,7 @@ TinyModelSpec preset_spec(const std::string& name) {
   return s;
 }
 
-void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out) {
+void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out, TinyWeights weights) {
   validate(s);
   std::filesystem::create_directories(out);
   const SpecialIds ids = write_tokenizer(s, out);
@@ -394,6 +394,10 @@ void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out) 
   const nlohmann::json config = model_config_json(s, ids);
   // The layers' options as the loader reads them back (q/k norm, biases).
   const ModelConfig layout = parse_model_config(config, (out / "config.json").string());
+  write_text_file(out / "config.json", config.dump(2) + "\n");
+  nlohmann::json generation = {{"bos_token_id", ids.bos}, {"eos_token_id", ids.generation_eos}, {"do_sample", false}};
+  write_text_file(out / "generation_config.json", generation.dump(2) + "\n");
+  if (weights == TinyWeights::kNone) return;
 
   RandomWeights random(s.seed);
   SafetensorsWriter writer;
@@ -407,10 +411,6 @@ void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out) 
   if (!s.tie_embeddings) tensors.matrix("lm_head.weight", s.vocab, s.hidden);
   writer.set_metadata("format", "pt");
   writer.write(out / "model.safetensors");
-
-  write_text_file(out / "config.json", config.dump(2) + "\n");
-  nlohmann::json generation = {{"bos_token_id", ids.bos}, {"eos_token_id", ids.generation_eos}, {"do_sample", false}};
-  write_text_file(out / "generation_config.json", generation.dump(2) + "\n");
 }
 
 }  // namespace flashq

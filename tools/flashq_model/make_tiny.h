@@ -56,8 +56,11 @@ struct TinyModelSpec {
 // "llama3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b" (docs/models.md). kInvalidArgument otherwise.
 TinyModelSpec preset_spec(const std::string& name);
 
-// Writes the directory (created if needed). kInvalidArgument for impossible shapes.
-void write_tiny_model(const TinyModelSpec& spec, const std::filesystem::path& out);
+// Writes the directory (created if needed); kNone leaves out model.safetensors (a directory to
+// size a model by, not to load). kInvalidArgument for impossible shapes.
+enum class TinyWeights { kRandom, kNone };
+void write_tiny_model(const TinyModelSpec& spec, const std::filesystem::path& out,
+                      TinyWeights weights = TinyWeights::kRandom);
 
 struct TinyDrafterSpec {
   int64_t layers = 1;
