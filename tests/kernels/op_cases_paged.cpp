@@ -4,7 +4,8 @@
 // same keys gathered contiguously (op_reference.h), so the store's other rows, random, must never
 // be read. Block sizes 1, 8, 12 (not a multiple of 8), 16 and 32; tables in shuffled order; rows
 // whose counts end mid-block, on a block's end, or at 0; GQA groups of 1, 2 and 4; head dims 64
-// and 128; sinks. store_and_attend runs 67 sequences (more than one GPU launch takes), each with
+// and 128; sinks; a sliding window over a table whose blocks before the window are given back
+// (-1, never read: worker/model/window_table.h). store_and_attend runs 67 sequences (more than one GPU launch takes), each with
 // its own table over ONE shared store, its new rows stored at absolute rows of that store, with
 // nothing applied to q and k, or the q/k norm and RoPE. Tolerances as the other attention cases':
 // attention 1e-4, the q/k norm and RoPE 1e-5, values stored exact.
@@ -33,11 +34,13 @@ std::vector<int32_t> shuffled_blocks(int64_t blocks, std::mt19937& rng) {
   return ids;
 }
 
-// The store rows holding positions [0, positions) of a sequence with `table`.
+// The store rows holding positions [0, positions) of a sequence with `table` (row 0 for a block
+// given back: a window never reads it).
 std::vector<int32_t> rows_of_positions(const std::vector<int32_t>& table, int64_t block_size, int64_t positions) {
   std::vector<int32_t> rows;
   for (int64_t p = 0; p < positions; ++p) {
-    rows.push_back(static_cast<int32_t>(table[static_cast<size_t>(p / block_size)] * block_size + p % block_size));
+    const int32_t block = table[static_cast<size_t>(p / block_size)];
+    rows.push_back(block < 0 ? 0 : static_cast<int32_t>(block * block_size + p % block_size));
   }
   return rows;
 }
@@ -51,6 +54,7 @@ struct PagedShape {
   int64_t table_blocks;         // entries of the table
   int64_t spare_blocks;         // blocks of the store the table does not list
   bool sinks = false;
+  int64_t window = 0;  // > 0: the blocks wholly before every row's window are given back (-1)
 };
 
 const std::vector<PagedShape>& paged_shapes() {
@@ -63,6 +67,9 @@ const std::vector<PagedShape>& paged_shapes() {
       {"PagedBlock12DecodeMhaHeadDim128", 4, 4, 128, 12, {1000}, 84, 4},
       {"PagedBlock16VerifyBlockGqa2", 8, 4, 64, 16, causal_counts(16, 230), 16, 4},
       {"PagedBlock16TableBeyondTheCountsSinks", 8, 2, 64, 16, {50, 7, 0, 64}, 10, 2, true},
+      // gpt-oss's sliding layers: 64 query heads over 8 KV heads of 64, a window of 128.
+      {"PagedBlock16Window128GivenBackSinks", 64, 8, 64, 16, {400, 399, 300, 287}, 25, 3, true, 128},
+      {"PagedBlock8Window12GivenBackVerifyBlock", 8, 2, 64, 8, causal_counts(8, 100), 14, 2, false, 12},
   };
   return shapes;
 }
@@ -82,6 +89,11 @@ OpCase paged_attention_case(const PagedShape& a) {
     made.v = random_floats(static_cast<size_t>(store_rows * a.kv_heads * a.head_dim), rng);
     made.table = shuffled_blocks(a.table_blocks + a.spare_blocks, rng);
     made.table.resize(static_cast<size_t>(a.table_blocks));
+    if (a.window > 0) {
+      const int32_t fewest = *std::min_element(a.counts.begin(), a.counts.end());
+      const auto given_back = static_cast<size_t>(std::max<int64_t>(0, fewest - a.window) / a.block_size);
+      std::fill(made.table.begin(), made.table.begin() + static_cast<std::ptrdiff_t>(given_back), -1);
+    }
     if (a.sinks) {
       made.sinks = random_floats(static_cast<size_t>(a.q_heads), rng, 3.0f);
       round_to(DType::kBF16, made.sinks);
@@ -98,8 +110,10 @@ OpCase paged_attention_case(const PagedShape& a) {
             auto held = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
                 dev.ints(d->table), a.sinks ? dev.weight(d->sinks, DType::kBF16, {a.q_heads}) : Tensor()});
             const int64_t block_size = a.block_size;
-            const auto options_of = [held, block_size] {
+            const int64_t window = a.window;
+            const auto options_of = [held, block_size, window] {
               return AttentionOptions{.sinks = (*held)[1].defined() ? &(*held)[1] : nullptr,
+                                      .sliding_window = window,
                                       .block_table = &(*held)[0],
                                       .block_size = block_size};
             };
@@ -122,7 +136,7 @@ OpCase paged_attention_case(const PagedShape& a) {
             const std::vector<float> keys = reference::gather_rows(d->k, at, row_size);
             const std::vector<float> values = reference::gather_rows(d->v, at, row_size);
             const std::vector<float> out = reference::attention_with_options(d->q, keys, values, a.counts, a.q_heads,
-                                                                             a.kv_heads, a.head_dim, d->sinks, 0);
+                                                                             a.kv_heads, a.head_dim, d->sinks, a.window);
             return std::vector<Expected>{{"out", out, 1e-4}, {"out, row by row", out, 1e-4, -1, "out"}};
           }};
 }

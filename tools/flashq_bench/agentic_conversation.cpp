@@ -108,7 +108,12 @@ AgenticScript::AgenticScript(const Tokenizer* tokenizer, const ChatTemplate* cha
     }
     ChatRequest system = request_for(ChatJson::array({{{"role", "system"}, {"content", system_text_}}}));
     system.add_generation_prompt = false;
+    const int64_t before = system_prompt_tokens_;
     system_prompt_tokens_ = static_cast<int64_t>(tokenizer_->encode(chat_template_->render(system)).size());
+    if (system_prompt_tokens_ <= before) {
+      throw Error(ErrorCode::kInvalidArgument, "the chat template writes neither the system message nor the tools it "
+                                               "is given, so the system prompt cannot grow: use --token-ids");
+    }
   }
 }
 
