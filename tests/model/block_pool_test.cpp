@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shared/error.h"
+#include "tests/support/expect_error.h"
 
 namespace flashq {
 namespace {
@@ -46,15 +47,6 @@ std::pair<BlockId, BlockId> cache_block_and_tail(BlockPool& pool, std::span<cons
   pool.release(tail);
   pool.release(full);
   return {full, tail};
-}
-
-void expect_code(ErrorCode code, const auto& action) {
-  try {
-    action();
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-  }
 }
 
 TEST(BlockPoolTest, RejectsEmptyPoolsAndBlocks) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "shared/error.h"
+#include "tests/support/expect_error.h"
 #include "worker/model/block_pool.h"
 #include "worker/model/block_table.h"
 
@@ -24,15 +25,6 @@ std::vector<int32_t> iota_tokens(size_t n, int32_t first) {
   std::vector<int32_t> t(n);
   std::iota(t.begin(), t.end(), first);
   return t;
-}
-
-void expect_code(ErrorCode code, const auto& action) {
-  try {
-    action();
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-  }
 }
 
 // A sequence as a KvCache pairs them: a full-attention table and a window table over one pool,

@@ -68,6 +68,17 @@ std::optional<BlockId> BlockPool::allocate() {
   return id;
 }
 
+std::optional<std::vector<BlockId>> BlockPool::allocate(int64_t count) {
+  if (!can_allocate(count)) return std::nullopt;
+  std::vector<BlockId> ids;
+  for (int64_t i = 0; i < count; ++i) {
+    const std::optional<BlockId> id = allocate();
+    check_invariant(id.has_value(), "a pool that can allocate n blocks gives n");
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 void BlockPool::retain(BlockId id) {
   Block& b = block(id);
   if (b.refs == 0 && !cached_when_released(b)) misuse("retain of free block " + std::to_string(id));

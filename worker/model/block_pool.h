@@ -120,6 +120,8 @@ class BlockPool {
   // A block of its own for the caller (count 1, unregistered): a free one, else the least
   // recently released cached one (evicted). Nothing when every block is referenced.
   std::optional<BlockId> allocate();
+  // `count` blocks as allocate() gives them, or none (nothing taken) when fewer can be had.
+  std::optional<std::vector<BlockId>> allocate(int64_t count);
   void retain(BlockId id);
   // Drops a reference; at 0 a registered block stays cached, any other becomes free.
   void release(BlockId id);

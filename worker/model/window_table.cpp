@@ -59,13 +59,9 @@ int64_t WindowTable::blocks_needed(int64_t length) const {
 
 bool WindowTable::reserve(int64_t length) {
   if (length < 0) misuse("a negative length");
-  const int64_t need = blocks_needed(length);
-  if (!pool_.can_allocate(need)) return false;
-  for (int64_t i = 0; i < need; ++i) {
-    const std::optional<BlockId> id = pool_.allocate();
-    check_invariant(id.has_value(), "a pool that can allocate n blocks gives n");
-    blocks_.push_back(*id);
-  }
+  const std::optional<std::vector<BlockId>> taken = pool_.allocate(blocks_needed(length));
+  if (!taken) return false;
+  blocks_.insert(blocks_.end(), taken->begin(), taken->end());
   return true;
 }
 
