@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 
+#include "kernels/gated_delta_rule.h"  // DeltaRuleChunk
 #include "kernels/linear_weight.h"   // LinearWeight, MXFP4
 #include "kernels/moe.h"             // MoeRouting, ExpertWeights, ExpertActivation
 #include "kernels/rope_frequency.h"  // RopeOptions, RopeScaling
@@ -223,6 +224,15 @@ class Backend {
   // `unsupported`.
   virtual std::unique_ptr<CapturedOps> capture(const std::function<void()>& work);
   virtual void replay(CapturedOps& ops);
+  // Gated DeltaNet's recurrence (Qwen3.5 / Qwen3-Next linear attention), chunk by chunk, each
+  // chunk's rows in order from its state S [Hv, Dk, Dv]: row t's q and k L2-normalised
+  // (x / sqrt(sum x^2 + 1e-6)), key head h / (Hv / Hk) serving value head h, q scaled by
+  // 1 / sqrt(Dk); then for each value head S = S * exp(g_t); u = beta_t * (v_t - S^T k_t);
+  // S = S + k_t u^T; out_t = S^T q_t. q and k [R, Hk, Dk], v and out [R, Hv, Dv], g (the log
+  // decay) and beta [R, Hv], all float32; Hk divides Hv. Chunks cover the rows in order, each
+  // with its own state, left after its last row.
+  virtual void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                                std::span<const DeltaRuleChunk> chunks, Tensor& out) = 0;
   // out = silu(gate) * up, element-wise.
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[M, H] = table[ids[m]] widened to float32; ids outside the table are an error.

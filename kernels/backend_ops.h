@@ -43,6 +43,8 @@ inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     "gather_rows",
     "store_and_attend",
     "store_kv",
+    // recurrent state (Gated DeltaNet)
+    "gated_delta_rule",
     // tokens
     "embedding",
     "argmax",

@@ -22,6 +22,7 @@
 #include "kernels/cpu/matmul_mxfp4.h"
 #include "kernels/cpu/moe_experts.h"
 #include "kernels/cpu/moe_route.h"
+#include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/sampling.h"
@@ -131,6 +132,23 @@ class CpuBackend final : public Backend {
     run([logits, routing, expert_ids, expert_weights] {
       cpu::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
                      expert_weights.data<float>());
+    });
+  }
+
+  void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                        std::span<const DeltaRuleChunk> chunks, Tensor& out) override {
+    kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
+    const cpu::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
+    std::vector<std::pair<DeltaRuleChunk, Tensor>> runs;  // each chunk with its state, held as the op runs
+    for (const DeltaRuleChunk& c : chunks) runs.emplace_back(c, *c.state);
+    run([q, k, v, g, beta, out, shape, runs] {
+      for (const auto& [c, state] : runs) {
+        const auto at = [&c](const Tensor& t, int64_t per_row) { return t.data<float>() + c.first_row * per_row; };
+        cpu::gated_delta_rule(at(q, shape.key_heads * shape.key_dim), at(k, shape.key_heads * shape.key_dim),
+                              at(v, shape.value_heads * shape.value_dim), at(g, shape.value_heads),
+                              at(beta, shape.value_heads), c.rows, shape, state.data<float>(),
+                              at(out, shape.value_heads * shape.value_dim));
+      }
     });
   }
 

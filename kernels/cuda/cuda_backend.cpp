@@ -39,6 +39,7 @@
 #include "kernels/cuda/matmul_mxfp4.h"
 #include "kernels/cuda/moe_experts.h"
 #include "kernels/cuda/moe_route.h"
+#include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sampling.h"
@@ -288,6 +289,20 @@ class CudaBackend final : public Backend {
     kChecks.moe_route(logits, routing, expert_ids, expert_weights);
     cuda::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
                     expert_weights.data<float>(), stream());
+  }
+
+  void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                        std::span<const DeltaRuleChunk> chunks, Tensor& out) override {
+    kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
+    kChecks.require(q.dim(2) <= 1024 && v.dim(2) <= 1024, "gated_delta_rule: key and value dims of at most 1024");
+    const cuda::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
+    for (const DeltaRuleChunk& c : chunks) {
+      const auto rows_of = [&c](const Tensor& t) { return t.slice_rows(c.first_row, c.rows); };
+      Tensor chunk_out = rows_of(out);
+      cuda::gated_delta_rule(rows_of(q).data<float>(), rows_of(k).data<float>(), rows_of(v).data<float>(),
+                             rows_of(g).data<float>(), rows_of(beta).data<float>(), c.rows, shape,
+                             c.state->data<float>(), chunk_out.data<float>(), stream());
+    }
   }
 
   void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,

@@ -31,6 +31,8 @@ std::vector<OpCase> paged_attention_op_cases();
 std::vector<OpCase> llama_op_cases();
 // matmul_mxfp4, linear, moe_route, moe_experts (mixture-of-experts layers and MXFP4 weights).
 std::vector<OpCase> moe_op_cases();
+// gated_delta_rule (Gated DeltaNet's recurrent state: Qwen3.5, Qwen3-Next).
+std::vector<OpCase> deltanet_op_cases();
 
 // Every case, made once.
 const std::vector<OpCase>& op_table();
