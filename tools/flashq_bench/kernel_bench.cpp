@@ -16,6 +16,7 @@
 #include "kernels/cpu/matmul_path.h"
 #include "kernels/tensor.h"
 #include "tools/flashq_bench/cpu_peak.h"
+#include "tools/flashq_bench/deltanet_bench.h"
 #include "tools/flashq_bench/moe_bench.h"
 #include "tools/flashq_bench/paged_attention_bench.h"
 
@@ -39,6 +40,7 @@ struct KernelBenchOptions {
   std::vector<std::string> cpu_matmul_paths = {"chosen"};
   bool cpu_matmul_only = false;
   bool moe_only = false;  // CPU: the read bandwidth and the mixture-of-experts lines only
+  bool deltanet_only = false;  // CPU: the read bandwidth and the Gated DeltaNet lines only
   // Paged attention against contiguous (paged_attention_bench.h): keys per sequence, rounds.
   std::vector<int64_t> paged_keys = {2000, 8000};
   int paged_rounds = 3;
@@ -276,8 +278,10 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   std::cout << nlohmann::json{{"kernel", "cpu_matmul_path"}, {"path", cpu::matmul_path_name(cpu::matmul_path())}}.dump()
             << std::endl;
   std::cout << measure_cpu_peak(omp_get_max_threads()).dump() << std::endl;
-  const double read_gb_per_s = o.cpu_matmul_only && !o.moe_only ? 0.0 : report_read_bandwidth(o.min_seconds);
+  const double read_gb_per_s =
+      o.cpu_matmul_only && !o.moe_only && !o.deltanet_only ? 0.0 : report_read_bandwidth(o.min_seconds);
   if (o.moe_only) return report_moe(*make_cpu_backend(), time_cpu, read_gb_per_s);
+  if (o.deltanet_only) return report_gated_delta_rule(*make_cpu_backend(), "gated_delta_rule", time_cpu, read_gb_per_s);
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);
@@ -286,6 +290,7 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   report_paged_attention(*cpu, "paged_attention", time_cpu, o.paged_keys, o.paged_rounds);
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
   report_moe(*cpu, time_cpu, read_gb_per_s);
+  report_gated_delta_rule(*cpu, "gated_delta_rule", time_cpu, read_gb_per_s);
 }
 
 // GPU timing through the Backend interface: launches are queued in batches and the clock stops
@@ -428,6 +433,7 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
 
   report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
   report_moe(*gpu, time_gpu, copy_gb_per_s);
+  report_gated_delta_rule(*gpu, "cuda_gated_delta_rule", time_gpu, copy_gb_per_s);
   report_cuda_add_rmsnorm(*gpu, o.min_seconds);
 
   report_sampling(*gpu, "cuda_sample", [&](Backend& device, auto&& body) {
@@ -593,6 +599,8 @@ std::function<void()> add_kernel_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--paged-only", o->paged_only,
                 "time paged attention against contiguous only (block 16, Qwen3-0.6B's attention shape)");
+  cmd->add_flag("--deltanet-only", o->deltanet_only,
+                "CPU: time Gated DeltaNet's recurrence only (Qwen3.5-9B's linear-attention heads)");
   cmd->add_flag("--moe-only", o->moe_only,
                 "CPU: time the mixture-of-experts kernels only (MXFP4 products, experts of gpt-oss-20b and "
                 "Qwen3-30B-A3B)");

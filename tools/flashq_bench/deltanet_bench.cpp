@@ -1,0 +1,59 @@
+#include "tools/flashq_bench/deltanet_bench.h"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <vector>
+
+namespace flashq {
+namespace {
+
+constexpr int64_t kKeyHeads = 16, kValueHeads = 32, kDim = 128;
+
+Tensor random_tensor(Backend& backend, Shape shape, std::mt19937& rng, float lo, float hi) {
+  Tensor t = backend.allocate(DType::kF32, std::move(shape));
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (float& x : values) x = dist(rng);
+  backend.copy_from_host(values.data(), t);
+  return t;
+}
+
+}  // namespace
+
+void report_gated_delta_rule(Backend& backend, const std::string& kernel, const TimePerCall& time,
+                             double floor_gb_per_s) {
+  std::mt19937 rng(5);
+  for (const auto& [sequences, rows_each] : {std::pair<int64_t, int64_t>{1, 1}, {16, 1}, {1, 256}}) {
+    const int64_t rows = sequences * rows_each;
+    Tensor q = random_tensor(backend, {rows, kKeyHeads, kDim}, rng, -1.0f, 1.0f);
+    Tensor k = random_tensor(backend, {rows, kKeyHeads, kDim}, rng, -1.0f, 1.0f);
+    Tensor v = random_tensor(backend, {rows, kValueHeads, kDim}, rng, -1.0f, 1.0f);
+    Tensor g = random_tensor(backend, {rows, kValueHeads}, rng, -0.1f, 0.0f);
+    Tensor beta = random_tensor(backend, {rows, kValueHeads}, rng, 0.0f, 1.0f);
+    Tensor out = backend.allocate(DType::kF32, {rows, kValueHeads, kDim});
+    std::vector<Tensor> states;
+    std::vector<DeltaRuleChunk> chunks;
+    for (int64_t s = 0; s < sequences; ++s) {
+      states.push_back(random_tensor(backend, {kValueHeads, kDim, kDim}, rng, -0.1f, 0.1f));
+    }
+    for (int64_t s = 0; s < sequences; ++s) chunks.push_back({&states[static_cast<size_t>(s)], s * rows_each, rows_each});
+    const double seconds = time([&] { backend.gated_delta_rule(q, k, v, g, beta, chunks, out); });
+    const double elements = static_cast<double>(rows) * kValueHeads * kDim * kDim;
+    const double state_gb_per_s = 2.0 * 4.0 * elements / seconds / 1e9;  // read and written once a row
+    std::cout << nlohmann::json{{"kernel", kernel},
+                                {"sequences", sequences},
+                                {"rows_each", rows_each},
+                                {"key_heads", kKeyHeads},
+                                {"value_heads", kValueHeads},
+                                {"dim", kDim},
+                                {"us_per_call", seconds * 1e6},
+                                {"state_gb_per_s", state_gb_per_s},
+                                {"fraction_of_floor", floor_gb_per_s > 0 ? state_gb_per_s / floor_gb_per_s : 0.0},
+                                {"gflop_per_s", 8.0 * elements / seconds / 1e9}}
+                     .dump()
+              << std::endl;
+  }
+}
+
+}  // namespace flashq

@@ -1,0 +1,20 @@
+// The Gated DeltaNet lines of `flashq-bench kernels`: Backend::gated_delta_rule at Qwen3.5-9B's
+// linear-attention shape (16 key heads and 32 value heads of 128), a decode row of 1 and of 16
+// sequences and a prompt of 256 rows, each from a state of its own. Reported per call with the
+// state's bytes (read and written once a row at the least) and flops (about 8 a state element a
+// row: the decay, S^T k, the update and S^T q).
+#pragma once
+
+#include <string>
+
+#include "kernels/backend.h"
+#include "tools/flashq_bench/moe_bench.h"
+
+namespace flashq {
+
+// Lines named `kernel` ("gated_delta_rule", "cuda_gated_delta_rule"); `floor_gb_per_s`: the
+// device's read (or copy) bandwidth, for the fraction of it the state traffic reaches.
+void report_gated_delta_rule(Backend& backend, const std::string& kernel, const TimePerCall& time,
+                             double floor_gb_per_s);
+
+}  // namespace flashq
