@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The reference target of any supported family, chosen by config.json's model_type: "qwen3"
-(qwen3_reference.py), "llama" (llama_reference.py), "qwen3_moe" (qwen3_moe_reference.py) or
-"gpt_oss" (gptoss_reference.py). Used where the family does not matter, such as the DFlash loop
+(qwen3_reference.py), "llama" (llama_reference.py), "qwen3_moe" (qwen3_moe_reference.py),
+"gpt_oss" (gptoss_reference.py), or the hybrid "qwen3_5" / "qwen3_5_text" / "qwen3_5_moe" /
+"qwen3_5_moe_text" / "qwen3_next" (qwen3_5_reference.py; for a multimodal Qwen3.5 file the
+model_type of config.json's top level). Used where the family does not matter, such as the DFlash loop
 of dflash_reference.py.
 
 Command line: the same as qwen3_reference.py's, for a checkpoint of any family (PREFIX.json also holds
@@ -17,14 +19,17 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gptoss_reference  # noqa: E402
 import llama_reference  # noqa: E402
+import qwen3_5_reference  # noqa: E402
 import qwen3_moe_reference  # noqa: E402
 import qwen3_reference  # noqa: E402
 
 FAMILIES = {"qwen3": qwen3_reference, "llama": llama_reference, "qwen3_moe": qwen3_moe_reference,
             "gpt_oss": gptoss_reference}
+FAMILIES.update({model_type: qwen3_5_reference for model_type in qwen3_5_reference.MODEL_TYPES})
 # The module of each family's model class, for dispatching on a loaded model.
 _MODULE_OF_MODEL = {qwen3_reference.Qwen3Model: qwen3_reference, llama_reference.LlamaModel: llama_reference,
-                    qwen3_moe_reference.Qwen3MoeModel: qwen3_moe_reference, gptoss_reference.GptOssModel: gptoss_reference}
+                    qwen3_moe_reference.Qwen3MoeModel: qwen3_moe_reference, gptoss_reference.GptOssModel: gptoss_reference,
+                    qwen3_5_reference.HybridModel: qwen3_5_reference}
 
 
 def family_of(model_dir):
@@ -53,7 +58,7 @@ def greedy_continuation(model, tokens, num_new):
 
 
 def main(argv=None):
-    return qwen3_reference.run_cli(argv, "Qwen3, Llama, Qwen3-MoE or gpt-oss", load_target, forward,
+    return qwen3_reference.run_cli(argv, "Qwen3, Llama, Qwen3-MoE, gpt-oss, Qwen3.5 or Qwen3-Next", load_target, forward,
                                    extra_info=_routing_info)
 
 
