@@ -142,11 +142,13 @@ class CpuBackend final : public Backend {
     std::vector<std::pair<DeltaRuleChunk, Tensor>> runs;  // each chunk with its state, held as the op runs
     for (const DeltaRuleChunk& c : chunks) runs.emplace_back(c, *c.state);
     run([q, k, v, g, beta, out, shape, runs] {
-      for (const auto& [c, state] : runs) {
-        const auto at = [&c](const Tensor& t, int64_t per_row) { return t.data<float>() + c.first_row * per_row; };
+      for (const auto& chunk_run : runs) {
+        const int64_t first = chunk_run.first.first_row, rows = chunk_run.first.rows;
+        const Tensor& state = chunk_run.second;
+        const auto at = [first](const Tensor& t, int64_t per_row) { return t.data<float>() + first * per_row; };
         cpu::gated_delta_rule(at(q, shape.key_heads * shape.key_dim), at(k, shape.key_heads * shape.key_dim),
                               at(v, shape.value_heads * shape.value_dim), at(g, shape.value_heads),
-                              at(beta, shape.value_heads), c.rows, shape, state.data<float>(),
+                              at(beta, shape.value_heads), rows, shape, state.data<float>(),
                               at(out, shape.value_heads * shape.value_dim));
       }
     });
