@@ -17,7 +17,7 @@
 #include <span>
 #include <string>
 
-#include "kernels/gated_delta_rule.h"  // DeltaRuleChunk
+#include "kernels/state_chunk.h"  // StateChunk
 #include "kernels/linear_weight.h"   // LinearWeight, MXFP4
 #include "kernels/moe.h"             // MoeRouting, ExpertWeights, ExpertActivation
 #include "kernels/rope_frequency.h"  // RopeOptions, RopeScaling
@@ -224,6 +224,12 @@ class Backend {
   // `unsupported`.
   virtual std::unique_ptr<CapturedOps> capture(const std::function<void()>& work);
   virtual void replay(CapturedOps& ops);
+  // Gated DeltaNet's depthwise causal convolution with SiLU, chunk by chunk: out[t][c] =
+  // silu(sum over j < K of w[c][j] * x[t - K + 1 + j][c]), where a row before the chunk's first
+  // is read from its state [K - 1, C] (the K - 1 inputs before it, oldest first), which then
+  // holds the chunk's last K - 1 inputs. x and out [R, C] float32, weight [C, K] f32 or bf16.
+  virtual void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks,
+                             Tensor& out) = 0;
   // Gated DeltaNet's recurrence (Qwen3.5 / Qwen3-Next linear attention), chunk by chunk, each
   // chunk's rows in order from its state S [Hv, Dk, Dv]: row t's q and k L2-normalised
   // (x / sqrt(sum x^2 + 1e-6)), key head h / (Hv / Hk) serving value head h, q scaled by
@@ -232,7 +238,7 @@ class Backend {
   // decay) and beta [R, Hv], all float32; Hk divides Hv. Chunks cover the rows in order, each
   // with its own state, left after its last row.
   virtual void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                                std::span<const DeltaRuleChunk> chunks, Tensor& out) = 0;
+                                std::span<const StateChunk> chunks, Tensor& out) = 0;
   // out = silu(gate) * up, element-wise.
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[M, H] = table[ids[m]] widened to float32; ids outside the table are an error.

@@ -44,6 +44,7 @@ inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     "store_and_attend",
     "store_kv",
     // recurrent state (Gated DeltaNet)
+    "causal_conv1d",
     "gated_delta_rule",
     // tokens
     "embedding",

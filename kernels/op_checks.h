@@ -75,9 +75,12 @@ class OpChecks {
   void linear(const Tensor& x, const LinearWeight& w, const Tensor& y) const;
   // logits [M, E] float32, top_k in [1, E], expert_ids [M, k] int32, expert_weights [M, k]
   // float32, normalize_top_k only with kSoftmaxThenTopK.
+  // Backend::causal_conv1d's tensors and chunks.
+  void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks,
+                     const Tensor& out) const;
   // Backend::gated_delta_rule's tensors and chunks.
   void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                        std::span<const DeltaRuleChunk> chunks, const Tensor& out) const;
+                        std::span<const StateChunk> chunks, const Tensor& out) const;
   void moe_route(const Tensor& logits, const MoeRouting& routing, const Tensor& expert_ids,
                  const Tensor& expert_weights) const;
   // x and out [M, H] float32, expert_ids [M, k] int32, expert_weights [M, k] float32, at least

@@ -1,12 +1,48 @@
-// The checks of Gated DeltaNet's op (kernels/op_checks.h), shared by every backend.
+// The checks of Gated DeltaNet's ops (kernels/op_checks.h), shared by every backend.
 #include <string>
 
 #include "kernels/op_checks.h"
 
 namespace flashq {
+namespace {
+
+// Chunks cover `rows` in order, each with a float32 state of `state` shape.
+void check_chunks(const OpChecks& checks, std::span<const StateChunk> chunks, int64_t rows, const Shape& state,
+                  const char* op) {
+  int64_t next_row = 0;
+  for (const StateChunk& chunk : chunks) {
+    checks.require(chunk.state != nullptr && chunk.first_row == next_row && chunk.rows >= 0,
+                   [&] { return std::string(op) + ": chunks must cover the rows in order, each with a state"; });
+    checks.f32(*chunk.state, "state");
+    checks.require(chunk.state->shape() == state, [&] {
+      return std::string(op) + ": a state must be " + shape_to_string(state) + ", got " +
+             shape_to_string(chunk.state->shape());
+    });
+    next_row += chunk.rows;
+  }
+  checks.require(next_row == rows, [&] { return std::string(op) + ": chunks must cover every row"; });
+}
+
+}  // namespace
+
+void OpChecks::causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks,
+                             const Tensor& out) const {
+  f32(x, "causal_conv1d x");
+  f32(out, "causal_conv1d out");
+  on_device(weight, "causal_conv1d weight");
+  require(weight.dtype() == DType::kF32 || weight.dtype() == DType::kBF16, "causal_conv1d: weight must be f32 or bf16");
+  require(x.rank() == 2 && out.shape() == x.shape() && weight.rank() == 2 && weight.dim(0) == x.dim(1) &&
+              weight.dim(1) >= 1,
+          [&] {
+            return "causal_conv1d: x and out [rows, channels], weight [channels, kernel], got " +
+                   shape_to_string(x.shape()) + ", " + shape_to_string(out.shape()) + ", " +
+                   shape_to_string(weight.shape());
+          });
+  check_chunks(*this, chunks, x.dim(0), {weight.dim(1) - 1, x.dim(1)}, "causal_conv1d");
+}
 
 void OpChecks::gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                                std::span<const DeltaRuleChunk> chunks, const Tensor& out) const {
+                                std::span<const StateChunk> chunks, const Tensor& out) const {
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&g, "g"}, {&beta, "beta"}, {&out, "out"}}) {
     f32(*t, name);
   }
@@ -24,19 +60,7 @@ void OpChecks::gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& 
   require(g.shape() == per_head && beta.shape() == per_head, [&] {
     return "gated_delta_rule: g and beta must be " + shape_to_string(per_head);
   });
-  const Shape state{value_heads, q.dim(2), v.dim(2)};
-  int64_t next_row = 0;
-  for (const DeltaRuleChunk& chunk : chunks) {
-    require(chunk.state != nullptr && chunk.first_row == next_row && chunk.rows >= 0,
-            "gated_delta_rule: chunks must cover the rows in order, each with a state");
-    f32(*chunk.state, "gated_delta_rule state");
-    require(chunk.state->shape() == state, [&] {
-      return "gated_delta_rule: a state must be " + shape_to_string(state) + ", got " +
-             shape_to_string(chunk.state->shape());
-    });
-    next_row += chunk.rows;
-  }
-  require(next_row == rows, "gated_delta_rule: chunks must cover every row");
+  check_chunks(*this, chunks, rows, {value_heads, q.dim(2), v.dim(2)}, "gated_delta_rule");
 }
 
 }  // namespace flashq

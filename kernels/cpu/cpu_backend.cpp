@@ -22,6 +22,7 @@
 #include "kernels/cpu/matmul_mxfp4.h"
 #include "kernels/cpu/moe_experts.h"
 #include "kernels/cpu/moe_route.h"
+#include "kernels/cpu/causal_conv1d.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -135,12 +136,26 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {
+    kChecks.causal_conv1d(x, weight, chunks, out);
+    std::vector<std::pair<StateChunk, Tensor>> runs;  // each chunk with its state, held as the op runs
+    for (const StateChunk& c : chunks) runs.emplace_back(c, *c.state);
+    run([x, weight, out, runs] {
+      const int64_t channels = x.dim(1);
+      for (const auto& chunk_run : runs) {
+        const int64_t first = chunk_run.first.first_row;
+        cpu::causal_conv1d(x.data<float>() + first * channels, weight_vector(weight), chunk_run.first.rows, channels,
+                           weight.dim(1), chunk_run.second.data<float>(), out.data<float>() + first * channels);
+      }
+    });
+  }
+
   void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                        std::span<const DeltaRuleChunk> chunks, Tensor& out) override {
+                        std::span<const StateChunk> chunks, Tensor& out) override {
     kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
     const cpu::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
-    std::vector<std::pair<DeltaRuleChunk, Tensor>> runs;  // each chunk with its state, held as the op runs
-    for (const DeltaRuleChunk& c : chunks) runs.emplace_back(c, *c.state);
+    std::vector<std::pair<StateChunk, Tensor>> runs;  // each chunk with its state, held as the op runs
+    for (const StateChunk& c : chunks) runs.emplace_back(c, *c.state);
     run([q, k, v, g, beta, out, shape, runs] {
       for (const auto& chunk_run : runs) {
         const int64_t first = chunk_run.first.first_row, rows = chunk_run.first.rows;

@@ -39,6 +39,7 @@
 #include "kernels/cuda/matmul_mxfp4.h"
 #include "kernels/cuda/moe_experts.h"
 #include "kernels/cuda/moe_route.h"
+#include "kernels/cuda/causal_conv1d.h"
 #include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
@@ -291,12 +292,21 @@ class CudaBackend final : public Backend {
                     expert_weights.data<float>(), stream());
   }
 
+  void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {
+    kChecks.causal_conv1d(x, weight, chunks, out);
+    const int64_t channels = x.dim(1);
+    for (const StateChunk& c : chunks) {
+      cuda::causal_conv1d(x.data<float>() + c.first_row * channels, weight.raw(), weight.dtype(), c.rows, channels,
+                          weight.dim(1), c.state->data<float>(), out.data<float>() + c.first_row * channels, stream());
+    }
+  }
+
   void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                        std::span<const DeltaRuleChunk> chunks, Tensor& out) override {
+                        std::span<const StateChunk> chunks, Tensor& out) override {
     kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
     kChecks.require(q.dim(2) <= 1024 && v.dim(2) <= 1024, "gated_delta_rule: key and value dims of at most 1024");
     const cuda::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
-    for (const DeltaRuleChunk& c : chunks) {
+    for (const StateChunk& c : chunks) {
       const auto rows_of = [&c](const Tensor& t) { return t.slice_rows(c.first_row, c.rows); };
       Tensor chunk_out = rows_of(out);
       cuda::gated_delta_rule(rows_of(q).data<float>(), rows_of(k).data<float>(), rows_of(v).data<float>(),

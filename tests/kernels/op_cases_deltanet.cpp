@@ -1,4 +1,8 @@
-// The table's cases for Gated DeltaNet's recurrence (Backend::gated_delta_rule), held to a plain
+// The table's cases for Gated DeltaNet's ops. causal_conv1d: the depthwise causal convolution
+// with SiLU held to its definition (transformers' torch_causal_conv1d_update: the state's inputs
+// then the chunk's, K taps a channel, SiLU), kernel 4 as published and 2, bf16 and f32 weights,
+// sequences of 0 to 9 rows and one shorter than the kernel, outputs and states after exact to
+// 1e-6. gated_delta_rule: the recurrence, held to a plain
 // double-precision transcription of the published layer (transformers' Qwen3-Next
 // torch_recurrent_gated_delta_rule with use_qk_l2norm_in_kernel): q and k L2-normalised with eps
 // 1e-6 inside the square root, key heads repeated to the value heads, q scaled by 1/sqrt(Dk),
@@ -99,7 +103,7 @@ OpCase delta_rule_case(const DeltaShape& s) {
                                            {s.value_heads, s.key_dim, s.value_dim}));
             }
             return PreparedRun{[&dev, q, k, v, g, beta, out, states, s]() mutable {
-                                 std::vector<DeltaRuleChunk> chunks;
+                                 std::vector<StateChunk> chunks;
                                  int64_t first = 0;
                                  for (size_t c = 0; c < s.chunk_rows.size(); ++c) {
                                    chunks.push_back({&(*states)[c], first, s.chunk_rows[c]});
@@ -126,10 +130,94 @@ OpCase delta_rule_case(const DeltaShape& s) {
           }};
 }
 
+struct ConvShape {
+  std::string name;
+  int64_t channels, kernel;
+  DType weight_dtype;
+  std::vector<int64_t> chunk_rows;
+};
+
+OpCase causal_conv1d_case(const ConvShape& s) {
+  struct Data {
+    std::vector<float> x, weight, states;
+  };
+  int64_t rows = 0;
+  for (int64_t n : s.chunk_rows) rows += n;
+  const int64_t history = s.kernel - 1, state_size = history * s.channels;
+  const LazyInputs<Data> d([s, rows, state_size] {
+    Data made;
+    std::mt19937 rng(static_cast<unsigned>(rows * 3 + s.channels + s.kernel));
+    made.x = random_floats(static_cast<size_t>(rows * s.channels), rng, 2.0f);
+    made.weight = random_floats(static_cast<size_t>(s.channels * s.kernel), rng);
+    round_to(s.weight_dtype, made.weight);
+    made.states = random_floats(static_cast<size_t>(state_size) * s.chunk_rows.size(), rng, 2.0f);
+    return made;
+  });
+  return {"causal_conv1d", s.name,
+          [=](OpDevice& dev) {
+            Tensor x = dev.upload(d->x, {rows, s.channels}), out = dev.poisoned({rows, s.channels});
+            Tensor weight = dev.weight(d->weight, s.weight_dtype, {s.channels, s.kernel});
+            auto states = std::make_shared<std::vector<Tensor>>();
+            for (size_t c = 0; c < s.chunk_rows.size(); ++c) {
+              const auto first = static_cast<std::ptrdiff_t>(c) * state_size;
+              states->push_back(dev.upload(
+                  std::vector<float>(d->states.begin() + first, d->states.begin() + first + state_size),
+                  {history, s.channels}));
+            }
+            return PreparedRun{[&dev, x, weight, out, states, s]() mutable {
+                                 std::vector<StateChunk> chunks;
+                                 int64_t first = 0;
+                                 for (size_t c = 0; c < s.chunk_rows.size(); ++c) {
+                                   chunks.push_back({&(*states)[c], first, s.chunk_rows[c]});
+                                   first += s.chunk_rows[c];
+                                 }
+                                 dev.backend().causal_conv1d(x, weight, chunks, out);
+                               },
+                               [&dev, out, states] {
+                                 std::vector<float> all;
+                                 for (const Tensor& state : *states) {
+                                   const std::vector<float> one = dev.read(state);
+                                   all.insert(all.end(), one.begin(), one.end());
+                                 }
+                                 return Outputs{dev.read(out), all};
+                               }};
+          },
+          [=] {
+            std::vector<float> out(d->x.size()), states;
+            int64_t first = 0;
+            for (size_t c = 0; c < s.chunk_rows.size(); ++c) {
+              // The sequence's inputs: its state's rows, then its own.
+              std::vector<double> inputs(d->states.begin() + static_cast<std::ptrdiff_t>(c) * state_size,
+                                         d->states.begin() + static_cast<std::ptrdiff_t>(c + 1) * state_size);
+              inputs.insert(inputs.end(), d->x.begin() + first * s.channels,
+                            d->x.begin() + (first + s.chunk_rows[c]) * s.channels);
+              for (int64_t t = 0; t < s.chunk_rows[c]; ++t) {
+                for (int64_t ch = 0; ch < s.channels; ++ch) {
+                  double sum = 0.0;
+                  for (int64_t j = 0; j < s.kernel; ++j) sum += d->weight[ch * s.kernel + j] * inputs[(t + j) * s.channels + ch];
+                  out[(first + t) * s.channels + ch] = static_cast<float>(sum / (1.0 + std::exp(-sum)));
+                }
+              }
+              states.insert(states.end(), inputs.end() - state_size, inputs.end());
+              first += s.chunk_rows[c];
+            }
+            return std::vector<Expected>{{"out", out, 1e-6}, {"states", states, 0.0}};
+          }};
+}
+
 }  // namespace
 
 std::vector<OpCase> deltanet_op_cases() {
   std::vector<OpCase> cases;
+  for (const ConvShape& s : {
+           ConvShape{"Qwen3.5 kernel 4, bf16, a decode row", 1024, 4, DType::kBF16, {1}},
+           ConvShape{"kernel 4, f32, 5 sequences of 0-9 rows", 96, 4, DType::kF32, {3, 0, 9, 1, 5}},
+           ConvShape{"kernel 4, bf16, a prompt of 40 rows and one of 2 (shorter than the kernel)", 200, 4,
+                     DType::kBF16, {40, 2}},
+           ConvShape{"kernel 2, f32", 33, 2, DType::kF32, {6, 1}},
+       }) {
+    cases.push_back(causal_conv1d_case(s));
+  }
   for (const DeltaShape& s : {
            DeltaShape{"Qwen3.5 heads (4 key, 8 value, 128) decode row", 4, 8, 128, 128, {1}},
            DeltaShape{"Qwen3.5 heads prompt of 70 rows from a zero state", 4, 8, 128, 128, {70}, false},

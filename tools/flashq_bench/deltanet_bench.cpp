@@ -33,11 +33,33 @@ void report_gated_delta_rule(Backend& backend, const std::string& kernel, const 
     Tensor beta = random_tensor(backend, {rows, kValueHeads}, rng, 0.0f, 1.0f);
     Tensor out = backend.allocate(DType::kF32, {rows, kValueHeads, kDim});
     std::vector<Tensor> states;
-    std::vector<DeltaRuleChunk> chunks;
+    std::vector<StateChunk> chunks;
     for (int64_t s = 0; s < sequences; ++s) {
       states.push_back(random_tensor(backend, {kValueHeads, kDim, kDim}, rng, -0.1f, 0.1f));
     }
     for (int64_t s = 0; s < sequences; ++s) chunks.push_back({&states[static_cast<size_t>(s)], s * rows_each, rows_each});
+    // The convolution of the same rows over q, k and v's channels.
+    const int64_t channels = 2 * kKeyHeads * kDim + kValueHeads * kDim;
+    Tensor conv_in = random_tensor(backend, {rows, channels}, rng, -1.0f, 1.0f);
+    Tensor conv_out = backend.allocate(DType::kF32, {rows, channels});
+    Tensor conv_weight = backend.allocate(DType::kBF16, {channels, 4});
+    std::vector<uint16_t> weight_bits(static_cast<size_t>(channels * 4), 0x3e80);  // 0.25
+    backend.copy_from_host(weight_bits.data(), conv_weight);
+    std::vector<Tensor> conv_states;
+    std::vector<StateChunk> conv_chunks;
+    for (int64_t s = 0; s < sequences; ++s) conv_states.push_back(random_tensor(backend, {3, channels}, rng, -1.0f, 1.0f));
+    for (int64_t s = 0; s < sequences; ++s) {
+      conv_chunks.push_back({&conv_states[static_cast<size_t>(s)], s * rows_each, rows_each});
+    }
+    const double conv_seconds = time([&] { backend.causal_conv1d(conv_in, conv_weight, conv_chunks, conv_out); });
+    std::cout << nlohmann::json{{"kernel", kernel == "gated_delta_rule" ? "causal_conv1d" : "cuda_causal_conv1d"},
+                                {"sequences", sequences},
+                                {"rows_each", rows_each},
+                                {"channels", channels},
+                                {"us_per_call", conv_seconds * 1e6}}
+                     .dump()
+              << std::endl;
+
     const double seconds = time([&] { backend.gated_delta_rule(q, k, v, g, beta, chunks, out); });
     const double elements = static_cast<double>(rows) * kValueHeads * kDim * kDim;
     const double state_gb_per_s = 2.0 * 4.0 * elements / seconds / 1e9;  // read and written once a row
