@@ -2,7 +2,7 @@
 // Backend::gated_delta_rule states (kernels/backend.h): the recurrent form, row by row. It is
 // the form for every pass here, prefill included: a row's bits then depend only on its
 // sequence's rows before it, so verification, decoding and a preempted sequence's recompute agree
-// to the bit, and its cost (about 4 Dk Dv flops a row and value head) is a small part of a
+// to the bit, and its cost (about 8 Dk Dv flops a row and value head) is a small part of a
 // layer's projections.
 #pragma once
 
