@@ -224,6 +224,16 @@ class Backend {
   // `unsupported`.
   virtual std::unique_ptr<CapturedOps> capture(const std::function<void()>& work);
   virtual void replay(CapturedOps& ops);
+  // Gated DeltaNet's gates from their projections, per row and value head: beta = sigmoid(b) and
+  // g = -exp(A_log) * softplus(a + dt_bias) (softplus(x) = x above 20, as torch's), the log decay
+  // gated_delta_rule takes. a, b, g, beta [R, H] float32; a_log and dt_bias [H] f32 or bf16.
+  virtual void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias,
+                                Tensor& g, Tensor& beta) = 0;
+  // Gated DeltaNet's output norm, per row and head: out = x / sqrt(mean(x^2) + eps) * w * silu(z).
+  // x, z and out [R, H, D] float32 (out may be x); w [D] f32 or bf16.
+  virtual void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor& out) = 0;
+  // x *= sigmoid(gate), element-wise, float32 of one shape (gated attention's output gate).
+  virtual void sigmoid_gate(Tensor& x, const Tensor& gate) = 0;
   // Gated DeltaNet's depthwise causal convolution with SiLU, chunk by chunk: out[t][c] =
   // silu(sum over j < K of w[c][j] * x[t - K + 1 + j][c]), where a row before the chunk's first
   // is read from its state [K - 1, C] (the K - 1 inputs before it, oldest first), which then

@@ -44,6 +44,9 @@ inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     "store_and_attend",
     "store_kv",
     // recurrent state (Gated DeltaNet)
+    "delta_rule_gates",
+    "gated_rmsnorm",
+    "sigmoid_gate",
     "causal_conv1d",
     "gated_delta_rule",
     // tokens

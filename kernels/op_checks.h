@@ -75,6 +75,11 @@ class OpChecks {
   void linear(const Tensor& x, const LinearWeight& w, const Tensor& y) const;
   // logits [M, E] float32, top_k in [1, E], expert_ids [M, k] int32, expert_weights [M, k]
   // float32, normalize_top_k only with kSoftmaxThenTopK.
+  // Backend::delta_rule_gates, gated_rmsnorm and sigmoid_gate's tensors.
+  void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, const Tensor& g,
+                        const Tensor& beta) const;
+  void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, const Tensor& out) const;
+  void sigmoid_gate(const Tensor& x, const Tensor& gate) const;
   // Backend::causal_conv1d's tensors and chunks.
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks,
                      const Tensor& out) const;

@@ -25,6 +25,43 @@ void check_chunks(const OpChecks& checks, std::span<const StateChunk> chunks, in
 
 }  // namespace
 
+void OpChecks::delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias,
+                                const Tensor& g, const Tensor& beta) const {
+  for (const auto& [t, name] : {std::pair{&a, "a"}, {&b, "b"}, {&g, "g"}, {&beta, "beta"}}) f32(*t, name);
+  on_device(a_log, "delta_rule_gates A_log");
+  on_device(dt_bias, "delta_rule_gates dt_bias");
+  require(a.rank() == 2 && b.shape() == a.shape() && g.shape() == a.shape() && beta.shape() == a.shape(), [&] {
+    return "delta_rule_gates: a, b, g and beta must be one [rows, heads], got " + shape_to_string(a.shape()) + ", " +
+           shape_to_string(b.shape()) + ", " + shape_to_string(g.shape()) + ", " + shape_to_string(beta.shape());
+  });
+  for (const Tensor* w : {&a_log, &dt_bias}) {
+    require((w->dtype() == DType::kF32 || w->dtype() == DType::kBF16) && w->rank() == 1 && w->dim(0) == a.dim(1),
+            "delta_rule_gates: A_log and dt_bias must be f32 or bf16 [heads]");
+  }
+}
+
+void OpChecks::gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, const Tensor& out) const {
+  f32(x, "gated_rmsnorm x");
+  f32(z, "gated_rmsnorm z");
+  f32(out, "gated_rmsnorm out");
+  on_device(w, "gated_rmsnorm w");
+  require(x.rank() == 3 && z.shape() == x.shape() && out.shape() == x.shape(), [&] {
+    return "gated_rmsnorm: x, z and out must be one [rows, heads, dim], got " + shape_to_string(x.shape()) + ", " +
+           shape_to_string(z.shape()) + ", " + shape_to_string(out.shape());
+  });
+  require((w.dtype() == DType::kF32 || w.dtype() == DType::kBF16) && w.rank() == 1 && w.dim(0) == x.dim(2),
+          "gated_rmsnorm: w must be f32 or bf16 [dim]");
+}
+
+void OpChecks::sigmoid_gate(const Tensor& x, const Tensor& gate) const {
+  f32(x, "sigmoid_gate x");
+  f32(gate, "sigmoid_gate gate");
+  require(gate.shape() == x.shape(), [&] {
+    return "sigmoid_gate: x and gate must be of one shape, got " + shape_to_string(x.shape()) + " and " +
+           shape_to_string(gate.shape());
+  });
+}
+
 void OpChecks::causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks,
                              const Tensor& out) const {
   f32(x, "causal_conv1d x");

@@ -23,6 +23,7 @@
 #include "kernels/cpu/moe_experts.h"
 #include "kernels/cpu/moe_route.h"
 #include "kernels/cpu/causal_conv1d.h"
+#include "kernels/cpu/deltanet_gates.h"
 #include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -134,6 +135,28 @@ class CpuBackend final : public Backend {
       cpu::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
                      expert_weights.data<float>());
     });
+  }
+
+  void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
+                        Tensor& beta) override {
+    kChecks.delta_rule_gates(a, b, a_log, dt_bias, g, beta);
+    run([a, b, a_log, dt_bias, g, beta] {
+      cpu::delta_rule_gates(a.data<float>(), b.data<float>(), weight_vector(a_log), weight_vector(dt_bias), a.dim(0),
+                            a.dim(1), g.data<float>(), beta.data<float>());
+    });
+  }
+
+  void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor& out) override {
+    kChecks.gated_rmsnorm(x, z, w, out);
+    run([x, z, w, eps, out] {
+      cpu::gated_rmsnorm(x.data<float>(), z.data<float>(), weight_vector(w), eps, x.dim(0) * x.dim(1), x.dim(2),
+                         out.data<float>());
+    });
+  }
+
+  void sigmoid_gate(Tensor& x, const Tensor& gate) override {
+    kChecks.sigmoid_gate(x, gate);
+    run([x, gate] { cpu::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel()); });
   }
 
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {

@@ -40,6 +40,7 @@
 #include "kernels/cuda/moe_experts.h"
 #include "kernels/cuda/moe_route.h"
 #include "kernels/cuda/causal_conv1d.h"
+#include "kernels/cuda/deltanet_gates.h"
 #include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
@@ -290,6 +291,24 @@ class CudaBackend final : public Backend {
     kChecks.moe_route(logits, routing, expert_ids, expert_weights);
     cuda::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
                     expert_weights.data<float>(), stream());
+  }
+
+  void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
+                        Tensor& beta) override {
+    kChecks.delta_rule_gates(a, b, a_log, dt_bias, g, beta);
+    cuda::delta_rule_gates(a.data<float>(), b.data<float>(), a_log.raw(), a_log.dtype(), dt_bias.raw(), dt_bias.dtype(),
+                           a.dim(0), a.dim(1), g.data<float>(), beta.data<float>(), stream());
+  }
+
+  void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor& out) override {
+    kChecks.gated_rmsnorm(x, z, w, out);
+    cuda::gated_rmsnorm(x.data<float>(), z.data<float>(), w.raw(), w.dtype(), eps, x.dim(0) * x.dim(1), x.dim(2),
+                        out.data<float>(), stream());
+  }
+
+  void sigmoid_gate(Tensor& x, const Tensor& gate) override {
+    kChecks.sigmoid_gate(x, gate);
+    cuda::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel(), stream());
   }
 
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {

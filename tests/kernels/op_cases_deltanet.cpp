@@ -1,4 +1,6 @@
-// The table's cases for Gated DeltaNet's ops. causal_conv1d: the depthwise causal convolution
+// The table's cases for Gated DeltaNet's ops. delta_rule_gates, gated_rmsnorm, sigmoid_gate:
+// element-wise, held to their definitions in double (torch's softplus threshold of 20 reached,
+// bf16 and f32 weights, Qwen3.5's 32 value heads of 128). causal_conv1d: the depthwise causal convolution
 // with SiLU held to its definition (transformers' torch_causal_conv1d_update: the state's inputs
 // then the chunk's, K taps a channel, SiLU), kernel 4 as published and 2, bf16 and f32 weights,
 // sequences of 0 to 9 rows and one shorter than the kernel, outputs and states after exact to
@@ -130,6 +132,112 @@ OpCase delta_rule_case(const DeltaShape& s) {
           }};
 }
 
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+OpCase delta_rule_gates_case(int64_t rows, int64_t heads, DType weight_dtype) {
+  struct Data {
+    std::vector<float> a, b, a_log, dt_bias;
+  };
+  const LazyInputs<Data> d([rows, heads, weight_dtype] {
+    Data made;
+    std::mt19937 rng(static_cast<unsigned>(rows * 5 + heads));
+    made.a = random_floats(static_cast<size_t>(rows * heads), rng, 12.0f);  // past softplus's threshold of 20 too
+    made.b = random_floats(made.a.size(), rng, 6.0f);
+    made.a_log = random_floats(static_cast<size_t>(heads), rng, 2.0f);
+    made.dt_bias = random_floats(static_cast<size_t>(heads), rng, 12.0f);
+    round_to(weight_dtype, made.a_log);
+    round_to(weight_dtype, made.dt_bias);
+    return made;
+  });
+  return {"delta_rule_gates", std::to_string(rows) + " rows of " + std::to_string(heads) + " heads, " +
+                                  (weight_dtype == DType::kBF16 ? "bf16" : "f32") + " A_log and dt_bias",
+          [=](OpDevice& dev) {
+            Tensor a = dev.upload(d->a, {rows, heads}), b = dev.upload(d->b, {rows, heads});
+            Tensor a_log = dev.weight(d->a_log, weight_dtype, {heads});
+            Tensor dt_bias = dev.weight(d->dt_bias, weight_dtype, {heads});
+            Tensor g = dev.poisoned({rows, heads}), beta = dev.poisoned({rows, heads});
+            return PreparedRun{[&dev, a, b, a_log, dt_bias, g, beta]() mutable {
+                                 dev.backend().delta_rule_gates(a, b, a_log, dt_bias, g, beta);
+                               },
+                               [&dev, g, beta] { return Outputs{dev.read(g), dev.read(beta)}; }};
+          },
+          [=] {
+            std::vector<float> g, beta;
+            for (int64_t i = 0; i < rows * heads; ++i) {
+              const double x = static_cast<double>(d->a[i]) + d->dt_bias[i % heads];
+              const double softplus = x > 20.0 ? x : std::log1p(std::exp(x));
+              g.push_back(static_cast<float>(-std::exp(static_cast<double>(d->a_log[i % heads])) * softplus));
+              beta.push_back(static_cast<float>(sigmoid(d->b[i])));
+            }
+            return std::vector<Expected>{{"g", g, 1e-6}, {"beta", beta, 1e-6}};
+          }};
+}
+
+OpCase gated_rmsnorm_case(int64_t rows, int64_t heads, int64_t dim, DType w_dtype) {
+  struct Data {
+    std::vector<float> x, z, w;
+  };
+  constexpr float kEps = 1e-6f;
+  const LazyInputs<Data> d([rows, heads, dim, w_dtype] {
+    Data made;
+    std::mt19937 rng(static_cast<unsigned>(rows * 3 + heads * 5 + dim));
+    made.x = random_floats(static_cast<size_t>(rows * heads * dim), rng, 3.0f);
+    made.z = random_floats(made.x.size(), rng, 4.0f);
+    made.w = random_floats(static_cast<size_t>(dim), rng);
+    round_to(w_dtype, made.w);
+    return made;
+  });
+  return {"gated_rmsnorm", std::to_string(rows) + " rows of " + std::to_string(heads) + " heads of " +
+                               std::to_string(dim) + (w_dtype == DType::kBF16 ? ", bf16 w" : ", f32 w"),
+          [=](OpDevice& dev) {
+            const Shape shape{rows, heads, dim};
+            Tensor x = dev.upload(d->x, shape), z = dev.upload(d->z, shape), w = dev.weight(d->w, w_dtype, {dim});
+            Tensor out = dev.poisoned(shape), in_place = dev.upload(d->x, shape);
+            return PreparedRun{[&dev, x, z, w, out, in_place]() mutable {
+                                 dev.backend().gated_rmsnorm(x, z, w, kEps, out);
+                                 dev.backend().gated_rmsnorm(in_place, z, w, kEps, in_place);
+                               },
+                               [&dev, out, in_place] { return Outputs{dev.read(out), dev.read(in_place)}; }};
+          },
+          [=] {
+            std::vector<float> out;
+            for (int64_t n = 0; n < rows * heads; ++n) {
+              double squares = 0.0;
+              for (int64_t i = 0; i < dim; ++i) squares += static_cast<double>(d->x[n * dim + i]) * d->x[n * dim + i];
+              const double inverse = 1.0 / std::sqrt(squares / static_cast<double>(dim) + kEps);
+              for (int64_t i = 0; i < dim; ++i) {
+                const double zi = d->z[n * dim + i];
+                out.push_back(static_cast<float>(d->x[n * dim + i] * inverse * d->w[i] * zi * sigmoid(zi)));
+              }
+            }
+            return std::vector<Expected>{{"out", out, 1e-6}, {"out, in place", out, 1e-6, -1, "out"}};
+          }};
+}
+
+OpCase sigmoid_gate_case(int64_t rows, int64_t width) {
+  struct Data {
+    std::vector<float> x, gate;
+  };
+  const LazyInputs<Data> d([rows, width] {
+    Data made;
+    std::mt19937 rng(static_cast<unsigned>(rows + width));
+    made.x = random_floats(static_cast<size_t>(rows * width), rng, 2.0f);
+    made.gate = random_floats(made.x.size(), rng, 8.0f);
+    return made;
+  });
+  return {"sigmoid_gate", std::to_string(rows) + " rows of " + std::to_string(width),
+          [=](OpDevice& dev) {
+            Tensor x = dev.upload(d->x, {rows, width}), gate = dev.upload(d->gate, {rows, width});
+            return PreparedRun{[&dev, x, gate]() mutable { dev.backend().sigmoid_gate(x, gate); },
+                               [&dev, x] { return Outputs{dev.read(x)}; }};
+          },
+          [=] {
+            std::vector<float> out;
+            for (size_t i = 0; i < d->x.size(); ++i) out.push_back(static_cast<float>(d->x[i] * sigmoid(d->gate[i])));
+            return std::vector<Expected>{{"x", out, 1e-6}};
+          }};
+}
+
 struct ConvShape {
   std::string name;
   int64_t channels, kernel;
@@ -209,6 +317,12 @@ OpCase causal_conv1d_case(const ConvShape& s) {
 
 std::vector<OpCase> deltanet_op_cases() {
   std::vector<OpCase> cases;
+  cases.push_back(delta_rule_gates_case(1, 32, DType::kF32));
+  cases.push_back(delta_rule_gates_case(37, 32, DType::kBF16));
+  cases.push_back(gated_rmsnorm_case(1, 32, 128, DType::kBF16));
+  cases.push_back(gated_rmsnorm_case(9, 6, 20, DType::kF32));
+  cases.push_back(sigmoid_gate_case(1, 4096));
+  cases.push_back(sigmoid_gate_case(13, 200));
   for (const ConvShape& s : {
            ConvShape{"Qwen3.5 kernel 4, bf16, a decode row", 1024, 4, DType::kBF16, {1}},
            ConvShape{"kernel 4, f32, 5 sequences of 0-9 rows", 96, 4, DType::kF32, {3, 0, 9, 1, 5}},
