@@ -60,6 +60,30 @@ void report_gated_delta_rule(Backend& backend, const std::string& kernel, const 
                      .dump()
               << std::endl;
 
+    // The element-wise pieces on the same rows: the gates, the output norm, the attention's gate
+    // (16 heads of 256 in Qwen3.5-9B's attention layers).
+    Tensor a_log = random_tensor(backend, {kValueHeads}, rng, -1.0f, 1.0f);
+    Tensor dt_bias = random_tensor(backend, {kValueHeads}, rng, -1.0f, 1.0f);
+    Tensor a = random_tensor(backend, {rows, kValueHeads}, rng, -2.0f, 2.0f);
+    Tensor b = random_tensor(backend, {rows, kValueHeads}, rng, -2.0f, 2.0f);
+    Tensor norm_w = random_tensor(backend, {kDim}, rng, 0.5f, 1.5f);
+    Tensor z = random_tensor(backend, {rows, kValueHeads, kDim}, rng, -2.0f, 2.0f);
+    Tensor attention = random_tensor(backend, {rows, 16 * 256}, rng, -1.0f, 1.0f);
+    Tensor attention_gate = random_tensor(backend, {rows, 16 * 256}, rng, -2.0f, 2.0f);
+    const double gates_seconds = time([&] { backend.delta_rule_gates(a, b, a_log, dt_bias, g, beta); });
+    const double norm_seconds = time([&] { backend.gated_rmsnorm(v, z, norm_w, 1e-6f, out); });
+    const double gate_seconds = time([&] { backend.sigmoid_gate(attention, attention_gate); });
+    const std::string device = kernel == "gated_delta_rule" ? "" : "cuda_";
+    for (const auto& [name, s] : {std::pair{"delta_rule_gates", gates_seconds}, {"gated_rmsnorm", norm_seconds},
+                                  {"sigmoid_gate", gate_seconds}}) {
+      std::cout << nlohmann::json{{"kernel", device + name},
+                                  {"sequences", sequences},
+                                  {"rows_each", rows_each},
+                                  {"us_per_call", s * 1e6}}
+                       .dump()
+                << std::endl;
+    }
+
     const double seconds = time([&] { backend.gated_delta_rule(q, k, v, g, beta, chunks, out); });
     const double elements = static_cast<double>(rows) * kValueHeads * kDim * kDim;
     const double state_gb_per_s = 2.0 * 4.0 * elements / seconds / 1e9;  // read and written once a row

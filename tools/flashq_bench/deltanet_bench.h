@@ -1,7 +1,8 @@
 // The Gated DeltaNet lines of `flashq-bench kernels`, at Qwen3.5-9B's linear-attention shape (16
 // key heads and 32 value heads of 128: 8,192 conv channels, kernel 4), for a decode row of 1 and
 // of 16 sequences and a prompt of 256 rows, each from a state of its own: Backend::causal_conv1d
-// (bf16 weights) and Backend::gated_delta_rule, reported per call with the state's bytes (read
+// (bf16 weights), the element-wise delta_rule_gates, gated_rmsnorm and sigmoid_gate, and
+// Backend::gated_delta_rule, reported per call with the state's bytes (read
 // and written once a row at the least) and the recurrence's flops (about 8 a state element a
 // row: the decay, S^T k, the update and S^T q).
 #pragma once
