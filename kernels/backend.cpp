@@ -33,6 +33,10 @@ void require_rope(const RopeOptions& rope, const char* op) {
   if (!(rope.theta > 0.0f)) {
     throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE needs a positive theta");
   }
+  if (rope.rotary_dims < 0 || rope.rotary_dims % 2 != 0) {
+    throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE's rotary dims must be even and not negative, not " +
+                                          std::to_string(rope.rotary_dims));
+  }
   if (rope.scaling == RopeScaling::kNone) return;
   if (!(rope.factor >= 1.0f)) {
     throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE scaling needs a factor of at least 1");

@@ -34,7 +34,16 @@ struct RopeOptions {
   float beta_slow = 1.0f;                 // yarn: pairs turning less often than this are divided by factor
   bool truncate = true;                   // yarn: the ramp's ends rounded out to whole pair indices
   float attention_factor = 0.0f;          // yarn: multiplies cos and sin; 0: 0.1 ln(factor) + 1
+  // Partial rotary (Qwen3.5, Qwen3-Next: partial_rotary_factor): only each head's first
+  // rotary_dims dims rotate, as a head of that width would (rotate-half within them, its
+  // frequencies), the rest pass through. 0, or at least the head's dim: the whole head. Even.
+  int32_t rotary_dims = 0;
 };
+
+// The dims of a head of `head_dim` that rotate.
+FLASHQ_HOST_DEVICE inline int64_t rope_rotary_dims(const RopeOptions& rope, int64_t head_dim) {
+  return rope.rotary_dims > 0 && rope.rotary_dims < head_dim ? rope.rotary_dims : head_dim;
+}
 
 // yarn: the (fractional) pair index that turns `rotations` times over the original context.
 FLASHQ_HOST_DEVICE inline double yarn_correction_pair(const RopeOptions& rope, double rotations, int64_t head_dim) {

@@ -6,11 +6,12 @@
 namespace flashq::cpu {
 
 void rope(float* x, const int32_t* positions, const RopeOptions& rope, int64_t rows, int64_t heads, int64_t head_dim) {
-  const int64_t half = head_dim / 2;
+  // Dims past the rotary ones (partial rotary) pass through.
+  const int64_t rotary = rope_rotary_dims(rope, head_dim), half = rotary / 2;
   const float attention_factor = rope_attention_factor(rope);  // 1 but for yarn: exact then
   std::vector<double> inv_freq(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
-    inv_freq[i] = rope_inverse_frequency(rope, i, head_dim);
+    inv_freq[i] = rope_inverse_frequency(rope, i, rotary);
   }
 #pragma omp parallel for schedule(static) if (rows * heads * head_dim >= (int64_t{1} << 16))
   for (int64_t r = 0; r < rows; ++r) {

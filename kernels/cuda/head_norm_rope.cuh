@@ -31,9 +31,9 @@ __device__ inline void norm_rope_head(const float* head, float* out, Kv* also_ou
     for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) normed[i] = head[i];
   }
   __syncthreads();
-  const int64_t half = head_dim / 2;
+  const int64_t rotary = rope_rotary_dims(rope, head_dim), half = rotary / 2;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-    const double inv_freq = rope_inverse_frequency(rope, i, head_dim);
+    const double inv_freq = rope_inverse_frequency(rope, i, rotary);
     const float angle = static_cast<float>(position * static_cast<double>(static_cast<float>(inv_freq)));
     float sin_a, cos_a;
     sincosf(angle, &sin_a, &cos_a);
@@ -48,9 +48,10 @@ __device__ inline void norm_rope_head(const float* head, float* out, Kv* also_ou
       write_kv(also_out, i + half, second);
     }
   }
-  if (head_dim % 2 == 1 && threadIdx.x == 0) {  // no pair: as rope leaves it
-    out[head_dim - 1] = normed[head_dim - 1];
-    if (also_out != nullptr) write_kv(also_out, head_dim - 1, normed[head_dim - 1]);
+  // Dims in no pair (past the rotary ones, or an odd head's last) pass through, as rope leaves them.
+  for (int64_t i = 2 * half + threadIdx.x; i < head_dim; i += blockDim.x) {
+    out[i] = normed[i];
+    if (also_out != nullptr) write_kv(also_out, i, normed[i]);
   }
 }
 

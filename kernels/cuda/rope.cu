@@ -10,11 +10,11 @@ namespace {
 __global__ void rotate_half(float* x, const int32_t* __restrict__ positions, RopeOptions rope, int64_t rows,
                             int64_t heads, int64_t head_dim) {
   begin_after_previous_grid();
-  const int64_t half = head_dim / 2;
+  const int64_t rotary = rope_rotary_dims(rope, head_dim), half = rotary / 2;  // the rest pass through
   const int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= rows * half) return;
   const int64_t r = index / half, i = index % half;
-  const double inv_freq = rope_inverse_frequency(rope, i, head_dim);
+  const double inv_freq = rope_inverse_frequency(rope, i, rotary);
   const float angle = static_cast<float>(positions[r] * static_cast<double>(static_cast<float>(inv_freq)));
   float sin_a, cos_a;
   sincosf(angle, &sin_a, &cos_a);
@@ -32,7 +32,7 @@ __global__ void rotate_half(float* x, const int32_t* __restrict__ positions, Rop
 
 void rope(float* x, const int32_t* positions, const RopeOptions& rope, int64_t rows, int64_t heads, int64_t head_dim,
           cudaStream_t stream) {
-  const int64_t pairs = rows * (head_dim / 2);
+  const int64_t pairs = rows * (rope_rotary_dims(rope, head_dim) / 2);
   if (pairs == 0 || heads == 0) return;
   const unsigned threads = 128;
   launch_kernel("rope", rotate_half, static_cast<unsigned>((pairs + threads - 1) / threads), threads, 0, stream, x,

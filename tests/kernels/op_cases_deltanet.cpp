@@ -1,4 +1,7 @@
-// The table's cases for Gated DeltaNet's ops. delta_rule_gates, gated_rmsnorm, sigmoid_gate:
+// The table's cases for the Qwen3.5 / Qwen3-Next layers' ops. rope and head_norm_rope with a
+// partial rotary (RopeOptions::rotary_dims: 64 of a head of 256, as partial_rotary_factor 0.25
+// gives, theta 1e7): the reference's RoPE of a 64-wide head on each head's first 64 dims, the
+// rest unchanged. delta_rule_gates, gated_rmsnorm, sigmoid_gate:
 // element-wise, held to their definitions in double (torch's softplus threshold of 20 reached,
 // bf16 and f32 weights, Qwen3.5's 32 value heads of 128). causal_conv1d: the depthwise causal convolution
 // with SiLU held to its definition (transformers' torch_causal_conv1d_update: the state's inputs
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "tests/kernels/op_reference.h"
 #include "tests/kernels/op_cases.h"
 
 namespace flashq {
@@ -133,6 +137,59 @@ OpCase delta_rule_case(const DeltaShape& s) {
 }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// The reference's RoPE on the first `rotary` dims of every head of x [rows, heads, head_dim].
+std::vector<float> partial_rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
+                                int64_t head_dim, int64_t rotary, float theta) {
+  const auto vectors = static_cast<int64_t>(x.size()) / head_dim;
+  std::vector<float> part;
+  for (int64_t n = 0; n < vectors; ++n) part.insert(part.end(), x.begin() + n * head_dim, x.begin() + n * head_dim + rotary);
+  const std::vector<float> rotated = reference::rope_with_frequencies(part, positions, heads, rotary,
+                                                                      reference::inverse_frequencies(theta, rotary));
+  std::vector<float> y = x;
+  for (int64_t n = 0; n < vectors; ++n) {
+    std::copy(rotated.begin() + n * rotary, rotated.begin() + (n + 1) * rotary, y.begin() + n * head_dim);
+  }
+  return y;
+}
+
+OpCase partial_rope_case(bool with_norm, int64_t rows, int64_t heads) {
+  constexpr int64_t kHeadDim = 256, kRotary = 64;
+  constexpr float kTheta = 1e7f, kEps = 1e-6f;
+  struct Data {
+    std::vector<float> x, w;
+    std::vector<int32_t> positions;
+  };
+  const LazyInputs<Data> d([rows, heads] {
+    Data made;
+    std::mt19937 rng(static_cast<unsigned>(rows * 11 + heads));
+    made.x = random_floats(static_cast<size_t>(rows * heads * kHeadDim), rng, 2.0f);
+    made.w = random_floats(static_cast<size_t>(kHeadDim), rng);
+    round_to(DType::kBF16, made.w);
+    std::uniform_int_distribution<int32_t> position(0, 262143);
+    for (int64_t r = 0; r < rows; ++r) made.positions.push_back(r == 0 ? 0 : position(rng));
+    return made;
+  });
+  const RopeOptions rope{.theta = kTheta, .rotary_dims = kRotary};
+  return {with_norm ? "head_norm_rope" : "rope",
+          "partial rotary 64 of 256, rows=" + std::to_string(rows) + " heads=" + std::to_string(heads),
+          [=](OpDevice& dev) {
+            Tensor x = dev.upload(d->x, {rows, heads, kHeadDim}), w = dev.weight(d->w, DType::kBF16, {kHeadDim});
+            Tensor positions = dev.ints(d->positions);
+            return PreparedRun{[&dev, x, w, positions, rope, with_norm]() mutable {
+                                 if (with_norm) {
+                                   dev.backend().head_norm_rope(x, w, kEps, positions, rope);
+                                 } else {
+                                   dev.backend().rope(x, positions, rope);
+                                 }
+                               },
+                               [&dev, x] { return Outputs{dev.read(x)}; }};
+          },
+          [=] {
+            const std::vector<float> in = with_norm ? reference::rmsnorm(d->x, d->w, kHeadDim, kEps) : d->x;
+            return std::vector<Expected>{{"x", partial_rope(in, d->positions, heads, kHeadDim, kRotary, kTheta), 1e-5}};
+          }};
+}
 
 OpCase delta_rule_gates_case(int64_t rows, int64_t heads, DType weight_dtype) {
   struct Data {
@@ -317,6 +374,10 @@ OpCase causal_conv1d_case(const ConvShape& s) {
 
 std::vector<OpCase> deltanet_op_cases() {
   std::vector<OpCase> cases;
+  for (bool with_norm : {false, true}) {
+    cases.push_back(partial_rope_case(with_norm, 1, 16));
+    cases.push_back(partial_rope_case(with_norm, 9, 4));
+  }
   cases.push_back(delta_rule_gates_case(1, 32, DType::kF32));
   cases.push_back(delta_rule_gates_case(37, 32, DType::kBF16));
   cases.push_back(gated_rmsnorm_case(1, 32, 128, DType::kBF16));
