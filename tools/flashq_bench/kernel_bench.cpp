@@ -19,6 +19,7 @@
 #include "tools/flashq_bench/deltanet_bench.h"
 #include "tools/flashq_bench/moe_bench.h"
 #include "tools/flashq_bench/paged_attention_bench.h"
+#include "worker/model/kv_cache_dtype.h"
 
 namespace flashq {
 namespace {
@@ -44,6 +45,7 @@ struct KernelBenchOptions {
   // Paged attention against contiguous (paged_attention_bench.h): keys per sequence, rounds.
   std::vector<int64_t> paged_keys = {2000, 8000};
   int paged_rounds = 3;
+  std::string kv_cache_dtype = "bf16";
   bool paged_only = false;  // the paged-attention lines only (CPU and CUDA)
 };
 
@@ -273,7 +275,8 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   const TimePerCall time_cpu = [&](const std::function<void()>& body) { return time_per_call(o.min_seconds, body); };
   if (o.paged_only) {
     std::cout << nlohmann::json{{"kernel", "cpu_threads"}, {"threads", omp_get_max_threads()}}.dump() << std::endl;
-    return report_paged_attention(*make_cpu_backend(), "paged_attention", time_cpu, o.paged_keys, o.paged_rounds);
+    return report_paged_attention(*make_cpu_backend(), "paged_attention", time_cpu, o.paged_keys, o.paged_rounds,
+                                parse_kv_cache_dtype(o.kv_cache_dtype));
   }
   std::cout << nlohmann::json{{"kernel", "cpu_matmul_path"}, {"path", cpu::matmul_path_name(cpu::matmul_path())}}.dump()
             << std::endl;
@@ -287,7 +290,8 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   report_cpu_attention(o.cpu_keys, o.min_seconds);
   report_cpu_gpt_oss_attention(4096, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
-  report_paged_attention(*cpu, "paged_attention", time_cpu, o.paged_keys, o.paged_rounds);
+  report_paged_attention(*cpu, "paged_attention", time_cpu, o.paged_keys, o.paged_rounds,
+                                parse_kv_cache_dtype(o.kv_cache_dtype));
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
   report_moe(*cpu, time_cpu, read_gb_per_s);
   report_gated_delta_rule(*cpu, "gated_delta_rule", time_cpu, read_gb_per_s);
@@ -407,7 +411,8 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   const TimePerCall time_gpu = [&](const std::function<void()>& body) {
     return time_per_gpu_call(*gpu, o.min_seconds, body);
   };
-  if (o.paged_only) return report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds);
+  if (o.paged_only) return report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
+                                parse_kv_cache_dtype(o.kv_cache_dtype));
   const double copy_gb_per_s = report_cuda_copy_bandwidth(*gpu, o.min_seconds);
 
   Tensor w_host = Tensor::zeros_cpu(DType::kBF16, {o.cuda_n, o.cuda_k});
@@ -564,7 +569,8 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   }
 
   // Paged attention (the simple kernel) against contiguous (the flash-decoding tiles).
-  report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds);
+  report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
+                                parse_kv_cache_dtype(o.kv_cache_dtype));
 }
 
 void run_kernel_bench(const KernelBenchOptions& o) {
@@ -596,6 +602,9 @@ std::function<void()> add_kernel_bench(CLI::App& app) {
   cmd->add_option("--paged-keys", o->paged_keys, "keys per sequence for paged against contiguous attention")
       ->capture_default_str();
   cmd->add_option("--paged-rounds", o->paged_rounds, "paged and contiguous timed in turn this many times")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "bf16|float32: the paged attention lines' cache element type")
+      ->check(CLI::IsMember({"bf16", "float32"}))
       ->capture_default_str();
   cmd->add_flag("--paged-only", o->paged_only,
                 "time paged attention against contiguous only (block 16, Qwen3-0.6B's attention shape)");

@@ -7,6 +7,8 @@
 #include <random>
 #include <utility>
 
+#include "kernels/dtype.h"
+
 namespace flashq {
 namespace {
 
@@ -27,6 +29,16 @@ Tensor upload(Backend& backend, const std::vector<float>& values, Shape shape) {
   return t;
 }
 
+// The caches' store in `dtype` (float32, or bf16 rounded from the same values).
+Tensor upload_cache(Backend& backend, const std::vector<float>& values, Shape shape, DType dtype) {
+  if (dtype == DType::kF32) return upload(backend, values, std::move(shape));
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) bits[i] = f32_to_bf16(values[i]);
+  Tensor t = backend.allocate(DType::kBF16, std::move(shape));
+  backend.copy_from_host(bits.data(), t);
+  return t;
+}
+
 Tensor upload_ints(Backend& backend, const std::vector<int32_t>& values) {
   Tensor t = backend.allocate(DType::kI32, {static_cast<int64_t>(values.size())});
   backend.copy_from_host(values.data(), t);
@@ -42,7 +54,7 @@ double median(std::vector<double> values) {
 // One decode step of `sequences` sequences that have `keys` positions each (the last one the row
 // this step stores), both ways.
 void report_decode(Backend& backend, const std::string& kernel, const TimePerCall& time, int64_t sequences,
-                   int64_t keys, int rounds) {
+                   int64_t keys, int rounds, DType cache_dtype) {
   const int64_t row_floats = kKvHeads * kHeadDim;
   const int64_t blocks = (keys + kBlockSize - 1) / kBlockSize, capacity = blocks * kBlockSize;
   const Shape row_shape = {sequences, kKvHeads, kHeadDim};
@@ -58,8 +70,8 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
   // slice of a shuffled order of all the blocks. The new row goes to position keys - 1.
   const int64_t store_blocks = sequences * blocks + 1;
   const Shape store_shape = {store_blocks * kBlockSize, kKvHeads, kHeadDim};
-  Tensor store_k = upload(backend, pattern(store_blocks * kBlockSize * row_floats, 4), store_shape);
-  Tensor store_v = upload(backend, pattern(store_blocks * kBlockSize * row_floats, 5), store_shape);
+  Tensor store_k = upload_cache(backend, pattern(store_blocks * kBlockSize * row_floats, 4), store_shape, cache_dtype);
+  Tensor store_v = upload_cache(backend, pattern(store_blocks * kBlockSize * row_floats, 5), store_shape, cache_dtype);
   std::vector<Tensor> caches;
   caches.reserve(static_cast<size_t>(2 * sequences));  // chunks point into it
   std::vector<CacheChunk> contiguous;
@@ -94,7 +106,13 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
     paged_s.push_back(time([&] { backend.store_and_attend(q, k, v, paged, paged_at_t, counts, out); }));
     ratios.push_back(paged_s.back() / contiguous_s.back());
   }
+  // What a step must read (every key and value once) and compute (q.k and p.v: 2 FLOPs a
+  // multiply-add, each query head against each key), for the figures against the floors.
+  const double bytes = 2.0 * static_cast<double>(sequences * keys * row_floats * static_cast<int64_t>(dtype_size(cache_dtype)));
+  const double flop = 4.0 * static_cast<double>(sequences * keys * kQHeads * kHeadDim);
+  const double contiguous_median = median(contiguous_s), paged_median = median(paged_s);
   std::cout << nlohmann::json{{"kernel", kernel},
+                              {"kv_cache_dtype", cache_dtype == DType::kBF16 ? "bf16" : "float32"},
                               {"sequences", sequences},
                               {"keys", keys},
                               {"block_size", kBlockSize},
@@ -102,8 +120,13 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
                               {"kv_heads", kKvHeads},
                               {"head_dim", kHeadDim},
                               {"rounds", rounds},
-                              {"us_contiguous", median(contiguous_s) * 1e6},
-                              {"us_paged", median(paged_s) * 1e6},
+                              {"us_contiguous", contiguous_median * 1e6},
+                              {"us_paged", paged_median * 1e6},
+                              {"mb_read", bytes / 1e6},
+                              {"gb_per_s_contiguous", bytes / contiguous_median / 1e9},
+                              {"gb_per_s_paged", bytes / paged_median / 1e9},
+                              {"gflop_per_s_contiguous", flop / contiguous_median / 1e9},
+                              {"gflop_per_s_paged", flop / paged_median / 1e9},
                               {"paged_over_contiguous", median(ratios)}}
                    .dump()
             << std::endl;
@@ -112,10 +135,10 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
 }  // namespace
 
 void report_paged_attention(Backend& backend, const std::string& kernel, const TimePerCall& time,
-                            const std::vector<int64_t>& keys_list, int rounds) {
+                            const std::vector<int64_t>& keys_list, int rounds, DType cache_dtype) {
   for (const int64_t keys : keys_list) {
     for (const int64_t sequences : {int64_t{1}, int64_t{16}}) {
-      report_decode(backend, kernel, time, sequences, keys, std::max(rounds, 1));
+      report_decode(backend, kernel, time, sequences, keys, std::max(rounds, 1), cache_dtype);
     }
   }
 }

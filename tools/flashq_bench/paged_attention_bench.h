@@ -17,8 +17,9 @@
 namespace flashq {
 
 // On `backend`; lines named `kernel` ("paged_attention", "cuda_paged_attention"). `rounds`:
-// contiguous and paged timed in turn this many times; the medians are reported.
+// contiguous and paged timed in turn this many times; the medians are reported. The caches hold
+// `cache_dtype` (float32 or bf16).
 void report_paged_attention(Backend& backend, const std::string& kernel, const TimePerCall& time,
-                            const std::vector<int64_t>& keys_list, int rounds);
+                            const std::vector<int64_t>& keys_list, int rounds, DType cache_dtype);
 
 }  // namespace flashq
