@@ -1,5 +1,7 @@
 #include "kernels/cpu/attention.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -235,30 +237,8 @@ struct KeyLayout {
 // The most runs a block of kKeyBlock keys falls into (blocks of one row each).
 constexpr int64_t kMaxRuns = kKeyBlock + 1;
 
-// Asks for one KV head's keys and values in `runs` (head_dim elements a row) to be brought into the
-// caches. A paged block of keys starts where its table says, which the hardware's prefetchers
-// cannot guess: its rows asked for while the block before it is attended cost about what keys
-// in one run do (docs/perf.md, "Paged attention"). Only a hint: no result changes. Inlined
-// always: a function of prefetches alone has no effect the compiler sees, and its call is dropped.
-template <typename KV>
-[[gnu::always_inline]] inline void prefetch_runs(const KV* kh, const KV* vh, const KeyRun* runs, int64_t run_count,
-                                                 int64_t kv_stride, int64_t head_dim) {
-  const int64_t bytes = head_dim * static_cast<int64_t>(sizeof(KV));
-  for (int64_t r = 0; r < run_count; ++r) {
-    for (int64_t row = runs[r].row; row < runs[r].row + runs[r].count; ++row) {
-      const char* key = reinterpret_cast<const char*>(kh + row * kv_stride);
-      const char* value = reinterpret_cast<const char*>(vh + row * kv_stride);
-      for (int64_t b = 0; b < bytes; b += 64) {
-        _mm_prefetch(key + b, _MM_HINT_T0);
-        _mm_prefetch(value + b, _MM_HINT_T0);
-      }
-      _mm_prefetch(key + bytes - 1, _MM_HINT_T0);  // a row that does not start on a cache line
-      _mm_prefetch(value + bytes - 1, _MM_HINT_T0);
-    }
-  }
-}
-
-// Folds a block of keys, held in `runs`, into the `group` query vectors of one row that share a
+// A head_dim that is not a multiple of 8 (attend_block_rows takes the others, with the same
+// bits): folds a block of keys, held in `runs`, into the `group` query vectors of one row that share a
 // KV head (consecutive heads: rows of q and out head_dim apart): two by two (each key and value
 // load serves both, the same bits as one by one), an odd one alone. w0 and w1 hold a block of
 // weights each. The block is scored run by run and softmaxed as one, and its values summed run by
@@ -266,8 +246,8 @@ template <typename KV>
 // runs give the bits of one run of the same keys.
 template <typename KV>
 void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state, int64_t group, const KV* kh,
-                  const KV* vh, const KeyRun* runs, int64_t run_count, int64_t kv_stride, int64_t head_dim,
-                  float scale, float* w0, float* w1) {
+                  const KV* vh, const KeyRun* runs, int64_t run_count, int64_t kv_stride, int64_t head_dim, float scale,
+                  float* w0, float* w1) {
   int64_t keys = 0;
   for (int64_t r = 0; r < run_count; ++r) keys += runs[r].count;
   int64_t g = 0;
@@ -306,17 +286,138 @@ KeySpan key_span(int64_t count, int64_t window) {
   return {window > 0 ? std::max<int64_t>(0, count - window) : 0, count};
 }
 
-// Rows a task takes together with all query heads of one KV head, so that each block of keys
-// and values is read from memory once for all of them and then from the core's caches: 16 rows
-// of a long prefill (a quarter of the key traffic of 4, about 6% faster on its attention), 4 of a
-// verification block (more tasks than KV heads for the threads). No result depends on it.
+// Keys are also taken in chunks of this many from the row's first (a multiple of kKeyBlock):
+// each chunk's softmax starts afresh and the chunks are merged in order, so that a long row's
+// chunks can go to different threads (decode: one row, few tasks otherwise) with the same bits
+// as when one thread takes them all. Chunk 0 starts from the sink and is the running state.
+constexpr int64_t kKeyChunk = 512;
+
+// Rows a task takes together, so that each block of keys and values is read from memory once
+// for all of them and then from the core's caches: 16 rows of a long prefill, 4 of a
+// verification block (more tasks for the threads). No result depends on it.
 int64_t row_tile(int64_t rows) { return rows > 64 ? 16 : 4; }
+
+// The scores of query vectors against one key row k, heads NH at a time with G query vectors
+// each (query vector g of head h at q + (h * G + g) * n, against k + h * n; n a multiple of 8):
+// each a chain of 8-lane multiply-adds in element order (dot8's chains, one key at a time),
+// stored unreduced, the chain of vector (h, g) at lanes + (h * G + g) * 64. NH * G chains
+// interleaved hide the multiply-add latency.
+template <int NH, int G, typename KV>
+[[gnu::always_inline]] inline void key_chains(const float* q, const KV* k, int64_t n, float* lanes) {
+  __m256 sum[NH * G];
+  for (int i = 0; i < NH * G; ++i) sum[i] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < n; d += 8) {
+    for (int h = 0; h < NH; ++h) {
+      const __m256 kd = load8(k + h * n + d);
+      for (int g = 0; g < G; ++g) {
+        sum[h * G + g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (h * G + g) * n + d), kd, sum[h * G + g]);
+      }
+    }
+  }
+  for (int i = 0; i < NH * G; ++i) _mm256_storeu_ps(lanes + i * 64, sum[i]);
+}
+
+// All heads' chains of one key: NH heads at a time, as many as keep about 8 chains.
+template <typename KV>
+void key_scores(const float* q, const KV* k, int64_t heads, int64_t group, int64_t n, float* lanes) {
+  int64_t h = 0;
+  if (group == 1) {
+    for (; h + 8 <= heads; h += 8) key_chains<8, 1>(q + h * n, k + h * n, n, lanes + h * 64);
+  } else if (group == 2) {
+    for (; h + 4 <= heads; h += 4) key_chains<4, 2>(q + 2 * h * n, k + h * n, n, lanes + 2 * h * 64);
+  } else if (group == 4) {
+    for (; h + 2 <= heads; h += 2) key_chains<2, 4>(q + 4 * h * n, k + h * n, n, lanes + 4 * h * 64);
+  }
+  for (; h < heads; ++h) {
+    int64_t g = 0;
+    const float* qh = q + h * group * n;
+    float* lh = lanes + h * group * 64;
+    for (; g + 8 <= group; g += 8) key_chains<1, 8>(qh + g * n, k + h * n, n, lh + g * 64);
+    for (; g + 2 <= group; g += 2) key_chains<1, 2>(qh + g * n, k + h * n, n, lh + g * 64);
+    for (; g < group; ++g) key_chains<1, 1>(qh + g * n, k + h * n, n, lh + g * 64);
+  }
+}
+
+// o[0, n) += p * v (n a multiple of 8): one key's step of add_values' sums.
+template <typename KV>
+[[gnu::always_inline]] inline void add_value(float* o, float p, const KV* v, int64_t n) {
+  const __m256 pv = _mm256_set1_ps(p);
+  for (int64_t d = 0; d < n; d += 8) _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pv, load8(v + d), _mm256_loadu_ps(o + d)));
+}
+
+// dot8's reduction of 8 keys' unreduced sums (8 vectors of 8 lanes, consecutive).
+inline __m256 reduce8(const float* lanes) {
+  const __m256 low = reduce4(_mm256_loadu_ps(lanes), _mm256_loadu_ps(lanes + 8), _mm256_loadu_ps(lanes + 16),
+                             _mm256_loadu_ps(lanes + 24));
+  const __m256 high = reduce4(_mm256_loadu_ps(lanes + 32), _mm256_loadu_ps(lanes + 40), _mm256_loadu_ps(lanes + 48),
+                              _mm256_loadu_ps(lanes + 56));
+  return _mm256_add_ps(_mm256_permute2f128_ps(low, high, 0x20), _mm256_permute2f128_ps(low, high, 0x31));
+}
+
+// One block of keys (in `runs`) folded into all `nq` query vectors of one row (consecutive heads,
+// head_dim apart in q and o; query vector i reads KV head i / group), every key's row read
+// whole, key after key: the rows of all heads lie side by side, so the reads run through memory
+// in order and the hardware prefetchers stream them (one head's rows alone are a short read every
+// kv_stride elements, a new 4 KB page every key or two, which they do not follow). Each score and
+// each output sum is formed as attend_block forms it (dot8's chains and reduction, dot for the
+// last keys of a run that are not a full 8; the values in key order), so the bits are the same.
+// head_dim a multiple of 8. w: nq blocks of weights; lanes: nq * 64 floats; c: nq floats.
+template <typename KV>
+void attend_block_rows(const float* q, float* o, RunningSoftmax* state, int64_t nq, int64_t group, const KV* k,
+                       const KV* v, const KeyRun* runs, int64_t run_count, int64_t kv_stride, int64_t head_dim,
+                       float scale, float* w, float* lanes, float* c) {
+  const int64_t heads = nq / group;
+  int64_t keys = 0;
+  for (int64_t r = 0, at = 0; r < run_count; at += runs[r].count, ++r) {
+    const int64_t count = runs[r].count, full = count / 8 * 8;
+    for (int64_t j = 0; j < count; ++j) {
+      const KV* kr = k + (runs[r].row + j) * kv_stride;
+      if (j < full) {
+        key_scores(q, kr, heads, group, head_dim, lanes + (j % 8) * 8);
+        if (j % 8 == 7) {
+          for (int64_t i = 0; i < nq; ++i) {
+            _mm256_storeu_ps(w + i * kKeyBlock + at + j - 7,
+                             _mm256_mul_ps(reduce8(lanes + i * 64), _mm256_set1_ps(scale)));
+          }
+        }
+      } else {
+        for (int64_t i = 0; i < nq; ++i) {
+          w[i * kKeyBlock + at + j] = dot(q + i * head_dim, kr + (i / group) * head_dim, head_dim) * scale;
+        }
+      }
+    }
+    keys += count;
+  }
+  for (int64_t i = 0; i < nq; ++i) c[i] = fold_block(w + i * kKeyBlock, keys, state[i]);
+  for (int64_t i = 0; i < nq; ++i) {
+    const __m256 ci = _mm256_set1_ps(c[i]);
+    float* oi = o + i * head_dim;
+    for (int64_t d = 0; d < head_dim; d += 8) _mm256_storeu_ps(oi + d, _mm256_mul_ps(_mm256_loadu_ps(oi + d), ci));
+  }
+  for (int64_t r = 0, at = 0; r < run_count; at += runs[r].count, ++r) {
+    for (int64_t j = 0; j < runs[r].count; ++j) {
+      const KV* vr = v + (runs[r].row + j) * kv_stride;
+      for (int64_t i = 0; i < nq; ++i)
+        add_value(o + i * head_dim, w[i * kKeyBlock + at + j], vr + (i / group) * head_dim, head_dim);
+    }
+  }
+}
+
+// Folds a finished chunk's unnormalised sums o and softmax s into the running ones, O and S.
+void merge_chunk(float* out, RunningSoftmax& running, const float* o, const RunningSoftmax& s, int64_t head_dim) {
+  const float max = std::max(running.max, s.max);
+  const float a = std::exp(running.max - max), b = std::exp(s.max - max);
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = std::fma(o[d], b, out[d] * a);
+  running.total = std::fma(s.total, b, running.total * a);
+  running.max = max;
+}
 
 template <typename KV>
 void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key_counts, float* out, AttentionShape s,
                     const AttentionExtras& extras) {
   const int64_t group = s.q_heads / s.kv_heads;
   const int64_t kv_stride = s.kv_heads * s.head_dim;  // elements between one key row and the next
+  const int64_t row_floats = s.q_heads * s.head_dim;  // one row of q and out
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   const int64_t window = extras.sliding_window;
   // Without a window no key wraps.
@@ -328,62 +429,127 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
   }
   const int64_t tile_rows = row_tile(s.rows);
   const int64_t tiles = (s.rows + tile_rows - 1) / tile_rows;
-#pragma omp parallel if (s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18))
+  const int64_t chunks = std::max<int64_t>(1, (max_keys + kKeyChunk - 1) / kKeyChunk);
+  // Chunks of one row to different tasks when the tiles alone are too few for the threads: each
+  // chunk's sums and softmax kept apart, then merged. Either way gives the same bits.
+  const bool split = chunks > 1 && tiles < 2 * static_cast<int64_t>(omp_get_max_threads()) &&
+                     s.rows * chunks * row_floats <= (int64_t{1} << 24);
+  const int64_t tasks_per_tile = split ? chunks : 1;
+  std::vector<float> parts(split ? static_cast<size_t>(s.rows * chunks * row_floats) : 0);
+  std::vector<RunningSoftmax> part_states(split ? static_cast<size_t>(s.rows * chunks * s.q_heads) : 0);
+  auto initial = [&](int64_t head) {
+    // The sink is one more score, with no value: the softmax starts from it (its max is the
+    // sink, its total exp(0)), so every later max includes it.
+    return extras.sinks != nullptr ? RunningSoftmax{extras.sinks[head], 1.0f} : RunningSoftmax{};
+  };
+  const bool parallel = s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18);
+#pragma omp parallel if (parallel)
   {
-    std::vector<float> weights(2 * kKeyBlock);
-    float* const w0 = weights.data();
-    float* const w1 = w0 + kKeyBlock;
-    std::vector<RunningSoftmax> states;
-    KeyRun runs[kMaxRuns], next_runs[kMaxRuns];
-#pragma omp for schedule(dynamic, 1) collapse(2)
-    for (int64_t tile = 0; tile < tiles; ++tile) {
-      for (int64_t kv_head = 0; kv_head < s.kv_heads; ++kv_head) {
-        const int64_t m0 = tile * tile_rows, m1 = std::min(m0 + tile_rows, s.rows);
-        const KV* kh = k + kv_head * s.head_dim;
-        const KV* vh = v + kv_head * s.head_dim;
-        // Query vector (m, g): row m, head kv_head * group + g.
-        auto head_offset = [&](int64_t m, int64_t g) { return (m * s.q_heads + kv_head * group + g) * s.head_dim; };
-        states.assign(static_cast<size_t>((m1 - m0) * group), RunningSoftmax{});
-        if (extras.sinks != nullptr) {
-          // The sink is one more score, with no value: the softmax starts from it (its max is the
-          // sink, its total exp(0)), so every later max includes it.
-          for (int64_t m = m0; m < m1; ++m) {
-            for (int64_t g = 0; g < group; ++g) {
-              states[static_cast<size_t>((m - m0) * group + g)] = {extras.sinks[kv_head * group + g], 1.0f};
-            }
-          }
-        }
-        int64_t tile_keys = 0;
+    std::vector<float> scratch(static_cast<size_t>(s.q_heads * (2 * kKeyBlock + 64 + 1)));
+    float* const w = scratch.data();
+    float* const lanes = w + s.q_heads * 2 * kKeyBlock;
+    float* const c = lanes + s.q_heads * 64;
+    std::vector<float> chunk_out(split ? 0 : static_cast<size_t>(tile_rows * row_floats));
+    std::vector<RunningSoftmax> states(static_cast<size_t>(tile_rows * s.q_heads));
+    std::vector<RunningSoftmax> chunk_states(static_cast<size_t>(tile_rows * s.q_heads));
+    KeyRun runs[kMaxRuns];
+
+    // Chunk `chunk` of rows [m0, m1) into o (row m at o_rows + (m - m0) * row_floats) and st.
+    auto attend_chunk = [&](int64_t m0, int64_t m1, int64_t chunk, float* o_rows, RunningSoftmax* st) {
+      for (int64_t m = m0; m < m1; ++m) {
+        std::memset(o_rows + (m - m0) * row_floats, 0, sizeof(float) * row_floats);
+        for (int64_t h = 0; h < s.q_heads; ++h)
+          st[(m - m0) * s.q_heads + h] = chunk == 0 ? initial(h) : RunningSoftmax{};
+      }
+      const int64_t chunk_end = (chunk + 1) * kKeyChunk;
+      for (int64_t offset = chunk * kKeyChunk; offset < chunk_end; offset += kKeyBlock) {
         for (int64_t m = m0; m < m1; ++m) {
           const KeySpan span = key_span(key_counts[m], window);
-          tile_keys = std::max<int64_t>(tile_keys, span.end - span.begin);
-          for (int64_t g = 0; g < group; ++g) std::memset(out + head_offset(m, g), 0, sizeof(float) * s.head_dim);
-        }
-        // Each row's keys in blocks from its first (key 0 without a window): a row's sums depend
-        // on its own count alone.
-        for (int64_t offset = 0; offset < tile_keys; offset += kKeyBlock) {
-          for (int64_t m = m0; m < m1; ++m) {
-            const KeySpan span = key_span(key_counts[m], window);
-            const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
-            if (keys <= 0) continue;
-            const int64_t run_count = layout.runs(span.begin + offset, keys, runs);
-            const int64_t next_keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset - kKeyBlock);
-            if (layout.block_table != nullptr && next_keys > 0) {
-              const int64_t next_count = layout.runs(span.begin + offset + kKeyBlock, next_keys, next_runs);
-              prefetch_runs(kh, vh, next_runs, next_count, kv_stride, s.head_dim);
+          const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
+          if (keys <= 0) continue;
+          const int64_t run_count = layout.runs(span.begin + offset, keys, runs);
+          const float* qm = q + m * row_floats;
+          float* om = o_rows + (m - m0) * row_floats;
+          RunningSoftmax* sm = st + (m - m0) * s.q_heads;
+          if (s.head_dim % 8 == 0) {
+            attend_block_rows(qm, om, sm, s.q_heads, group, k, v, runs, run_count, kv_stride, s.head_dim, scale, w,
+                              lanes, c);
+          } else {
+            for (int64_t h = 0; h < s.kv_heads; ++h) {
+              attend_block(qm + h * group * s.head_dim, om + h * group * s.head_dim, sm + h * group, group,
+                           k + h * s.head_dim, v + h * s.head_dim, runs, run_count, kv_stride, s.head_dim, scale, w,
+                           w + kKeyBlock);
             }
-            attend_block(q + head_offset(m, 0), out + head_offset(m, 0), states.data() + (m - m0) * group, group, kh,
-                         vh, runs, run_count, kv_stride, s.head_dim, scale, w0, w1);
           }
         }
-        for (int64_t m = m0; m < m1; ++m) {
-          if (key_counts[m] <= 0) continue;
-          for (int64_t g = 0; g < group; ++g) {
-            const float inv_total = 1.0f / states[static_cast<size_t>((m - m0) * group + g)].total;
-            float* oh = out + head_offset(m, g);
-            for (int64_t d = 0; d < s.head_dim; ++d) oh[d] *= inv_total;
+      }
+    };
+    // Normalises row m's output by its running totals.
+    auto finish_row = [&](int64_t m, const RunningSoftmax* st) {
+      if (key_counts[m] <= 0) return;
+      for (int64_t h = 0; h < s.q_heads; ++h) {
+        const float inv_total = 1.0f / st[h].total;
+        float* oh = out + m * row_floats + h * s.head_dim;
+        for (int64_t d = 0; d < s.head_dim; ++d) oh[d] *= inv_total;
+      }
+    };
+    auto row_chunks = [&](int64_t m) {
+      const KeySpan span = key_span(key_counts[m], window);
+      return (span.end - span.begin + kKeyChunk - 1) / kKeyChunk;
+    };
+
+#pragma omp for schedule(dynamic, 1) collapse(2)
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      for (int64_t part = 0; part < tasks_per_tile; ++part) {
+        const int64_t m0 = tile * tile_rows, m1 = std::min(m0 + tile_rows, s.rows);
+        if (split) {
+          // One chunk of each row that has it, kept apart for the merge below.
+          for (int64_t m = m0; m < m1; ++m) {
+            if (row_chunks(m) <= part) continue;
+            attend_chunk(m, m + 1, part, parts.data() + (m * chunks + part) * row_floats,
+                         part_states.data() + (m * chunks + part) * s.q_heads);
+          }
+          continue;
+        }
+        RunningSoftmax* st = states.data();
+        int64_t tile_chunks = 0;
+        for (int64_t m = m0; m < m1; ++m) tile_chunks = std::max(tile_chunks, row_chunks(m));
+        for (int64_t chunk = 0; chunk < std::max<int64_t>(tile_chunks, 1); ++chunk) {
+          if (chunk == 0) {
+            attend_chunk(m0, m1, 0, out + m0 * row_floats, st);
+            continue;
+          }
+          attend_chunk(m0, m1, chunk, chunk_out.data(), chunk_states.data());
+          for (int64_t m = m0; m < m1; ++m) {
+            if (row_chunks(m) <= chunk) continue;
+            for (int64_t h = 0; h < s.q_heads; ++h) {
+              const int64_t at = (m - m0) * s.q_heads + h;
+              merge_chunk(out + m * row_floats + h * s.head_dim, st[at],
+                          chunk_out.data() + (m - m0) * row_floats + h * s.head_dim, chunk_states[at], s.head_dim);
+            }
           }
         }
+        for (int64_t m = m0; m < m1; ++m) finish_row(m, st + (m - m0) * s.q_heads);
+      }
+    }
+    if (split) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t m = 0; m < s.rows; ++m) {
+        const int64_t n = row_chunks(m);
+        float* om = out + m * row_floats;
+        if (n == 0) {
+          std::memset(om, 0, sizeof(float) * row_floats);
+          continue;
+        }
+        RunningSoftmax* st = part_states.data() + m * chunks * s.q_heads;  // chunk 0's: the running state
+        std::memcpy(om, parts.data() + m * chunks * row_floats, sizeof(float) * row_floats);
+        for (int64_t chunk = 1; chunk < n; ++chunk) {
+          for (int64_t h = 0; h < s.q_heads; ++h) {
+            merge_chunk(om + h * s.head_dim, st[h], parts.data() + (m * chunks + chunk) * row_floats + h * s.head_dim,
+                        part_states[static_cast<size_t>((m * chunks + chunk) * s.q_heads + h)], s.head_dim);
+          }
+        }
+        finish_row(m, st);
       }
     }
   }

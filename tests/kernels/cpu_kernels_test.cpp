@@ -1,12 +1,15 @@
 // The fast CPU kernels against plain double-precision twins on random inputs, over shapes that
 // hit every code path (row groups, leftover rows, k tails, the sgemm panel path).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <numeric>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
@@ -119,7 +122,8 @@ void expect_attention_matches_naive(int64_t q_heads, int64_t kv_heads, int64_t d
   std::vector<float> q = random_floats(m * q_heads * d, rng, 2.0f), k = random_floats(t * kv_heads * d, rng, 2.0f),
                      v = random_floats(t * kv_heads * d, rng);
   auto backend = make_cpu_backend();
-  Tensor qt = tensor_from(q, {m, q_heads, d}), kt = tensor_from(k, {t, kv_heads, d}), vt = tensor_from(v, {t, kv_heads, d});
+  Tensor qt = tensor_from(q, {m, q_heads, d}), kt = tensor_from(k, {t, kv_heads, d}),
+         vt = tensor_from(v, {t, kv_heads, d});
   Tensor ct = Tensor::zeros_cpu(DType::kI32, {m});
   std::copy(counts.begin(), counts.end(), ct.data<int32_t>());
   Tensor out = Tensor::zeros_cpu(DType::kF32, {m, q_heads, d});
@@ -156,6 +160,78 @@ TEST(CpuBackend, AttentionMatchesNaiveSoftmaxWithPerRowKeyCounts) {
   expect_attention_matches_naive(8, 2, 64, 130, {7, 8, 9, 15, 16, 17, 127, 128, 129}, 9);
   expect_attention_matches_naive(4, 1, 72, 70, {70, 69, 66}, 10);
   expect_attention_matches_naive(2, 2, 8, 65, {65}, 11);
+  // Rows past one chunk of keys (512): each chunk's softmax apart, merged in order.
+  expect_attention_matches_naive(16, 8, 128, 1300, {1300, 0, 511, 512, 513, 1024, 1025, 1}, 12);
+  expect_attention_matches_naive(4, 1, 12, 1100, {1100, 513, 1000}, 13);
+}
+
+// A long row's keys go in chunks that may be split between threads (few rows) or taken by one
+// task (many rows), and may be read through a block table: each row's result has the same bits
+// whatever the call, the thread count or the layout.
+TEST(CpuBackend, AttentionOverLongRowsGivesEachRowTheBitsOfItsOwnCount) {
+  std::mt19937 rng(15);
+  const int64_t q_heads = 4, kv_heads = 2, d = 64, t = 1200, rows = 70, block = 16;
+  std::vector<int32_t> counts;
+  for (int64_t i = 0; i < rows; ++i) counts.push_back(static_cast<int32_t>(t - 17 * i));
+  counts[1] = 512;
+  counts[2] = 513;
+  counts[3] = 1024;
+  const std::vector<float> q = random_floats(rows * q_heads * d, rng, 2.0f),
+                           k = random_floats(t * kv_heads * d, rng, 2.0f), v = random_floats(t * kv_heads * d, rng);
+  auto backend = make_cpu_backend();
+  const Tensor kt = tensor_from(k, {t, kv_heads, d}), vt = tensor_from(v, {t, kv_heads, d});
+  auto attend = [&](int64_t first, int64_t n, const Tensor& keys, const Tensor& values, const AttentionOptions& o) {
+    Tensor ct = Tensor::zeros_cpu(DType::kI32, {n});
+    std::copy(counts.begin() + first, counts.begin() + first + n, ct.data<int32_t>());
+    Tensor out = Tensor::zeros_cpu(DType::kF32, {n, q_heads, d});
+    const std::vector<float> qn(q.begin() + first * q_heads * d, q.begin() + (first + n) * q_heads * d);
+    backend->attention(tensor_from(qn, {n, q_heads, d}), keys, values, ct, out, o);
+    return std::vector<float>(out.data<float>(), out.data<float>() + out.numel());
+  };
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const std::vector<float> all_one_thread = attend(0, rows, kt, vt, {});
+  omp_set_num_threads(std::max(threads, 2));
+  const std::vector<float> all = attend(0, rows, kt, vt, {});
+  // The same keys in shuffled blocks of a store twice as large.
+  const int64_t blocks = t / block;
+  std::vector<int32_t> order(static_cast<size_t>(2 * blocks));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  Tensor table = Tensor::zeros_cpu(DType::kI32, {blocks});
+  Tensor store_k = Tensor::zeros_cpu(DType::kF32, {2 * t, kv_heads, d}),
+         store_v = Tensor::zeros_cpu(DType::kF32, {2 * t, kv_heads, d});
+  for (int64_t b = 0; b < blocks; ++b) {
+    table.data<int32_t>()[b] = order[static_cast<size_t>(b)];
+    const int64_t floats = block * kv_heads * d, from = b * floats, to = order[static_cast<size_t>(b)] * floats;
+    std::copy(k.begin() + from, k.begin() + from + floats, store_k.data<float>() + to);
+    std::copy(v.begin() + from, v.begin() + from + floats, store_v.data<float>() + to);
+  }
+  AttentionOptions paged;
+  paged.block_table = &table;
+  paged.block_size = block;
+  const std::vector<float> all_paged = attend(0, rows, store_k, store_v, paged);
+  const size_t row_floats = static_cast<size_t>(q_heads * d);
+  EXPECT_EQ(all, all_one_thread);
+  EXPECT_EQ(all, all_paged);
+  for (const int64_t m : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, int64_t{40}}) {
+    const std::vector<float> alone = attend(m, 1, kt, vt, {});
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin() + m * row_floats)) << "row " << m;
+    const std::vector<float> in_block = attend(m, 5, kt, vt, {});  // a verification block's size
+    EXPECT_TRUE(std::equal(in_block.begin(), in_block.begin() + row_floats, all.begin() + m * row_floats))
+        << "row " << m;
+  }
+  // A window over a ring (chunks from the window's first position) with a sink per head.
+  Tensor sinks = tensor_from(random_floats(q_heads, rng), {q_heads});
+  AttentionOptions windowed;
+  windowed.sinks = &sinks;
+  windowed.sliding_window = 700;
+  const std::vector<float> all_windowed = attend(0, rows, kt, vt, windowed);
+  for (const int64_t m : {int64_t{0}, int64_t{3}, int64_t{40}}) {
+    const std::vector<float> alone = attend(m, 1, kt, vt, windowed);
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all_windowed.begin() + m * row_floats)) << "row " << m;
+  }
+  omp_set_num_threads(threads);
 }
 
 // The heads of one KV head go two by two, sharing each key and value load: the same bits as each
