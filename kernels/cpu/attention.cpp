@@ -442,6 +442,10 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
     // sink, its total exp(0)), so every later max includes it.
     return extras.sinks != nullptr ? RunningSoftmax{extras.sinks[head], 1.0f} : RunningSoftmax{};
   };
+  // Tiles of a long prefill go head by head, each head's block of keys and values read once from
+  // memory and then from the core's first-level cache for all 16 rows; few rows go key by key
+  // over all heads (attend_block_rows). Both give the same bits.
+  const bool by_head = s.head_dim % 8 != 0 || tile_rows > 4;
   const bool parallel = s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18);
 #pragma omp parallel if (parallel)
   {
@@ -463,24 +467,31 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
       }
       const int64_t chunk_end = (chunk + 1) * kKeyChunk;
       for (int64_t offset = chunk * kKeyChunk; offset < chunk_end; offset += kKeyBlock) {
-        for (int64_t m = m0; m < m1; ++m) {
+        // Row m's block of keys in `runs`; false when its keys end before the block.
+        auto block_runs = [&](int64_t m, int64_t& run_count) {
           const KeySpan span = key_span(key_counts[m], window);
           const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
-          if (keys <= 0) continue;
-          const int64_t run_count = layout.runs(span.begin + offset, keys, runs);
-          const float* qm = q + m * row_floats;
-          float* om = o_rows + (m - m0) * row_floats;
-          RunningSoftmax* sm = st + (m - m0) * s.q_heads;
-          if (s.head_dim % 8 == 0) {
-            attend_block_rows(qm, om, sm, s.q_heads, group, k, v, runs, run_count, kv_stride, s.head_dim, scale, w,
-                              lanes, c);
-          } else {
-            for (int64_t h = 0; h < s.kv_heads; ++h) {
-              attend_block(qm + h * group * s.head_dim, om + h * group * s.head_dim, sm + h * group, group,
-                           k + h * s.head_dim, v + h * s.head_dim, runs, run_count, kv_stride, s.head_dim, scale, w,
-                           w + kKeyBlock);
+          if (keys <= 0) return false;
+          run_count = layout.runs(span.begin + offset, keys, runs);
+          return true;
+        };
+        int64_t run_count = 0;
+        if (by_head) {
+          for (int64_t h = 0; h < s.kv_heads; ++h) {
+            for (int64_t m = m0; m < m1; ++m) {
+              if (!block_runs(m, run_count)) continue;
+              const int64_t at = h * group * s.head_dim;
+              attend_block(q + m * row_floats + at, o_rows + (m - m0) * row_floats + at,
+                           st + (m - m0) * s.q_heads + h * group, group, k + h * s.head_dim, v + h * s.head_dim, runs,
+                           run_count, kv_stride, s.head_dim, scale, w, w + kKeyBlock);
             }
           }
+          continue;
+        }
+        for (int64_t m = m0; m < m1; ++m) {
+          if (!block_runs(m, run_count)) continue;
+          attend_block_rows(q + m * row_floats, o_rows + (m - m0) * row_floats, st + (m - m0) * s.q_heads, s.q_heads,
+                            group, k, v, runs, run_count, kv_stride, s.head_dim, scale, w, lanes, c);
         }
       }
     };
