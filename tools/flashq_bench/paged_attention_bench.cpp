@@ -108,7 +108,8 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
   }
   // What a step must read (every key and value once) and compute (q.k and p.v: 2 FLOPs a
   // multiply-add, each query head against each key), for the figures against the floors.
-  const double bytes = 2.0 * static_cast<double>(sequences * keys * row_floats * static_cast<int64_t>(dtype_size(cache_dtype)));
+  const double bytes =
+      2.0 * static_cast<double>(sequences * keys * row_floats * static_cast<int64_t>(dtype_size(cache_dtype)));
   const double flop = 4.0 * static_cast<double>(sequences * keys * kQHeads * kHeadDim);
   const double contiguous_median = median(contiguous_s), paged_median = median(paged_s);
   std::cout << nlohmann::json{{"kernel", kernel},
@@ -132,6 +133,40 @@ void report_decode(Backend& backend, const std::string& kernel, const TimePerCal
             << std::endl;
 }
 
+// A later turn's prefill: `rows` new rows (the last `rows` positions, causal) against a cache of
+// `keys` positions, one contiguous cache. GFLOP/s against the arithmetic peak: each new row
+// scores every key it sees and adds its value, so the keys are read once for many rows.
+void report_prefill(Backend& backend, const std::string& kernel, const TimePerCall& time, int64_t rows, int64_t keys,
+                    int rounds, DType cache_dtype) {
+  const int64_t row_floats = kKvHeads * kHeadDim;
+  Tensor q = upload(backend, pattern(rows * kQHeads * kHeadDim, 1), {rows, kQHeads, kHeadDim});
+  Tensor k = upload_cache(backend, pattern(keys * row_floats, 2), {keys, kKvHeads, kHeadDim}, cache_dtype);
+  Tensor v = upload_cache(backend, pattern(keys * row_floats, 3), {keys, kKvHeads, kHeadDim}, cache_dtype);
+  Tensor out = backend.allocate(DType::kF32, {rows, kQHeads, kHeadDim});
+  std::vector<int32_t> counts;
+  double pairs = 0;  // (row, key) pairs scored, per query head
+  for (int64_t m = 0; m < rows; ++m) {
+    counts.push_back(static_cast<int32_t>(keys - rows + 1 + m));
+    pairs += static_cast<double>(counts.back());
+  }
+  Tensor counts_t = upload_ints(backend, counts);
+  std::vector<double> seconds;
+  for (int r = 0; r < rounds; ++r) seconds.push_back(time([&] { backend.attention(q, k, v, counts_t, out); }));
+  const double flop = 4.0 * pairs * kQHeads * kHeadDim, median_s = median(seconds);
+  std::cout << nlohmann::json{{"kernel", kernel + "_prefill"},
+                              {"kv_cache_dtype", cache_dtype == DType::kBF16 ? "bf16" : "float32"},
+                              {"rows", rows},
+                              {"keys", keys},
+                              {"q_heads", kQHeads},
+                              {"kv_heads", kKvHeads},
+                              {"head_dim", kHeadDim},
+                              {"rounds", rounds},
+                              {"us", median_s * 1e6},
+                              {"gflop_per_s", flop / median_s / 1e9}}
+                   .dump()
+            << std::endl;
+}
+
 }  // namespace
 
 void report_paged_attention(Backend& backend, const std::string& kernel, const TimePerCall& time,
@@ -140,6 +175,7 @@ void report_paged_attention(Backend& backend, const std::string& kernel, const T
     for (const int64_t sequences : {int64_t{1}, int64_t{16}}) {
       report_decode(backend, kernel, time, sequences, keys, std::max(rounds, 1), cache_dtype);
     }
+    report_prefill(backend, kernel, time, std::min<int64_t>(keys, 256), keys, std::max(rounds, 1), cache_dtype);
   }
 }
 
