@@ -435,8 +435,16 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
   const bool split = chunks > 1 && tiles < 2 * static_cast<int64_t>(omp_get_max_threads()) &&
                      s.rows * chunks * row_floats <= (int64_t{1} << 24);
   const int64_t tasks_per_tile = split ? chunks : 1;
-  std::vector<float> parts(split ? static_cast<size_t>(s.rows * chunks * row_floats) : 0);
-  std::vector<RunningSoftmax> part_states(split ? static_cast<size_t>(s.rows * chunks * s.q_heads) : 0);
+  // Kept from call to call (a decode step calls once a layer): every entry a call reads it writes.
+  // The threads of the region below share the calling thread's, through these pointers.
+  static thread_local std::vector<float> part_store;
+  static thread_local std::vector<RunningSoftmax> state_store;
+  if (split) {
+    part_store.resize(std::max(part_store.size(), static_cast<size_t>(s.rows * chunks * row_floats)));
+    state_store.resize(std::max(state_store.size(), static_cast<size_t>(s.rows * chunks * s.q_heads)));
+  }
+  float* const parts = part_store.data();
+  RunningSoftmax* const part_states = state_store.data();
   auto initial = [&](int64_t head) {
     // The sink is one more score, with no value: the softmax starts from it (its max is the
     // sink, its total exp(0)), so every later max includes it.
@@ -517,8 +525,8 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
           // One chunk of each row that has it, kept apart for the merge below.
           for (int64_t m = m0; m < m1; ++m) {
             if (row_chunks(m) <= part) continue;
-            attend_chunk(m, m + 1, part, parts.data() + (m * chunks + part) * row_floats,
-                         part_states.data() + (m * chunks + part) * s.q_heads);
+            attend_chunk(m, m + 1, part, parts + (m * chunks + part) * row_floats,
+                         part_states + (m * chunks + part) * s.q_heads);
           }
           continue;
         }
@@ -552,11 +560,11 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
           std::memset(om, 0, sizeof(float) * row_floats);
           continue;
         }
-        RunningSoftmax* st = part_states.data() + m * chunks * s.q_heads;  // chunk 0's: the running state
-        std::memcpy(om, parts.data() + m * chunks * row_floats, sizeof(float) * row_floats);
+        RunningSoftmax* st = part_states + m * chunks * s.q_heads;  // chunk 0's: the running state
+        std::memcpy(om, parts + m * chunks * row_floats, sizeof(float) * row_floats);
         for (int64_t chunk = 1; chunk < n; ++chunk) {
           for (int64_t h = 0; h < s.q_heads; ++h) {
-            merge_chunk(om + h * s.head_dim, st[h], parts.data() + (m * chunks + chunk) * row_floats + h * s.head_dim,
+            merge_chunk(om + h * s.head_dim, st[h], parts + (m * chunks + chunk) * row_floats + h * s.head_dim,
                         part_states[static_cast<size_t>((m * chunks + chunk) * s.q_heads + h)], s.head_dim);
           }
         }
