@@ -64,6 +64,21 @@ class CountingBackend final : public Backend {
                    const ExpertActivation& activation, Tensor& out) override {
     inner_->moe_experts(x, ids, weights, experts, activation, out);
   }
+  void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
+                        Tensor& beta) override {
+    inner_->delta_rule_gates(a, b, a_log, dt_bias, g, beta);
+  }
+  void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor& out) override {
+    inner_->gated_rmsnorm(x, z, w, eps, out);
+  }
+  void sigmoid_gate(Tensor& x, const Tensor& gate) override { inner_->sigmoid_gate(x, gate); }
+  void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {
+    inner_->causal_conv1d(x, weight, chunks, out);
+  }
+  void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                        std::span<const StateChunk> chunks, Tensor& out) override {
+    inner_->gated_delta_rule(q, k, v, g, beta, chunks, out);
+  }
 
   int64_t sampled_rows = 0;
   int64_t float_rows_to_host = 0;  // logits (and any other float rows) copied out

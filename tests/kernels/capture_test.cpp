@@ -164,6 +164,12 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void moe_route(const Tensor&, const MoeRouting&, Tensor&, Tensor&) override {}
     void moe_experts(const Tensor&, const Tensor&, const Tensor&, std::span<const ExpertWeights>,
                      const ExpertActivation&, Tensor&) override {}
+    void delta_rule_gates(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) override {}
+    void gated_rmsnorm(const Tensor&, const Tensor&, const Tensor&, float, Tensor&) override {}
+    void sigmoid_gate(Tensor&, const Tensor&) override {}
+    void causal_conv1d(const Tensor&, const Tensor&, std::span<const StateChunk>, Tensor&) override {}
+    void gated_delta_rule(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          std::span<const StateChunk>, Tensor&) override {}
   } plain;
   try {
     plain.capture([] {});
