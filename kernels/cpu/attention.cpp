@@ -412,165 +412,209 @@ void merge_chunk(float* out, RunningSoftmax& running, const float* o, const Runn
   running.max = max;
 }
 
+// What every task of one attention call reads: its tensors, shapes and how keys are laid out.
+template <typename KV>
+struct AttentionCall {
+  const float* q;
+  const KV *k, *v;
+  const int32_t* key_counts;
+  float* out;
+  AttentionShape s;
+  const float* sinks;
+  int64_t window;
+  KeyLayout layout;
+  int64_t group, kv_stride, row_floats;  // kv_stride: elements between one key row and the next
+  float scale;
+  // Tiles of a long prefill go head by head, each head's block of keys and values read once from
+  // memory and then from the core's first-level cache for all 16 rows; few rows go key by key
+  // over all heads (attend_block_rows). Both give the same bits.
+  bool by_head;
+
+  // The sink is one more score, with no value: the softmax starts from it (its max is the sink,
+  // its total exp(0)), so every later max includes it.
+  RunningSoftmax initial(int64_t head) const {
+    return sinks != nullptr ? RunningSoftmax{sinks[head], 1.0f} : RunningSoftmax{};
+  }
+  int64_t row_chunks(int64_t m) const {
+    const KeySpan span = key_span(key_counts[m], window);
+    return (span.end - span.begin + kKeyChunk - 1) / kKeyChunk;
+  }
+  // Normalises row m's output by its running totals.
+  void finish_row(int64_t m, const RunningSoftmax* st) const {
+    if (key_counts[m] <= 0) return;
+    for (int64_t h = 0; h < s.q_heads; ++h) {
+      const float inv_total = 1.0f / st[h].total;
+      float* oh = out + m * row_floats + h * s.head_dim;
+      for (int64_t d = 0; d < s.head_dim; ++d) oh[d] *= inv_total;
+    }
+  }
+};
+
+// One task's scratch: blocks of weights, score lanes and corrections for every query vector.
+struct AttentionScratch {
+  explicit AttentionScratch(int64_t q_heads)
+      : floats(static_cast<size_t>(q_heads * (2 * kKeyBlock + 64 + 1))),
+        w(floats.data()),
+        lanes(w + q_heads * 2 * kKeyBlock),
+        c(lanes + q_heads * 64) {}
+  std::vector<float> floats;
+  float *w, *lanes, *c;
+  KeyRun runs[kMaxRuns];
+};
+
+// Chunk `chunk` of rows [m0, m1) into o_rows (row m at o_rows + (m - m0) * row_floats) and st.
+template <typename KV>
+void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, int64_t m1, int64_t chunk,
+                  float* o_rows, RunningSoftmax* st) {
+  const AttentionShape& s = a.s;
+  for (int64_t m = m0; m < m1; ++m) {
+    std::memset(o_rows + (m - m0) * a.row_floats, 0, sizeof(float) * a.row_floats);
+    for (int64_t h = 0; h < s.q_heads; ++h) st[(m - m0) * s.q_heads + h] = chunk == 0 ? a.initial(h) : RunningSoftmax{};
+  }
+  const int64_t chunk_end = (chunk + 1) * kKeyChunk;
+  for (int64_t offset = chunk * kKeyChunk; offset < chunk_end; offset += kKeyBlock) {
+    // Row m's block of keys in t.runs; false when its keys end before the block.
+    auto block_runs = [&](int64_t m, int64_t& run_count) {
+      const KeySpan span = key_span(a.key_counts[m], a.window);
+      const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
+      if (keys <= 0) return false;
+      run_count = a.layout.runs(span.begin + offset, keys, t.runs);
+      return true;
+    };
+    int64_t run_count = 0;
+    if (a.by_head) {
+      for (int64_t h = 0; h < s.kv_heads; ++h) {
+        for (int64_t m = m0; m < m1; ++m) {
+          if (!block_runs(m, run_count)) continue;
+          const int64_t at = h * a.group * s.head_dim;
+          attend_block(a.q + m * a.row_floats + at, o_rows + (m - m0) * a.row_floats + at,
+                       st + (m - m0) * s.q_heads + h * a.group, a.group, a.k + h * s.head_dim, a.v + h * s.head_dim,
+                       t.runs, run_count, a.kv_stride, s.head_dim, a.scale, t.w, t.w + kKeyBlock);
+        }
+      }
+      continue;
+    }
+    for (int64_t m = m0; m < m1; ++m) {
+      if (!block_runs(m, run_count)) continue;
+      attend_block_rows(a.q + m * a.row_floats, o_rows + (m - m0) * a.row_floats, st + (m - m0) * s.q_heads,
+                        s.q_heads, a.group, a.k, a.v, t.runs, run_count, a.kv_stride, s.head_dim, a.scale, t.w,
+                        t.lanes, t.c);
+    }
+  }
+}
+
+// Rows [m0, m1) whole, chunk after chunk, each merged into the running sums in order.
+template <typename KV>
+void attend_tile(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, int64_t m1, RunningSoftmax* st,
+                 float* chunk_out, RunningSoftmax* chunk_states) {
+  const int64_t q_heads = a.s.q_heads, head_dim = a.s.head_dim;
+  int64_t tile_chunks = 0;
+  for (int64_t m = m0; m < m1; ++m) tile_chunks = std::max(tile_chunks, a.row_chunks(m));
+  attend_chunk(a, t, m0, m1, 0, a.out + m0 * a.row_floats, st);
+  for (int64_t chunk = 1; chunk < tile_chunks; ++chunk) {
+    attend_chunk(a, t, m0, m1, chunk, chunk_out, chunk_states);
+    for (int64_t m = m0; m < m1; ++m) {
+      if (a.row_chunks(m) <= chunk) continue;
+      for (int64_t h = 0; h < q_heads; ++h) {
+        const int64_t at = (m - m0) * q_heads + h;
+        merge_chunk(a.out + m * a.row_floats + h * head_dim, st[at],
+                    chunk_out + (m - m0) * a.row_floats + h * head_dim, chunk_states[at], head_dim);
+      }
+    }
+  }
+  for (int64_t m = m0; m < m1; ++m) a.finish_row(m, st + (m - m0) * q_heads);
+}
+
+// The rows whose chunks went to different tasks: each row's chunks merged in order into its
+// output (within the enclosing parallel region's threads).
+template <typename KV>
+void merge_split_rows(const AttentionCall<KV>& a, int64_t chunks, const float* parts, RunningSoftmax* part_states) {
+  const int64_t q_heads = a.s.q_heads, head_dim = a.s.head_dim;
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t m = 0; m < a.s.rows; ++m) {
+    const int64_t n = a.row_chunks(m);
+    float* om = a.out + m * a.row_floats;
+    if (n == 0) {
+      std::memset(om, 0, sizeof(float) * a.row_floats);
+      continue;
+    }
+    RunningSoftmax* st = part_states + m * chunks * q_heads;  // chunk 0's: the running state
+    std::memcpy(om, parts + m * chunks * a.row_floats, sizeof(float) * a.row_floats);
+    for (int64_t chunk = 1; chunk < n; ++chunk) {
+      for (int64_t h = 0; h < q_heads; ++h) {
+        merge_chunk(om + h * head_dim, st[h], parts + (m * chunks + chunk) * a.row_floats + h * head_dim,
+                    part_states[static_cast<size_t>((m * chunks + chunk) * q_heads + h)], head_dim);
+      }
+    }
+    a.finish_row(m, st);
+  }
+}
+
 template <typename KV>
 void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key_counts, float* out, AttentionShape s,
                     const AttentionExtras& extras) {
-  const int64_t group = s.q_heads / s.kv_heads;
-  const int64_t kv_stride = s.kv_heads * s.head_dim;  // elements between one key row and the next
-  const int64_t row_floats = s.q_heads * s.head_dim;  // one row of q and out
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   const int64_t window = extras.sliding_window;
-  // Without a window no key wraps.
-  const KeyLayout layout{window > 0 ? extras.ring_rows : 0, extras.block_table, extras.block_size};
   int64_t max_keys = 0;
   for (int64_t m = 0; m < s.rows; ++m) {
     const KeySpan span = key_span(key_counts[m], window);
     max_keys = std::max(max_keys, span.end - span.begin);
   }
   const int64_t tile_rows = row_tile(s.rows);
+  const AttentionCall<KV> a{.q = q,
+                            .k = k,
+                            .v = v,
+                            .key_counts = key_counts,
+                            .out = out,
+                            .s = s,
+                            .sinks = extras.sinks,
+                            .window = window,
+                            // Without a window no key wraps.
+                            .layout = {window > 0 ? extras.ring_rows : 0, extras.block_table, extras.block_size},
+                            .group = s.q_heads / s.kv_heads,
+                            .kv_stride = s.kv_heads * s.head_dim,
+                            .row_floats = s.q_heads * s.head_dim,
+                            .scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
+                            .by_head = s.head_dim % 8 != 0 || tile_rows > 4};
   const int64_t tiles = (s.rows + tile_rows - 1) / tile_rows;
   const int64_t chunks = std::max<int64_t>(1, (max_keys + kKeyChunk - 1) / kKeyChunk);
   // Chunks of one row to different tasks when the tiles alone are too few for the threads: each
   // chunk's sums and softmax kept apart, then merged. Either way gives the same bits.
   const bool split = chunks > 1 && tiles < 2 * static_cast<int64_t>(omp_get_max_threads()) &&
-                     s.rows * chunks * row_floats <= (int64_t{1} << 24);
-  const int64_t tasks_per_tile = split ? chunks : 1;
+                     s.rows * chunks * a.row_floats <= (int64_t{1} << 24);
   // Kept from call to call (a decode step calls once a layer): every entry a call reads it writes.
   // The threads of the region below share the calling thread's, through these pointers.
   static thread_local std::vector<float> part_store;
   static thread_local std::vector<RunningSoftmax> state_store;
   if (split) {
-    part_store.resize(std::max(part_store.size(), static_cast<size_t>(s.rows * chunks * row_floats)));
+    part_store.resize(std::max(part_store.size(), static_cast<size_t>(s.rows * chunks * a.row_floats)));
     state_store.resize(std::max(state_store.size(), static_cast<size_t>(s.rows * chunks * s.q_heads)));
   }
   float* const parts = part_store.data();
   RunningSoftmax* const part_states = state_store.data();
-  auto initial = [&](int64_t head) {
-    // The sink is one more score, with no value: the softmax starts from it (its max is the
-    // sink, its total exp(0)), so every later max includes it.
-    return extras.sinks != nullptr ? RunningSoftmax{extras.sinks[head], 1.0f} : RunningSoftmax{};
-  };
-  // Tiles of a long prefill go head by head, each head's block of keys and values read once from
-  // memory and then from the core's first-level cache for all 16 rows; few rows go key by key
-  // over all heads (attend_block_rows). Both give the same bits.
-  const bool by_head = s.head_dim % 8 != 0 || tile_rows > 4;
   const bool parallel = s.rows * s.q_heads * max_keys * s.head_dim >= (int64_t{1} << 18);
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> scratch(static_cast<size_t>(s.q_heads * (2 * kKeyBlock + 64 + 1)));
-    float* const w = scratch.data();
-    float* const lanes = w + s.q_heads * 2 * kKeyBlock;
-    float* const c = lanes + s.q_heads * 64;
-    std::vector<float> chunk_out(split ? 0 : static_cast<size_t>(tile_rows * row_floats));
+    AttentionScratch scratch(s.q_heads);
+    std::vector<float> chunk_out(split ? 0 : static_cast<size_t>(tile_rows * a.row_floats));
     std::vector<RunningSoftmax> states(static_cast<size_t>(tile_rows * s.q_heads));
     std::vector<RunningSoftmax> chunk_states(static_cast<size_t>(tile_rows * s.q_heads));
-    KeyRun runs[kMaxRuns];
-
-    // Chunk `chunk` of rows [m0, m1) into o (row m at o_rows + (m - m0) * row_floats) and st.
-    auto attend_chunk = [&](int64_t m0, int64_t m1, int64_t chunk, float* o_rows, RunningSoftmax* st) {
-      for (int64_t m = m0; m < m1; ++m) {
-        std::memset(o_rows + (m - m0) * row_floats, 0, sizeof(float) * row_floats);
-        for (int64_t h = 0; h < s.q_heads; ++h)
-          st[(m - m0) * s.q_heads + h] = chunk == 0 ? initial(h) : RunningSoftmax{};
-      }
-      const int64_t chunk_end = (chunk + 1) * kKeyChunk;
-      for (int64_t offset = chunk * kKeyChunk; offset < chunk_end; offset += kKeyBlock) {
-        // Row m's block of keys in `runs`; false when its keys end before the block.
-        auto block_runs = [&](int64_t m, int64_t& run_count) {
-          const KeySpan span = key_span(key_counts[m], window);
-          const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
-          if (keys <= 0) return false;
-          run_count = layout.runs(span.begin + offset, keys, runs);
-          return true;
-        };
-        int64_t run_count = 0;
-        if (by_head) {
-          for (int64_t h = 0; h < s.kv_heads; ++h) {
-            for (int64_t m = m0; m < m1; ++m) {
-              if (!block_runs(m, run_count)) continue;
-              const int64_t at = h * group * s.head_dim;
-              attend_block(q + m * row_floats + at, o_rows + (m - m0) * row_floats + at,
-                           st + (m - m0) * s.q_heads + h * group, group, k + h * s.head_dim, v + h * s.head_dim, runs,
-                           run_count, kv_stride, s.head_dim, scale, w, w + kKeyBlock);
-            }
-          }
-          continue;
-        }
-        for (int64_t m = m0; m < m1; ++m) {
-          if (!block_runs(m, run_count)) continue;
-          attend_block_rows(q + m * row_floats, o_rows + (m - m0) * row_floats, st + (m - m0) * s.q_heads, s.q_heads,
-                            group, k, v, runs, run_count, kv_stride, s.head_dim, scale, w, lanes, c);
-        }
-      }
-    };
-    // Normalises row m's output by its running totals.
-    auto finish_row = [&](int64_t m, const RunningSoftmax* st) {
-      if (key_counts[m] <= 0) return;
-      for (int64_t h = 0; h < s.q_heads; ++h) {
-        const float inv_total = 1.0f / st[h].total;
-        float* oh = out + m * row_floats + h * s.head_dim;
-        for (int64_t d = 0; d < s.head_dim; ++d) oh[d] *= inv_total;
-      }
-    };
-    auto row_chunks = [&](int64_t m) {
-      const KeySpan span = key_span(key_counts[m], window);
-      return (span.end - span.begin + kKeyChunk - 1) / kKeyChunk;
-    };
-
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int64_t tile = 0; tile < tiles; ++tile) {
-      for (int64_t part = 0; part < tasks_per_tile; ++part) {
+      for (int64_t part = 0; part < (split ? chunks : 1); ++part) {
         const int64_t m0 = tile * tile_rows, m1 = std::min(m0 + tile_rows, s.rows);
-        if (split) {
-          // One chunk of each row that has it, kept apart for the merge below.
-          for (int64_t m = m0; m < m1; ++m) {
-            if (row_chunks(m) <= part) continue;
-            attend_chunk(m, m + 1, part, parts + (m * chunks + part) * row_floats,
-                         part_states + (m * chunks + part) * s.q_heads);
-          }
+        if (!split) {
+          attend_tile(a, scratch, m0, m1, states.data(), chunk_out.data(), chunk_states.data());
           continue;
         }
-        RunningSoftmax* st = states.data();
-        int64_t tile_chunks = 0;
-        for (int64_t m = m0; m < m1; ++m) tile_chunks = std::max(tile_chunks, row_chunks(m));
-        for (int64_t chunk = 0; chunk < std::max<int64_t>(tile_chunks, 1); ++chunk) {
-          if (chunk == 0) {
-            attend_chunk(m0, m1, 0, out + m0 * row_floats, st);
-            continue;
-          }
-          attend_chunk(m0, m1, chunk, chunk_out.data(), chunk_states.data());
-          for (int64_t m = m0; m < m1; ++m) {
-            if (row_chunks(m) <= chunk) continue;
-            for (int64_t h = 0; h < s.q_heads; ++h) {
-              const int64_t at = (m - m0) * s.q_heads + h;
-              merge_chunk(out + m * row_floats + h * s.head_dim, st[at],
-                          chunk_out.data() + (m - m0) * row_floats + h * s.head_dim, chunk_states[at], s.head_dim);
-            }
-          }
+        // One chunk of each row that has it, kept apart for merge_split_rows.
+        for (int64_t m = m0; m < m1; ++m) {
+          if (a.row_chunks(m) <= part) continue;
+          attend_chunk(a, scratch, m, m + 1, part, parts + (m * chunks + part) * a.row_floats,
+                       part_states + (m * chunks + part) * s.q_heads);
         }
-        for (int64_t m = m0; m < m1; ++m) finish_row(m, st + (m - m0) * s.q_heads);
       }
     }
-    if (split) {
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t m = 0; m < s.rows; ++m) {
-        const int64_t n = row_chunks(m);
-        float* om = out + m * row_floats;
-        if (n == 0) {
-          std::memset(om, 0, sizeof(float) * row_floats);
-          continue;
-        }
-        RunningSoftmax* st = part_states + m * chunks * s.q_heads;  // chunk 0's: the running state
-        std::memcpy(om, parts + m * chunks * row_floats, sizeof(float) * row_floats);
-        for (int64_t chunk = 1; chunk < n; ++chunk) {
-          for (int64_t h = 0; h < s.q_heads; ++h) {
-            merge_chunk(om + h * s.head_dim, st[h], parts + (m * chunks + chunk) * row_floats + h * s.head_dim,
-                        part_states[static_cast<size_t>((m * chunks + chunk) * s.q_heads + h)], s.head_dim);
-          }
-        }
-        finish_row(m, st);
-      }
-    }
+    if (split) merge_split_rows(a, chunks, parts, part_states);
   }
 }
 

@@ -24,7 +24,7 @@ struct AttentionExtras {
   const float* sinks = nullptr;  // [Hq]
   int64_t sliding_window = 0;
   int64_t ring_rows = 0;  // T, at least the window; read only with one
-  const int32_t* block_table = nullptr;  // not with a window
+  const int32_t* block_table = nullptr;  // with a window, only its entries the window reaches are read
   int64_t block_size = 0;
 };
 
