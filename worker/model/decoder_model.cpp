@@ -20,6 +20,21 @@ void check_tap_layers(const ForwardOptions& options, int64_t layers) {
   }
 }
 
+// The row of each chunk's logits, when they are not simply every row (chunks of one token);
+// empty otherwise.
+std::vector<int32_t> last_rows(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+  const bool one_row_each =
+      std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.tokens.size() == 1; });
+  std::vector<int32_t> last;
+  if (options.logits != LogitRows::kLastOfEachChunk || one_row_each) return last;
+  int64_t end = 0;
+  for (const SequenceChunk& chunk : chunks) {
+    end += static_cast<int64_t>(chunk.tokens.size());
+    last.push_back(static_cast<int32_t>(end - 1));
+  }
+  return last;
+}
+
 }  // namespace
 
 DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend)
@@ -93,18 +108,8 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
       if (cache.windowed()) window_spans.back() = append_table(cache.window_block_ids(), entries);
     }
   }
-  // The row of each chunk's logits, when they are not simply every row (chunks of one token).
-  const bool one_row_each =
-      std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.tokens.size() == 1; });
-  const bool pick_last_rows = options.logits == LogitRows::kLastOfEachChunk && !one_row_each;
-  std::vector<int32_t> last;
-  if (pick_last_rows) {
-    int64_t end = 0;
-    for (const SequenceChunk& chunk : chunks) {
-      end += static_cast<int64_t>(chunk.tokens.size());
-      last.push_back(static_cast<int32_t>(end - 1));
-    }
-  }
+  const std::vector<int32_t> last = last_rows(chunks, options);
+  const bool pick_last_rows = !last.empty();
   // One copy per pass, not per layer: the same for every layer.
   const std::vector<Tensor> uploaded = workspace_.upload_int32s(
       "pass_ints",

@@ -19,6 +19,33 @@ std::vector<int64_t> default_target_layer_ids(int64_t target_layers, int64_t cou
   return ids;
 }
 
+namespace {
+
+// dflash_config's target_layer_ids, or one target layer per drafter layer spread over the
+// target's (num_target_layers, else the target's own count).
+std::vector<int64_t> read_target_layer_ids(const ConfigReader& reader, const ConfigReader& dflash_reader,
+                                           const ModelConfig& target, int64_t drafter_layers) {
+  std::vector<int64_t> ids;
+  if (dflash_reader.has("target_layer_ids")) {
+    for (const auto& id : dflash_reader.raw("target_layer_ids")) {
+      if (!id.is_number_integer()) dflash_reader.fail("target_layer_ids", "must be a list of layer indices");
+      ids.push_back(id.get<int64_t>());
+    }
+    return ids;
+  }
+  const int64_t target_layers = reader.positive_int("num_target_layers", target.num_layers);
+  // One target layer per drafter layer: a drafter deeper than its target names no real layout
+  // (and an absurd depth must be refused before the list is built).
+  if (drafter_layers > target_layers) {
+    reader.fail("num_hidden_layers", "is " + std::to_string(drafter_layers) +
+                                         " but the drafter reads one target layer per layer and the target has " +
+                                         std::to_string(target_layers));
+  }
+  return default_target_layer_ids(target_layers, drafter_layers);
+}
+
+}  // namespace
+
 DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string& label, const ModelConfig& target) {
   ConfigReader reader(json, label);
 
@@ -62,22 +89,7 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
   const int64_t mask = dflash_reader.positive_int("mask_token_id");
   config.mask_token_id = static_cast<int32_t>(mask);
 
-  if (dflash_reader.has("target_layer_ids")) {
-    for (const auto& id : dflash_reader.raw("target_layer_ids")) {
-      if (!id.is_number_integer()) dflash_reader.fail("target_layer_ids", "must be a list of layer indices");
-      config.target_layer_ids.push_back(id.get<int64_t>());
-    }
-  } else {
-    const int64_t target_layers = reader.positive_int("num_target_layers", target.num_layers);
-    // One target layer per drafter layer: a drafter deeper than its target names no real layout
-    // (and an absurd depth must be refused before the list is built).
-    if (config.layers.num_layers > target_layers) {
-      reader.fail("num_hidden_layers", "is " + std::to_string(config.layers.num_layers) +
-                                           " but the drafter reads one target layer per layer and the target has " +
-                                           std::to_string(target_layers));
-    }
-    config.target_layer_ids = default_target_layer_ids(target_layers, config.layers.num_layers);
-  }
+  config.target_layer_ids = read_target_layer_ids(reader, dflash_reader, target, config.layers.num_layers);
 
   if (config.block_size < 2) reader.fail("block_size", "must be at least 2");
   if (config.target_layer_ids.empty()) dflash_reader.fail("target_layer_ids", "must not be empty");
