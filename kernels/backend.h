@@ -232,7 +232,8 @@ class Backend {
   // Gated DeltaNet's output norm, per row and head: out = x / sqrt(mean(x^2) + eps) * w * silu(z).
   // x, z and out [R, H, D] float32 (out may be x); w [D] f32 or bf16.
   virtual void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor& out) = 0;
-  // x *= sigmoid(gate), element-wise, float32 of one shape (gated attention's output gate).
+  // x *= sigmoid(gate), float32: element-wise when gate has x's shape (gated attention's output
+  // gate), or one gate per row when gate is [rows, 1] (a shared expert's gate), x [rows, W].
   virtual void sigmoid_gate(Tensor& x, const Tensor& gate) = 0;
   // Gated DeltaNet's depthwise causal convolution with SiLU, chunk by chunk: out[t][c] =
   // silu(sum over j < K of w[c][j] * x[t - K + 1 + j][c]), where a row before the chunk's first

@@ -56,8 +56,9 @@ void OpChecks::gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, 
 void OpChecks::sigmoid_gate(const Tensor& x, const Tensor& gate) const {
   f32(x, "sigmoid_gate x");
   f32(gate, "sigmoid_gate gate");
-  require(gate.shape() == x.shape(), [&] {
-    return "sigmoid_gate: x and gate must be of one shape, got " + shape_to_string(x.shape()) + " and " +
+  const bool per_row = x.shape().size() == 2 && gate.shape() == Shape{x.dim(0), 1};
+  require(gate.shape() == x.shape() || per_row, [&] {
+    return "sigmoid_gate: gate must have x's shape or be [rows, 1], got " + shape_to_string(x.shape()) + " and " +
            shape_to_string(gate.shape());
   });
 }

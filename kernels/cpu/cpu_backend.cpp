@@ -156,7 +156,8 @@ class CpuBackend final : public Backend {
 
   void sigmoid_gate(Tensor& x, const Tensor& gate) override {
     kChecks.sigmoid_gate(x, gate);
-    run([x, gate] { cpu::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel()); });
+    const int64_t per_gate = x.numel() / std::max<int64_t>(gate.numel(), 1);
+    run([x, gate, per_gate] { cpu::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel(), per_gate); });
   }
 
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {

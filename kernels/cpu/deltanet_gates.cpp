@@ -37,8 +37,12 @@ void gated_rmsnorm(const float* x, const float* z, WeightVector w, float eps, in
   }
 }
 
-void sigmoid_gate(float* x, const float* gate, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) x[i] *= sigmoid(gate[i]);
+void sigmoid_gate(float* x, const float* gate, int64_t count, int64_t per_gate) {
+  if (per_gate == 1) {
+    for (int64_t i = 0; i < count; ++i) x[i] *= sigmoid(gate[i]);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) x[i] *= sigmoid(gate[i / per_gate]);
 }
 
 }  // namespace flashq::cpu

@@ -14,7 +14,7 @@ void delta_rule_gates(const float* a, const float* b, WeightVector a_log, Weight
                       int64_t heads, float* g, float* beta);
 // x, z, out [rows * heads, dim] (out may be x); w [dim].
 void gated_rmsnorm(const float* x, const float* z, WeightVector w, float eps, int64_t vectors, int64_t dim, float* out);
-// x[i] *= sigmoid(gate[i]).
-void sigmoid_gate(float* x, const float* gate, int64_t count);
+// x[i] *= sigmoid(gate[i / per_gate]): per_gate 1 (element-wise) or a row's width (a gate per row).
+void sigmoid_gate(float* x, const float* gate, int64_t count, int64_t per_gate);
 
 }  // namespace flashq::cpu

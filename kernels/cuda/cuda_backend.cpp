@@ -308,7 +308,8 @@ class CudaBackend final : public Backend {
 
   void sigmoid_gate(Tensor& x, const Tensor& gate) override {
     kChecks.sigmoid_gate(x, gate);
-    cuda::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel(), stream());
+    const int64_t per_gate = x.numel() / std::max<int64_t>(gate.numel(), 1);
+    cuda::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel(), per_gate, stream());
   }
 
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {

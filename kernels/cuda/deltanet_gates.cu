@@ -42,10 +42,10 @@ __global__ void norm_gated(const float* __restrict__ x, const float* __restrict_
   for (int64_t d = 0; d < dim; ++d) out[n * dim + d] = xn[d] * inverse * weight_at(w, bf16, d) * (zn[d] * sigmoid(zn[d]));
 }
 
-__global__ void gate_by_sigmoid(float* x, const float* __restrict__ gate, int64_t count) {
+__global__ void gate_by_sigmoid(float* x, const float* __restrict__ gate, int64_t count, int64_t per_gate) {
   begin_after_previous_grid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count) x[i] *= sigmoid(gate[i]);
+  if (i < count) x[i] *= sigmoid(gate[i / per_gate]);
 }
 
 unsigned blocks_for(int64_t count) { return static_cast<unsigned>((count + kThreads - 1) / kThreads); }
@@ -67,9 +67,9 @@ void gated_rmsnorm(const float* x, const float* z, const void* w, DType w_dtype,
                 w_dtype == DType::kBF16, eps, vectors, dim, out);
 }
 
-void sigmoid_gate(float* x, const float* gate, int64_t count, cudaStream_t stream) {
+void sigmoid_gate(float* x, const float* gate, int64_t count, int64_t per_gate, cudaStream_t stream) {
   if (count == 0) return;
-  launch_kernel("sigmoid_gate", gate_by_sigmoid, blocks_for(count), kThreads, 0, stream, x, gate, count);
+  launch_kernel("sigmoid_gate", gate_by_sigmoid, blocks_for(count), kThreads, 0, stream, x, gate, count, per_gate);
 }
 
 }  // namespace flashq::cuda

@@ -14,6 +14,7 @@ void delta_rule_gates(const float* a, const float* b, const void* a_log, DType a
                       DType dt_bias_dtype, int64_t rows, int64_t heads, float* g, float* beta, cudaStream_t stream);
 void gated_rmsnorm(const float* x, const float* z, const void* w, DType w_dtype, float eps, int64_t vectors,
                    int64_t dim, float* out, cudaStream_t stream);
-void sigmoid_gate(float* x, const float* gate, int64_t count, cudaStream_t stream);
+// x[i] *= sigmoid(gate[i / per_gate]).
+void sigmoid_gate(float* x, const float* gate, int64_t count, int64_t per_gate, cudaStream_t stream);
 
 }  // namespace flashq::cuda

@@ -271,26 +271,31 @@ OpCase gated_rmsnorm_case(int64_t rows, int64_t heads, int64_t dim, DType w_dtyp
           }};
 }
 
-OpCase sigmoid_gate_case(int64_t rows, int64_t width) {
+// gate_width: width (element-wise) or 1 (one gate per row).
+OpCase sigmoid_gate_case(int64_t rows, int64_t width, int64_t gate_width) {
   struct Data {
     std::vector<float> x, gate;
   };
-  const LazyInputs<Data> d([rows, width] {
+  const LazyInputs<Data> d([rows, width, gate_width] {
     Data made;
-    std::mt19937 rng(static_cast<unsigned>(rows + width));
+    std::mt19937 rng(static_cast<unsigned>(rows + width + gate_width));
     made.x = random_floats(static_cast<size_t>(rows * width), rng, 2.0f);
-    made.gate = random_floats(made.x.size(), rng, 8.0f);
+    made.gate = random_floats(static_cast<size_t>(rows * gate_width), rng, 8.0f);
     return made;
   });
-  return {"sigmoid_gate", std::to_string(rows) + " rows of " + std::to_string(width),
+  const std::string gates = gate_width == 1 ? ", a gate per row" : "";
+  return {"sigmoid_gate", std::to_string(rows) + " rows of " + std::to_string(width) + gates,
           [=](OpDevice& dev) {
-            Tensor x = dev.upload(d->x, {rows, width}), gate = dev.upload(d->gate, {rows, width});
+            Tensor x = dev.upload(d->x, {rows, width}), gate = dev.upload(d->gate, {rows, gate_width});
             return PreparedRun{[&dev, x, gate]() mutable { dev.backend().sigmoid_gate(x, gate); },
                                [&dev, x] { return Outputs{dev.read(x)}; }};
           },
           [=] {
             std::vector<float> out;
-            for (size_t i = 0; i < d->x.size(); ++i) out.push_back(static_cast<float>(d->x[i] * sigmoid(d->gate[i])));
+            for (size_t i = 0; i < d->x.size(); ++i) {
+              const size_t g = gate_width == 1 ? i / static_cast<size_t>(width) : i;
+              out.push_back(static_cast<float>(d->x[i] * sigmoid(d->gate[g])));
+            }
             return std::vector<Expected>{{"x", out, 1e-6}};
           }};
 }
@@ -382,8 +387,9 @@ std::vector<OpCase> deltanet_op_cases() {
   cases.push_back(delta_rule_gates_case(37, 32, DType::kBF16));
   cases.push_back(gated_rmsnorm_case(1, 32, 128, DType::kBF16));
   cases.push_back(gated_rmsnorm_case(9, 6, 20, DType::kF32));
-  cases.push_back(sigmoid_gate_case(1, 4096));
-  cases.push_back(sigmoid_gate_case(13, 200));
+  cases.push_back(sigmoid_gate_case(1, 4096, 4096));
+  cases.push_back(sigmoid_gate_case(13, 200, 200));
+  cases.push_back(sigmoid_gate_case(13, 200, 1));
   for (const ConvShape& s : {
            ConvShape{"Qwen3.5 kernel 4, bf16, a decode row", 1024, 4, DType::kBF16, {1}},
            ConvShape{"kernel 4, f32, 5 sequences of 0-9 rows", 96, 4, DType::kF32, {3, 0, 9, 1, 5}},

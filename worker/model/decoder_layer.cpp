@@ -1,6 +1,7 @@
 #include "worker/model/decoder_layer.h"
 
 #include "shared/error.h"
+#include "worker/model/host_weights.h"
 
 namespace flashq {
 namespace {
@@ -17,7 +18,58 @@ Tensor load_bias(const WeightStore& weights, const std::string& name, int64_t si
   return Tensor();
 }
 
+// q_proj (and its bias) of a layer that gates its output: per head the query's head_dim rows,
+// then the gate's; split into the queries of every head and the gates of every head.
+void load_gated_query(const WeightStore& weights, const std::string& p, const ModelConfig& c, Backend& backend,
+                      DecoderLayer& layer) {
+  const int64_t d = c.head_dim, heads = c.num_heads;
+  const std::vector<RowRun> queries = rows_of_each_group(heads, 2 * d, 0, d);
+  const std::vector<RowRun> gates = rows_of_each_group(heads, 2 * d, d, d);
+  const Tensor q = weights.get(p + "self_attn.q_proj.weight", {2 * heads * d, c.hidden_size});
+  layer.q_proj = backend.upload_weight(gather_host_rows(q, queries));
+  layer.q_gate_proj = backend.upload_weight(gather_host_rows(q, gates));
+  if (c.attention_bias) {
+    const Tensor bias = weights.get(p + "self_attn.q_proj.bias", {2 * heads * d});
+    layer.q_bias = backend.upload_weight(gather_host_rows(bias, queries));
+    layer.q_gate_bias = backend.upload_weight(gather_host_rows(bias, gates));
+  }
+}
+
+// The attention's tensors: q, k, v and o projections, their biases, sinks and q/k norms.
+void load_attention(const WeightStore& weights, const std::string& p, const ModelConfig& c, Backend& backend,
+                    DecoderLayer& layer) {
+  const int64_t hidden = c.hidden_size;
+  const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim;
+  auto w = [&](const std::string& name, const Shape& shape) { return load_weight(weights, p + name, shape, backend); };
+  auto bias = [&](const std::string& name, int64_t size, bool named) {
+    return load_bias(weights, p + name, size, named, backend);
+  };
+  if (c.attention_output_gate) {
+    load_gated_query(weights, p, c, backend, layer);
+  } else {
+    layer.q_proj = w("self_attn.q_proj.weight", {q_width, hidden});
+    layer.q_bias = bias("self_attn.q_proj.bias", q_width, c.attention_bias);
+  }
+  layer.k_proj = w("self_attn.k_proj.weight", {kv_width, hidden});
+  layer.v_proj = w("self_attn.v_proj.weight", {kv_width, hidden});
+  layer.o_proj = w("self_attn.o_proj.weight", {hidden, q_width});
+  layer.k_bias = bias("self_attn.k_proj.bias", kv_width, c.attention_bias);
+  layer.v_bias = bias("self_attn.v_proj.bias", kv_width, c.attention_bias);
+  layer.o_bias = bias("self_attn.o_proj.bias", hidden, c.attention_bias);
+  if (c.attention_sinks) layer.sinks = w("self_attn.sinks", {c.num_heads});
+  if (c.qk_norm) {
+    layer.q_norm = load_norm(weights, p + "self_attn.q_norm.weight", {c.head_dim}, c, backend);
+    layer.k_norm = load_norm(weights, p + "self_attn.k_norm.weight", {c.head_dim}, c, backend);
+  }
+}
+
 }  // namespace
+
+Tensor load_norm(const WeightStore& weights, const std::string& name, const Shape& shape, const ModelConfig& config,
+                 Backend& backend) {
+  if (!config.zero_centred_norms) return load_weight(weights, name, shape, backend);
+  return backend.upload_weight(one_plus_weight(weights.get(name, shape)));
+}
 
 Tensor load_weight(const WeightStore& weights, const std::string& name, const Shape& shape, Backend& backend) {
   Tensor host = weights.get(name, shape);
@@ -30,25 +82,21 @@ Tensor load_weight(const WeightStore& weights, const std::string& name, const Sh
 }
 
 DecoderLayer load_decoder_layer(const WeightStore& weights, const std::string& p, const ModelConfig& c,
-                                Backend& backend, bool sparse_mlp) {
+                                Backend& backend, bool sparse_mlp, bool linear_attention) {
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
-  const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim;
   auto w = [&](const std::string& name, const Shape& shape) { return load_weight(weights, p + name, shape, backend); };
   auto bias = [&](const std::string& name, int64_t size, bool named) {
     return load_bias(weights, p + name, size, named, backend);
   };
   DecoderLayer layer{
-      .input_norm = w("input_layernorm.weight", {hidden}),
-      .q_proj = w("self_attn.q_proj.weight", {q_width, hidden}),
-      .k_proj = w("self_attn.k_proj.weight", {kv_width, hidden}),
-      .v_proj = w("self_attn.v_proj.weight", {kv_width, hidden}),
-      .o_proj = w("self_attn.o_proj.weight", {hidden, q_width}),
-      .q_bias = bias("self_attn.q_proj.bias", q_width, c.attention_bias),
-      .k_bias = bias("self_attn.k_proj.bias", kv_width, c.attention_bias),
-      .v_bias = bias("self_attn.v_proj.bias", kv_width, c.attention_bias),
-      .o_bias = bias("self_attn.o_proj.bias", hidden, c.attention_bias),
-      .post_attention_norm = w("post_attention_layernorm.weight", {hidden}),
+      .input_norm = load_norm(weights, p + "input_layernorm.weight", {hidden}, c, backend),
+      .post_attention_norm = load_norm(weights, p + "post_attention_layernorm.weight", {hidden}, c, backend),
   };
+  if (linear_attention) {
+    layer.linear_attention = load_gated_delta_net(weights, p, c, backend);
+  } else {
+    load_attention(weights, p, c, backend, layer);
+  }
   if (sparse_mlp) {
     layer.moe = load_moe_mlp(weights, p, c, backend);
   } else {
@@ -59,26 +107,26 @@ DecoderLayer load_decoder_layer(const WeightStore& weights, const std::string& p
     layer.up_bias = bias("mlp.up_proj.bias", inter, c.mlp_bias);
     layer.down_bias = bias("mlp.down_proj.bias", hidden, c.mlp_bias);
   }
-  if (c.attention_sinks) layer.sinks = w("self_attn.sinks", {c.num_heads});
-  if (c.qk_norm) {
-    layer.q_norm = w("self_attn.q_norm.weight", {c.head_dim});
-    layer.k_norm = w("self_attn.k_norm.weight", {c.head_dim});
-  }
   return layer;
 }
 
 void project_qkv(Backend& backend, const DecoderLayer& layer, const ModelConfig& c, const Tensor& normed, Tensor& q,
-                 Tensor& k, Tensor& v) {
+                 Tensor& k, Tensor& v, Tensor* gate) {
   const int64_t rows = normed.dim(0), head_dim = c.head_dim;
   Tensor q_flat = q.reshape({rows, c.num_heads * head_dim});
   Tensor k_flat = k.reshape({rows, c.num_kv_heads * head_dim});
   Tensor v_flat = v.reshape({rows, c.num_kv_heads * head_dim});
-  const WeightProduct products[] = {{&layer.q_proj, &q_flat}, {&layer.k_proj, &k_flat}, {&layer.v_proj, &v_flat}};
-  backend.matmul_many(normed, products);
+  const bool gated = layer.q_gate_proj.defined();
+  check_invariant(!gated || gate != nullptr, "a gated layer's gate has somewhere to go");
+  Tensor gate_flat = gated ? gate->reshape({rows, c.num_heads * head_dim}) : Tensor();
+  const WeightProduct products[] = {
+      {&layer.q_proj, &q_flat}, {&layer.k_proj, &k_flat}, {&layer.v_proj, &v_flat}, {&layer.q_gate_proj, &gate_flat}};
+  backend.matmul_many(normed, std::span(products).first(gated ? 4 : 3));
   if (layer.q_bias.defined()) {
     backend.add_bias(q_flat, layer.q_bias);
     backend.add_bias(k_flat, layer.k_bias);
     backend.add_bias(v_flat, layer.v_bias);
+    if (gated) backend.add_bias(gate_flat, layer.q_gate_bias);
   }
 }
 

@@ -8,7 +8,12 @@
 namespace flashq {
 namespace {
 
-std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
+// Where the language model's tensors are: model.* in a text model's checkpoint, and
+// model.language_model.* in a multimodal one's (Qwen3.5's), whose other tensors (the vision tower
+// model.visual.*, the multi-token prediction head mtp.*) a text model does not read.
+std::string weight_prefix(const WeightStore& weights) {
+  return weights.contains("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+}
 
 // kInvalidArgument for a tap layer outside the model's `layers`.
 void check_tap_layers(const ForwardOptions& options, int64_t layers) {
@@ -40,8 +45,9 @@ std::vector<int32_t> last_rows(std::span<const SequenceChunk> chunks, const Forw
 DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backend& backend)
     : config_(std::move(config)), backend_(backend), workspace_(backend), recorder_(backend) {
   const int64_t hidden = config_.hidden_size;
-  embed_tokens_ = load_weight(weights, "model.embed_tokens.weight", {config_.vocab_size, hidden}, backend_);
-  final_norm_ = load_weight(weights, "model.norm.weight", {hidden}, backend_);
+  const std::string model = weight_prefix(weights);
+  embed_tokens_ = load_weight(weights, model + "embed_tokens.weight", {config_.vocab_size, hidden}, backend_);
+  final_norm_ = load_norm(weights, model + "norm.weight", {hidden}, config_, backend_);
   if (weights.contains("lm_head.weight")) {
     lm_head_ = load_weight(weights, "lm_head.weight", {config_.vocab_size, hidden}, backend_);
   } else if (config_.tie_word_embeddings) {
@@ -50,14 +56,38 @@ DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backe
     throw Error(ErrorCode::kBadCheckpoint,
                 "tensor 'lm_head.weight' not found in " + weights.dir().string() + " and tie_word_embeddings is false");
   }
+  int64_t attending = 0, linear = 0;
   for (int64_t i = 0; i < config_.num_layers; ++i) {
-    layers_.push_back(load_decoder_layer(weights, layer_prefix(i), config_, backend_, config_.moe.sparse_layer(i)));
+    const bool linear_layer = config_.linear_attention.linear_layer(i);
+    layers_.push_back(load_decoder_layer(weights, model + "layers." + std::to_string(i) + ".", config_, backend_,
+                                         config_.moe.sparse_layer(i), linear_layer));
+    cache_layers_.push_back(linear_layer ? linear++ : attending++);
   }
 }
 
 KvCache DecoderModel::make_cache(int64_t max_length) const {
-  return KvCache(backend_, config_.num_layers, config_.num_kv_heads, config_.head_dim,
-                 std::min(max_length, config_.max_position_embeddings), attention_windows(config_), kv_cache_dtype());
+  KvCache cache(backend_, static_cast<int64_t>(attention_layers(config_).size()), config_.num_kv_heads,
+                config_.head_dim, std::min(max_length, config_.max_position_embeddings), attention_windows(config_),
+                kv_cache_dtype());
+  cache.attach_recurrent_state(make_recurrent_state());
+  return cache;
+}
+
+void DecoderModel::prepare_recurrent_states(std::span<const SequenceChunk> chunks) {
+  for (const SequenceChunk& chunk : chunks) {
+    RecurrentState* state = chunk.cache->recurrent();
+    if (state == nullptr) continue;
+    if (state->kept_rows() >= 0) {
+      for (int64_t l = 0; l < config_.num_layers; ++l) {
+        const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
+        if (layer.linear_attention) {
+          replay_kept_rows(backend_, workspace_, *layer.linear_attention, config_, cache_layers_[l], *state);
+        }
+      }
+      state->replayed();
+    }
+    state->begin_pass(chunk.cache->length(), static_cast<int64_t>(chunk.tokens.size()));
+  }
 }
 
 ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
@@ -75,6 +105,8 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
   for (const SequenceChunk& chunk : chunks) {
     chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
   }
+  check_token_ids(chunks);
+  prepare_recurrent_states(chunks);
   std::vector<int32_t> ids, positions, key_counts, window_rows, store_rows;
   // A paged chunk's tables are padded to the blocks of its whole length, so that their shape (what
   // a recorded pass depends on) stays the same while the sequence grows.
@@ -146,11 +178,8 @@ DecoderModel::PassKey DecoderModel::pass_key(std::span<const SequenceChunk> chun
   return key;
 }
 
-ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
-  // What a part would refuse is refused before the first part runs, so an error leaves every
-  // cache as it was, as one pass does.
+void DecoderModel::check_token_ids(std::span<const SequenceChunk> chunks) const {
   for (const SequenceChunk& chunk : chunks) {
-    chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
     for (int32_t id : chunk.tokens) {
       if (id < 0 || id >= config_.vocab_size) {
         throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(id) +
@@ -159,6 +188,15 @@ ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chun
       }
     }
   }
+}
+
+ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+  // What a part would refuse is refused before the first part runs, so an error leaves every
+  // cache as it was, as one pass does.
+  for (const SequenceChunk& chunk : chunks) {
+    chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
+  }
+  check_token_ids(chunks);
   check_tap_layers(options, config_.num_layers);
   // Row r of chunk c is row first_row[c] + r of the whole pass.
   std::vector<int64_t> first_row(chunks.size() + 1, 0), done(chunks.size(), 0);
@@ -218,7 +256,12 @@ ForwardOutput DecoderModel::run_pass(std::span<const SequenceChunk> chunks, cons
   backend_.rmsnorm(h, layers_[0].input_norm, config_.rms_norm_eps, normed);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const DecoderLayer& layer = layers_[l];
-    run_attention(layer, l, chunks, normed, pass_rows, delta);
+    if (layer.linear_attention) {
+      run_gated_delta_net(backend_, workspace_, *layer.linear_attention, config_, cache_layers_[l], chunks, normed,
+                          delta);
+    } else {
+      run_attention(layer, l, chunks, normed, pass_rows, delta);
+    }
     backend_.add_rmsnorm(h, delta, layer.post_attention_norm, config_.rms_norm_eps, normed);
     run_mlp(backend_, workspace_, layer, config_, normed, delta);
     // The residual add is fused with the next layer's input norm; the last layer adds plainly.
@@ -244,7 +287,8 @@ void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
   Tensor k = workspace_.get("k", DType::kF32, {rows, kv_heads, head_dim});
   Tensor v = workspace_.get("v", DType::kF32, {rows, kv_heads, head_dim});
   Tensor attended = workspace_.get("attended", DType::kF32, {rows, q_heads, head_dim});
-  project_qkv(backend_, layer, config_, normed, q, k, v);
+  Tensor gate = layer.q_gate_proj.defined() ? workspace_.get("q_gate", DType::kF32, {rows, q_heads, head_dim}) : Tensor();
+  project_qkv(backend_, layer, config_, normed, q, k, v, &gate);
 
   // A windowed layer's rows are kept apart (a ring, or the window table's blocks).
   const AttentionOptions options = attention_options(layer, config_, layer_index);
@@ -256,13 +300,15 @@ void DecoderModel::run_attention(const DecoderLayer& layer, int64_t layer_index,
     const SequenceChunk& chunk = chunks[c];
     const int64_t n = static_cast<int64_t>(chunk.tokens.size());
     const Tensor& table = tables[c];
-    cache_chunks_.push_back({&chunk.cache->keys(layer_index), &chunk.cache->values(layer_index), first, n,
+    const int64_t cache_layer = cache_layers_[layer_index];
+    cache_chunks_.push_back({&chunk.cache->keys(cache_layer), &chunk.cache->values(cache_layer), first, n,
                              table.defined() ? &table : nullptr, chunk.cache->block_size()});
     first += n;
   }
   const QkNormRope norm_rope = qk_norm_rope(layer, config_, positions);
   const Tensor& store_at = windowed ? pass_rows.window_rows : pass_rows.store_rows;
   backend_.store_and_attend(q, k, v, cache_chunks_, store_at, pass_rows.key_counts, attended, &norm_rope, options);
+  if (gate.defined()) backend_.sigmoid_gate(attended, gate);
   project_attention_out(backend_, layer, attended, attention_out);
 }
 

@@ -75,6 +75,12 @@ class DecoderModel final : public TargetModel {
   // Logits of `hidden`'s rows, or of those `last_rows` names when defined.
   Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
 
+  // Before a pass: a truncated recurrent state's kept rows replayed, then the pass begun on each
+  // chunk's state (RecurrentState::begin_pass).
+  void prepare_recurrent_states(std::span<const SequenceChunk> chunks);
+  // kInvalidArgument, before anything changes, for a token outside the vocabulary.
+  void check_token_ids(std::span<const SequenceChunk> chunks) const;
+
   ModelConfig config_;
   Backend& backend_;
   Workspace workspace_;
@@ -82,6 +88,9 @@ class DecoderModel final : public TargetModel {
   std::vector<int32_t> block_table_ints_;  // every paged chunk's table, one after another
   Tensor embed_tokens_, final_norm_, lm_head_;
   std::vector<DecoderLayer> layers_;
+  // Per layer: its index among the cache's attention layers, or among the recurrent state's
+  // linear layers.
+  std::vector<int64_t> cache_layers_;
   PassRecorder<PassKey, ForwardOutput> recorder_;
 };
 

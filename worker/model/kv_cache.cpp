@@ -129,6 +129,7 @@ void KvCache::commit(int64_t count) {
 }
 
 void KvCache::truncate(int64_t length) {
+  if (recurrent_) recurrent_->truncate(length, this->length());
   if (table_) {
     const std::optional<std::vector<BlockCopy>> copies = table_->truncate(length);
     if (!copies) {
@@ -146,6 +147,7 @@ std::span<const BlockId> KvCache::block_ids() const { return table_ ? table_->bl
 
 PrefixMatch KvCache::adopt_prefix(std::span<const int32_t> tokens) {
   check_invariant(table_ != nullptr, "only a paged cache adopts a cached prefix");
+  if (recurrent_) return {};  // no recurrent state is kept with the cached blocks
   PrefixMatch match = table_->adopt_prefix(tokens);
   // Each copy as soon as its block is taken: the block it copies is cached again, not yet evicted.
   if (match.partial_copy) paged_->copy_block(*match.partial_copy);
@@ -168,6 +170,7 @@ void KvCache::commit_draft_context(int64_t drafter_through) {
 }
 
 void KvCache::clear_blocks() {
+  if (recurrent_) recurrent_->clear();
   if (!table_) return;
   const std::vector<BlockId> owners(table_->blocks().begin(), table_->blocks().end());
   table_->clear();

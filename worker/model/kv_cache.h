@@ -15,6 +15,12 @@
 // WindowTable (window_table.h), which holds only the window's: a row of position t there is
 // window_slot(t). The store's layers are slots: the full-attention layers in order take slots
 // 0, 1, ..., and the windowed layers in order take slots 0, 1, ... of the blocks their table lists.
+//
+// A hybrid model's cache (Qwen3.5, Qwen3-Next) holds its attention layers only (the model's layer
+// i is the cache's layer attention_layers(config)[i]'s index) and, beside them, the recurrent
+// state of its linear-attention layers (recurrent_state.h), which truncation and clearing keep in
+// step with the positions. Such a cache adopts no cached prefix: the state at a block boundary
+// is not kept.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +32,7 @@
 #include "worker/model/block_table.h"
 #include "worker/model/cache_pool.h"
 #include "worker/model/paged_kv_store.h"
+#include "worker/model/recurrent_state.h"
 #include "worker/model/window_table.h"
 
 namespace flashq {
@@ -120,6 +127,11 @@ class KvCache {
   // The same, keeping the last partial block cached as a tail (BlockTable::clear_keeping_tail).
   void clear_blocks_keeping_tail(std::span<const int32_t> tokens);
 
+  // ---- a hybrid model's recurrent state ----
+  void attach_recurrent_state(std::unique_ptr<RecurrentState> state) { recurrent_ = std::move(state); }
+  // Null when the model has no linear-attention layers.
+  RecurrentState* recurrent() const { return recurrent_.get(); }
+
  private:
   // Rows layer `layer` holds once whole: max_length, or its ring.
   int64_t whole_rows(int64_t layer) const { return ring(layer) ? ring_rows_ : max_length_; }
@@ -141,6 +153,7 @@ class KvCache {
   std::unique_ptr<WindowTable> window_table_;  // a paged cache's with windowed layers
   std::vector<int64_t> store_slots_;  // a paged cache's: per layer, its slot in the store
   const std::vector<int32_t>* registered_tokens_ = nullptr;
+  std::unique_ptr<RecurrentState> recurrent_;
 };
 
 }  // namespace flashq

@@ -129,7 +129,7 @@ void refuse_unimplemented(const ConfigReader& reader, const ModelFamily& family)
   reader.refuse_if(reader.boolean("use_sliding_window", false), "use_sliding_window", "true (sliding-window attention)");
   std::string act = reader.string("hidden_act", "silu");
   reader.refuse_if(act != "silu", "hidden_act", "'" + act + "'");
-  if (reader.has("layer_types") && !family.reads_layer_types) {
+  if (reader.has("layer_types") && !family.reads_layer_types && !family.linear_attention) {
     if (!reader.raw("layer_types").is_array()) reader.fail("layer_types", "must be a list");
     for (const auto& type : reader.raw("layer_types")) {
       reader.refuse_if(type != "full_attention", "layer_types", "entry " + type.dump());
@@ -137,24 +137,42 @@ void refuse_unimplemented(const ConfigReader& reader, const ModelFamily& family)
   }
 }
 
-// layer_types of a family that has sliding layers: one entry per layer, each full_attention or
-// sliding_attention (an absent list is the family's own default, read by the family).
-void read_layer_types(const ConfigReader& reader, ModelConfig& config) {
+// layer_types of a family that has sliding or linear-attention layers: one entry per layer, each
+// full_attention or the kind the family has (an absent list is the family's own default, read by
+// the family).
+void read_layer_types(const ConfigReader& reader, const ModelFamily& family, ModelConfig& config) {
   if (!reader.has("layer_types")) return;
   const nlohmann::json& types = reader.raw("layer_types");
   if (!types.is_array() || static_cast<int64_t>(types.size()) != config.num_layers) {
     reader.fail("layer_types", "must list one type per layer (" + std::to_string(config.num_layers) + ")");
   }
   config.sliding_layers.clear();
+  config.linear_attention.layers.clear();
+  const char* other = family.linear_attention ? "linear_attention" : "sliding_attention";
   for (const auto& type : types) {
-    reader.refuse_if(type != "full_attention" && type != "sliding_attention", "layer_types", "entry " + type.dump());
-    config.sliding_layers.push_back(type == "sliding_attention");
+    reader.refuse_if(type != "full_attention" && type != other, "layer_types", "entry " + type.dump());
+    (family.linear_attention ? config.linear_attention.layers : config.sliding_layers).push_back(type == other);
   }
+}
+
+// A multimodal checkpoint's config (Qwen3.5's ...ForConditionalGeneration) holds the language
+// model's keys in text_config; the composite keeps a few of them at the top level, which fill in
+// the ones text_config leaves out. Other configs are read as they are.
+nlohmann::json language_model_config(const nlohmann::json& json) {
+  if (!json.is_object() || !json.contains("text_config") || !json["text_config"].is_object()) return json;
+  nlohmann::json text = json["text_config"];
+  for (const char* key : {"tie_word_embeddings", "eos_token_id", "architectures"}) {
+    if (!text.contains(key) && json.contains(key)) text[key] = json[key];
+  }
+  if (!text.contains("model_type") && json.contains("model_type")) text["model_type"] = json["model_type"];
+  return text;
 }
 
 }  // namespace
 
-ModelConfig parse_model_config(const nlohmann::json& json, const std::string& label) {
+ModelConfig parse_model_config(const nlohmann::json& whole, const std::string& file_label) {
+  const nlohmann::json json = language_model_config(whole);
+  const std::string label = json != whole ? file_label + " text_config" : file_label;
   ConfigReader reader(json, label);
   ModelConfig config;
   if (reader.has("architectures")) {
@@ -168,7 +186,9 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
 
   const ModelConfigDefaults& defaults = family.config_defaults;
   config.hidden_size = reader.positive_int("hidden_size");
-  config.intermediate_size = reader.positive_int("intermediate_size");
+  config.intermediate_size = defaults.intermediate_size > 0
+                                 ? reader.positive_int("intermediate_size", defaults.intermediate_size)
+                                 : reader.positive_int("intermediate_size");
   config.num_layers = reader.positive_int("num_hidden_layers");
   config.num_heads = reader.positive_int("num_attention_heads");
   // An absent num_key_value_heads takes the family's default, a null one means multi-head
@@ -194,8 +214,9 @@ ModelConfig parse_model_config(const nlohmann::json& json, const std::string& la
   config.tie_word_embeddings = reader.boolean("tie_word_embeddings", false);
   collect_eos_ids(reader, config.eos_token_ids);
   if (family.read_family_options != nullptr) family.read_family_options(reader, config);
-  if (family.reads_layer_types) read_layer_types(reader, config);
+  if (family.reads_layer_types || family.linear_attention) read_layer_types(reader, family, config);
 
+  if (attention_layers(config).empty()) reader.fail("layer_types", "must name at least one full_attention layer");
   if (config.num_heads % config.num_kv_heads != 0) {
     reader.fail("num_key_value_heads", "must divide num_attention_heads (" + std::to_string(config.num_heads) + ")");
   }
@@ -209,9 +230,17 @@ int64_t attention_window(const ModelConfig& config, int64_t layer) {
   return index < config.sliding_layers.size() && config.sliding_layers[index] ? config.sliding_window : 0;
 }
 
+std::vector<int64_t> attention_layers(const ModelConfig& config) {
+  std::vector<int64_t> layers;
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    if (!config.linear_attention.linear_layer(layer)) layers.push_back(layer);
+  }
+  return layers;
+}
+
 std::vector<int64_t> attention_windows(const ModelConfig& config) {
   std::vector<int64_t> windows;
-  for (int64_t layer = 0; layer < config.num_layers; ++layer) windows.push_back(attention_window(config, layer));
+  for (int64_t layer : attention_layers(config)) windows.push_back(attention_window(config, layer));
   if (std::all_of(windows.begin(), windows.end(), [](int64_t w) { return w == 0; })) windows.clear();
   return windows;
 }
@@ -232,7 +261,8 @@ RopeOptions rope_options(const ModelConfig& c) {
       .beta_fast = static_cast<float>(c.rope_beta_fast),
       .beta_slow = static_cast<float>(c.rope_beta_slow),
       .truncate = c.rope_truncate,
-      .attention_factor = c.rope_scaling == RopeScaling::kYarn ? static_cast<float>(c.rope_attention_factor) : 0.0f};
+      .attention_factor = c.rope_scaling == RopeScaling::kYarn ? static_cast<float>(c.rope_attention_factor) : 0.0f,
+      .rotary_dims = static_cast<int32_t>(c.rotary_dims)};
 }
 
 ModelConfig load_model_config(const std::filesystem::path& dir) {

@@ -21,6 +21,7 @@ namespace flashq {
 enum class ExpertLayout : uint8_t {
   kPerExpert,     // Qwen3-MoE: mlp.gate.weight, mlp.experts.{e}.{gate,up,down}_proj.weight
   kStackedMxfp4,  // gpt-oss: mlp.router.{weight,bias}, mlp.experts.{gate_up,down}_proj_{blocks,scales,bias}
+  kFusedGateUp,   // Qwen3.5-MoE: mlp.gate.weight, mlp.experts.gate_up_proj [E, 2I, H] (gate rows first), down_proj [E, H, I]
 };
 
 // The mixture-of-experts MLPs of a family that has them (num_experts 0: every MLP is dense).
@@ -34,11 +35,32 @@ struct MoeConfig {
   RoutingOrder routing_order = RoutingOrder::kSoftmaxThenTopK;
   ExpertActivation activation;
   ExpertLayout layout = ExpertLayout::kPerExpert;
+  // A shared expert beside the routed ones (Qwen3.5-MoE, Qwen3-Next): a SwiGLU MLP of this size
+  // on every row, times sigmoid(shared_expert_gate(x)); 0: none.
+  int64_t shared_expert_intermediate_size = 0;
 
   // Whether layer `layer`'s MLP is the experts (Qwen3MoeDecoderLayer's rule).
   bool sparse_layer(int64_t layer) const;
   MoeRouting routing() const {
     return {.top_k = experts_per_token, .order = routing_order, .normalize_top_k = normalize_top_k};
+  }
+};
+
+// The Gated DeltaNet (linear attention) layers of the hybrid families (Qwen3.5, Qwen3-Next;
+// docs/models.md): which layers they are, and their sizes (linear_* keys).
+struct LinearAttentionConfig {
+  std::vector<bool> layers;  // per layer: linear attention; empty: none
+  int64_t key_heads = 0, value_heads = 0;         // linear_num_key_heads, linear_num_value_heads
+  int64_t key_head_dim = 0, value_head_dim = 0;   // linear_key_head_dim, linear_value_head_dim
+  int64_t conv_kernel = 0;                        // linear_conv_kernel_dim
+  // Qwen3-Next's in_proj_qkvz / in_proj_ba (grouped per key head); else Qwen3.5's in_proj_qkv,
+  // in_proj_z, in_proj_b, in_proj_a.
+  bool grouped_projection = false;
+
+  int64_t key_dim() const { return key_heads * key_head_dim; }
+  int64_t value_dim() const { return value_heads * value_head_dim; }
+  bool linear_layer(int64_t layer) const {
+    return static_cast<size_t>(layer) < layers.size() && layers[static_cast<size_t>(layer)];
   }
 };
 
@@ -75,12 +97,24 @@ struct ModelConfig {
   int64_t sliding_window = 0;
   std::vector<bool> sliding_layers;  // per layer; empty: none
   MoeConfig moe;
+  // The hybrid families' (Qwen3.5, Qwen3-Next): the linear-attention layers; a gate per query
+  // element from q_proj (its rows [query | gate] per head) multiplying the attention's output by
+  // sigmoid(gate); RMSNorm weights stored around 0 (the scale is 1 + w); RoPE on the first
+  // rotary_dims of each head only (partial_rotary_factor; 0: the whole head).
+  LinearAttentionConfig linear_attention;
+  bool attention_output_gate = false;
+  bool zero_centred_norms = false;
+  int64_t rotary_dims = 0;
   std::vector<int32_t> eos_token_ids;  // config.json and generation_config.json, deduplicated
 };
 
+// The layers that attend (every layer but the linear-attention ones), in order: the KV cache's
+// layers are these.
+std::vector<int64_t> attention_layers(const ModelConfig& config);
+
 // The window layer `layer` attends over (0: every position before it).
 int64_t attention_window(const ModelConfig& config, int64_t layer);
-// Every layer's window, or nothing when no layer attends one.
+// Every attention layer's window (attention_layers' order), or nothing when none attends one.
 std::vector<int64_t> attention_windows(const ModelConfig& config);
 
 // The RoPE the config asks for, as the backend ops take it.
@@ -95,9 +129,11 @@ struct ModelConfigDefaults {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   bool attention_bias = false;
+  int64_t intermediate_size = 0;  // 0: required
 };
 
-// Parses a config.json object; `label` (the file path) prefixes every error message.
+// Parses a config.json object (a multimodal one's text_config); `label` (the file path) prefixes
+// every error message.
 ModelConfig parse_model_config(const nlohmann::json& config, const std::string& label);
 
 // Reads dir/config.json and, when present, dir/generation_config.json.

@@ -6,7 +6,10 @@
 #include "worker/model/gpt_oss.h"
 #include "worker/model/llama.h"
 #include "worker/model/qwen3.h"
+#include "worker/model/qwen3_5.h"
+#include "worker/model/qwen3_5_moe.h"
 #include "worker/model/qwen3_moe.h"
+#include "worker/model/qwen3_next.h"
 #include "worker/model/safetensors.h"
 
 namespace flashq {
@@ -17,6 +20,9 @@ std::span<const ModelFamily> model_families() {
       llama_family(),
       qwen3_moe_family(),
       gpt_oss_family(),
+      qwen3_5_family(),
+      qwen3_5_moe_family(),
+      qwen3_next_family(),
   };
   return families;
 }
@@ -24,8 +30,11 @@ std::span<const ModelFamily> model_families() {
 const ModelFamily* find_model_family(const std::string& model_type, const std::string& architecture) {
   const std::span<const ModelFamily> families = model_families();
   if (!model_type.empty()) {
-    auto it = std::find_if(families.begin(), families.end(),
-                           [&](const ModelFamily& family) { return family.model_type == model_type; });
+    auto it = std::find_if(families.begin(), families.end(), [&](const ModelFamily& family) {
+      return family.model_type == model_type ||
+             std::find(family.model_type_aliases.begin(), family.model_type_aliases.end(), model_type) !=
+                 family.model_type_aliases.end();
+    });
     return it == families.end() ? nullptr : &*it;
   }
   auto it = std::find_if(families.begin(), families.end(), [&](const ModelFamily& family) {

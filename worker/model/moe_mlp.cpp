@@ -73,18 +73,76 @@ MoeMlp load_stacked_mxfp4(const WeightStore& weights, const std::string& p, cons
   return mlp;
 }
 
+// Qwen3.5-MoE: a router without bias, and every expert's gate and up projections fused and
+// stacked (gate_up_proj [E, 2I, H], gate rows first) and its down projections stacked
+// (down_proj [E, H, I]).
+MoeMlp load_fused_gate_up(const WeightStore& weights, const std::string& p, const ModelConfig& c, Backend& backend) {
+  const int64_t hidden = c.hidden_size, inter = c.moe.intermediate_size, experts = c.moe.num_experts;
+  MoeMlp mlp;
+  mlp.router.weight = load_weight(weights, p + "mlp.gate.weight", {experts, hidden}, backend);
+  const Tensor gate_up = weights.get(p + "mlp.experts.gate_up_proj", {experts, 2 * inter, hidden});
+  const Tensor down = weights.get(p + "mlp.experts.down_proj", {experts, hidden, inter});
+  for (const Tensor* stacked : {&gate_up, &down}) {
+    if (stacked->dtype() == DType::kI32 || stacked->dtype() == DType::kU8) {
+      throw Error(ErrorCode::kBadCheckpoint, "the experts of " + p + " in " + weights.dir().string() +
+                                                 " must be F32, F16 or BF16");
+    }
+  }
+  for (int64_t e = 0; e < experts; ++e) {
+    const Tensor both = gate_up.slice_rows(e, 1).reshape({2 * inter, hidden});
+    ExpertWeights expert;
+    expert.gate.weight = backend.upload_weight(both.slice_rows(0, inter));
+    expert.up.weight = backend.upload_weight(both.slice_rows(inter, inter));
+    expert.down.weight = backend.upload_weight(down.slice_rows(e, 1).reshape({hidden, inter}));
+    mlp.experts.push_back(std::move(expert));
+  }
+  return mlp;
+}
+
+// The shared expert beside the routed ones (Qwen3.5-MoE, Qwen3-Next).
+void load_shared_expert(const WeightStore& weights, const std::string& p, const ModelConfig& c, Backend& backend,
+                        MoeMlp& mlp) {
+  const int64_t hidden = c.hidden_size, inter = c.moe.shared_expert_intermediate_size;
+  const std::string shared = p + "mlp.shared_expert.";
+  mlp.shared_gate_proj = load_weight(weights, shared + "gate_proj.weight", {inter, hidden}, backend);
+  mlp.shared_up_proj = load_weight(weights, shared + "up_proj.weight", {inter, hidden}, backend);
+  mlp.shared_down_proj = load_weight(weights, shared + "down_proj.weight", {hidden, inter}, backend);
+  mlp.shared_expert_gate = load_weight(weights, p + "mlp.shared_expert_gate.weight", {1, hidden}, backend);
+}
+
+// out += the shared expert of `normed`, gated per row.
+void add_shared_expert(Backend& backend, Workspace& workspace, const MoeMlp& mlp, const ModelConfig& config,
+                       const Tensor& normed, Tensor& out) {
+  const int64_t rows = normed.dim(0), inter = config.moe.shared_expert_intermediate_size;
+  Tensor gate = workspace.get("shared_expert_gate", DType::kF32, {rows, inter});
+  Tensor up = workspace.get("shared_expert_up", DType::kF32, {rows, inter});
+  Tensor shared = workspace.get("shared_expert_out", DType::kF32, {rows, config.hidden_size});
+  Tensor gate_logit = workspace.get("shared_expert_gate_logit", DType::kF32, {rows, 1});
+  backend.matmul_swiglu(normed, mlp.shared_gate_proj, mlp.shared_up_proj, gate, up);
+  backend.matmul(gate, mlp.shared_down_proj, shared);
+  backend.matmul(normed, mlp.shared_expert_gate, gate_logit);
+  backend.sigmoid_gate(shared, gate_logit);
+  backend.add(out, shared);
+}
+
 }  // namespace
 
 MoeMlp load_moe_mlp(const WeightStore& weights, const std::string& prefix, const ModelConfig& config,
                     Backend& backend) {
+  MoeMlp mlp;
   switch (config.moe.layout) {
     case ExpertLayout::kPerExpert:
-      return load_per_expert(weights, prefix, config, backend);
+      mlp = load_per_expert(weights, prefix, config, backend);
+      break;
     case ExpertLayout::kStackedMxfp4:
-      return load_stacked_mxfp4(weights, prefix, config, backend);
+      mlp = load_stacked_mxfp4(weights, prefix, config, backend);
+      break;
+    case ExpertLayout::kFusedGateUp:
+      mlp = load_fused_gate_up(weights, prefix, config, backend);
+      break;
   }
-  check_invariant(false, "every expert layout is loaded");
-  return {};
+  if (config.moe.shared_expert_intermediate_size > 0) load_shared_expert(weights, prefix, config, backend, mlp);
+  return mlp;
 }
 
 void run_moe_mlp(Backend& backend, Workspace& workspace, const MoeMlp& mlp, const ModelConfig& config,
@@ -96,6 +154,7 @@ void run_moe_mlp(Backend& backend, Workspace& workspace, const MoeMlp& mlp, cons
   backend.linear(normed, mlp.router, logits);
   backend.moe_route(logits, config.moe.routing(), expert_ids, expert_weights);
   backend.moe_experts(normed, expert_ids, expert_weights, mlp.experts, config.moe.activation, out);
+  if (mlp.shared_expert_gate.defined()) add_shared_expert(backend, workspace, mlp, config, normed, out);
 }
 
 }  // namespace flashq

@@ -19,6 +19,9 @@ namespace flashq {
 struct MoeMlp {
   LinearWeight router;                 // [E, H], with a bias where the family has one
   std::vector<ExpertWeights> experts;  // [E], one layout for all
+  // The shared expert, when the family has one (MoeConfig::shared_expert_intermediate_size):
+  // a SwiGLU MLP on every row, times sigmoid(shared_expert_gate . x) ([1, H]).
+  Tensor shared_gate_proj, shared_up_proj, shared_down_proj, shared_expert_gate;
 };
 
 // The MLP's tensors under `prefix` (e.g. "model.layers.3.") in the layout config.moe.layout names.

@@ -1,5 +1,7 @@
 #include "worker/model/qwen3_moe.h"
 
+#include "worker/model/moe_options.h"
+
 namespace flashq {
 namespace {
 
@@ -20,17 +22,7 @@ void read_experts(const ConfigReader& reader, ModelConfig& config) {
     reader.fail("num_experts_per_tok",
                 "must be at most " + std::string(experts_key) + " (" + std::to_string(moe.num_experts) + ")");
   }
-  if (reader.has("mlp_only_layers")) {
-    const nlohmann::json& layers = reader.raw("mlp_only_layers");
-    if (!layers.is_array()) reader.fail("mlp_only_layers", "must be a list of layer indices");
-    for (const nlohmann::json& layer : layers) {
-      if (!layer.is_number_integer() || layer.get<int64_t>() < 0 || layer.get<int64_t>() >= config.num_layers) {
-        reader.fail("mlp_only_layers", "must hold layer indices below num_hidden_layers (" +
-                                           std::to_string(config.num_layers) + "), got " + layer.dump());
-      }
-      moe.dense_layers.push_back(layer.get<int64_t>());
-    }
-  }
+  read_mlp_only_layers(reader, config);
 }
 
 }  // namespace

@@ -14,7 +14,16 @@ void TargetModel::set_kv_cache_dtype(DType dtype) {
 int64_t TargetModel::paged_layer_slots() const {
   const std::vector<int64_t> windows = attention_windows(config());
   const auto windowed = static_cast<int64_t>(std::count_if(windows.begin(), windows.end(), [](int64_t w) { return w > 0; }));
-  return std::max(windowed, config().num_layers - windowed);
+  const auto attending = static_cast<int64_t>(attention_layers(config()).size());
+  return std::max(windowed, attending - windowed);
+}
+
+std::unique_ptr<RecurrentState> TargetModel::make_recurrent_state() const {
+  const ModelConfig& c = config();
+  const auto linear = static_cast<int64_t>(
+      std::count(c.linear_attention.layers.begin(), c.linear_attention.layers.end(), true));
+  if (linear == 0) return nullptr;
+  return std::make_unique<RecurrentState>(backend(), c.linear_attention, linear);
 }
 
 int64_t TargetModel::paged_bytes_per_block(int64_t block_size) const {
@@ -32,7 +41,9 @@ std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int6
 }
 
 KvCache TargetModel::make_cache(int64_t max_length, PagedKvStore& store) const {
-  return KvCache(store, std::min(max_length, config().max_position_embeddings), attention_windows(config()));
+  KvCache cache(store, std::min(max_length, config().max_position_embeddings), attention_windows(config()));
+  cache.attach_recurrent_state(make_recurrent_state());
+  return cache;
 }
 
 }  // namespace flashq

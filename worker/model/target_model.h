@@ -28,7 +28,8 @@ class TargetModel {
   virtual const ModelConfig& config() const = 0;
   virtual Backend& backend() const = 0;
 
-  // A cache for one sequence of at most max_length positions (capped at the model's context).
+  // A cache for one sequence of at most max_length positions (capped at the model's context),
+  // with the recurrent state of the model's linear-attention layers when it has any.
   virtual KvCache make_cache(int64_t max_length) const = 0;
 
   // The element type of every cache made after (kv_cache_dtype.h): kBF16 (the default, as the
@@ -40,7 +41,8 @@ class TargetModel {
   // takes (of the larger of its full-attention and its sliding-window layers), the store of
   // `blocks` blocks (from `pool` when given), and one sequence's cache over it.
   int64_t paged_bytes_per_block(int64_t block_size) const;
-  // The store's layer slots: max(full-attention layers, sliding-window layers).
+  // The store's layer slots: max(full-attention layers, sliding-window layers); a hybrid model's
+  // linear-attention layers have none.
   int64_t paged_layer_slots() const;
   // `draft_context`: a drafter's context rows kept beside the target's (none: layers 0).
   std::unique_ptr<PagedKvStore> make_paged_store(int64_t blocks, int64_t block_size, CachePool* pool = nullptr,
@@ -62,6 +64,10 @@ class TargetModel {
   // [vocab, hidden] each; borrowed by the DFlash drafter, which has neither of its own.
   virtual const Tensor& embedding_table() const = 0;
   virtual const Tensor& lm_head() const = 0;
+
+ protected:
+  // A zero recurrent state for one sequence, or null when the model has no linear-attention layers.
+  std::unique_ptr<RecurrentState> make_recurrent_state() const;
 
  private:
   DType kv_cache_dtype_ = DType::kBF16;
