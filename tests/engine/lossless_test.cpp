@@ -1,10 +1,11 @@
 // Lossless speculative decoding (docs/dflash.md §2.4): at temperature 0 the output with DFlash equals
 // the output without it, token for token, for many prompts over several random target/drafter
-// pairs (Qwen3, Llama, Qwen3-MoE and gpt-oss targets), block sizes 2..16, alone and in mixed batches where sequences
+// pairs (Qwen3, Llama, Qwen3-MoE, gpt-oss and the hybrid Qwen3.5 / Qwen3-Next targets), block sizes 2..16, alone and in mixed batches where sequences
 // join and leave; with float32 and with bf16 KV caches.
 #include <gtest/gtest.h>
 
 #include "tests/engine/dflash_test_pair.h"
+#include "tests/engine/hybrid_targets.h"
 #include "tests/engine/llama_targets.h"
 #include "tests/engine/moe_targets.h"
 
@@ -144,7 +145,12 @@ INSTANTIATE_TEST_SUITE_P(
                       PairCase{"Gqa3LayersBf16Kv", f32_target(41), 1, DType::kBF16},
                       PairCase{"LlamaGqaBiasesLlama3RopeBf16Kv", llama_f32_target(47), 1, DType::kBF16},
                       PairCase{"Qwen3MoeTop2Of8Bf16Kv", qwen3_moe_f32_target(48), 1, DType::kBF16},
-                      PairCase{"GptOssWindow4Top2Of8Bf16Kv", gpt_oss_f32_target(50), 1, DType::kBF16}),
+                      PairCase{"GptOssWindow4Top2Of8Bf16Kv", gpt_oss_f32_target(50), 1, DType::kBF16},
+                      // Hybrids: a rejected draft's rows leave the recurrent state as it was.
+                      PairCase{"Qwen3_5FourLayers", hybrid_f32_target("qwen3_5", 51), 1},
+                      PairCase{"Qwen3_5MoeMultimodalEightLayers", hybrid_f32_target("qwen3_5_moe", 52, 8, true), 2},
+                      PairCase{"Qwen3NextFourLayers", hybrid_f32_target("qwen3_next", 53), 1},
+                      PairCase{"Qwen3_5FourLayersBf16Kv", hybrid_f32_target("qwen3_5", 54), 1, DType::kBF16}),
     [](const ::testing::TestParamInfo<PairCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

@@ -142,7 +142,8 @@ TEST(SpeculativeSampling, WithoutADraftIsOneOrdinarySample) {
 
 // ---------------------------------------------------------------------------------------------
 // End to end: the engine's sampled output with speculation has the distribution of plain sampling,
-// on a Qwen3 target and on a Llama one (attention and MLP biases, Llama 3 RoPE scaling).
+// on a Qwen3 target, a Llama one (attention and MLP biases, Llama 3 RoPE scaling) and a hybrid
+// Qwen3.5 one (its recurrent state rolled back with every rejected draft).
 
 // Drafts what the target itself would choose greedily after the committed prefix, running a second
 // copy of the target (its own caches) for all sequences together: a good drafter, so at a low
@@ -157,7 +158,7 @@ class GreedySelfProposer final : public Proposer {
   // serves a proposer without taps (Verification.ServesAProposerThatNeedsNoHiddenStates does).
   std::vector<int64_t> tap_layers() const override { return {0}; }
   std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override {
-    return std::make_unique<State>(target_.make_cache(max_length));
+    return std::make_unique<State>(target_, max_length);
   }
 
   void observe(std::span<const Observation> observations) override {
@@ -177,8 +178,10 @@ class GreedySelfProposer final : public Proposer {
       const ProposalRequest& r = requests[i];
       State& state = state_of(r.state);
       EXPECT_EQ(r.start, static_cast<int64_t>(state.committed.size())) << "a proposal starts after the committed tokens";
-      state.cache.truncate(std::min(state.cache.length(), r.start));
-      pending[i].assign(state.committed.begin() + state.cache.length(), state.committed.end());
+      // A recurrent state cannot be cut back past its last pass: a hybrid target's copy starts over.
+      if (state.cache->recurrent() != nullptr && state.cache->length() > r.start) state.restart(target_);
+      state.cache->truncate(std::min(state.cache->length(), r.start));
+      pending[i].assign(state.committed.begin() + state.cache->length(), state.committed.end());
       pending[i].push_back(r.last_token);
       r.draft->clear();
     }
@@ -188,7 +191,7 @@ class GreedySelfProposer final : public Proposer {
       std::vector<size_t> drafting;
       for (size_t i = 0; i < requests.size(); ++i) {
         if (j < requests[i].block_size) {
-          chunks.push_back({pending[i], &state_of(requests[i].state).cache});
+          chunks.push_back({pending[i], state_of(requests[i].state).cache.get()});
           drafting.push_back(i);
         }
       }
@@ -204,8 +207,10 @@ class GreedySelfProposer final : public Proposer {
 
  private:
   struct State final : ProposerState {
-    explicit State(KvCache c) : cache(std::move(c)) {}
-    KvCache cache;
+    State(TargetModel& target, int64_t length) : max_length(length) { restart(target); }
+    void restart(TargetModel& target) { cache = std::make_unique<KvCache>(target.make_cache(max_length)); }
+    int64_t max_length;
+    std::unique_ptr<KvCache> cache;
     std::vector<int32_t> committed;
   };
   static State& state_of(ProposerState* state) { return dynamic_cast<State&>(*state); }
@@ -228,6 +233,10 @@ class SpeculativeSamplingEndToEnd : public ::testing::TestWithParam<std::string>
     s.vocab = 301;  // the smallest make-tiny writes: 300 tokenizer ids and the padding row
     s.dtype = DType::kF32;
     s.seed = 23;
+    if (family == "qwen3_5") {  // a hybrid: three Gated DeltaNet layers to one attention layer
+      s.family = family;
+      s.layers = 4;
+    }
     if (family == "llama") {
       s.family = family;
       s.attention_bias = s.mlp_bias = true;
@@ -331,7 +340,7 @@ TEST_P(SpeculativeSamplingEndToEnd, ConstrainedSampledTokensHaveThePlainConstrai
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, SpeculativeSamplingEndToEnd, ::testing::Values("qwen3", "llama"),
+INSTANTIATE_TEST_SUITE_P(Families, SpeculativeSamplingEndToEnd, ::testing::Values("qwen3", "llama", "qwen3_5"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 
 }  // namespace

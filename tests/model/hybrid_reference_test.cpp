@@ -27,12 +27,15 @@ struct HybridCase {
   std::string options;      // Python keyword arguments of make_checkpoint
   int64_t layers = 4;
   DType kv_dtype = DType::kF32;
+  // Written by flashq-model make-tiny from this spec instead, when its family is a hybrid one.
+  TinyModelSpec tiny = {.family = ""};
 };
 
 void PrintTo(const HybridCase& c, std::ostream* os) { *os << c.name; }
 
 // Writes the case's checkpoint into `dir`.
 void write_checkpoint(const HybridCase& c, const std::filesystem::path& dir) {
+  if (!c.tiny.family.empty()) return write_tiny_model(c.tiny, dir);
   const std::string script =
       "import sys; sys.path.insert(0, 'tests/reference'); import make_hybrid_checkpoint as m; "
       "m.make_checkpoint('" + c.family + "', '" + dir.string() + "', num_layers=" + std::to_string(c.layers) +
@@ -154,6 +157,22 @@ INSTANTIATE_TEST_SUITE_P(
         HybridCase{"Qwen3NextF32", "qwen3_next", "dtype='F32', seed=7"},
         HybridCase{"Qwen3NextDenseLayerRawTopK", "qwen3_next", "seed=8, mlp_only_layers=(1,), norm_topk_prob=False",
                    5}),
+    [](const ::testing::TestParamInfo<HybridCase>& param_info) { return param_info.param.name; });
+
+// make-tiny's hybrid checkpoints (what the engine tests and benchmarks run) read by the reference.
+TinyModelSpec tiny_hybrid(const std::string& family, bool multimodal, uint64_t seed) {
+  TinyModelSpec s;
+  s.family = family, s.layers = 4, s.hidden = 64, s.heads = 4, s.kv_heads = 2, s.head_dim = 16, s.inter = 96;
+  s.vocab = 320, s.experts = 6, s.experts_per_token = 2, s.expert_inter = 24, s.shared_expert_inter = 32;
+  s.multimodal = multimodal, s.dtype = DType::kF32, s.seed = seed;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MakeTinyHybridTargets, HybridReference,
+    ::testing::Values(HybridCase{.name = "Qwen3_5", .tiny = tiny_hybrid("qwen3_5", false, 11)},
+                      HybridCase{.name = "Qwen3_5MoeMultimodal", .tiny = tiny_hybrid("qwen3_5_moe", true, 12)},
+                      HybridCase{.name = "Qwen3Next", .tiny = tiny_hybrid("qwen3_next", false, 13)}),
     [](const ::testing::TestParamInfo<HybridCase>& param_info) { return param_info.param.name; });
 
 }  // namespace

@@ -86,7 +86,7 @@ TEST(ModelConfig, FindsTheFamilyAndRefusesAnUnknownOneNamingTheImplemented) {
   EXPECT_EQ(code_of(json, &message), ErrorCode::kUnsupported);
   EXPECT_NE(message.find("mistral"), std::string::npos) << message;
   EXPECT_NE(message.find(supported_model_types()), std::string::npos) << message;
-  EXPECT_EQ(supported_model_types(), "qwen3, llama, qwen3_moe, gpt_oss");
+  EXPECT_EQ(supported_model_types(), "qwen3, llama, qwen3_moe, gpt_oss, qwen3_5, qwen3_5_moe, qwen3_next");
 
   EXPECT_EQ(parse_model_config(qwen3_0_6b_config(), "config.json").model_type, "qwen3");
   json = qwen3_0_6b_config();

@@ -18,6 +18,23 @@ flashq::DType parse_dtype(const std::string& name) {
   throw flashq::Error(flashq::ErrorCode::kInvalidArgument, "unknown --dtype '" + name + "' (bf16, f16, f32)");
 }
 
+// The hybrid families' sizes (qwen3_5, qwen3_5_moe, qwen3_next).
+void add_hybrid_options(CLI::App& make_tiny, flashq::TinyModelSpec& spec) {
+  make_tiny.add_option("--linear-key-heads", spec.linear_key_heads, "hybrid: Gated DeltaNet key heads")
+      ->capture_default_str();
+  make_tiny.add_option("--linear-value-heads", spec.linear_value_heads, "hybrid: Gated DeltaNet value heads")
+      ->capture_default_str();
+  make_tiny.add_option("--linear-key-dim", spec.linear_key_dim)->capture_default_str();
+  make_tiny.add_option("--linear-value-dim", spec.linear_value_dim)->capture_default_str();
+  make_tiny.add_option("--full-attention-interval", spec.full_attention_interval,
+                       "hybrid: every n-th layer attends, the others are Gated DeltaNet")
+      ->capture_default_str();
+  make_tiny.add_option("--shared-expert-inter", spec.shared_expert_inter, "qwen3_5_moe, qwen3_next: the shared expert's")
+      ->capture_default_str();
+  make_tiny.add_flag("--multimodal", spec.multimodal,
+                     "qwen3_5, qwen3_5_moe: the ForConditionalGeneration layout (text_config, model.language_model.*)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -32,8 +49,10 @@ int main(int argc, char** argv) {
   make_tiny->add_option("--seed", spec.seed, "random seed")->capture_default_str();
   make_tiny->add_option("--preset", preset,
                         "real shapes with random weights: qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b, "
-                        "qwen3-30b-a3b, gpt-oss-20b (with --layers N: a preset's first N layers)");
-  make_tiny->add_option("--family", spec.family, "qwen3, llama, qwen3-moe or gpt-oss")->capture_default_str();
+                        "qwen3-30b-a3b, gpt-oss-20b, qwen3.5-9b, qwen3.5-35b-a3b (with --layers N: a preset's first "
+                        "N layers)");
+  make_tiny->add_option("--family", spec.family, "qwen3, llama, qwen3-moe, gpt-oss, qwen3_5, qwen3_5_moe or qwen3_next")
+      ->capture_default_str();
   make_tiny->add_option("--layers", spec.layers)->capture_default_str();
   make_tiny->add_option("--hidden", spec.hidden)->capture_default_str();
   make_tiny->add_option("--heads", spec.heads)->capture_default_str();
@@ -67,6 +86,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   make_tiny->add_option("--yarn-factor", spec.yarn_factor, "gpt-oss: YaRN RoPE scaling over --original-max-position")
       ->capture_default_str();
+  add_hybrid_options(*make_tiny, spec);
   make_tiny->add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str();
   bool config_only = false;
   make_tiny->add_flag("--config-only", config_only,

@@ -7,6 +7,8 @@
 
 #include "shared/error.h"
 #include "shared/json_file.h"
+#include "tools/flashq_model/hybrid_tiny.h"
+#include "tools/flashq_model/random_tensors.h"
 #include "tools/flashq_model/random_weights.h"
 #include "tools/flashq_model/tiny_tokenizer.h"
 #include "worker/model/drafter_config.h"
@@ -24,9 +26,18 @@ void validate(const TinyModelSpec& s) {
   if (s.heads % s.kv_heads != 0) fail("--kv-heads must divide --heads");
   if (s.head_dim % 2 != 0) fail("--head-dim must be even");
   if (s.vocab < 301) fail("--vocab must be at least 301 (300 tokenizer ids and one padding row)");
-  if (s.family != "qwen3" && s.family != "llama" && s.family != "qwen3-moe" && s.family != "gpt-oss") {
-    fail("--family must be qwen3, llama, qwen3-moe or gpt-oss, got '" + s.family + "'");
+  if (s.family != "qwen3" && s.family != "llama" && s.family != "qwen3-moe" && s.family != "gpt-oss" &&
+      !is_hybrid_family(s.family)) {
+    fail("--family must be qwen3, llama, qwen3-moe, gpt-oss, qwen3_5, qwen3_5_moe or qwen3_next, got '" + s.family +
+         "'");
   }
+  if (is_hybrid_family(s.family) &&
+      (s.linear_key_heads <= 0 || s.linear_value_heads % s.linear_key_heads != 0 || s.linear_key_dim <= 0 ||
+       s.linear_value_dim <= 0 || s.full_attention_interval <= 0 || s.full_attention_interval > s.layers)) {
+    fail("a hybrid model needs linear value heads a multiple of its key heads, positive sizes, and a full-attention "
+         "interval of at most --layers");
+  }
+  if (s.multimodal && s.family != "qwen3_5" && s.family != "qwen3_5_moe") fail("--multimodal is Qwen3.5's layout");
   if (s.family != "llama" && (s.attention_bias || s.mlp_bias || s.rope_scaling_factor > 0.0)) {
     fail("biases and RoPE scaling are Llama options (--family llama)");
   }
@@ -36,7 +47,7 @@ void validate(const TinyModelSpec& s) {
         "gpt-oss needs --hidden and --inter multiples of 32 (MXFP4 blocks), a positive window and limit, and a "
         "YaRN factor >= 1");
   }
-  if ((s.family == "qwen3-moe" || s.family == "gpt-oss") &&
+  if ((s.family == "qwen3-moe" || s.family == "gpt-oss" || s.family == "qwen3_5_moe" || s.family == "qwen3_next") &&
       (s.experts <= 0 || s.expert_inter <= 0 || s.sparse_step <= 0 || s.experts_per_token <= 0 ||
        s.experts_per_token > s.experts)) {
     fail(
@@ -212,6 +223,7 @@ nlohmann::json gpt_oss_config_json(const TinyModelSpec& s, const SpecialIds& ids
 }
 
 nlohmann::json model_config_json(const TinyModelSpec& s, const SpecialIds& ids) {
+  if (is_hybrid_family(s.family)) return hybrid_config_json(s, ids.bos, ids.eos);
   if (s.family == "llama") return llama_config_json(s, ids);
   if (s.family == "gpt-oss") return gpt_oss_config_json(s, ids);
   if (s.family == "qwen3-moe") return qwen3_moe_config_json(s, ids);
@@ -244,96 +256,6 @@ nlohmann::json model_config_json(const TinyModelSpec& s, const SpecialIds& ids) 
       {"vocab_size", s.vocab},
   };
 }
-
-// Random tensors written into a checkpoint. Matrices ~ U(-a, a) with variance 1/in, so
-// activations keep unit scale through the layers; norm weights near 1 but not equal, so a
-// missing or misplaced norm changes the logits.
-struct RandomTensors {
-  SafetensorsWriter& writer;
-  RandomWeights& random;
-  DType dtype;
-
-  void matrix(const std::string& name, int64_t rows, int64_t cols) {
-    const float spread = std::sqrt(3.0f / static_cast<float>(cols));
-    writer.add(name, dtype, {rows, cols}, random.fill(dtype, rows * cols, 0.0f, spread));
-  }
-  void norm(const std::string& name, int64_t size) {
-    writer.add(name, dtype, {size}, random.fill(dtype, size, 1.0f, 0.25f));
-  }
-  // Biases of the size of a typical activation, so a missing or misplaced one shows.
-  void bias(const std::string& name, int64_t size) {
-    writer.add(name, dtype, {size}, random.fill(dtype, size, 0.0f, 0.5f));
-  }
-  // An MXFP4 weight of every expert, [experts, out, in] in blocks and scales as gpt-oss stores
-  // it: random codes, and scales that give the elements a spread near sqrt(3 / in), as matrix()'s.
-  void mxfp4_experts(const std::string& name, int64_t experts, int64_t out, int64_t in) {
-    const int64_t groups = in / 32;
-    std::string blocks(static_cast<size_t>(experts * out * in / 2), '\0');
-    for (char& byte : blocks) byte = static_cast<char>(random.next() & 0xff);
-    // E2M1 codes drawn uniformly have a root mean square of about 2.93.
-    const int base = 127 + static_cast<int>(std::lround(std::log2(1.0 / (2.93 * std::sqrt(static_cast<double>(in))))));
-    std::string scales(static_cast<size_t>(experts * out * groups), '\0');
-    for (char& scale : scales) scale = static_cast<char>(base + static_cast<int>(random.next() % 3) - 1);
-    writer.add(name + "_blocks", DType::kU8, {experts, out, groups, 16}, std::move(blocks));
-    writer.add(name + "_scales", DType::kU8, {experts, out, groups}, std::move(scales));
-  }
-  // gpt-oss's MLP: a router with bias, and every expert's gate_up and down stacked, in MXFP4.
-  void add_mxfp4_experts(const std::string& p, const ModelConfig& c) {
-    const int64_t hidden = c.hidden_size, inter = c.moe.intermediate_size, experts = c.moe.num_experts;
-    matrix(p + "mlp.router.weight", experts, hidden);
-    bias(p + "mlp.router.bias", experts);
-    mxfp4_experts(p + "mlp.experts.gate_up_proj", experts, 2 * inter, hidden);
-    writer.add(p + "mlp.experts.gate_up_proj_bias", dtype, {experts, 2 * inter},
-               random.fill(dtype, experts * 2 * inter, 0.0f, 0.5f));
-    mxfp4_experts(p + "mlp.experts.down_proj", experts, hidden, inter);
-    writer.add(p + "mlp.experts.down_proj_bias", dtype, {experts, hidden},
-               random.fill(dtype, experts * hidden, 0.0f, 0.5f));
-  }
-  // Qwen3-MoE's sparse MLP: the router and each expert's three projections.
-  void add_experts(const std::string& p, const ModelConfig& c) {
-    if (c.moe.layout == ExpertLayout::kStackedMxfp4) return add_mxfp4_experts(p, c);
-    const int64_t hidden = c.hidden_size, inter = c.moe.intermediate_size;
-    matrix(p + "mlp.gate.weight", c.moe.num_experts, hidden);
-    for (int64_t e = 0; e < c.moe.num_experts; ++e) {
-      const std::string expert = p + "mlp.experts." + std::to_string(e) + ".";
-      matrix(expert + "gate_proj.weight", inter, hidden);
-      matrix(expert + "up_proj.weight", inter, hidden);
-      matrix(expert + "down_proj.weight", hidden, inter);
-    }
-  }
-  void add_layer(const std::string& p, const ModelConfig& c, bool sparse_mlp = false) {
-    const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
-    const int64_t q_width = c.num_heads * c.head_dim, kv_width = c.num_kv_heads * c.head_dim;
-    norm(p + "input_layernorm.weight", hidden);
-    matrix(p + "self_attn.q_proj.weight", q_width, hidden);
-    matrix(p + "self_attn.k_proj.weight", kv_width, hidden);
-    matrix(p + "self_attn.v_proj.weight", kv_width, hidden);
-    matrix(p + "self_attn.o_proj.weight", hidden, q_width);
-    if (c.attention_bias) {
-      bias(p + "self_attn.q_proj.bias", q_width);
-      bias(p + "self_attn.k_proj.bias", kv_width);
-      bias(p + "self_attn.v_proj.bias", kv_width);
-      bias(p + "self_attn.o_proj.bias", hidden);
-    }
-    // Sink logits about the size of a row's scores, so that they take a visible share.
-    if (c.attention_sinks)
-      writer.add(p + "self_attn.sinks", dtype, {c.num_heads}, random.fill(dtype, c.num_heads, 0.0f, 2.0f));
-    if (c.qk_norm) {
-      norm(p + "self_attn.q_norm.weight", c.head_dim);
-      norm(p + "self_attn.k_norm.weight", c.head_dim);
-    }
-    norm(p + "post_attention_layernorm.weight", hidden);
-    if (sparse_mlp) return add_experts(p, c);
-    matrix(p + "mlp.gate_proj.weight", inter, hidden);
-    matrix(p + "mlp.up_proj.weight", inter, hidden);
-    matrix(p + "mlp.down_proj.weight", hidden, inter);
-    if (c.mlp_bias) {
-      bias(p + "mlp.gate_proj.bias", inter);
-      bias(p + "mlp.up_proj.bias", inter);
-      bias(p + "mlp.down_proj.bias", hidden);
-    }
-  }
-};
 
 }  // namespace
 
@@ -376,10 +298,23 @@ TinyModelSpec preset_spec(const std::string& name) {
     s.vocab = 201088, s.max_position = 131072, s.tie_embeddings = false;
     s.experts = 32, s.experts_per_token = 4, s.sliding_window = 128, s.swiglu_limit = 7.0;
     s.rope_theta = 150000.0, s.yarn_factor = 32.0, s.original_max_position = 4096;
+  } else if (name == "qwen3.5-9b" || name == "qwen3.5-35b-a3b") {
+    // Qwen/Qwen3.5-9B and Qwen/Qwen3.5-35B-A3B (docs/models.md): 3 Gated DeltaNet layers to each
+    // attention layer, head_dim 256 with a quarter rotating, linear heads 16 key / 32 value of 128.
+    s.family = name == "qwen3.5-9b" ? "qwen3_5" : "qwen3_5_moe";
+    s.vocab = 248320, s.max_position = 262144, s.rope_theta = 1e7, s.head_dim = 256;
+    s.linear_key_heads = 16, s.linear_value_heads = 32, s.linear_key_dim = 128, s.linear_value_dim = 128;
+    s.conv_kernel = 4, s.full_attention_interval = 4, s.partial_rotary_factor = 0.25;
+    if (name == "qwen3.5-9b") {
+      s.hidden = 4096, s.inter = 12288, s.layers = 32, s.heads = 16, s.kv_heads = 4, s.tie_embeddings = false;
+    } else {
+      s.hidden = 2048, s.inter = 512, s.layers = 40, s.heads = 16, s.kv_heads = 2, s.tie_embeddings = false;
+      s.experts = 256, s.experts_per_token = 8, s.expert_inter = 512, s.shared_expert_inter = 512;
+    }
   } else {
     throw Error(ErrorCode::kInvalidArgument, "unknown preset '" + name +
                                                  "' (qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.1-8b, "
-                                                 "qwen3-30b-a3b, gpt-oss-20b)");
+                                                 "qwen3-30b-a3b, gpt-oss-20b, qwen3.5-9b, qwen3.5-35b-a3b)");
   }
   return s;
 }
@@ -402,12 +337,24 @@ void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out, 
   RandomWeights random(s.seed);
   SafetensorsWriter writer;
   RandomTensors tensors{writer, random, s.dtype};
-  writer.add("model.embed_tokens.weight", s.dtype, {s.vocab, s.hidden},
+  const bool hybrid = is_hybrid_family(s.family);
+  const std::string model = hybrid ? hybrid_weight_prefix(s) : "model.";
+  writer.add(model + "embed_tokens.weight", s.dtype, {s.vocab, s.hidden},
              random.fill(s.dtype, s.vocab * s.hidden, 0.0f, 1.0f));
   for (int64_t i = 0; i < s.layers; ++i) {
-    tensors.add_layer("model.layers." + std::to_string(i) + ".", layout, layout.moe.sparse_layer(i));
+    const std::string prefix = model + "layers." + std::to_string(i) + ".";
+    if (hybrid) {
+      add_hybrid_layer(tensors, prefix, layout, i);
+    } else {
+      tensors.add_layer(prefix, layout, layout.moe.sparse_layer(i));
+    }
   }
-  tensors.norm("model.norm.weight", s.hidden);
+  if (hybrid) {
+    tensors.zero_centred_norm(model + "norm.weight", s.hidden);
+    if (s.multimodal) add_multimodal_extras(tensors, layout);
+  } else {
+    tensors.norm(model + "norm.weight", s.hidden);
+  }
   if (!s.tie_embeddings) tensors.matrix("lm_head.weight", s.vocab, s.hidden);
   writer.set_metadata("format", "pt");
   writer.write(out / "model.safetensors");
@@ -422,6 +369,8 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
   const std::filesystem::path target_config_path = target_dir / "config.json";
   nlohmann::json config = read_json_file(target_config_path);
   const ModelConfig target = parse_model_config(config, target_config_path.string());
+  // A hybrid target's drafter is plain Qwen3 layers (z-lab's for Qwen3.5 and Qwen3.6).
+  if (!target.linear_attention.layers.empty()) config = drafter_config_of_hybrid(config);
   if (spec.layers <= 0 || spec.block_size < 2) {
     throw Error(ErrorCode::kInvalidArgument, "make-tiny: a drafter needs --layers >= 1 and --block-size >= 2");
   }

@@ -14,7 +14,7 @@
 namespace flashq {
 
 struct TinyModelSpec {
-  std::string family = "qwen3";  // "qwen3", "llama", "qwen3-moe" or "gpt-oss"
+  std::string family = "qwen3";  // "qwen3", "llama", "qwen3-moe", "gpt-oss", "qwen3_5", "qwen3_5_moe", "qwen3_next"
   int64_t layers = 2;
   int64_t hidden = 64;
   int64_t heads = 4;
@@ -48,6 +48,21 @@ struct TinyModelSpec {
   int64_t sliding_window = 4;
   double yarn_factor = 32.0;
   double swiglu_limit = 7.0;
+  // The hybrid families (qwen3_5, qwen3_5_moe, qwen3_next; Qwen3_5TextConfig's and
+  // Qwen3NextConfig's keys): Gated DeltaNet layers of these sizes, every
+  // full_attention_interval-th layer attending; the MoE ones' experts are `experts` of
+  // `expert_inter` with a shared expert of `shared_expert_inter`. `multimodal` writes Qwen3.5's
+  // ForConditionalGeneration layout (text_config, model.language_model.*, and a vision and an
+  // MTP tensor a text model never reads).
+  int64_t linear_key_heads = 2;
+  int64_t linear_value_heads = 4;
+  int64_t linear_key_dim = 16;
+  int64_t linear_value_dim = 16;
+  int64_t conv_kernel = 4;
+  int64_t full_attention_interval = 4;
+  int64_t shared_expert_inter = 32;
+  double partial_rotary_factor = 0.25;
+  bool multimodal = false;
   DType dtype = DType::kBF16;
   uint64_t seed = 0;
 };

@@ -5,6 +5,8 @@
 namespace flashq {
 namespace {
 
+constexpr int64_t kMaxHybridLayers = 4096;
+
 // partial_rotary_factor: in rope_parameters (transformers 5, Qwen3.5) or at the top level
 // (Qwen3-Next); 0.25 when neither says. The rotating part of a head is int(head_dim * factor).
 int64_t read_rotary_dims(const ConfigReader& reader, int64_t head_dim) {
@@ -40,6 +42,10 @@ void read_hybrid_options(const ConfigReader& reader, ModelConfig& config, bool g
                                               std::to_string(linear.key_heads) + ")");
   }
   if (linear.conv_kernel < 2 || linear.conv_kernel > 16) reader.fail("linear_conv_kernel_dim", "must be 2 to 16");
+  // A layer plan is one entry a layer: a depth no checkpoint has is refused before it is built.
+  if (config.num_layers > kMaxHybridLayers) {
+    reader.fail("num_hidden_layers", "must be at most " + std::to_string(kMaxHybridLayers));
+  }
   // The plan without layer_types (which, when given, replaces it: read after this).
   const int64_t interval = reader.positive_int("full_attention_interval", 4);
   linear.layers.clear();

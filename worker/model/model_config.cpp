@@ -216,7 +216,10 @@ ModelConfig parse_model_config(const nlohmann::json& whole, const std::string& f
   if (family.read_family_options != nullptr) family.read_family_options(reader, config);
   if (family.reads_layer_types || family.linear_attention) read_layer_types(reader, family, config);
 
-  if (attention_layers(config).empty()) reader.fail("layer_types", "must name at least one full_attention layer");
+  const std::vector<bool>& linear = config.linear_attention.layers;
+  if (!linear.empty() && std::all_of(linear.begin(), linear.end(), [](bool l) { return l; })) {
+    reader.fail("layer_types", "must name at least one full_attention layer");
+  }
   if (config.num_heads % config.num_kv_heads != 0) {
     reader.fail("num_key_value_heads", "must divide num_attention_heads (" + std::to_string(config.num_heads) + ")");
   }
