@@ -2,8 +2,9 @@
 // all pass through the Gated DeltaNet layers' recurrent state, and the rows of a rejected draft
 // must leave no trace in it (RecurrentState: the state before the block restored and the kept
 // rows' recurrence re-run). Every acceptance length 0..7 of a block of 8 reproduces plain
-// decoding; on a paged cache, sequences preempted and recomputed keep their output in every mode,
-// and a later turn with prefix caching on decodes as without it.
+// decoding; on a paged cache, sequences preempted and recomputed keep their output in every mode;
+// with prefix caching, a later turn starts from the recurrent state kept at a block boundary
+// (state_snapshots.h) and decodes as without it.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -85,9 +86,10 @@ TEST_P(HybridEngine, SequencesPreemptedFromAPagedCacheKeepTheirOutput) {
   }
 }
 
-// A conversation's second turn continues the first's tokens: with prefix caching on, its output
-// is the one without.
-TEST_P(HybridEngine, ALaterTurnWithPrefixCachingDecodesAsWithout) {
+// A conversation's second turn continues the first's tokens: it starts from the blocks of the
+// first turn's prompt up to its last block boundary (16 of its 20 positions), where the first
+// turn's prefill kept the recurrent state, and its output is the one without prefix caching.
+TEST_P(HybridEngine, ALaterTurnStartsFromTheStateKeptAtTheLastBoundaryOfThePromptBefore) {
   const std::vector<int32_t> first_prompt = some_tokens(20, kVocab, 30);
   std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(64, 8);
   Engine engine(*pair.target.model, pair.proposer.get(),
@@ -101,11 +103,36 @@ TEST_P(HybridEngine, ALaterTurnWithPrefixCachingDecodesAsWithout) {
   const std::vector<int32_t> more = some_tokens(7, kVocab, 31);
   second_prompt.insert(second_prompt.end(), more.begin(), more.end());
   const SequenceRequest second = greedy(second_prompt, SpecMode::kDflash, 12);
+  const int64_t hits_before = paged->blocks().stats().hit_tokens;
   engine.add(1, second);
   engine.run_until_idle();
   const std::vector<FinishedSequence> later = engine.take_finished();
   ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(paged->blocks().stats().hit_tokens - hits_before, 16);
   EXPECT_EQ(later[0].tokens, plain(second));
+}
+
+// Prefixes shared by many sequences at once (the same system prompt, then their own text), run
+// together with prefix caching, preemption from a tight pool and speculation: every output is
+// the one alone.
+TEST_P(HybridEngine, SharedPrefixesUnderPreemptionDecodeAsAlone) {
+  std::vector<SequenceRequest> requests;
+  const std::vector<int32_t> system = some_tokens(18, kVocab, 40);
+  for (uint32_t i = 0; i < 5; ++i) {
+    std::vector<int32_t> prompt = system;
+    const std::vector<int32_t> own = some_tokens(3 + i, kVocab, 41 + i);
+    prompt.insert(prompt.end(), own.begin(), own.end());
+    requests.push_back(greedy(prompt, i % 2 == 0 ? SpecMode::kDflash : SpecMode::kAuto, 30));
+  }
+  std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(20, 8);
+  Engine engine(*pair.target.model, pair.proposer.get(),
+                {.max_slots = 4, .paged_cache = paged.get(), .prefix_caching = true});
+  for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
+  engine.run_until_idle();
+  EXPECT_GT(paged->blocks().stats().hit_tokens, 0);
+  std::vector<std::vector<int32_t>> outputs(requests.size());
+  for (FinishedSequence& done : engine.take_finished()) outputs[done.id] = done.tokens;
+  for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(outputs[i], plain(requests[i])) << "sequence " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HybridEngine, ::testing::Values("qwen3_5", "qwen3_5_moe", "qwen3_next"),

@@ -184,8 +184,13 @@ struct Bench {
   }
 
   // Median seconds of one target pass of `rows` tokens on a cache holding the prompt.
+  // A hybrid target's pass includes its recurrent state's handling (recurrent_state.h): a block
+  // of B rows keeps the state before it, and is truncated to half of it (as a verification that
+  // accepts half), whose replay the next pass runs; a decode row is not truncated (the cache
+  // grows a row a repeat).
   double time_target_pass(int64_t rows, bool with_taps = false) {
-    KvCache cache = serving.model->make_cache(o.prompt_tokens + 32);
+    KvCache cache = serving.model->make_cache(o.prompt_tokens + (o.repeats + 2) * rows + 32);
+    const bool recurrent = cache.recurrent() != nullptr;
     std::vector<int32_t> prompt = random_prompt(o.prompt_tokens, ordinary, o.seed);
     SequenceChunk chunk{prompt, &cache};
     serving.model->forward({&chunk, 1}, {});
@@ -198,7 +203,11 @@ struct Bench {
       if (with_taps) forward.tap_layers = serving.drafter->config().target_layer_ids;
       serving.model->forward({&step, 1}, forward);
       times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-      cache.truncate(o.prompt_tokens);
+      if (!recurrent) {
+        cache.truncate(o.prompt_tokens);
+      } else if (rows > 1) {
+        cache.truncate(cache.length() - rows + rows / 2);
+      }
     }
     times.erase(times.begin());  // warm-up
     return median(times);

@@ -17,6 +17,7 @@
 #include "kernels/tensor.h"
 #include "tools/flashq_bench/cpu_peak.h"
 #include "tools/flashq_bench/deltanet_bench.h"
+#include "tools/flashq_bench/recurrent_state_bench.h"
 #include "tools/flashq_bench/moe_bench.h"
 #include "tools/flashq_bench/paged_attention_bench.h"
 #include "worker/model/kv_cache_dtype.h"
@@ -284,7 +285,11 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   const double read_gb_per_s =
       o.cpu_matmul_only && !o.moe_only && !o.deltanet_only ? 0.0 : report_read_bandwidth(o.min_seconds);
   if (o.moe_only) return report_moe(*make_cpu_backend(), time_cpu, read_gb_per_s);
-  if (o.deltanet_only) return report_gated_delta_rule(*make_cpu_backend(), "gated_delta_rule", time_cpu, read_gb_per_s);
+  if (o.deltanet_only) {
+    const std::unique_ptr<Backend> backend = make_cpu_backend();
+    report_gated_delta_rule(*backend, "gated_delta_rule", time_cpu, read_gb_per_s);
+    return report_speculation_state(*backend, time_cpu);
+  }
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);

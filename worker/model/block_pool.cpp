@@ -64,6 +64,7 @@ std::optional<BlockId> BlockPool::allocate() {
   Block& b = blocks_[static_cast<size_t>(id)];
   check_invariant(b.refs == 0 && !cached_when_released(b), "an allocated block was unreferenced and unregistered");
   ++b.generation;  // children registered after its old content no longer match it
+  b.state_snapshot = false;
   b.refs = 1;
   return id;
 }
@@ -165,6 +166,7 @@ PrefixMatch BlockPool::walk(std::span<const int32_t> tokens, bool partial) const
     }
   }
   if (windowed_.window > 0) fit_window(match);
+  if (snapshots_required_) fit_state_snapshots(match);
   return match;
 }
 
@@ -307,6 +309,21 @@ void BlockPool::unregister(BlockId id) {
   if (b.refs != 1) misuse("block " + std::to_string(id) + " is shared or cached; copy it before changing it");
   drop_registration(b);
   ++b.generation;  // its content changes: blocks registered after it no longer follow it
+  b.state_snapshot = false;
+}
+
+void BlockPool::mark_state_snapshot(BlockId id, bool kept) { block(id).state_snapshot = kept; }
+
+void BlockPool::fit_state_snapshots(PrefixMatch& match) const {
+  match.partial.reset();
+  match.partial_tokens = 0;
+  auto full = static_cast<int64_t>(match.blocks.size());
+  while (full > 0 && !blocks_[static_cast<size_t>(match.blocks[static_cast<size_t>(full - 1)])].state_snapshot) --full;
+  match.blocks.resize(static_cast<size_t>(full));
+  match.hashes.resize(static_cast<size_t>(full));
+  match.draft_blocks = std::min(match.draft_blocks, full);
+  match.evictable = 0;
+  for (BlockId id : match.blocks) match.evictable += blocks_[static_cast<size_t>(id)].refs == 0 ? 1 : 0;
 }
 
 bool BlockPool::attach_window(BlockId owner, BlockId window) {
@@ -355,6 +372,7 @@ void BlockPool::drop_registration(Block& b) {
   b.tail = false;
   b.draft_context = false;
   b.tokens.clear();
+  b.state_snapshot = false;
 }
 
 BlockPoolStats BlockPool::stats() const {

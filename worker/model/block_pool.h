@@ -170,6 +170,16 @@ class BlockPool {
   std::optional<BlockId> window_of(BlockId owner) const;
   bool attached(BlockId window) const;
 
+  // A hybrid model's recurrent state (state_snapshots.h): with snapshots required, a match ends
+  // at the last of its full blocks that has the state after it kept (marked), and has no
+  // partial block. A mark goes with the block's content (cleared when it is taken for new).
+  void require_state_snapshots() { snapshots_required_ = true; }
+  bool requires_state_snapshots() const { return snapshots_required_; }
+  void mark_state_snapshot(BlockId id, bool kept);
+  bool has_state_snapshot(BlockId id) const { return block(id).state_snapshot; }
+  // Bumped each time block `id` is taken for new content.
+  uint32_t generation(BlockId id) const { return block(id).generation; }
+
   BlockPoolStats stats() const;
 
  private:
@@ -185,6 +195,7 @@ class BlockPool {
     uint32_t parent_generation = 0;
     BlockId window = -1;  // on a registered block: its windowed layers' block, attached
     BlockId owner = -1;   // on an attached block: the registered block it is attached to
+    bool state_snapshot = false;  // the recurrent state after its last position is kept
     std::vector<int32_t> tokens;     // when registered: what a match compares
     std::list<BlockId>::iterator lru;  // when cached (registered, count 0)
   };
@@ -208,6 +219,8 @@ class BlockPool {
   // Whether the blocks of the window before position `end` are attached: blocks [0, full) of
   // `match`, then its partial block.
   bool window_attached(const PrefixMatch& match, int64_t full, int64_t end) const;
+  // Shortens `match` to its last full block with a state snapshot (require_state_snapshots).
+  void fit_state_snapshots(PrefixMatch& match) const;
   // Whether a cached block, unreferenced, stays cached (registered, or attached) or is free.
   bool cached_when_released(const Block& b) const { return b.registered || b.owner >= 0; }
   void drop_registration(Block& b);
@@ -215,6 +228,7 @@ class BlockPool {
 
   int64_t block_size_;
   WindowedLayers windowed_;
+  bool snapshots_required_ = false;
   std::vector<Block> blocks_;
   std::vector<BlockId> free_;               // a stack: the most recently freed is reused first
   std::list<BlockId> lru_;                  // cached, unreferenced: least recently released first

@@ -94,11 +94,18 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
   }
-  if (std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
-        return c.cache->windowed() && static_cast<int64_t>(c.tokens.size()) > KvCache::kMaxRowsPerPass;
-      })) {
-    return forward_in_parts(chunks, options);
+  // A prefill keeping a recurrent-state snapshot runs up to its block boundary first.
+  const bool prefill = options.logits != LogitRows::kAll;
+  std::vector<int64_t> first_rows, snapshot_at;
+  bool split = false;
+  for (const SequenceChunk& chunk : chunks) {
+    const auto rows = static_cast<int64_t>(chunk.tokens.size()), length = chunk.cache->length();
+    const int64_t boundary = prefill && rows > 1 ? chunk.cache->snapshot_boundary(rows) : -1;
+    snapshot_at.push_back(boundary);
+    first_rows.push_back(boundary > 0 ? boundary - length : rows);
+    split = split || first_rows.back() < rows || (chunk.cache->windowed() && rows > KvCache::kMaxRowsPerPass);
   }
+  if (split) return forward_in_parts(chunks, options, first_rows);
   const bool windows =
       std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.cache->windowed(); });
   check_tap_layers(options, config_.num_layers);
@@ -164,7 +171,11 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
   }
   auto run = [&] { return run_pass(chunks, options, rows); };
   const ForwardOutput out = recorder_.enabled() ? recorder_.run(pass_key(chunks, options), run) : run();
-  for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int64_t>(chunk.tokens.size()));
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    KvCache& cache = *chunks[c].cache;
+    cache.commit(static_cast<int64_t>(chunks[c].tokens.size()));
+    if (snapshot_at[c] == cache.length()) cache.keep_state_snapshot();
+  }
   return out;
 }
 
@@ -190,7 +201,8 @@ void DecoderModel::check_token_ids(std::span<const SequenceChunk> chunks) const 
   }
 }
 
-ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
+                                             std::span<const int64_t> first_rows) {
   // What a part would refuse is refused before the first part runs, so an error leaves every
   // cache as it was, as one pass does.
   for (const SequenceChunk& chunk : chunks) {
@@ -216,7 +228,8 @@ ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chun
     for (size_t c = 0; c < chunks.size(); ++c) {
       const int64_t left = static_cast<int64_t>(chunks[c].tokens.size()) - done[c];
       if (left == 0) continue;
-      const int64_t n = std::min(left, KvCache::kMaxRowsPerPass);
+      const int64_t n = chunks[c].cache->windowed() ? std::min(left, KvCache::kMaxRowsPerPass)
+                                                    : (done[c] == 0 ? first_rows[c] : left);
       part.push_back({chunks[c].tokens.subspan(static_cast<size_t>(done[c]), static_cast<size_t>(n)), chunks[c].cache});
       of_chunk.push_back(c);
     }

@@ -65,9 +65,11 @@ class DecoderModel final : public TargetModel {
   };
 
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
-  // forward() for chunks longer than a windowed layer takes in one pass (KvCache::kMaxRowsPerPass):
-  // passes of at most that many rows of each, their logits and taps gathered in chunk order.
-  ForwardOutput forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
+  // forward() in passes, their logits and taps gathered in chunk order: a windowed cache's chunk
+  // in parts of at most KvCache::kMaxRowsPerPass rows (what a windowed layer takes in one pass),
+  // any other chunk in `first_rows` of its rows (up to where a state snapshot is kept) and the rest.
+  ForwardOutput forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
+                                 std::span<const int64_t> first_rows);
   // Every op of a pass.
   ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options, const PassRows& rows);
   void run_attention(const DecoderLayer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,

@@ -147,14 +147,29 @@ std::span<const BlockId> KvCache::block_ids() const { return table_ ? table_->bl
 
 PrefixMatch KvCache::adopt_prefix(std::span<const int32_t> tokens) {
   check_invariant(table_ != nullptr, "only a paged cache adopts a cached prefix");
-  if (recurrent_) return {};  // no recurrent state is kept with the cached blocks
   PrefixMatch match = table_->adopt_prefix(tokens);
+  if (recurrent_ && !match.blocks.empty()) {
+    // The pool ended the match at a block with a snapshot (BlockPool::require_state_snapshots).
+    const bool restored = paged_->state_snapshots()->restore(match.blocks.back(), *recurrent_);
+    check_invariant(restored, "a matched block's state snapshot is kept");
+  }
   // Each copy as soon as its block is taken: the block it copies is cached again, not yet evicted.
   if (match.partial_copy) paged_->copy_block(*match.partial_copy);
   if (window_table_) {
     if (const std::optional<BlockCopy> copy = window_table_->adopt_prefix(match)) paged_->copy_block(*copy);
   }
   return match;
+}
+
+int64_t KvCache::snapshot_boundary(int64_t rows) const {
+  if (!recurrent_ || !table_ || registered_tokens_ == nullptr || paged_->state_snapshots() == nullptr) return -1;
+  const int64_t boundary = (length() + rows) / block_size() * block_size();
+  return boundary > length() ? boundary : -1;
+}
+
+void KvCache::keep_state_snapshot() {
+  check_invariant(length() > 0 && length() % block_size() == 0, "a state snapshot is kept at a block boundary");
+  paged_->state_snapshots()->keep(table_->blocks()[static_cast<size_t>(length() / block_size() - 1)], *recurrent_);
 }
 
 void KvCache::commit_full_blocks(std::span<const int32_t> tokens) {

@@ -19,8 +19,8 @@
 // A hybrid model's cache (Qwen3.5, Qwen3-Next) holds its attention layers only (the model's layer
 // i is the cache's layer attention_layers(config)[i]'s index) and, beside them, the recurrent
 // state of its linear-attention layers (recurrent_state.h), which truncation and clearing keep in
-// step with the positions. Such a cache adopts no cached prefix: the state at a block boundary
-// is not kept.
+// step with the positions. Paged, it adopts a cached prefix only up to a block whose state
+// snapshot the store keeps (state_snapshots.h), and starts from that state.
 #pragma once
 
 #include <cstdint>
@@ -131,6 +131,12 @@ class KvCache {
   void attach_recurrent_state(std::unique_ptr<RecurrentState> state) { recurrent_ = std::move(state); }
   // Null when the model has no linear-attention layers.
   RecurrentState* recurrent() const { return recurrent_.get(); }
+  // Where a prefill pass of `rows` rows from here should keep a state snapshot: the last block
+  // boundary in (length, length + rows], when this cache keeps snapshots (paged, recurrent, its
+  // store keeping them, registering its blocks); else -1.
+  int64_t snapshot_boundary(int64_t rows) const;
+  // Keeps the state now as the snapshot of the block ending at length() (a block boundary).
+  void keep_state_snapshot();
 
  private:
   // Rows layer `layer` holds once whole: max_length, or its ring.

@@ -59,4 +59,8 @@ void PagedKvStore::copy_block(const BlockCopy& copy) {
   }
 }
 
+void PagedKvStore::keep_state_snapshots(const LinearAttentionConfig& shape, int64_t linear_layers, int64_t capacity) {
+  snapshots_ = std::make_unique<StateSnapshots>(backend_, shape, linear_layers, capacity, blocks_);
+}
+
 }  // namespace flashq

@@ -27,6 +27,7 @@
 #include "worker/model/block_pool.h"
 #include "worker/model/block_table.h"
 #include "worker/model/cache_pool.h"
+#include "worker/model/state_snapshots.h"
 
 namespace flashq {
 
@@ -75,12 +76,18 @@ class PagedKvStore {
   // partial prefix match's rows).
   void copy_block(const BlockCopy& copy);
 
+  // A hybrid model's store also keeps recurrent-state snapshots at block boundaries
+  // (state_snapshots.h), room for `capacity`; matches then end at blocks that have one.
+  void keep_state_snapshots(const LinearAttentionConfig& shape, int64_t linear_layers, int64_t capacity);
+  StateSnapshots* state_snapshots() { return snapshots_.get(); }
+
  private:
   Backend& backend_;
   BlockPool blocks_;
   Tensor memory_;  // every layer's stores, one after another
   std::vector<Tensor> keys_, values_;
   std::vector<Tensor> draft_keys_, draft_values_;
+  std::unique_ptr<StateSnapshots> snapshots_;
 };
 
 }  // namespace flashq

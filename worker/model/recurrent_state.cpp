@@ -80,15 +80,23 @@ void RecurrentState::clear() {
   kept_rows_ = -1;
 }
 
-int64_t RecurrentState::state_bytes() const {
+int64_t RecurrentState::state_bytes_per_layer() const {
   const int64_t per_layer = (shape_.conv_kernel - 1) * (2 * shape_.key_dim() + shape_.value_dim()) +
                             shape_.value_heads * shape_.key_head_dim * shape_.value_head_dim;
-  return per_layer * static_cast<int64_t>(layers_.size()) * static_cast<int64_t>(sizeof(float));
+  return per_layer * static_cast<int64_t>(sizeof(float));
+}
+
+void RecurrentState::copy_live_from(const RecurrentState& other) {
+  check_invariant(other.layers() == layers(), "a state is copied from one of the same layers");
+  for (size_t i = 0; i < layers_.size(); ++i) copy_layer(other.layers_[i], layers_[i]);
+  pass_rows_ = 0;
+  pass_start_ = -1;
+  kept_rows_ = -1;
 }
 
 int64_t RecurrentState::checkpoint_bytes() const {
   const int64_t inputs = kMaxTruncatableRows * (2 * shape_.key_dim() + shape_.value_dim() + 2 * shape_.value_heads);
-  return state_bytes() + inputs * static_cast<int64_t>(layers_.size()) * static_cast<int64_t>(sizeof(float));
+  return state_bytes() + inputs * layers() * static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace flashq

@@ -62,9 +62,13 @@ class RecurrentState {
 
   // Back to the zero state of an empty sequence (preemption, reuse).
   void clear();
+  // The live state made equal to `other`'s (a prefix cache's snapshot, state_snapshots.h); no
+  // truncation is owed after.
+  void copy_live_from(const RecurrentState& other);
 
   // The bytes the live state holds per sequence, and those a truncatable pass adds.
-  int64_t state_bytes() const;
+  int64_t state_bytes() const { return state_bytes_per_layer() * layers(); }
+  int64_t state_bytes_per_layer() const;
   int64_t checkpoint_bytes() const;
 
  private:

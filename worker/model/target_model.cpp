@@ -5,6 +5,11 @@
 #include "shared/error.h"
 
 namespace flashq {
+namespace {
+
+constexpr int64_t kMinStateSnapshots = 2, kMaxStateSnapshots = 256;
+
+}  // namespace
 
 void TargetModel::set_kv_cache_dtype(DType dtype) {
   check_invariant(dtype == DType::kF32 || dtype == DType::kBF16, "a KV cache holds float32 or bf16");
@@ -36,8 +41,15 @@ std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int6
   const ModelConfig& c = config();
   const bool windows = !attention_windows(c).empty();
   const WindowedLayers windowed{windows ? c.sliding_window : 0, windows ? KvCache::kMaxRowsPerPass : 0};
-  return std::make_unique<PagedKvStore>(backend(), paged_layer_slots(), c.num_kv_heads, c.head_dim, blocks, block_size,
-                                        pool, draft_context, kv_cache_dtype_, windowed);
+  auto store = std::make_unique<PagedKvStore>(backend(), paged_layer_slots(), c.num_kv_heads, c.head_dim, blocks,
+                                              block_size, pool, draft_context, kv_cache_dtype_, windowed);
+  if (const std::unique_ptr<RecurrentState> state = make_recurrent_state()) {
+    // Snapshots take up to an eighth of the store's bytes beside it, at least two.
+    const int64_t capacity = std::clamp<int64_t>(store->memory_bytes() / 8 / std::max<int64_t>(state->state_bytes(), 1),
+                                                 kMinStateSnapshots, kMaxStateSnapshots);
+    store->keep_state_snapshots(c.linear_attention, state->layers(), capacity);
+  }
+  return store;
 }
 
 KvCache TargetModel::make_cache(int64_t max_length, PagedKvStore& store) const {
