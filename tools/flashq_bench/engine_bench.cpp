@@ -49,14 +49,21 @@ std::vector<std::string> split(const std::string& text) {
 
 // Bytes of weights one decode step reads: every matrix once (a tied LM head is the embedding; an
 // untied embedding gives one row), and of a layer's experts the share one token routes to: k of
-// E (MXFP4 blocks and scales as stored).
+// E (MXFP4 blocks and scales as stored). A multimodal checkpoint's vision tower and a
+// multi-token-prediction head are not read.
+int64_t recurrent_state_bytes(const TargetModel& model) {
+  const KvCache cache = model.make_cache(1);
+  return cache.recurrent() != nullptr ? cache.recurrent()->state_bytes() : 0;
+}
+
 size_t weight_bytes(const std::string& dir, const ModelConfig& config) {
   WeightStore weights = WeightStore::open(dir);
   const bool untied_embedding = weights.contains("lm_head.weight");
   double bytes = 0;
   for (const std::string& name : weights.names()) {
+    if (name.starts_with("model.visual.") || name.starts_with("mtp.")) continue;
     const auto tensor_bytes = static_cast<double>(weights.get(name).nbytes());
-    if (untied_embedding && name == "model.embed_tokens.weight") {
+    if (untied_embedding && name.ends_with("embed_tokens.weight")) {
       bytes += tensor_bytes / static_cast<double>(config.vocab_size);
     } else if (name.find(".mlp.experts.") != std::string::npos && config.moe.num_experts > 0) {
       bytes += tensor_bytes * static_cast<double>(config.moe.experts_per_token) /
@@ -300,6 +307,8 @@ void run_engine_bench(const EngineBenchOptions& o) {
                            {"prompt_tokens", o.prompt_tokens},
                            {"decode_tokens", o.decode_tokens},
                            {"weight_bytes_per_token", bytes},
+                           // A hybrid target's recurrent state, read and written by every decode step.
+                           {"state_bytes_per_token", 2 * recurrent_state_bytes(*bench.serving.model)},
                            {"runs", nlohmann::json::array()}};
   for (const std::string& c : split(o.concurrency)) {
     const int64_t concurrency = std::stoll(c);

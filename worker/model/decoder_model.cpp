@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "shared/error.h"
 
 namespace flashq {
@@ -13,6 +15,20 @@ namespace {
 // model.visual.*, the multi-token prediction head mtp.*) a text model does not read.
 std::string weight_prefix(const WeightStore& weights) {
   return weights.contains("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+}
+
+// Names in the log the tensors a text model leaves unread: a multimodal checkpoint's vision
+// tower and a multi-token-prediction head.
+void log_unread_parts(const WeightStore& weights) {
+  int64_t visual = 0, mtp = 0;
+  for (const std::string& name : weights.names()) {
+    visual += name.starts_with("model.visual.") ? 1 : 0;
+    mtp += name.starts_with("mtp.") ? 1 : 0;
+  }
+  if (visual + mtp == 0) return;
+  spdlog::info("{}: {} vision-tower tensors (model.visual.*) and {} multi-token-prediction tensors (mtp.*) are not read "
+               "by the text model",
+               weights.dir().string(), visual, mtp);
 }
 
 // kInvalidArgument for a tap layer outside the model's `layers`.
@@ -46,6 +62,7 @@ DecoderModel::DecoderModel(ModelConfig config, const WeightStore& weights, Backe
     : config_(std::move(config)), backend_(backend), workspace_(backend), recorder_(backend) {
   const int64_t hidden = config_.hidden_size;
   const std::string model = weight_prefix(weights);
+  log_unread_parts(weights);
   embed_tokens_ = load_weight(weights, model + "embed_tokens.weight", {config_.vocab_size, hidden}, backend_);
   final_norm_ = load_norm(weights, model + "norm.weight", {hidden}, config_, backend_);
   if (weights.contains("lm_head.weight")) {

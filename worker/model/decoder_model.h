@@ -1,8 +1,9 @@
 // The decoder-only target model on any backend: the TargetModel of every family here (Qwen3,
-// Llama 3, Qwen3-MoE, gpt-oss; docs/models.md), whose layers (decoder_layer.h) differ only in
-// options their config decides: the q/k norm, biases, RoPE scaling, tied embeddings, attention
-// sinks and sliding windows, and a mixture of experts (moe_mlp.h, MXFP4 for gpt-oss) in place of
-// the dense MLP on sparse layers.
+// Llama 3, Qwen3-MoE, gpt-oss, the hybrid Qwen3.5 / Qwen3-Next; docs/models.md), whose layers
+// (decoder_layer.h) differ only in options their config decides: the q/k norm, biases, RoPE
+// scaling, tied embeddings, attention sinks and sliding windows, a mixture of experts (moe_mlp.h,
+// MXFP4 for gpt-oss) in place of the dense MLP on sparse layers, and on a hybrid's linear layers
+// a Gated DeltaNet (gated_delta_net.h) over the sequence's recurrent state in place of attention.
 // One forward pass runs a batch of sequence chunks together: every chunk's tokens are appended
 // on top of its own KV cache, the projections run once over all rows, attention runs per
 // chunk. Prefill (N tokens), decode (1 token) and verification (B tokens) are the same call.

@@ -1,7 +1,8 @@
 // The target-model families this build implements, and the one place that turns a model
 // directory into the TargetModel its config.json describes. A family is data: its config.json
 // names and defaults and the layer options it turns on (qwen3.h, llama.h, qwen3_moe.h,
-// gpt_oss.h); one decoder model (decoder_model.h) runs every family. Adding one is its file pair
+// gpt_oss.h, qwen3_5.h, qwen3_5_moe.h, qwen3_next.h); one decoder model (decoder_model.h) runs
+// every family. Adding one is its file pair
 // and one line in model_registry.cpp.
 #pragma once
 
