@@ -107,22 +107,29 @@ void DecoderModel::prepare_recurrent_states(std::span<const SequenceChunk> chunk
   }
 }
 
+DecoderModel::PartPlan DecoderModel::plan_parts(std::span<const SequenceChunk> chunks,
+                                                const ForwardOptions& options) const {
+  // A prefill (no verification's rows of logits) keeping a recurrent-state snapshot runs up to
+  // its block boundary first.
+  const bool prefill = options.logits != LogitRows::kAll;
+  PartPlan plan;
+  for (const SequenceChunk& chunk : chunks) {
+    const auto rows = static_cast<int64_t>(chunk.tokens.size()), length = chunk.cache->length();
+    const int64_t boundary = prefill && rows > 1 ? chunk.cache->snapshot_boundary(rows) : -1;
+    plan.snapshot_at.push_back(boundary);
+    plan.first_rows.push_back(boundary > 0 ? boundary - length : rows);
+    plan.split = plan.split || plan.first_rows.back() < rows ||
+                 (chunk.cache->windowed() && rows > KvCache::kMaxRowsPerPass);
+  }
+  return plan;
+}
+
 ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
   for (const SequenceChunk& chunk : chunks) {
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
   }
-  // A prefill keeping a recurrent-state snapshot runs up to its block boundary first.
-  const bool prefill = options.logits != LogitRows::kAll;
-  std::vector<int64_t> first_rows, snapshot_at;
-  bool split = false;
-  for (const SequenceChunk& chunk : chunks) {
-    const auto rows = static_cast<int64_t>(chunk.tokens.size()), length = chunk.cache->length();
-    const int64_t boundary = prefill && rows > 1 ? chunk.cache->snapshot_boundary(rows) : -1;
-    snapshot_at.push_back(boundary);
-    first_rows.push_back(boundary > 0 ? boundary - length : rows);
-    split = split || first_rows.back() < rows || (chunk.cache->windowed() && rows > KvCache::kMaxRowsPerPass);
-  }
-  if (split) return forward_in_parts(chunks, options, first_rows);
+  const PartPlan plan = plan_parts(chunks, options);
+  if (plan.split) return forward_in_parts(chunks, options, plan.first_rows);
   const bool windows =
       std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.cache->windowed(); });
   check_tap_layers(options, config_.num_layers);
@@ -191,7 +198,7 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
   for (size_t c = 0; c < chunks.size(); ++c) {
     KvCache& cache = *chunks[c].cache;
     cache.commit(static_cast<int64_t>(chunks[c].tokens.size()));
-    if (snapshot_at[c] == cache.length()) cache.keep_state_snapshot();
+    if (plan.snapshot_at[c] == cache.length()) cache.keep_state_snapshot();
   }
   return out;
 }

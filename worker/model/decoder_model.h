@@ -65,6 +65,14 @@ class DecoderModel final : public TargetModel {
     std::vector<Tensor> window_tables;  // per chunk: a paged cache's windowed layers' block ids
   };
 
+  // How forward() runs its chunks: per chunk the rows of its first pass (all of them, unless a
+  // prefill keeps a recurrent-state snapshot at a block boundary inside them) and where that
+  // snapshot is kept (-1: none); split when any chunk runs in parts (a windowed cache's long one).
+  struct PartPlan {
+    std::vector<int64_t> first_rows, snapshot_at;
+    bool split = false;
+  };
+  PartPlan plan_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
   // forward() in passes, their logits and taps gathered in chunk order: a windowed cache's chunk
   // in parts of at most KvCache::kMaxRowsPerPass rows (what a windowed layer takes in one pass),
