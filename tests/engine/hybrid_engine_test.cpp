@@ -29,7 +29,8 @@ SequenceRequest greedy(std::vector<int32_t> prompt, SpecMode spec, int64_t max_t
 
 class HybridEngine : public ::testing::TestWithParam<std::string> {
  protected:
-  HybridEngine() : pair(hybrid_f32_target(GetParam(), 61), TinyDrafterSpec{.layers = 1, .block_size = kBlock, .seed = 62}) {}
+  HybridEngine()
+      : pair(hybrid_f32_target(GetParam(), 61), TinyDrafterSpec{.layers = 1, .block_size = kBlock, .seed = 62}) {}
 
   std::vector<int32_t> plain(const SequenceRequest& request) {
     SequenceRequest r = request;

@@ -27,8 +27,11 @@ nlohmann::json qwen3_5_9b_config() {
                         "rope_theta": 10000000, "partial_rotary_factor": 0.25},
     "vocab_size": 248320})");
   text["layer_types"] = layer_types;
-  return {{"architectures", {"Qwen3_5ForConditionalGeneration"}}, {"model_type", "qwen3_5"},
-          {"tie_word_embeddings", false}, {"text_config", text}, {"vision_config", {{"depth", 27}}}};
+  return {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+          {"model_type", "qwen3_5"},
+          {"tie_word_embeddings", false},
+          {"text_config", text},
+          {"vision_config", {{"depth", 27}}}};
 }
 
 std::string refusal(const nlohmann::json& config, ErrorCode expected) {
@@ -79,7 +82,9 @@ TEST(HybridConfig, ReadsQwen3_5MoeAndQwen3NextExperts) {
   nlohmann::json moe = qwen3_5_9b_config()["text_config"];
   moe["model_type"] = "qwen3_5_moe_text";
   moe.erase("intermediate_size");  // the MoE text config has no dense MLP
-  moe.update({{"num_experts", 256}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 512},
+  moe.update({{"num_experts", 256},
+              {"num_experts_per_tok", 8},
+              {"moe_intermediate_size", 512},
               {"shared_expert_intermediate_size", 512}});
   const ModelConfig c = parse_model_config(moe, "config.json");
   EXPECT_EQ(c.model_type, "qwen3_5_moe");
@@ -92,8 +97,11 @@ TEST(HybridConfig, ReadsQwen3_5MoeAndQwen3NextExperts) {
   next["model_type"] = "qwen3_next";
   next["intermediate_size"] = 5120;
   next.erase("rope_parameters");
-  next.update({{"rope_theta", 10000000}, {"partial_rotary_factor", 0.5}, {"norm_topk_prob", false},
-               {"decoder_sparse_step", 1}, {"mlp_only_layers", {2}}});
+  next.update({{"rope_theta", 10000000},
+               {"partial_rotary_factor", 0.5},
+               {"norm_topk_prob", false},
+               {"decoder_sparse_step", 1},
+               {"mlp_only_layers", {2}}});
   const ModelConfig n = parse_model_config(next, "config.json");
   EXPECT_EQ(n.model_type, "qwen3_next");
   EXPECT_TRUE(n.linear_attention.grouped_projection);

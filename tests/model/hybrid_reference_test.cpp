@@ -23,8 +23,8 @@ namespace {
 
 struct HybridCase {
   std::string name;
-  std::string family;       // make_hybrid_checkpoint's
-  std::string options;      // Python keyword arguments of make_checkpoint
+  std::string family;   // make_hybrid_checkpoint's
+  std::string options;  // Python keyword arguments of make_checkpoint
   int64_t layers = 4;
   DType kv_dtype = DType::kF32;
   // Written by flashq-model make-tiny from this spec instead, when its family is a hybrid one.
@@ -38,7 +38,8 @@ void write_checkpoint(const HybridCase& c, const std::filesystem::path& dir) {
   if (!c.tiny.family.empty()) return write_tiny_model(c.tiny, dir);
   const std::string script =
       "import sys; sys.path.insert(0, 'tests/reference'); import make_hybrid_checkpoint as m; "
-      "m.make_checkpoint('" + c.family + "', '" + dir.string() + "', num_layers=" + std::to_string(c.layers) +
+      "m.make_checkpoint('" +
+      c.family + "', '" + dir.string() + "', num_layers=" + std::to_string(c.layers) +
       (c.options.empty() ? "" : ", " + c.options) + ")";
   const CommandResult made = run_command("/usr/bin/python3 -c \"" + script + "\"");
   ASSERT_EQ(made.exit_code, 0) << made.output;
@@ -52,13 +53,14 @@ struct Reference {
 Reference run_reference(const std::filesystem::path& dir, const std::vector<int32_t>& tokens, int64_t layers,
                         int greedy, DType kv_dtype) {
   const std::string prefix = (dir / "reference").string();
-  const CommandResult ref = run_command(
-      "/usr/bin/python3 tests/reference/target_reference.py --model " + dir.string() + " --tokens " + join(tokens) +
-      " --greedy " + std::to_string(greedy) + " --taps " + std::to_string(layers - 1) + ",0 --out " + prefix +
-      (kv_dtype == DType::kBF16 ? " --kv-cache-dtype bf16" : ""));
+  const CommandResult ref =
+      run_command("/usr/bin/python3 tests/reference/target_reference.py --model " + dir.string() + " --tokens " +
+                  join(tokens) + " --greedy " + std::to_string(greedy) + " --taps " + std::to_string(layers - 1) +
+                  ",0 --out " + prefix + (kv_dtype == DType::kBF16 ? " --kv-cache-dtype bf16" : ""));
   EXPECT_EQ(ref.exit_code, 0) << ref.output;
   const nlohmann::json meta = nlohmann::json::parse(read_text_file(prefix + ".json"));
-  return {read_f32(prefix + ".logits.f32"), read_f32(prefix + ".taps.f32"), meta.at("greedy").get<std::vector<int32_t>>()};
+  return {read_f32(prefix + ".logits.f32"), read_f32(prefix + ".taps.f32"),
+          meta.at("greedy").get<std::vector<int32_t>>()};
 }
 
 int32_t argmax_row(const std::vector<float>& logits, size_t row, size_t vocab) {
@@ -145,19 +147,17 @@ TEST_P(HybridReference, ATruncatedPassLeavesTheStateOfItsKeptRows) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TinyHybridTargets, HybridReference,
-    ::testing::Values(
-        HybridCase{"Qwen3_5TextOnlyF32", "qwen3_5", "dtype='F32'"},
-        HybridCase{"Qwen3_5MultimodalBf16", "qwen3_5", "multimodal=True, seed=3"},
-        HybridCase{"Qwen3_5EightLayersTiedBiasBf16Kv", "qwen3_5", "seed=4, tied=True, attention_bias=True", 8,
-                   DType::kBF16},
-        HybridCase{"Qwen3_5MoeMultimodal", "qwen3_5_moe", "multimodal=True, seed=5"},
-        HybridCase{"Qwen3_5MoeTextOnlyF32", "qwen3_5_moe", "dtype='F32', seed=6"},
-        HybridCase{"Qwen3NextF32", "qwen3_next", "dtype='F32', seed=7"},
-        HybridCase{"Qwen3NextDenseLayerRawTopK", "qwen3_next", "seed=8, mlp_only_layers=(1,), norm_topk_prob=False",
-                   5}),
-    [](const ::testing::TestParamInfo<HybridCase>& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(TinyHybridTargets, HybridReference,
+                         ::testing::Values(HybridCase{"Qwen3_5TextOnlyF32", "qwen3_5", "dtype='F32'"},
+                                           HybridCase{"Qwen3_5MultimodalBf16", "qwen3_5", "multimodal=True, seed=3"},
+                                           HybridCase{"Qwen3_5EightLayersTiedBiasBf16Kv", "qwen3_5",
+                                                      "seed=4, tied=True, attention_bias=True", 8, DType::kBF16},
+                                           HybridCase{"Qwen3_5MoeMultimodal", "qwen3_5_moe", "multimodal=True, seed=5"},
+                                           HybridCase{"Qwen3_5MoeTextOnlyF32", "qwen3_5_moe", "dtype='F32', seed=6"},
+                                           HybridCase{"Qwen3NextF32", "qwen3_next", "dtype='F32', seed=7"},
+                                           HybridCase{"Qwen3NextDenseLayerRawTopK", "qwen3_next",
+                                                      "seed=8, mlp_only_layers=(1,), norm_topk_prob=False", 5}),
+                         [](const ::testing::TestParamInfo<HybridCase>& param_info) { return param_info.param.name; });
 
 // make-tiny's hybrid checkpoints (what the engine tests and benchmarks run) read by the reference.
 TinyModelSpec tiny_hybrid(const std::string& family, bool multimodal, uint64_t seed) {

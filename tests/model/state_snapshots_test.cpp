@@ -2,13 +2,14 @@
 // a snapshot marks its block in the pool, a match ends at the last marked block of its run, a
 // snapshot restores exactly the state kept, and one given up (capacity) or whose block was taken
 // for new content restores nothing and no longer marks the block.
+#include "worker/model/state_snapshots.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "kernels/backend.h"
 #include "worker/model/block_pool.h"
-#include "worker/model/state_snapshots.h"
 
 namespace flashq {
 namespace {

@@ -57,7 +57,8 @@ void report_speculation_state(Backend& backend, const TimePerCall& time) {
     const int64_t kept = block / 2;
     state.begin_pass(0, block);  // makes the checkpoint and the input rows
     RecurrentState::PassInputs& inputs = state.inputs(0);
-    for (Tensor* t : {&inputs.x_q, &inputs.x_k, &inputs.x_v}) *t = random_tensor(backend, DType::kF32, t->shape(), rng, -1, 1);
+    for (Tensor* t : {&inputs.x_q, &inputs.x_k, &inputs.x_v})
+      *t = random_tensor(backend, DType::kF32, t->shape(), rng, -1, 1);
     inputs.g = random_tensor(backend, DType::kF32, inputs.g.shape(), rng, -0.1f, 0.0f);
     inputs.beta = random_tensor(backend, DType::kF32, inputs.beta.shape(), rng, 0.0f, 1.0f);
     const double snapshot_s = time([&] { state.begin_pass(0, block); });

@@ -79,34 +79,56 @@ nlohmann::json hybrid_config_json(const TinyModelSpec& s, int32_t bos, const nlo
   for (int64_t i = 0; i < s.layers; ++i) {
     layer_types.push_back((i + 1) % s.full_attention_interval == 0 ? "full_attention" : "linear_attention");
   }
-  nlohmann::json text = {
-      {"attention_bias", false}, {"attention_dropout", 0.0}, {"bos_token_id", bos}, {"eos_token_id", eos},
-      {"full_attention_interval", s.full_attention_interval}, {"head_dim", s.head_dim}, {"hidden_act", "silu"},
-      {"hidden_size", s.hidden}, {"initializer_range", 0.02}, {"layer_types", layer_types},
-      {"linear_conv_kernel_dim", s.conv_kernel}, {"linear_key_head_dim", s.linear_key_dim},
-      {"linear_num_key_heads", s.linear_key_heads}, {"linear_num_value_heads", s.linear_value_heads},
-      {"linear_value_head_dim", s.linear_value_dim}, {"max_position_embeddings", s.max_position},
-      {"num_attention_heads", s.heads}, {"num_hidden_layers", s.layers}, {"num_key_value_heads", s.kv_heads},
-      {"rms_norm_eps", 1e-6}, {"tie_word_embeddings", s.tie_embeddings}, {"torch_dtype", torch_dtype(s.dtype)},
-      {"use_cache", true}, {"vocab_size", s.vocab}};
+  nlohmann::json text = {{"attention_bias", false},
+                         {"attention_dropout", 0.0},
+                         {"bos_token_id", bos},
+                         {"eos_token_id", eos},
+                         {"full_attention_interval", s.full_attention_interval},
+                         {"head_dim", s.head_dim},
+                         {"hidden_act", "silu"},
+                         {"hidden_size", s.hidden},
+                         {"initializer_range", 0.02},
+                         {"layer_types", layer_types},
+                         {"linear_conv_kernel_dim", s.conv_kernel},
+                         {"linear_key_head_dim", s.linear_key_dim},
+                         {"linear_num_key_heads", s.linear_key_heads},
+                         {"linear_num_value_heads", s.linear_value_heads},
+                         {"linear_value_head_dim", s.linear_value_dim},
+                         {"max_position_embeddings", s.max_position},
+                         {"num_attention_heads", s.heads},
+                         {"num_hidden_layers", s.layers},
+                         {"num_key_value_heads", s.kv_heads},
+                         {"rms_norm_eps", 1e-6},
+                         {"tie_word_embeddings", s.tie_embeddings},
+                         {"torch_dtype", torch_dtype(s.dtype)},
+                         {"use_cache", true},
+                         {"vocab_size", s.vocab}};
   const bool moe = s.family != "qwen3_5";
   if (moe) {
-    text.update({{"num_experts", s.experts}, {"num_experts_per_tok", s.experts_per_token},
-                 {"moe_intermediate_size", s.expert_inter}, {"shared_expert_intermediate_size", s.shared_expert_inter},
+    text.update({{"num_experts", s.experts},
+                 {"num_experts_per_tok", s.experts_per_token},
+                 {"moe_intermediate_size", s.expert_inter},
+                 {"shared_expert_intermediate_size", s.shared_expert_inter},
                  {"router_aux_loss_coef", 0.001}});
   }
   if (s.family == "qwen3_next") {
-    text.update({{"architectures", {"Qwen3NextForCausalLM"}}, {"model_type", "qwen3_next"},
-                 {"intermediate_size", s.inter}, {"rope_theta", s.rope_theta},
-                 {"partial_rotary_factor", s.partial_rotary_factor}, {"rope_scaling", nullptr},
-                 {"decoder_sparse_step", s.sparse_step}, {"mlp_only_layers", s.dense_layers},
+    text.update({{"architectures", {"Qwen3NextForCausalLM"}},
+                 {"model_type", "qwen3_next"},
+                 {"intermediate_size", s.inter},
+                 {"rope_theta", s.rope_theta},
+                 {"partial_rotary_factor", s.partial_rotary_factor},
+                 {"rope_scaling", nullptr},
+                 {"decoder_sparse_step", s.sparse_step},
+                 {"mlp_only_layers", s.dense_layers},
                  {"norm_topk_prob", s.norm_topk_prob}});
     return text;
   }
   text["attn_output_gate"] = true;
   text["mtp_num_hidden_layers"] = 1;
-  text["rope_parameters"] = {{"mrope_interleaved", true},     {"mrope_section", {11, 11, 10}},
-                             {"rope_type", "default"},         {"rope_theta", s.rope_theta},
+  text["rope_parameters"] = {{"mrope_interleaved", true},
+                             {"mrope_section", {11, 11, 10}},
+                             {"rope_type", "default"},
+                             {"rope_theta", s.rope_theta},
                              {"partial_rotary_factor", s.partial_rotary_factor}};
   if (!moe) text["intermediate_size"] = s.inter;
   text["architectures"] = {moe ? "Qwen3_5MoeForCausalLM" : "Qwen3_5ForCausalLM"};
@@ -142,10 +164,10 @@ void add_multimodal_extras(RandomTensors& t, const ModelConfig& c) {
 nlohmann::json drafter_config_of_hybrid(const nlohmann::json& target_config) {
   nlohmann::json config = target_config.contains("text_config") ? target_config["text_config"] : target_config;
   const ModelConfig target = parse_model_config(target_config, "config.json");
-  for (const char* key : {"layer_types", "full_attention_interval", "linear_conv_kernel_dim", "linear_key_head_dim",
-                          "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim",
-                          "attn_output_gate", "mtp_num_hidden_layers", "rope_parameters", "partial_rotary_factor",
-                          "shared_expert_intermediate_size"}) {
+  for (const char* key :
+       {"layer_types", "full_attention_interval", "linear_conv_kernel_dim", "linear_key_head_dim",
+        "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim", "attn_output_gate",
+        "mtp_num_hidden_layers", "rope_parameters", "partial_rotary_factor", "shared_expert_intermediate_size"}) {
     config.erase(key);
   }
   config["model_type"] = "qwen3";

@@ -4,9 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tools/flashq_model/make_tiny.h"
 #include "tools/flashq_model/random_tensors.h"

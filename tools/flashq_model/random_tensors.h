@@ -106,5 +106,4 @@ struct RandomTensors {
   }
 };
 
-
 }  // namespace flashq

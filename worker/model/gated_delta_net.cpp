@@ -12,16 +12,15 @@ namespace {
 // Qwen3-Next's in_proj_qkvz and in_proj_ba, regrouped: per key head j, qkvz holds q_j [dk], k_j
 // [dk], then its r = value heads / key heads value heads' v [r dv] and z [r dv]; ba holds b then
 // a of those r heads. Gathering each part over the groups gives Qwen3.5's flat order.
-void load_grouped_projections(const WeightStore& weights, const std::string& a, const ModelConfig& c,
-                              Backend& backend, GatedDeltaNet& layer) {
+void load_grouped_projections(const WeightStore& weights, const std::string& a, const ModelConfig& c, Backend& backend,
+                              GatedDeltaNet& layer) {
   const LinearAttentionConfig& l = c.linear_attention;
   const int64_t dk = l.key_head_dim, r = l.value_heads / l.key_heads, rdv = r * l.value_head_dim;
   const int64_t group = 2 * dk + 2 * rdv;
   const Tensor qkvz = weights.get(a + "in_proj_qkvz.weight", {l.key_heads * group, c.hidden_size});
   const Tensor ba = weights.get(a + "in_proj_ba.weight", {l.key_heads * 2 * r, c.hidden_size});
   auto part = [&](const Tensor& fused, int64_t group_rows, int64_t offset, int64_t count) {
-    return backend.upload_weight(
-        gather_host_rows(fused, rows_of_each_group(l.key_heads, group_rows, offset, count)));
+    return backend.upload_weight(gather_host_rows(fused, rows_of_each_group(l.key_heads, group_rows, offset, count)));
   };
   layer.q_proj = part(qkvz, group, 0, dk);
   layer.k_proj = part(qkvz, group, dk, dk);

@@ -39,7 +39,8 @@ GatedDeltaNet load_gated_delta_net(const WeightStore& weights, const std::string
 // continuing its cache's recurrent state (linear layer `linear_index` of it); a truncatable
 // pass's rows' inputs are kept in the state (RecurrentState::inputs).
 void run_gated_delta_net(Backend& backend, Workspace& workspace, const GatedDeltaNet& layer, const ModelConfig& config,
-                         int64_t linear_index, std::span<const SequenceChunk> chunks, const Tensor& normed, Tensor& out);
+                         int64_t linear_index, std::span<const SequenceChunk> chunks, const Tensor& normed,
+                         Tensor& out);
 
 // After a truncation into a cache's last pass (RecurrentState::kept_rows): the recurrence of
 // linear layer `linear_index` re-run over the kept rows' saved inputs from the restored state.

@@ -40,10 +40,17 @@ Tensor one_plus_weight(const Tensor& host) {
   for (int64_t i = 0; i < host.numel(); ++i) {
     float w = 0.0f;
     switch (host.dtype()) {
-      case DType::kF32: w = host.data<float>()[i]; break;
-      case DType::kBF16: w = bf16_to_f32(host.data<uint16_t>()[i]); break;
-      case DType::kF16: w = f16_to_f32(host.data<uint16_t>()[i]); break;
-      default: check_invariant(false, "a norm weight is f32, f16 or bf16");
+      case DType::kF32:
+        w = host.data<float>()[i];
+        break;
+      case DType::kBF16:
+        w = bf16_to_f32(host.data<uint16_t>()[i]);
+        break;
+      case DType::kF16:
+        w = f16_to_f32(host.data<uint16_t>()[i]);
+        break;
+      default:
+        check_invariant(false, "a norm weight is f32, f16 or bf16");
     }
     to[i] = 1.0f + w;
   }

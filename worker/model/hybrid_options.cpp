@@ -38,8 +38,8 @@ void read_hybrid_options(const ConfigReader& reader, ModelConfig& config, bool g
   linear.conv_kernel = reader.positive_int("linear_conv_kernel_dim", 4);
   linear.grouped_projection = grouped_projection;
   if (linear.value_heads % linear.key_heads != 0) {
-    reader.fail("linear_num_value_heads", "must be a multiple of linear_num_key_heads (" +
-                                              std::to_string(linear.key_heads) + ")");
+    reader.fail("linear_num_value_heads",
+                "must be a multiple of linear_num_key_heads (" + std::to_string(linear.key_heads) + ")");
   }
   if (linear.conv_kernel < 2 || linear.conv_kernel > 16) reader.fail("linear_conv_kernel_dim", "must be 2 to 16");
   // A layer plan is one entry a layer: a depth no checkpoint has is refused before it is built.

@@ -16,13 +16,8 @@ namespace flashq {
 
 std::span<const ModelFamily> model_families() {
   static const ModelFamily families[] = {
-      qwen3_family(),
-      llama_family(),
-      qwen3_moe_family(),
-      gpt_oss_family(),
-      qwen3_5_family(),
-      qwen3_5_moe_family(),
-      qwen3_next_family(),
+      qwen3_family(),   llama_family(),       qwen3_moe_family(),  gpt_oss_family(),
+      qwen3_5_family(), qwen3_5_moe_family(), qwen3_next_family(),
   };
   return families;
 }

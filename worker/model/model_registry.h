@@ -20,14 +20,14 @@
 namespace flashq {
 
 struct ModelFamily {
-  std::string model_type;                  // config.json's model_type, e.g. qwen3
+  std::string model_type;                       // config.json's model_type, e.g. qwen3
   std::vector<std::string> model_type_aliases;  // other model_types of the same family (qwen3_5_text)
-  std::vector<std::string> architectures;  // config.json's architectures[0], e.g. Qwen3ForCausalLM
-  ModelConfigDefaults config_defaults;     // for the keys its config.json may leave out
-  bool qk_norm = false;                    // its layers norm each q and k head (Qwen3)
-  bool reads_mlp_bias = false;             // config.json's mlp_bias applies (LlamaConfig has it, Qwen3Config not)
-  bool reads_layer_types = false;          // layer_types may name sliding_attention layers (gpt-oss)
-  bool linear_attention = false;           // layer_types may name linear_attention layers (Qwen3.5)
+  std::vector<std::string> architectures;       // config.json's architectures[0], e.g. Qwen3ForCausalLM
+  ModelConfigDefaults config_defaults;          // for the keys its config.json may leave out
+  bool qk_norm = false;                         // its layers norm each q and k head (Qwen3)
+  bool reads_mlp_bias = false;                  // config.json's mlp_bias applies (LlamaConfig has it, Qwen3Config not)
+  bool reads_layer_types = false;               // layer_types may name sliding_attention layers (gpt-oss)
+  bool linear_attention = false;                // layer_types may name linear_attention layers (Qwen3.5)
   // The keys only this family has (its experts, say), read into `config` after the common ones;
   // null when it has none.
   void (*read_family_options)(const ConfigReader& reader, ModelConfig& config) = nullptr;

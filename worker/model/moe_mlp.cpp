@@ -84,8 +84,8 @@ MoeMlp load_fused_gate_up(const WeightStore& weights, const std::string& p, cons
   const Tensor down = weights.get(p + "mlp.experts.down_proj", {experts, hidden, inter});
   for (const Tensor* stacked : {&gate_up, &down}) {
     if (stacked->dtype() == DType::kI32 || stacked->dtype() == DType::kU8) {
-      throw Error(ErrorCode::kBadCheckpoint, "the experts of " + p + " in " + weights.dir().string() +
-                                                 " must be F32, F16 or BF16");
+      throw Error(ErrorCode::kBadCheckpoint,
+                  "the experts of " + p + " in " + weights.dir().string() + " must be F32, F16 or BF16");
     }
   }
   for (int64_t e = 0; e < experts; ++e) {

@@ -7,8 +7,9 @@ namespace {
 
 void read_qwen3_5_moe(const ConfigReader& reader, ModelConfig& config) {
   read_hybrid_options(reader, config, /*grouped_projection=*/false);
-  read_hybrid_experts(reader, config,
-                      {.num_experts = 256, .experts_per_token = 8, .intermediate_size = 512, .shared_intermediate_size = 512});
+  read_hybrid_experts(
+      reader, config,
+      {.num_experts = 256, .experts_per_token = 8, .intermediate_size = 512, .shared_intermediate_size = 512});
   // Its router always renormalises the chosen experts' weights (the config has no norm_topk_prob),
   // and every layer is sparse.
   config.moe.normalize_top_k = true;

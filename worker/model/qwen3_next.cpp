@@ -8,8 +8,9 @@ namespace {
 
 void read_qwen3_next(const ConfigReader& reader, ModelConfig& config) {
   read_hybrid_options(reader, config, /*grouped_projection=*/true);
-  read_hybrid_experts(reader, config,
-                      {.num_experts = 512, .experts_per_token = 10, .intermediate_size = 512, .shared_intermediate_size = 512});
+  read_hybrid_experts(
+      reader, config,
+      {.num_experts = 512, .experts_per_token = 10, .intermediate_size = 512, .shared_intermediate_size = 512});
   MoeConfig& moe = config.moe;
   moe.normalize_top_k = reader.boolean("norm_topk_prob", true);
   moe.sparse_step = reader.positive_int("decoder_sparse_step", 1);

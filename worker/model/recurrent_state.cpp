@@ -22,10 +22,11 @@ RecurrentState::RecurrentState(Backend& backend, const LinearAttentionConfig& sh
 
 RecurrentState::Layer RecurrentState::make_layer() const {
   const int64_t taps = shape_.conv_kernel - 1;
-  Layer layer{.conv_q = backend_.allocate(DType::kF32, {taps, shape_.key_dim()}),
-              .conv_k = backend_.allocate(DType::kF32, {taps, shape_.key_dim()}),
-              .conv_v = backend_.allocate(DType::kF32, {taps, shape_.value_dim()}),
-              .matrix = backend_.allocate(DType::kF32, {shape_.value_heads, shape_.key_head_dim, shape_.value_head_dim})};
+  Layer layer{
+      .conv_q = backend_.allocate(DType::kF32, {taps, shape_.key_dim()}),
+      .conv_k = backend_.allocate(DType::kF32, {taps, shape_.key_dim()}),
+      .conv_v = backend_.allocate(DType::kF32, {taps, shape_.value_dim()}),
+      .matrix = backend_.allocate(DType::kF32, {shape_.value_heads, shape_.key_head_dim, shape_.value_head_dim})};
   for (Tensor* t : {&layer.conv_q, &layer.conv_k, &layer.conv_v, &layer.matrix}) zero(backend_, *t);
   return layer;
 }
@@ -60,7 +61,8 @@ void RecurrentState::begin_pass(int64_t length, int64_t rows) {
 
 void RecurrentState::truncate(int64_t length, int64_t current) {
   if (length == current) return;
-  if (pass_rows_ == 0 || length < pass_start_ || length > pass_start_ + pass_rows_ || current != pass_start_ + pass_rows_) {
+  if (pass_rows_ == 0 || length < pass_start_ || length > pass_start_ + pass_rows_ ||
+      current != pass_start_ + pass_rows_) {
     throw Error(ErrorCode::kInternal, "a recurrent state truncates only into its last pass of at most " +
                                           std::to_string(kMaxTruncatableRows) + " rows (to " + std::to_string(length) +
                                           " from " + std::to_string(current) + ")");

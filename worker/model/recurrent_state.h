@@ -78,10 +78,10 @@ class RecurrentState {
   Backend& backend_;
   LinearAttentionConfig shape_;
   std::vector<Layer> layers_;
-  std::vector<Layer> checkpoint_;       // made at the first truncatable pass
-  std::vector<PassInputs> inputs_;      // likewise
-  int64_t pass_start_ = -1;             // the last truncatable pass's first position, or -1
-  int64_t pass_rows_ = 0;               // its rows while it is the last pass, else 0
+  std::vector<Layer> checkpoint_;   // made at the first truncatable pass
+  std::vector<PassInputs> inputs_;  // likewise
+  int64_t pass_start_ = -1;         // the last truncatable pass's first position, or -1
+  int64_t pass_rows_ = 0;           // its rows while it is the last pass, else 0
   int64_t kept_rows_ = -1;
 };
 
