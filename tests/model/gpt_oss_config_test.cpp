@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
+#include "tests/model/config_refusal.h"
 #include "worker/model/drafter_config.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
@@ -35,17 +36,6 @@ nlohmann::json gpt_oss_20b_config() {
     "vocab_size": 201088})");
   config["layer_types"] = layer_types;
   return config;
-}
-
-std::string refusal(const nlohmann::json& config, ErrorCode expected) {
-  try {
-    parse_model_config(config, "dir/config.json");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), expected) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "config was accepted: " << config.dump();
-  return "";
 }
 
 TEST(GptOssConfig, ReadsTheRealGptOss20bConfig) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
+#include "tests/model/config_refusal.h"
 #include "worker/model/model_config.h"
 
 namespace flashq {
@@ -32,17 +33,6 @@ nlohmann::json qwen3_5_9b_config() {
           {"tie_word_embeddings", false},
           {"text_config", text},
           {"vision_config", {{"depth", 27}}}};
-}
-
-std::string refusal(const nlohmann::json& config, ErrorCode expected) {
-  try {
-    parse_model_config(config, "dir/config.json");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), expected) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "config was accepted: " << config.dump();
-  return "";
 }
 
 TEST(HybridConfig, ReadsQwen3_5sCompositeConfigFromItsTextConfig) {

@@ -81,16 +81,26 @@ std::vector<int32_t> decode_greedy(TargetModel& model, KvCache& cache, int32_t f
   return out;
 }
 
-class HybridReference : public ::testing::TestWithParam<HybridCase> {};
+// The case's checkpoint written and loaded, its caches of the case's element type.
+class HybridReference : public ::testing::TestWithParam<HybridCase> {
+ protected:
+  void SetUp() override {
+    write_checkpoint(GetParam(), dir.path());
+    model = load_target_model(dir.path(), *backend);
+    model->set_kv_cache_dtype(GetParam().kv_dtype);
+    vocab = static_cast<int32_t>(model->config().vocab_size);
+    tolerance = GetParam().kv_dtype == DType::kBF16 ? 5e-4 : 1e-4;
+  }
+
+  TempDir dir;
+  std::unique_ptr<Backend> backend = make_cpu_backend();
+  std::unique_ptr<TargetModel> model;
+  int32_t vocab = 0;
+  double tolerance = 0;
+};
 
 TEST_P(HybridReference, LogitsTapsAndGreedyDecodingMatchNumpy) {
   const HybridCase& c = GetParam();
-  TempDir dir;
-  write_checkpoint(c, dir.path());
-  std::unique_ptr<Backend> backend = make_cpu_backend();
-  std::unique_ptr<TargetModel> model = load_target_model(dir.path(), *backend);
-  model->set_kv_cache_dtype(c.kv_dtype);
-  const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
   const std::vector<int32_t> tokens = some_tokens(21, vocab, 5);
   const int greedy = 8;
   const Reference ref = run_reference(dir.path(), tokens, c.layers, greedy, c.kv_dtype);
@@ -100,7 +110,6 @@ TEST_P(HybridReference, LogitsTapsAndGreedyDecodingMatchNumpy) {
   SequenceChunk chunk{tokens, &cache};
   const ForwardOutput out = model->forward({&chunk, 1}, {.logits = LogitRows::kAll, .tap_layers = {c.layers - 1, 0}});
   const std::vector<float> logits = to_host(*backend, out.logits);
-  const double tolerance = c.kv_dtype == DType::kBF16 ? 5e-4 : 1e-4;
   EXPECT_LT(max_normalized_error(logits, ref.logits), tolerance) << "logits";
   EXPECT_LT(max_normalized_error(to_host(*backend, out.taps), ref.taps), tolerance) << "taps";
   const int32_t next = argmax_row(logits, tokens.size() - 1, static_cast<size_t>(vocab));
@@ -122,15 +131,8 @@ TEST_P(HybridReference, LogitsTapsAndGreedyDecodingMatchNumpy) {
 // prompt and the kept rows. Then truncating to the pass's start keeps none, and to its end all.
 TEST_P(HybridReference, ATruncatedPassLeavesTheStateOfItsKeptRows) {
   const HybridCase& c = GetParam();
-  TempDir dir;
-  write_checkpoint(c, dir.path());
-  std::unique_ptr<Backend> backend = make_cpu_backend();
-  std::unique_ptr<TargetModel> model = load_target_model(dir.path(), *backend);
-  model->set_kv_cache_dtype(c.kv_dtype);
-  const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
   const std::vector<int32_t> tokens = some_tokens(24, vocab, 9);
   const Reference ref = run_reference(dir.path(), tokens, c.layers, 1, c.kv_dtype);
-  const double tolerance = c.kv_dtype == DType::kBF16 ? 5e-4 : 1e-4;
   const std::span<const int32_t> all(tokens);
   for (const int64_t kept : {2, 0, 6}) {
     KvCache cache = model->make_cache(64);

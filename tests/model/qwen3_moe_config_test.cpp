@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "shared/error.h"
+#include "tests/model/config_refusal.h"
 #include "worker/model/drafter_config.h"
 #include "worker/model/model_config.h"
 
@@ -26,17 +27,6 @@ nlohmann::json qwen3_30b_a3b_config() {
     "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
     "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
     "vocab_size": 151936})");
-}
-
-std::string refusal(const nlohmann::json& config, ErrorCode expected) {
-  try {
-    parse_model_config(config, "dir/config.json");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), expected) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "config was accepted: " << config.dump();
-  return "";
 }
 
 TEST(Qwen3MoeConfig, ReadsTheRealQwen3_30B_A3BConfig) {
