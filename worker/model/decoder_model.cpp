@@ -129,7 +129,7 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
     check_invariant(chunk.cache != nullptr && !chunk.tokens.empty(), "forward chunks are non-empty with a cache");
   }
   const PartPlan plan = plan_parts(chunks, options);
-  if (plan.split) return forward_in_parts(chunks, options, plan.first_rows);
+  if (plan.split) return forward_in_parts(chunks, options);
   const bool windows =
       std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.cache->windowed(); });
   check_tap_layers(options, config_.num_layers);
@@ -225,8 +225,7 @@ void DecoderModel::check_token_ids(std::span<const SequenceChunk> chunks) const 
   }
 }
 
-ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                                             std::span<const int64_t> first_rows) {
+ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
   // What a part would refuse is refused before the first part runs, so an error leaves every
   // cache as it was, as one pass does.
   for (const SequenceChunk& chunk : chunks) {
@@ -252,8 +251,9 @@ ForwardOutput DecoderModel::forward_in_parts(std::span<const SequenceChunk> chun
     for (size_t c = 0; c < chunks.size(); ++c) {
       const int64_t left = static_cast<int64_t>(chunks[c].tokens.size()) - done[c];
       if (left == 0) continue;
+      const SequenceChunk rest{chunks[c].tokens.subspan(static_cast<size_t>(done[c])), chunks[c].cache};
       const int64_t n = chunks[c].cache->windowed() ? std::min(left, KvCache::kMaxRowsPerPass)
-                                                    : (done[c] == 0 ? first_rows[c] : left);
+                                                    : plan_parts({&rest, 1}, options).first_rows[0];
       part.push_back({chunks[c].tokens.subspan(static_cast<size_t>(done[c]), static_cast<size_t>(n)), chunks[c].cache});
       of_chunk.push_back(c);
     }

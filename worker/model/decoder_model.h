@@ -66,8 +66,9 @@ class DecoderModel final : public TargetModel {
   };
 
   // How forward() runs its chunks: per chunk the rows of its first pass (all of them, unless a
-  // prefill keeps a recurrent-state snapshot at a block boundary inside them) and where that
-  // snapshot is kept (-1: none); split when any chunk runs in parts (a windowed cache's long one).
+  // prefill keeps a recurrent-state snapshot at a point inside them: KvCache::snapshot_boundary)
+  // and where that snapshot is kept (-1: none); split when any chunk runs in parts (that, or a
+  // windowed cache's long chunk).
   struct PartPlan {
     std::vector<int64_t> first_rows, snapshot_at;
     bool split = false;
@@ -76,9 +77,8 @@ class DecoderModel final : public TargetModel {
   PassKey pass_key(std::span<const SequenceChunk> chunks, const ForwardOptions& options) const;
   // forward() in passes, their logits and taps gathered in chunk order: a windowed cache's chunk
   // in parts of at most KvCache::kMaxRowsPerPass rows (what a windowed layer takes in one pass),
-  // any other chunk in `first_rows` of its rows (up to where a state snapshot is kept) and the rest.
-  ForwardOutput forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options,
-                                 std::span<const int64_t> first_rows);
+  // any other chunk in parts ending where its state snapshots are kept (plan_parts).
+  ForwardOutput forward_in_parts(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
   // Every op of a pass.
   ForwardOutput run_pass(std::span<const SequenceChunk> chunks, const ForwardOptions& options, const PassRows& rows);
   void run_attention(const DecoderLayer& layer, int64_t layer_index, std::span<const SequenceChunk> chunks,

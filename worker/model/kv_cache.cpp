@@ -163,8 +163,11 @@ PrefixMatch KvCache::adopt_prefix(std::span<const int32_t> tokens) {
 
 int64_t KvCache::snapshot_boundary(int64_t rows) const {
   if (!recurrent_ || !table_ || registered_tokens_ == nullptr || paged_->state_snapshots() == nullptr) return -1;
-  const int64_t boundary = (length() + rows) / block_size() * block_size();
-  return boundary > length() ? boundary : -1;
+  const int64_t block = block_size(), end = length() + rows;
+  const int64_t last = end / block * block;
+  if (last <= length()) return -1;
+  const int64_t interval = std::max(block, kSnapshotInterval / block * block);
+  return std::min(last, (length() / interval + 1) * interval);
 }
 
 void KvCache::keep_state_snapshot() {

@@ -131,10 +131,13 @@ class KvCache {
   void attach_recurrent_state(std::unique_ptr<RecurrentState> state) { recurrent_ = std::move(state); }
   // Null when the model has no linear-attention layers.
   RecurrentState* recurrent() const { return recurrent_.get(); }
-  // Where a prefill pass of `rows` rows from here should keep a state snapshot: the last block
-  // boundary in (length, length + rows], when this cache keeps snapshots (paged, recurrent, its
-  // store keeping them, registering its blocks); else -1.
+  // Where a prefill of `rows` rows from here keeps its next state snapshot, when this cache keeps
+  // them (paged, recurrent, its store keeping them, registering its blocks), else -1: the first
+  // in (length, length + rows] of every kSnapshotInterval-th position (rounded to whole blocks:
+  // a shared system prompt's state is kept within it) and the last block boundary (where the
+  // next turn of a conversation finds it).
   int64_t snapshot_boundary(int64_t rows) const;
+  static constexpr int64_t kSnapshotInterval = 512;
   // Keeps the state now as the snapshot of the block ending at length() (a block boundary).
   void keep_state_snapshot();
 
