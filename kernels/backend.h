@@ -70,17 +70,26 @@ struct AttentionOptions {
   // are read (a sequence gives the others back: worker/model/window_table.h).
   const Tensor* block_table = nullptr;
   int64_t block_size = 0;
+  // Per query row, the first position it attends (int32 [M] on the device, each >= 0; null: 0):
+  // row m attends [key_starts[m], key_counts[m]) (with a window too, from the later of the two
+  // starts). A window that looks both ways (a DFlash drafter's non-causal sliding layer, whose
+  // block rows see the positions less than W away on either side) is a start and a count per row.
+  const Tensor* key_starts = nullptr;
 };
 
 // Throws unless `options` suit attention of q [M, Hq, D] against caches of `capacity` rows
 // (the smallest, when there are several): sinks f32 or bf16 of [Hq] on `device`, a window >= 0
 // and, when windowed, capacity >= window; a block table int32 of rank 1 on `device` with a
-// positive block size dividing the capacity, and no window. `op` names the caller.
+// positive block size dividing the capacity, and no window; key starts int32 [M] on `device`.
+// `op` names the caller.
 void require_attention_options(const AttentionOptions& options, const Tensor& q, int64_t capacity, Device device,
                                const char* op);
 
-// `options` with the chunk's block table (none: not paged), for attention over its cache.
+// `options` with the chunk's block table (none: not paged), for attention over its cache. Key
+// starts cover every row of the call: attention over one chunk takes its rows' (key_starts_of).
 AttentionOptions chunk_attention_options(const AttentionOptions& options, const CacheChunk& chunk);
+// Rows [first, first + rows) of options.key_starts (undefined without key starts).
+Tensor key_starts_of(const AttentionOptions& options, int64_t first, int64_t rows);
 
 // Throws unless `norm_rope` can be applied: positions given, norms both or neither (`with_q`;
 // without q only k_norm is read), a positive theta and usable scaling parameters

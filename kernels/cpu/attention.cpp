@@ -277,13 +277,15 @@ void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state,
   }
 }
 
-// The keys row m attends: positions [begin, end), begin > 0 only with a window.
+// The keys row m attends: positions [begin, end), begin > 0 only with a window or a key start
+// (an empty span when the start is at or past the count).
 struct KeySpan {
   int64_t begin, end;
 };
 
-KeySpan key_span(int64_t count, int64_t window) {
-  return {window > 0 ? std::max<int64_t>(0, count - window) : 0, count};
+KeySpan key_span(int64_t count, int64_t window, int64_t start) {
+  const int64_t begin = std::max<int64_t>(window > 0 ? std::max<int64_t>(0, count - window) : 0, start);
+  return {begin, std::max(begin, count)};
 }
 
 // Keys are also taken in chunks of this many from the row's first (a multiple of kKeyBlock):
@@ -422,6 +424,7 @@ struct AttentionCall {
   AttentionShape s;
   const float* sinks;
   int64_t window;
+  const int32_t* key_starts;  // null: every row from 0 (or its window's start)
   KeyLayout layout;
   int64_t group, kv_stride, row_floats;  // kv_stride: elements between one key row and the next
   float scale;
@@ -435,13 +438,15 @@ struct AttentionCall {
   RunningSoftmax initial(int64_t head) const {
     return sinks != nullptr ? RunningSoftmax{sinks[head], 1.0f} : RunningSoftmax{};
   }
+  KeySpan span(int64_t m) const { return key_span(key_counts[m], window, key_starts ? key_starts[m] : 0); }
   int64_t row_chunks(int64_t m) const {
-    const KeySpan span = key_span(key_counts[m], window);
-    return (span.end - span.begin + kKeyChunk - 1) / kKeyChunk;
+    const KeySpan keys = span(m);
+    return (keys.end - keys.begin + kKeyChunk - 1) / kKeyChunk;
   }
-  // Normalises row m's output by its running totals.
+  // Normalises row m's output by its running totals (a row without keys stays zero).
   void finish_row(int64_t m, const RunningSoftmax* st) const {
-    if (key_counts[m] <= 0) return;
+    const KeySpan keys = span(m);
+    if (keys.end <= keys.begin) return;
     for (int64_t h = 0; h < s.q_heads; ++h) {
       const float inv_total = 1.0f / st[h].total;
       float* oh = out + m * row_floats + h * s.head_dim;
@@ -475,7 +480,7 @@ void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, i
   for (int64_t offset = chunk * kKeyChunk; offset < chunk_end; offset += kKeyBlock) {
     // Row m's block of keys in t.runs; false when its keys end before the block.
     auto block_runs = [&](int64_t m, int64_t& run_count) {
-      const KeySpan span = key_span(a.key_counts[m], a.window);
+      const KeySpan span = a.span(m);
       const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
       if (keys <= 0) return false;
       run_count = a.layout.runs(span.begin + offset, keys, t.runs);
@@ -556,7 +561,7 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
   const int64_t window = extras.sliding_window;
   int64_t max_keys = 0;
   for (int64_t m = 0; m < s.rows; ++m) {
-    const KeySpan span = key_span(key_counts[m], window);
+    const KeySpan span = key_span(key_counts[m], window, extras.key_starts ? extras.key_starts[m] : 0);
     max_keys = std::max(max_keys, span.end - span.begin);
   }
   const int64_t tile_rows = row_tile(s.rows);
@@ -568,6 +573,7 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
                             .s = s,
                             .sinks = extras.sinks,
                             .window = window,
+                            .key_starts = extras.key_starts,
                             // Without a window no key wraps.
                             .layout = {window > 0 ? extras.ring_rows : 0, extras.block_table, extras.block_size},
                             .group = s.q_heads / s.kv_heads,

@@ -262,8 +262,13 @@ class CpuBackend final : public Backend {
     const std::optional<Tensor> table =
         options.block_table != nullptr ? std::optional(*options.block_table) : std::nullopt;
     const int64_t block_size = options.block_size;
-    run([q, k, v, key_counts, out, window, sinks, table, block_size] {
+    const std::optional<Tensor> starts =
+        options.key_starts != nullptr ? std::optional(*options.key_starts) : std::nullopt;
+    run([q, k, v, key_counts, out, window, sinks, table, block_size, starts] {
       const int32_t* counts = key_counts.data<int32_t>();  // read when the op runs, as on a GPU
+      if (starts) {
+        for (int64_t m = 0; m < q.dim(0); ++m) kChecks.require(starts->data<int32_t>()[m] >= 0, "attention key start < 0");
+      }
       // A window reads a ring: any count, its last `window` positions wrapped into the keys. A
       // paged store is read through the table: every block a count reaches (from the window's
       // first, with one) must be listed and lie in the store.
@@ -293,7 +298,8 @@ class CpuBackend final : public Backend {
       }
       const cpu::AttentionShape shape{q.dim(0), q.dim(1), k.dim(1), q.dim(2)};
       const cpu::AttentionExtras extras{sinks ? sink_logits.data() : nullptr, window, k.dim(0),
-                                        table ? table->data<int32_t>() : nullptr, block_size};
+                                        table ? table->data<int32_t>() : nullptr, block_size,
+                                        starts ? starts->data<int32_t>() : nullptr};
       if (k.dtype() == DType::kBF16) {
         cpu::attention(q.data<float>(), k.data<uint16_t>(), v.data<uint16_t>(), counts, out.data<float>(), shape, extras);
       } else {

@@ -423,8 +423,11 @@ class CudaBackend final : public Backend {
         most_keys = std::max(most_keys, capacity);
       }
       Tensor group_out = out.slice_rows(first, rows);
+      AttentionOptions group_options = options;
+      const Tensor group_starts = key_starts_of(options, first, rows);
+      if (group_starts.defined()) group_options.key_starts = &group_starts;
       attend(q.slice_rows(first, rows), attended, group.front().keys->dtype(), key_counts.slice_rows(first, rows),
-             group_out, k.dim(1), most_keys, options);
+             group_out, k.dim(1), most_keys, group_options);
     }
   }
 
@@ -668,10 +671,11 @@ class CudaBackend final : public Backend {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
     const bool paged =
         std::any_of(chunks.begin(), chunks.end(), [](const cuda::KvChunk& c) { return c.block_table != nullptr; });
-    if (options.sinks != nullptr || options.sliding_window > 0 || paged) {
-      const cuda::AttentionSinksAndWindow extras{options.sinks != nullptr ? options.sinks->raw() : nullptr,
-                                                 options.sinks != nullptr ? options.sinks->dtype() : DType::kF32,
-                                                 options.sliding_window};
+    if (options.sinks != nullptr || options.sliding_window > 0 || paged || options.key_starts != nullptr) {
+      const cuda::AttentionSinksAndWindow extras{
+          options.sinks != nullptr ? options.sinks->raw() : nullptr,
+          options.sinks != nullptr ? options.sinks->dtype() : DType::kF32, options.sliding_window,
+          options.key_starts != nullptr ? options.key_starts->data<int32_t>() : nullptr};
       cuda::attention_with_sinks_and_window(q.data<float>(), chunks, kv_dtype, key_counts.data<int32_t>(),
                                             out.data<float>(), shape, extras, context_->report(), stream());
       return;

@@ -122,7 +122,22 @@ struct OptionsCase {
   DType sinks_dtype = DType::kF32;
   bool sinks = true;
   int64_t window = 0;
+  std::vector<int32_t> starts = {};  // key starts per row (AttentionOptions::key_starts); empty: none
 };
+
+// A DFlash drafter's non-causal sliding layer: a block of `rows` at position `start` over a
+// context of `start` keys and the block's own, each row seeing positions less than `window`
+// away on either side: counts min(start + rows, p + window), starts max(0, p - window + 1).
+std::vector<int32_t> two_sided_counts(int64_t rows, int64_t start, int64_t window) {
+  std::vector<int32_t> counts;
+  for (int64_t j = 0; j < rows; ++j) counts.push_back(static_cast<int32_t>(std::min(start + rows, start + j + window)));
+  return counts;
+}
+std::vector<int32_t> two_sided_starts(int64_t rows, int64_t start, int64_t window) {
+  std::vector<int32_t> starts;
+  for (int64_t j = 0; j < rows; ++j) starts.push_back(static_cast<int32_t>(std::max<int64_t>(0, start + j - window + 1)));
+  return starts;
+}
 
 const std::vector<OptionsCase>& options_cases() {
   static const std::vector<OptionsCase> cases = {
@@ -135,6 +150,13 @@ const std::vector<OptionsCase>& options_cases() {
       {"WindowOddHeadDimWrap", 7, 6, 3, 20, 9, {50, 51, 52, 53, 0, 3, 9}, DType::kF32, true, 7},
       {"WindowOfOne", 6, 4, 2, 64, 4, {1, 2, 3, 4, 5, 900}, DType::kF32, false, 1},
       {"GptOssShapeWindow128", 4, 64, 8, 64, 132, causal_counts(4, 4093), DType::kBF16, true, 128},
+      {"KeyStartsTwoSidedDraftBlock", 16, 8, 2, 64, 316, two_sided_counts(16, 300, 40), DType::kF32, false, 0,
+       two_sided_starts(16, 300, 40)},
+      {"KeyStartsNarrowWindowBlock", 16, 4, 4, 20, 70, two_sided_counts(16, 54, 6), DType::kF32, false, 0,
+       two_sided_starts(16, 54, 6)},
+      {"KeyStartsPastCountsAndSinks", 5, 4, 2, 64, 40, {40, 10, 0, 30, 40}, DType::kBF16, true, 0, {0, 10, 0, 31, 39}},
+      {"KeyStartsInsideWindowRing", 6, 8, 2, 64, 144, causal_counts(6, 700), DType::kF32, true, 128,
+       {0, 650, 690, 600, 705, 580}},
   };
   return cases;
 }
@@ -160,7 +182,8 @@ OpCase attention_options_case(const OptionsCase& a) {
   const Shape q_shape = {a.rows, a.q_heads, a.head_dim}, kv_shape = {a.keys, a.kv_heads, a.head_dim};
   const std::string name = a.name +
                            (a.sinks ? std::string(", ") + std::string(dtype_name(a.sinks_dtype)) + " sinks" : "") +
-                           (a.window > 0 ? ", window " + std::to_string(a.window) : "");
+                           (a.window > 0 ? ", window " + std::to_string(a.window) : "") +
+                           (a.starts.empty() ? "" : ", key starts");
   return {"attention", name,
           [=](OpDevice& dev) {
             Tensor q = dev.upload(d->q, q_shape), k = dev.upload(d->k, kv_shape), v = dev.upload(d->v, kv_shape);
@@ -168,16 +191,20 @@ OpCase attention_options_case(const OptionsCase& a) {
             auto sinks =
                 std::make_shared<Tensor>(a.sinks ? dev.weight(d->sinks, a.sinks_dtype, {a.q_heads}) : Tensor());
             const int64_t window = a.window;
-            return PreparedRun{[&dev, q, k, v, counts, out, sinks, window]() mutable {
-                                 const AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
+            auto starts = std::make_shared<Tensor>(a.starts.empty() ? Tensor() : dev.ints(a.starts));
+            return PreparedRun{[&dev, q, k, v, counts, out, sinks, window, starts]() mutable {
+                                 AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
+                                 options.key_starts = starts->defined() ? starts.get() : nullptr;
                                  dev.backend().attention(q, k, v, counts, out, options);
                                },
                                // Row by row: a row's bits do not depend on the rows beside it (a verification
                                // block gives the bits of decoding).
-                               [&dev, q, k, v, counts, out, by_row, sinks, window]() mutable {
-                                 const AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
+                               [&dev, q, k, v, counts, out, by_row, sinks, window, starts]() mutable {
+                                 AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
                                  for (int64_t m = 0; m < q.dim(0); ++m) {
                                    Tensor row_out = by_row.slice_rows(m, 1);
+                                   const Tensor row_start = starts->defined() ? starts->slice_rows(m, 1) : Tensor();
+                                   options.key_starts = starts->defined() ? &row_start : nullptr;
                                    dev.backend().attention(q.slice_rows(m, 1), k, v, counts.slice_rows(m, 1), row_out,
                                                            options);
                                  }
@@ -186,7 +213,7 @@ OpCase attention_options_case(const OptionsCase& a) {
           },
           [=] {
             const std::vector<float> out = reference::attention_with_options(
-                d->q, d->k, d->v, a.counts, a.q_heads, a.kv_heads, a.head_dim, d->sinks, a.window);
+                d->q, d->k, d->v, a.counts, a.q_heads, a.kv_heads, a.head_dim, d->sinks, a.window, a.starts);
             return std::vector<Expected>{{"out", out, 1e-4}, {"out, row by row", out, 1e-4, -1, "out"}};
           }};
 }
