@@ -41,9 +41,8 @@ void require_rope(const RopeOptions& rope, const char* op) {
   if (!(rope.factor >= 1.0f)) {
     throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE scaling needs a factor of at least 1");
   }
-  if (rope.scaling == RopeScaling::kLlama3 &&
-      !(rope.original_max_position > 0.0f && rope.low_freq_factor > 0.0f &&
-        rope.low_freq_factor < rope.high_freq_factor)) {
+  if (rope.scaling == RopeScaling::kLlama3 && !(rope.original_max_position > 0.0f && rope.low_freq_factor > 0.0f &&
+                                                rope.low_freq_factor < rope.high_freq_factor)) {
     throw Error(ErrorCode::kInternal, std::string(op) +
                                           ": llama3 RoPE needs a positive original context and "
                                           "0 < low_freq_factor < high_freq_factor");
@@ -88,9 +87,8 @@ void require_attention_options(const AttentionOptions& options, const Tensor& q,
     const int64_t rows = q.rank() > 0 ? q.dim(0) : 0;
     if (!starts.defined() || starts.device() != device || starts.dtype() != DType::kI32 || starts.rank() != 1 ||
         starts.dim(0) != rows) {
-      throw Error(ErrorCode::kInternal,
-                  where + ": key starts must be an int32 vector of one entry per query row (" + std::to_string(rows) +
-                      ") on the op's device");
+      throw Error(ErrorCode::kInternal, where + ": key starts must be an int32 vector of one entry per query row (" +
+                                            std::to_string(rows) + ") on the op's device");
     }
   }
   if (options.block_table != nullptr) {
@@ -193,8 +191,6 @@ std::unique_ptr<CapturedOps> Backend::capture(const std::function<void()>&) {
   throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot capture ops");
 }
 
-void Backend::replay(CapturedOps&) {
-  throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot replay ops");
-}
+void Backend::replay(CapturedOps&) { throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot replay ops"); }
 
 }  // namespace flashq

@@ -17,10 +17,10 @@
 #include <span>
 #include <string>
 
-#include "kernels/state_chunk.h"  // StateChunk
 #include "kernels/linear_weight.h"   // LinearWeight, MXFP4
 #include "kernels/moe.h"             // MoeRouting, ExpertWeights, ExpertActivation
 #include "kernels/rope_frequency.h"  // RopeOptions, RopeScaling
+#include "kernels/state_chunk.h"     // StateChunk
 #include "kernels/tensor.h"
 
 namespace flashq {
@@ -173,8 +173,7 @@ class Backend {
   // it; an expert no row routes to is not read. Ids outside [0, E) are an error (on a GPU found
   // when the op runs and thrown at the next copy_to_host).
   virtual void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
-                           std::span<const ExpertWeights> experts, const ExpertActivation& activation,
-                           Tensor& out) = 0;
+                           std::span<const ExpertWeights> experts, const ExpertActivation& activation, Tensor& out) = 0;
   // y = x * rsqrt(mean(x^2) + eps) * w, row by row over the last dimension (w has that length).
   virtual void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
   // h += delta, then y = rmsnorm(h) * w (the residual add fused with the next norm).
@@ -236,8 +235,8 @@ class Backend {
   // Gated DeltaNet's gates from their projections, per row and value head: beta = sigmoid(b) and
   // g = -exp(A_log) * softplus(a + dt_bias) (softplus(x) = x above 20, as torch's), the log decay
   // gated_delta_rule takes. a, b, g, beta [R, H] float32; a_log and dt_bias [H] f32 or bf16.
-  virtual void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias,
-                                Tensor& g, Tensor& beta) = 0;
+  virtual void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
+                                Tensor& beta) = 0;
   // Gated DeltaNet's output norm, per row and head: out = x / sqrt(mean(x^2) + eps) * w * silu(z).
   // x, z and out [R, H, D] float32 (out may be x); w [D] f32 or bf16.
   virtual void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor& out) = 0;

@@ -469,8 +469,8 @@ struct AttentionScratch {
 
 // Chunk `chunk` of rows [m0, m1) into o_rows (row m at o_rows + (m - m0) * row_floats) and st.
 template <typename KV>
-void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, int64_t m1, int64_t chunk,
-                  float* o_rows, RunningSoftmax* st) {
+void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, int64_t m1, int64_t chunk, float* o_rows,
+                  RunningSoftmax* st) {
   const AttentionShape& s = a.s;
   for (int64_t m = m0; m < m1; ++m) {
     std::memset(o_rows + (m - m0) * a.row_floats, 0, sizeof(float) * a.row_floats);
@@ -501,9 +501,8 @@ void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, i
     }
     for (int64_t m = m0; m < m1; ++m) {
       if (!block_runs(m, run_count)) continue;
-      attend_block_rows(a.q + m * a.row_floats, o_rows + (m - m0) * a.row_floats, st + (m - m0) * s.q_heads,
-                        s.q_heads, a.group, a.k, a.v, t.runs, run_count, a.kv_stride, s.head_dim, a.scale, t.w,
-                        t.lanes, t.c);
+      attend_block_rows(a.q + m * a.row_floats, o_rows + (m - m0) * a.row_floats, st + (m - m0) * s.q_heads, s.q_heads,
+                        a.group, a.k, a.v, t.runs, run_count, a.kv_stride, s.head_dim, a.scale, t.w, t.lanes, t.c);
     }
   }
 }
@@ -522,8 +521,8 @@ void attend_tile(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, in
       if (a.row_chunks(m) <= chunk) continue;
       for (int64_t h = 0; h < q_heads; ++h) {
         const int64_t at = (m - m0) * q_heads + h;
-        merge_chunk(a.out + m * a.row_floats + h * head_dim, st[at],
-                    chunk_out + (m - m0) * a.row_floats + h * head_dim, chunk_states[at], head_dim);
+        merge_chunk(a.out + m * a.row_floats + h * head_dim, st[at], chunk_out + (m - m0) * a.row_floats + h * head_dim,
+                    chunk_states[at], head_dim);
       }
     }
   }

@@ -23,7 +23,7 @@ struct AttentionShape {
 struct AttentionExtras {
   const float* sinks = nullptr;  // [Hq]
   int64_t sliding_window = 0;
-  int64_t ring_rows = 0;  // T, at least the window; read only with one
+  int64_t ring_rows = 0;                 // T, at least the window; read only with one
   const int32_t* block_table = nullptr;  // with a window, only its entries the window reaches are read
   int64_t block_size = 0;
   const int32_t* key_starts = nullptr;  // [M], row m's first position (null: 0)

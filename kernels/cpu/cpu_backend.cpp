@@ -14,17 +14,17 @@
 #include "kernels/cpu/argmax.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/bias.h"
+#include "kernels/cpu/causal_conv1d.h"
+#include "kernels/cpu/deltanet_gates.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/head_norm_rope.h"
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_mxfp4.h"
 #include "kernels/cpu/moe_experts.h"
 #include "kernels/cpu/moe_route.h"
-#include "kernels/cpu/causal_conv1d.h"
-#include "kernels/cpu/deltanet_gates.h"
-#include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/sampling.h"
@@ -74,9 +74,7 @@ class CpuBackend final : public Backend {
 
   void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override {
     kChecks.copy_rows(src, dst, first_row);
-    run([src, target = dst.slice_rows(first_row, src.dim(0))] {
-      std::memcpy(target.raw(), src.raw(), src.nbytes());
-    });
+    run([src, target = dst.slice_rows(first_row, src.dim(0))] { std::memcpy(target.raw(), src.raw(), src.nbytes()); });
   }
 
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
@@ -108,8 +106,7 @@ class CpuBackend final : public Backend {
       const char* from = static_cast<const char*>(src.raw());
       char* to = static_cast<char*>(dst.raw());
       for (int64_t m = 0; m < src.rows(); ++m) {
-        std::memcpy(to + (m * dst.cols() + first_col) * element, from + m * src.cols() * element,
-                    src.cols() * element);
+        std::memcpy(to + (m * dst.cols() + first_col) * element, from + m * src.cols() * element, src.cols() * element);
       }
     });
   }
@@ -128,8 +125,7 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids,
-                 Tensor& expert_weights) override {
+  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids, Tensor& expert_weights) override {
     kChecks.moe_route(logits, routing, expert_ids, expert_weights);
     run([logits, routing, expert_ids, expert_weights] {
       cpu::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
@@ -242,8 +238,8 @@ class CpuBackend final : public Backend {
     kChecks.head_norm_rope(x, w, positions);
     require_rope(rope, "head_norm_rope");
     run([x, w, eps, positions, rope] {
-      cpu::head_norm_rope(x.data<float>(), weight_vector(w), eps, positions.data<int32_t>(), rope, x.dim(0),
-                          x.dim(1), x.dim(2));
+      cpu::head_norm_rope(x.data<float>(), weight_vector(w), eps, positions.data<int32_t>(), rope, x.dim(0), x.dim(1),
+                          x.dim(2));
     });
   }
 
@@ -267,7 +263,8 @@ class CpuBackend final : public Backend {
     run([q, k, v, key_counts, out, window, sinks, table, block_size, starts] {
       const int32_t* counts = key_counts.data<int32_t>();  // read when the op runs, as on a GPU
       if (starts) {
-        for (int64_t m = 0; m < q.dim(0); ++m) kChecks.require(starts->data<int32_t>()[m] >= 0, "attention key start < 0");
+        for (int64_t m = 0; m < q.dim(0); ++m)
+          kChecks.require(starts->data<int32_t>()[m] >= 0, "attention key start < 0");
       }
       // A window reads a ring: any count, its last `window` positions wrapped into the keys. A
       // paged store is read through the table: every block a count reaches (from the window's
@@ -297,11 +294,12 @@ class CpuBackend final : public Backend {
         }
       }
       const cpu::AttentionShape shape{q.dim(0), q.dim(1), k.dim(1), q.dim(2)};
-      const cpu::AttentionExtras extras{sinks ? sink_logits.data() : nullptr, window, k.dim(0),
-                                        table ? table->data<int32_t>() : nullptr, block_size,
-                                        starts ? starts->data<int32_t>() : nullptr};
+      const cpu::AttentionExtras extras{
+          sinks ? sink_logits.data() : nullptr,     window,     k.dim(0),
+          table ? table->data<int32_t>() : nullptr, block_size, starts ? starts->data<int32_t>() : nullptr};
       if (k.dtype() == DType::kBF16) {
-        cpu::attention(q.data<float>(), k.data<uint16_t>(), v.data<uint16_t>(), counts, out.data<float>(), shape, extras);
+        cpu::attention(q.data<float>(), k.data<uint16_t>(), v.data<uint16_t>(), counts, out.data<float>(), shape,
+                       extras);
       } else {
         cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(), shape, extras);
       }
@@ -336,8 +334,7 @@ class CpuBackend final : public Backend {
   void sample(const Tensor& logits, const Tensor& params, Tensor& ids) override {
     kChecks.sample(logits, params, ids);
     run([logits, params, ids] {
-      cpu::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(),
-                       logits.cols());
+      cpu::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols());
     });
   }
 

@@ -28,10 +28,13 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_windowed.h"
 #include "kernels/cuda/bias.h"
+#include "kernels/cuda/causal_conv1d.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/deltanet_gates.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/head_norm_rope.h"
 #include "kernels/cuda/kv_store.h"
 #include "kernels/cuda/matmul.h"
@@ -39,9 +42,6 @@
 #include "kernels/cuda/matmul_mxfp4.h"
 #include "kernels/cuda/moe_experts.h"
 #include "kernels/cuda/moe_route.h"
-#include "kernels/cuda/causal_conv1d.h"
-#include "kernels/cuda/deltanet_gates.h"
-#include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sampling.h"
@@ -119,8 +119,8 @@ class DeviceContext {
     check_cuda(cudaMemsetAsync(report_, 0, sizeof(cuda::DeviceErrorReport), stream_), "cudaMemsetAsync");
     if (found.kind == cuda::kTokenIdOutsideTable) {
       throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(found.value) +
-                                                   " is outside the embedding table of " +
-                                                   std::to_string(found.limit) + " rows");
+                                                   " is outside the embedding table of " + std::to_string(found.limit) +
+                                                   " rows");
     }
     if (found.kind == cuda::kGatherRowOutsideSource) {
       throw Error(ErrorCode::kInternal, "cuda backend: a row gathered from " + std::to_string(found.value) +
@@ -242,17 +242,17 @@ class CudaBackend final : public Backend {
     kChecks.copy_columns(src, dst, first_col);
     if (src.nbytes() == 0) return;
     const size_t element = dtype_size(src.dtype());
-    check_cuda(cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + first_col * element, dst.cols() * element, src.raw(),
-                                 src.cols() * element, src.cols() * element, src.rows(), cudaMemcpyDeviceToDevice,
-                                 stream()),
-               "cudaMemcpy2DAsync (copy_columns)");
+    check_cuda(
+        cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + first_col * element, dst.cols() * element, src.raw(),
+                          src.cols() * element, src.cols() * element, src.rows(), cudaMemcpyDeviceToDevice, stream()),
+        "cudaMemcpy2DAsync (copy_columns)");
   }
 
   void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
     kChecks.matmul(x, w, y);
     void* scratch = grow_scratch(cuda::matmul_scratch_bytes(w.dtype(), x.rows(), x.cols()));
-    cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1),
-                 context_->cublas(), scratch, stream());
+    cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1), context_->cublas(),
+                 scratch, stream());
   }
 
   void matmul_many(const Tensor& x, std::span<const WeightProduct> products) override {
@@ -286,8 +286,7 @@ class CudaBackend final : public Backend {
                        blocks.dim(0), x.cols(), stream());
   }
 
-  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids,
-                 Tensor& expert_weights) override {
+  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids, Tensor& expert_weights) override {
     kChecks.moe_route(logits, routing, expert_ids, expert_weights);
     cuda::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
                     expert_weights.data<float>(), stream());
@@ -340,12 +339,12 @@ class CudaBackend final : public Backend {
     const cuda::MoeShape shape{x.dim(0), expert_ids.dim(1), x.dim(1), intermediate};
     device_experts_.clear();
     for (const ExpertWeights& e : experts) {
-      device_experts_.push_back({device_linear(e.gate), device_linear(e.up), device_linear(e.gate_up),
-                                 device_linear(e.down)});
+      device_experts_.push_back(
+          {device_linear(e.gate), device_linear(e.up), device_linear(e.gate_up), device_linear(e.down)});
     }
     void* scratch = grow_scratch(cuda::moe_experts_scratch_bytes(shape));
-    cuda::moe_experts(x.data<float>(), expert_ids.data<int32_t>(), expert_weights.data<float>(), shape,
-                      device_experts_, activation, scratch, out.data<float>(), context_->report(), stream());
+    cuda::moe_experts(x.data<float>(), expert_ids.data<int32_t>(), expert_weights.data<float>(), shape, device_experts_,
+                      activation, scratch, out.data<float>(), context_->report(), stream());
   }
 
   void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
@@ -374,8 +373,8 @@ class CudaBackend final : public Backend {
                       const RopeOptions& rope) override {
     kChecks.head_norm_rope(x, w, positions);
     require_rope(rope, "head_norm_rope");
-    cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), rope, x.dim(0),
-                         x.dim(1), x.dim(2), stream());
+    cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), rope, x.dim(0), x.dim(1),
+                         x.dim(2), stream());
   }
 
   void add_bias(Tensor& y, const Tensor& bias) override {
@@ -714,7 +713,7 @@ class CudaBackend final : public Backend {
   std::vector<void*> retired_scratch_;
   std::vector<cuda::Bf16RowsProduct> bf16_products_;  // matmul_many's table, kept to allocate once
   std::vector<cuda::KvStore> kv_stores_;              // store_group's table, likewise
-  std::vector<cuda::DeviceExpert> device_experts_;   // moe_experts' table, likewise
+  std::vector<cuda::DeviceExpert> device_experts_;    // moe_experts' table, likewise
   bool capturing_ = false;
   bool captured_any_ = false;
 };

@@ -135,7 +135,8 @@ std::vector<int32_t> two_sided_counts(int64_t rows, int64_t start, int64_t windo
 }
 std::vector<int32_t> two_sided_starts(int64_t rows, int64_t start, int64_t window) {
   std::vector<int32_t> starts;
-  for (int64_t j = 0; j < rows; ++j) starts.push_back(static_cast<int32_t>(std::max<int64_t>(0, start + j - window + 1)));
+  for (int64_t j = 0; j < rows; ++j)
+    starts.push_back(static_cast<int32_t>(std::max<int64_t>(0, start + j - window + 1)));
   return starts;
 }
 
@@ -155,7 +156,16 @@ const std::vector<OptionsCase>& options_cases() {
       {"KeyStartsNarrowWindowBlock", 16, 4, 4, 20, 70, two_sided_counts(16, 54, 6), DType::kF32, false, 0,
        two_sided_starts(16, 54, 6)},
       {"KeyStartsPastCountsAndSinks", 5, 4, 2, 64, 40, {40, 10, 0, 30, 40}, DType::kBF16, true, 0, {0, 10, 0, 31, 39}},
-      {"KeyStartsInsideWindowRing", 6, 8, 2, 64, 144, causal_counts(6, 700), DType::kF32, true, 128,
+      {"KeyStartsInsideWindowRing",
+       6,
+       8,
+       2,
+       64,
+       144,
+       causal_counts(6, 700),
+       DType::kF32,
+       true,
+       128,
        {0, 650, 690, 600, 705, 580}},
   };
   return cases;
@@ -180,10 +190,9 @@ OpCase attention_options_case(const OptionsCase& a) {
     return made;
   });
   const Shape q_shape = {a.rows, a.q_heads, a.head_dim}, kv_shape = {a.keys, a.kv_heads, a.head_dim};
-  const std::string name = a.name +
-                           (a.sinks ? std::string(", ") + std::string(dtype_name(a.sinks_dtype)) + " sinks" : "") +
-                           (a.window > 0 ? ", window " + std::to_string(a.window) : "") +
-                           (a.starts.empty() ? "" : ", key starts");
+  const std::string name =
+      a.name + (a.sinks ? std::string(", ") + std::string(dtype_name(a.sinks_dtype)) + " sinks" : "") +
+      (a.window > 0 ? ", window " + std::to_string(a.window) : "") + (a.starts.empty() ? "" : ", key starts");
   return {"attention", name,
           [=](OpDevice& dev) {
             Tensor q = dev.upload(d->q, q_shape), k = dev.upload(d->k, kv_shape), v = dev.upload(d->v, kv_shape);
