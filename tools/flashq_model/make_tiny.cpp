@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "shared/error.h"
@@ -46,15 +45,20 @@ void validate(const TinyModelSpec& s) {
   if (s.rope_scaling_factor > 0.0 &&
       (s.rope_scaling_factor < 1.0 || !(s.low_freq_factor > 0.0 && s.low_freq_factor < s.high_freq_factor) ||
        s.original_max_position <= 0)) {
-    fail("llama3 RoPE scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and a positive original context");
+    fail(
+        "llama3 RoPE scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and a positive original "
+        "context");
   }
 }
 
 std::string dtype_torch_name(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "float32";
-    case DType::kF16: return "float16";
-    default: return "bfloat16";
+    case DType::kF32:
+      return "float32";
+    case DType::kF16:
+      return "float16";
+    default:
+      return "bfloat16";
   }
 }
 
@@ -432,7 +436,8 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
     }
   }
   for (int64_t id : taps) {
-    if (id < 0 || id >= target.num_layers) throw Error(ErrorCode::kInvalidArgument, "make-tiny: tap layer out of range");
+    if (id < 0 || id >= target.num_layers)
+      throw Error(ErrorCode::kInvalidArgument, "make-tiny: tap layer out of range");
   }
   DType dtype = DType::kBF16;
   if (config.value("torch_dtype", "bfloat16") == "float32") dtype = DType::kF32;
@@ -464,6 +469,7 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
     }
   }
   config["dflash_config"] = {{"mask_token_id", target.vocab_size - 1}, {"target_layer_ids", taps}};
+  for (const auto& [key, value] : spec.config_overrides.items()) config[key] = value;
   const DrafterConfig layout = parse_drafter_config(config, (out / "config.json").string(), target);
   for (int64_t i = 0; i < spec.layers; ++i) tensors.add_layer("layers." + std::to_string(i) + ".", layout.layers);
   writer.set_metadata("format", "pt");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ struct TinyDrafterSpec {
   int64_t block_size = 16;
   uint64_t seed = 0;
   std::vector<int64_t> target_layer_ids;  // empty: spread over the target's layers
+  // Keys set on the drafter's config.json after the target's are copied (layer_types,
+  // use_sliding_window, sliding_window, is_causal, rope_scaling...): a drafter whose own
+  // config differs from its target's.
+  nlohmann::json config_overrides = nlohmann::json::object();
 };
 
 // `flashq-model make-tiny --drafter-for TARGET`: a random DFlash drafter in the z-lab layout

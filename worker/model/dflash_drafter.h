@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "worker/model/decoder_layer.h"
 #include "worker/model/drafter_config.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/pass_recorder.h"
-#include "worker/model/decoder_layer.h"
 #include "worker/model/target_model.h"
 #include "worker/model/workspace.h"
 
@@ -60,8 +60,9 @@ class DFlashDrafter {
   // V = v_proj c + v_bias, appended.
   void inject(std::span<const ContextChunk> chunks);
 
-  // One non-causal pass over every block. Returns the logits of rows 1..B-1 of each block, in
-  // block order: [sum(block_size - 1), vocab]. Valid until the next call.
+  // One pass over every block, each layer attending as its config says (non-causal by default;
+  // DrafterLayerAttention). Returns the logits of rows 1..B-1 of each block, in block order:
+  // [sum(block_size - 1), vocab]. Valid until the next call.
   Tensor draft(std::span<const DraftBlock> blocks);
 
   // Records draft passes and replays them (pass_recorder.h): the same block sizes over the same
@@ -83,18 +84,30 @@ class DFlashDrafter {
     bool operator==(const DraftKey&) const = default;
   };
   DraftKey draft_key(std::span<const DraftBlock> blocks) const;
+  // The keys each block row attends under one attention pattern: a count per row and, for a
+  // windowed pattern, a start per row (docs/dflash.md §2.5). Rows of the context's cache.
+  void append_block_keys(const DrafterLayerAttention& pattern, int64_t context_rows, int64_t block_size,
+                         std::vector<int32_t>& counts, std::vector<int32_t>& starts) const;
+  // Per layer, the counts and (windowed layers only) starts of its pattern, on the device.
+  struct LayerKeys {
+    const Tensor* counts = nullptr;
+    const Tensor* starts = nullptr;
+  };
   // Every op of a draft pass, on tensors the host filled before.
   Tensor run_draft_pass(std::span<const DraftBlock> blocks, const Tensor& ids, const Tensor& positions,
-                        const Tensor& key_counts, const Tensor& store_rows, const Tensor& output_rows);
+                        std::span<const LayerKeys> layer_keys, const Tensor& store_rows, const Tensor& output_rows);
 
   DrafterConfig config_;
   Backend& backend_;
   Workspace workspace_;
   std::vector<CacheChunk> cache_chunks_;  // reused every layer, so a step allocates nothing
-  const Tensor embed_tokens_;  // the target's
-  const Tensor lm_head_;       // the target's
+  const Tensor embed_tokens_;             // the target's
+  const Tensor lm_head_;                  // the target's
   Tensor fc_, hidden_norm_, final_norm_;
   std::vector<DecoderLayer> layers_;
+  // The distinct attention patterns of the layers, and each layer's index into them.
+  std::vector<DrafterLayerAttention> patterns_;
+  std::vector<size_t> layer_pattern_;
   PassRecorder<DraftKey, Tensor> recorder_;
 };
 

@@ -5,20 +5,27 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "worker/model/model_config.h"
 
 namespace flashq {
 
+// Which keys a drafter layer's block rows see (docs/dflash.md §2.5). Block row j sits at position
+// start + j; keys are the context's rows before the block, then the block's own.
+struct DrafterLayerAttention {
+  bool causal = false;  // row j sees positions <= start + j only; else the whole block
+  int64_t window = 0;   // > 0: only positions less than `window` away (behind, and ahead if not causal)
+};
+
 struct DrafterConfig {
   ModelConfig layers;  // hidden size, heads, head_dim, intermediate size, eps, rope theta, ...
   int64_t block_size = 16;
   int32_t mask_token_id = 0;
-  std::vector<int64_t> target_layer_ids;  // 0-based target layers, in concatenation order
+  std::vector<int64_t> target_layer_ids;               // 0-based target layers, in concatenation order
+  std::vector<DrafterLayerAttention> layer_attention;  // one per layer
 };
 
 // docs/dflash.md §2.1: K layers evenly spread from layer 1 to layer L-3.
