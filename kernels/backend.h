@@ -257,6 +257,20 @@ class Backend {
   // with its own state, left after its last row.
   virtual void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
                                 std::span<const StateChunk> chunks, Tensor& out) = 0;
+  // ---- DFlash2's drafter (docs/dflash.md §7) ----
+  // The grouped dynamic causal convolution around each sublayer, over rows that come in blocks:
+  // out[t, c] = sum over o < K with o <= row_in_block[t] of (base[o, c] + dynamic[t, o * G +
+  // c / group_size]) * x[t - o, c], in tap order, with G = C / group_size: a row's taps never
+  // read a row before its block's first. x and out [R, C] float32 (distinct), dynamic [R, K * G]
+  // float32, base [K, C] f32 or bf16, row_in_block int32 [R] (each >= 0, checked when it runs).
+  virtual void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base,
+                                    const Tensor& row_in_block, int64_t group_size, Tensor& out) = 0;
+  // The k = ids.dim(1) largest of each row of logits [M, V] (k <= V), in descending order, ties
+  // to the lower index, NaN read as -inf: values [M, k] float32 and ids [M, k] int32.
+  virtual void top_k(const Tensor& logits, Tensor& values, Tensor& ids) = 0;
+  // The candidate selector's pair scores: out[i, p, k] = sum over r of a[i * K + p, r] * h[i, r] *
+  // b[i * K + k, r] (r in order), for a and b [M * K, R], h [M, R] and out [M, K, K], float32.
+  virtual void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, Tensor& out) = 0;
   // out = silu(gate) * up, element-wise.
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[M, H] = table[ids[m]] widened to float32; ids outside the table are an error.

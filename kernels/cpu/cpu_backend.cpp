@@ -15,6 +15,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/bias.h"
 #include "kernels/cpu/causal_conv1d.h"
+#include "kernels/cpu/dflash2_ops.h"
 #include "kernels/cpu/deltanet_gates.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
@@ -303,6 +304,35 @@ class CpuBackend final : public Backend {
       } else {
         cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(), shape, extras);
       }
+    });
+  }
+
+  void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base, const Tensor& row_in_block,
+                            int64_t group_size, Tensor& out) override {
+    kChecks.grouped_dynamic_conv(x, dynamic, base, row_in_block, group_size, out);
+    run([x, dynamic, base, row_in_block, group_size, out] {
+      for (int64_t t = 0; t < x.dim(0); ++t) {
+        kChecks.require(row_in_block.data<int32_t>()[t] >= 0, "grouped_dynamic_conv row_in_block < 0");
+      }
+      cpu::grouped_dynamic_conv(x.data<float>(), dynamic.data<float>(), weight_vector(base),
+                                row_in_block.data<int32_t>(), x.dim(0), x.dim(1), base.dim(0), group_size,
+                                out.data<float>());
+    });
+  }
+
+  void top_k(const Tensor& logits, Tensor& values, Tensor& ids) override {
+    kChecks.top_k(logits, values, ids);
+    run([logits, values, ids] {
+      cpu::top_k(logits.data<float>(), logits.dim(0), logits.dim(1), ids.dim(1), values.data<float>(),
+                 ids.data<int32_t>());
+    });
+  }
+
+  void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, Tensor& out) override {
+    kChecks.selector_pair_scores(a, h, b, out);
+    run([a, h, b, out] {
+      cpu::selector_pair_scores(a.data<float>(), h.data<float>(), b.data<float>(), h.dim(0), out.dim(1), h.dim(1),
+                                out.data<float>());
     });
   }
 

@@ -31,6 +31,7 @@
 #include "kernels/cuda/causal_conv1d.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/deltanet_gates.h"
+#include "kernels/cuda/dflash2_ops.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
@@ -308,6 +309,26 @@ class CudaBackend final : public Backend {
   void sigmoid_gate(Tensor& x, const Tensor& gate) override {
     kChecks.sigmoid_gate(x, gate);
     cuda::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel(), stream());
+  }
+
+  void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base, const Tensor& row_in_block,
+                            int64_t group_size, Tensor& out) override {
+    kChecks.grouped_dynamic_conv(x, dynamic, base, row_in_block, group_size, out);
+    cuda::grouped_dynamic_conv(x.data<float>(), dynamic.data<float>(), base.raw(), base.dtype(),
+                               row_in_block.data<int32_t>(), x.dim(0), x.dim(1), base.dim(0), group_size,
+                               out.data<float>(), stream());
+  }
+
+  void top_k(const Tensor& logits, Tensor& values, Tensor& ids) override {
+    kChecks.top_k(logits, values, ids);
+    cuda::top_k(logits.data<float>(), logits.dim(0), logits.dim(1), ids.dim(1), values.data<float>(),
+                ids.data<int32_t>(), stream());
+  }
+
+  void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, Tensor& out) override {
+    kChecks.selector_pair_scores(a, h, b, out);
+    cuda::selector_pair_scores(a.data<float>(), h.data<float>(), b.data<float>(), h.dim(0), out.dim(1), h.dim(1),
+                               out.data<float>(), stream());
   }
 
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {

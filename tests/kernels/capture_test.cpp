@@ -168,6 +168,9 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void gated_rmsnorm(const Tensor&, const Tensor&, const Tensor&, float, Tensor&) override {}
     void sigmoid_gate(Tensor&, const Tensor&) override {}
     void causal_conv1d(const Tensor&, const Tensor&, std::span<const StateChunk>, Tensor&) override {}
+    void grouped_dynamic_conv(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Tensor&) override {}
+    void top_k(const Tensor&, Tensor&, Tensor&) override {}
+    void selector_pair_scores(const Tensor&, const Tensor&, const Tensor&, Tensor&) override {}
     void gated_delta_rule(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                           std::span<const StateChunk>, Tensor&) override {}
   } plain;

@@ -33,6 +33,8 @@ std::vector<OpCase> llama_op_cases();
 std::vector<OpCase> moe_op_cases();
 // gated_delta_rule (Gated DeltaNet's recurrent state: Qwen3.5, Qwen3-Next).
 std::vector<OpCase> deltanet_op_cases();
+// DFlash2's drafter ops: grouped_dynamic_conv, top_k, selector_pair_scores.
+std::vector<OpCase> dflash2_op_cases();
 
 // Every case, made once.
 const std::vector<OpCase>& op_table();
