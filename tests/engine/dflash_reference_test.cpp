@@ -17,34 +17,12 @@
 #include "tests/engine/dflash_test_pair.h"
 #include "tests/engine/llama_targets.h"
 #include "tests/engine/moe_targets.h"
+#include "tests/engine/recording_proposer.h"
 #include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
 
 namespace flashq::testing {
 namespace {
-
-// Delegates to the DFlash proposer and keeps the drafter logits of every step.
-class RecordingProposer final : public Proposer {
- public:
-  explicit RecordingProposer(DFlashProposer& inner) : inner_(inner) { inner_.keep_logits(true); }
-  int64_t max_block_size() const override { return inner_.max_block_size(); }
-  std::vector<int64_t> tap_layers() const override { return inner_.tap_layers(); }
-  std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override {
-    return inner_.start_sequence(max_length);
-  }
-  void observe(std::span<const Observation> observations) override { inner_.observe(observations); }
-  void observe_without_taps(std::span<const Observation> observations) override {
-    inner_.observe_without_taps(observations);
-  }
-  void propose(std::span<const ProposalRequest> requests) override {
-    inner_.propose(requests);
-    logits.insert(logits.end(), inner_.last_logits().begin(), inner_.last_logits().end());
-  }
-  std::vector<float> logits;
-
- private:
-  DFlashProposer& inner_;
-};
 
 struct ReferenceCase {
   const char* name;

@@ -2,7 +2,7 @@
 // the output without it, token for token, for many prompts over several random target/drafter
 // pairs (Qwen3, Llama, Qwen3-MoE and gpt-oss targets), block sizes 2..16, alone and in mixed batches where sequences
 // join and leave; with float32 and with bf16 KV caches; and with drafters of sliding-window
-// layers and YaRN RoPE.
+// layers and YaRN RoPE, and DFlash2 drafters (greedy drafts by the candidate selector).
 #include <gtest/gtest.h>
 
 #include "tests/engine/dflash_test_pair.h"
@@ -28,15 +28,18 @@ struct PairCase {
   int64_t drafter_layers;
   DType kv_dtype = DType::kF32;                            // the KV caches' element type
   nlohmann::json drafter_keys = nlohmann::json::object();  // set on the drafter's config.json
+  bool dflash2 = false;                                    // a DFlash2 drafter (the selector's drafts)
 };
 
 class Lossless : public ::testing::TestWithParam<PairCase> {};
 
 TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
   const PairCase& c = GetParam();
-  DFlashTestPair pair(
-      c.target,
-      {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed, .config_overrides = c.drafter_keys});
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers,
+                                 .block_size = 16,
+                                 .seed = c.target.seed,
+                                 .config_overrides = c.drafter_keys,
+                                 .dflash2 = c.dflash2});
   pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   for (int prompt_index = 0; prompt_index < 17; ++prompt_index) {
@@ -56,9 +59,11 @@ TEST_P(Lossless, EveryBlockSizeReproducesTargetOnlyDecoding) {
 
 TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
   const PairCase& c = GetParam();
-  DFlashTestPair pair(
-      c.target,
-      {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed, .config_overrides = c.drafter_keys});
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers,
+                                 .block_size = 16,
+                                 .seed = c.target.seed,
+                                 .config_overrides = c.drafter_keys,
+                                 .dflash2 = c.dflash2});
   pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   const SpecMode modes[] = {SpecMode::kDflash, SpecMode::kOff, SpecMode::kAuto};
@@ -86,9 +91,11 @@ TEST_P(Lossless, MixedBatchesJoiningAndLeavingMatchEachSequenceAlone) {
 // greedy sequence's tokens must be the same either way.
 TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
   const PairCase& c = GetParam();
-  DFlashTestPair pair(
-      c.target,
-      {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed, .config_overrides = c.drafter_keys});
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers,
+                                 .block_size = 16,
+                                 .seed = c.target.seed,
+                                 .config_overrides = c.drafter_keys,
+                                 .dflash2 = c.dflash2});
   pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(6, 459, 11 + static_cast<uint32_t>(c.target.seed));
@@ -108,9 +115,11 @@ TEST_P(Lossless, GreedySequenceBatchedWithASamplingOneKeepsItsTokens) {
 // and the sequence would never probe, which is not the case under test.
 TEST_P(Lossless, AutoSequencesThatPauseAndResumeDraftingStayLossless) {
   const PairCase& c = GetParam();
-  DFlashTestPair pair(
-      c.target,
-      {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed, .config_overrides = c.drafter_keys});
+  DFlashTestPair pair(c.target, {.layers = c.drafter_layers,
+                                 .block_size = 16,
+                                 .seed = c.target.seed,
+                                 .config_overrides = c.drafter_keys,
+                                 .dflash2 = c.dflash2});
   pair.set_kv_cache_dtype(c.kv_dtype);
   TargetModel& model = *pair.target.model;
   const std::vector<int32_t> prompt = some_tokens(9, 459, 7 + static_cast<uint32_t>(c.target.seed));
@@ -170,7 +179,20 @@ INSTANTIATE_TEST_SUITE_P(
                  {{"layer_types", {"sliding_attention", "sliding_attention"}},
                   {"use_sliding_window", true},
                   {"sliding_window", 3},
-                  {"is_causal", false}}}),
+                  {"is_causal", false}}},
+        // DFlash2: the convolution around each sublayer and the selector's drafts.
+        PairCase{"Dflash2TwoLayers", f32_target(68), 2, DType::kF32, nlohmann::json::object(), true},
+        PairCase{"Dflash2PublishedKeysBf16Kv",
+                 f32_target(69),
+                 2,
+                 DType::kBF16,
+                 {{"layer_types", {"sliding_attention", "sliding_attention"}},
+                  {"use_sliding_window", true},
+                  {"sliding_window", 5},
+                  {"is_causal", false},
+                  {"output_multiplier", 0.2},
+                  {"final_logit_softcapping", 3.0}},
+                 true}),
     [](const ::testing::TestParamInfo<PairCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

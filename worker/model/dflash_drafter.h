@@ -15,9 +15,11 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kernels/backend.h"
+#include "worker/model/candidate_selector.h"
 #include "worker/model/decoder_layer.h"
 #include "worker/model/drafter_config.h"
 #include "worker/model/kv_cache.h"
@@ -65,6 +67,12 @@ class DFlashDrafter {
   // [sum(block_size - 1), vocab]. Valid until the next call.
   Tensor draft(std::span<const DraftBlock> blocks);
 
+  // The draft rows' final-normed hidden states of the last draft() (the selector's input), in the
+  // logits' order; valid until the next call.
+  const Tensor& last_hidden() const { return last_hidden_; }
+  // DFlash2's candidate selector (null for a DFlash drafter).
+  CandidateSelector* selector() const { return selector_.get(); }
+
   // Records draft passes and replays them (pass_recorder.h): the same block sizes over the same
   // context caches, step after step, replay one recording. Off by default.
   void set_capture_passes(bool on) { recorder_.set_enabled(on); }
@@ -93,9 +101,22 @@ class DFlashDrafter {
     const Tensor* counts = nullptr;
     const Tensor* starts = nullptr;
   };
-  // Every op of a draft pass, on tensors the host filled before.
+  // Every op of a draft pass, on tensors the host filled before; row_in_block only for DFlash2.
   Tensor run_draft_pass(std::span<const DraftBlock> blocks, const Tensor& ids, const Tensor& positions,
-                        std::span<const LayerKeys> layer_keys, const Tensor& store_rows, const Tensor& output_rows);
+                        std::span<const LayerKeys> layer_keys, const Tensor& store_rows, const Tensor& output_rows,
+                        const Tensor& row_in_block);
+  // DFlash2's convolution around a sublayer (z-lab's GroupedDynamicCausalConv): its static taps
+  // [K, H] before and after, and the two halves of its projection [K * G, H] of the sublayer's
+  // input, which give the dynamic taps of both.
+  struct SublayerConv {
+    Tensor base_before, base_after, projection_before, projection_after;
+  };
+  SublayerConv load_sublayer_conv(const WeightStore& weights, const std::string& prefix) const;
+  // `in` convolved into `out` (the sublayer's input), and the dynamic taps for after it.
+  void convolve_before(const SublayerConv& conv, const Tensor& in, const Tensor& row_in_block, Tensor& out,
+                       Tensor& dynamic_after);
+  void convolve_after(const SublayerConv& conv, const Tensor& in, const Tensor& dynamic_after,
+                      const Tensor& row_in_block, Tensor& out);
 
   DrafterConfig config_;
   Backend& backend_;
@@ -105,6 +126,9 @@ class DFlashDrafter {
   const Tensor lm_head_;                  // the target's
   Tensor fc_, hidden_norm_, final_norm_;
   std::vector<DecoderLayer> layers_;
+  std::vector<SublayerConv> attention_conv_, mlp_conv_;  // DFlash2 only
+  std::unique_ptr<CandidateSelector> selector_;          // DFlash2 only
+  Tensor last_hidden_;
   // The distinct attention patterns of the layers, and each layer's index into them.
   std::vector<DrafterLayerAttention> patterns_;
   std::vector<size_t> layer_pattern_;

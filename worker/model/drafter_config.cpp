@@ -86,7 +86,61 @@ std::vector<DrafterLayerAttention> read_layer_attention(const ConfigReader& read
   return attention;
 }
 
+// z-lab's _draft_value: a key of dflash_config, else the same key at the top level.
+const ConfigReader& holder_of(const std::string& key, const ConfigReader& dflash_reader, const ConfigReader& reader) {
+  return dflash_reader.has(key) ? dflash_reader : reader;
+}
+
+// DFlash2's four required keys (z-lab's GroupedDynamicCausalConv and CandidateSelector).
+DFlash2Options read_dflash2_options(const ConfigReader& reader, const ConfigReader& dflash_reader,
+                                    const ModelConfig& layers) {
+  auto required = [&](const char* key) {
+    const ConfigReader& holder = holder_of(key, dflash_reader, reader);
+    if (!holder.has(key)) dflash_reader.fail(key, "is missing (a DFlash2 drafter needs it)");
+    return holder.positive_int(key);
+  };
+  DFlash2Options options{.conv_kernel_size = required("conv_kernel_size"),
+                         .conv_group_size = required("conv_group_size"),
+                         .selector_rank = required("selector_rank"),
+                         .selector_top_k = required("selector_top_k")};
+  if (layers.hidden_size % options.conv_group_size != 0) {
+    dflash_reader.fail("conv_group_size", "must divide hidden_size (" + std::to_string(layers.hidden_size) + ")");
+  }
+  if (options.selector_top_k > layers.vocab_size) {
+    dflash_reader.fail("selector_top_k", "exceeds the vocabulary (" + std::to_string(layers.vocab_size) + ")");
+  }
+  return options;
+}
+
+// input_embedding_scale, output_multiplier, final_logit_softcapping as z-lab reads them.
+void read_logit_options(const ConfigReader& reader, const ConfigReader& dflash_reader, DrafterConfig& config) {
+  auto number = [&](const char* key, double fallback) {
+    const ConfigReader& holder = holder_of(key, dflash_reader, reader);
+    if (!holder.has(key)) return fallback;
+    if (!holder.raw(key).is_number()) holder.fail(key, "must be a number");
+    return holder.raw(key).get<double>();
+  };
+  config.input_embedding_scale = number("input_embedding_scale", 1.0);
+  config.output_multiplier = number("output_multiplier", 1.0);
+  config.final_logit_softcapping = std::max(0.0, number("final_logit_softcapping", 0.0));  // <= 0: none
+  // Scaling the block's embedding rows has no backend op yet; no published drafter sets it.
+  holder_of("input_embedding_scale", dflash_reader, reader)
+      .refuse_if(config.input_embedding_scale != 1.0, "input_embedding_scale",
+                 std::to_string(config.input_embedding_scale) + " (implemented: 1)");
+  if (!(config.output_multiplier > 0.0) || !std::isfinite(config.output_multiplier)) {
+    dflash_reader.fail("output_multiplier", "must be positive (a draft is the order of the logits)");
+  }
+  if (!std::isfinite(config.final_logit_softcapping)) dflash_reader.fail("final_logit_softcapping", "must be finite");
+}
+
 }  // namespace
+
+float drafter_logit(const DrafterConfig& config, float head_logit) {
+  double logit = static_cast<double>(head_logit) * config.output_multiplier;
+  const double cap = config.final_logit_softcapping;
+  if (cap > 0.0) logit = std::tanh(logit / cap) * cap;
+  return static_cast<float>(logit);
+}
 
 DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string& label, const ModelConfig& target) {
   ConfigReader reader(json, label);
@@ -96,9 +150,9 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
   if (reader.has("architectures") && reader.raw("architectures").is_array() && !reader.raw("architectures").empty()) {
     architecture = reader.raw("architectures")[0].is_string() ? reader.raw("architectures")[0].get<std::string>() : "";
   }
-  reader.refuse_if(architecture == "DFlash2DraftModel", "architectures", "DFlash2DraftModel");
-  if (architecture != "DFlashDraftModel")
-    reader.fail("architectures", "must be [\"DFlashDraftModel\"] for a DFlash drafter");
+  if (architecture != "DFlashDraftModel" && architecture != "DFlash2DraftModel") {
+    reader.fail("architectures", "must be [\"DFlashDraftModel\"] or [\"DFlash2DraftModel\"] for a DFlash drafter");
+  }
 
   const nlohmann::json dflash = reader.has("dflash_config") ? reader.raw("dflash_config") : nlohmann::json::object();
   ConfigReader dflash_reader(dflash, label + " dflash_config");
@@ -140,6 +194,8 @@ DrafterConfig parse_drafter_config(const nlohmann::json& json, const std::string
                                          ", beyond any drafter (at most " + std::to_string(kMostDrafterLayers) + ")");
   }
   config.layer_attention = read_layer_attention(reader, config.layers.num_layers);
+  read_logit_options(reader, dflash_reader, config);
+  if (architecture == "DFlash2DraftModel") config.dflash2 = read_dflash2_options(reader, dflash_reader, config.layers);
 
   if (config.block_size < 2) reader.fail("block_size", "must be at least 2");
   if (config.target_layer_ids.empty()) dflash_reader.fail("target_layer_ids", "must not be empty");
