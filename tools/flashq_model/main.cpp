@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   bool dflash2 = false;
   make_tiny->add_flag("--dflash2", dflash2,
                       "with --drafter-for: a DFlash2 drafter (conv_kernel_size 2, conv_group_size 16, "
-                      "selector_top_k 16, selector_rank 32)");
+                      "selector_top_k 16, selector_rank 256, as published)");
 
   std::string model_dir;
   CLI::App* inspect = app.add_subcommand("inspect", "print config and tensors of a model directory");

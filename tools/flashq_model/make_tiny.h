@@ -73,12 +73,12 @@ struct TinyDrafterSpec {
   // config differs from its target's.
   nlohmann::json config_overrides = nlohmann::json::object();
   // A DFlash2 drafter (docs/dflash.md §7): architectures ["DFlash2DraftModel"] with these
-  // dflash_config keys (the published kernel 2, groups of 16 and top-16; a rank for tiny
-  // shapes), each layer's two convolutions and the candidate selector's tensors.
+  // dflash_config keys (by default the published ones), each layer's two convolutions and the
+  // candidate selector's tensors.
   bool dflash2 = false;
   int64_t conv_kernel_size = 2;
   int64_t conv_group_size = 16;
-  int64_t selector_rank = 32;
+  int64_t selector_rank = 256;
   int64_t selector_top_k = 16;
 };
 
