@@ -32,34 +32,53 @@ float rank_value(float v) { return std::isnan(v) ? -std::numeric_limits<float>::
 }  // namespace
 
 void top_k(const float* logits, int64_t rows, int64_t vocab, int64_t k, float* values, int32_t* ids) {
+  using Entry = std::pair<float, int32_t>;
+  // a before b: the larger value, then the lower id. As a heap's order, the top is the worst kept.
+  auto before = [](const Entry& a, const Entry& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
 #pragma omp parallel for if (rows * vocab >= (1 << 18))
   for (int64_t m = 0; m < rows; ++m) {
     const float* row = logits + m * vocab;
-    std::vector<int32_t> order(static_cast<size_t>(vocab));
-    for (int64_t i = 0; i < vocab; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-    auto before = [row](int32_t a, int32_t b) {
-      const float va = rank_value(row[a]), vb = rank_value(row[b]);
-      return va > vb || (va == vb && a < b);
-    };
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    // One scan keeping the k best: most entries fail the one comparison with the worst kept.
+    std::vector<Entry> kept;
+    kept.reserve(static_cast<size_t>(k));
+    for (int64_t i = 0; i < vocab; ++i) {
+      const Entry entry{rank_value(row[i]), static_cast<int32_t>(i)};
+      if (static_cast<int64_t>(kept.size()) < k) {
+        kept.push_back(entry);
+        std::push_heap(kept.begin(), kept.end(), before);
+      } else if (before(entry, kept.front())) {
+        std::pop_heap(kept.begin(), kept.end(), before);
+        kept.back() = entry;
+        std::push_heap(kept.begin(), kept.end(), before);
+      }
+    }
+    std::sort_heap(kept.begin(), kept.end(), before);
     for (int64_t j = 0; j < k; ++j) {
-      ids[m * k + j] = order[static_cast<size_t>(j)];
-      values[m * k + j] = rank_value(row[order[static_cast<size_t>(j)]]);
+      values[m * k + j] = kept[static_cast<size_t>(j)].first;
+      ids[m * k + j] = kept[static_cast<size_t>(j)].second;
     }
   }
 }
 
 void selector_pair_scores(const float* a, const float* h, const float* b, int64_t rows, int64_t k, int64_t rank,
                           float* out) {
+  std::vector<float> scaled(static_cast<size_t>(rank)), transposed(static_cast<size_t>(rank * k));
+  std::vector<float> sums(static_cast<size_t>(k));
   for (int64_t i = 0; i < rows; ++i) {
+    // b's rows of this row's candidates as [rank, k], so every candidate's sum advances together,
+    // each still over r in order.
+    for (int64_t q = 0; q < k; ++q) {
+      for (int64_t r = 0; r < rank; ++r) transposed[r * k + q] = b[(i * k + q) * rank + r];
+    }
     for (int64_t p = 0; p < k; ++p) {
       const float* ap = a + (i * k + p) * rank;
-      for (int64_t q = 0; q < k; ++q) {
-        const float* bq = b + (i * k + q) * rank;
-        float sum = 0.0f;
-        for (int64_t r = 0; r < rank; ++r) sum = std::fma(ap[r] * h[i * rank + r], bq[r], sum);
-        out[(i * k + p) * k + q] = sum;
+      for (int64_t r = 0; r < rank; ++r) scaled[r] = ap[r] * h[i * rank + r];
+      std::fill(sums.begin(), sums.end(), 0.0f);
+      for (int64_t r = 0; r < rank; ++r) {
+        const float* bt = transposed.data() + r * k;
+        for (int64_t q = 0; q < k; ++q) sums[q] = std::fma(scaled[r], bt[q], sums[q]);
       }
+      std::copy(sums.begin(), sums.end(), out + (i * k + p) * k);
     }
   }
 }
