@@ -1,9 +1,8 @@
-#include "kernels/cuda/attention_windowed.h"
-
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/cuda/attention_split.cuh"
+#include "kernels/cuda/attention_windowed.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"

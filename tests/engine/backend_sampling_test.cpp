@@ -35,9 +35,7 @@ class CountingBackend final : public Backend {
     inner_->add_rmsnorm(h, delta, w, eps, y);
   }
   void add(Tensor& h, const Tensor& delta) override { inner_->add(h, delta); }
-  void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) override {
-    inner_->rope(x, positions, rope);
-  }
+  void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) override { inner_->rope(x, positions, rope); }
   void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions,
                       const RopeOptions& rope) override {
     inner_->head_norm_rope(x, w, eps, positions, rope);

@@ -1,11 +1,11 @@
 // Backend::capture and replay on the CPU backend, the twin of CUDA graphs: ops recorded, not
 // run; a replay runs them on the tensors' current contents; allocation and host transfers are
 // refused while recording; checks of what tensors hold happen at replay.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/backend.h"
 #include "shared/error.h"

@@ -1,8 +1,9 @@
 // The DFlash drafter (docs/dflash.md §2): a small Qwen3-style layer stack (decoder_layer.h, with
-// the options its own config names) that fills a whole block of
-// future positions in one non-causal forward pass, conditioned on the target's hidden states
-// through KV injection. It has no embedding or LM head of its own: it borrows the target's,
-// which may be of any family (TargetModel).
+// the options its own config names) that fills a whole block of future positions in one forward
+// pass (non-causal, unless its config makes layers causal or windowed: §2.5), conditioned on the
+// target's hidden states through KV injection. It has no embedding or LM head of its own: it
+// borrows the target's, which may be of any family (TargetModel). A DFlash2 drafter (§7) adds a
+// grouped dynamic convolution around each sublayer and a candidate selector over its logits.
 //
 // Per sequence it keeps a draft context cache (a KvCache over the drafter's layers) holding the
 // injected keys and values of committed tokens. The cache holds only committed positions, so a
