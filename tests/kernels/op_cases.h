@@ -21,7 +21,7 @@ std::vector<OpCase> token_op_cases();
 std::vector<OpCase> attention_op_cases();
 // What gpt-oss adds (op_cases_gptoss.cpp, part of attention_op_cases): attention and
 // store_and_attend with sinks and sliding windows over ring caches, and YaRN RoPE in rope,
-// head_norm_rope, store_and_attend and store_kv.
+// head_norm_rope, store_and_attend and store_kv; and key starts (a DFlash drafter's windows).
 std::vector<OpCase> gptoss_attention_op_cases();
 // Paged attention (op_cases_paged.cpp, part of attention_op_cases): attention through a block
 // table, and store_and_attend of many sequences, each with its table, over one shared store.
