@@ -41,9 +41,8 @@ void require_rope(const RopeOptions& rope, const char* op) {
   if (!(rope.factor >= 1.0f)) {
     throw Error(ErrorCode::kInternal, std::string(op) + ": RoPE scaling needs a factor of at least 1");
   }
-  if (rope.scaling == RopeScaling::kLlama3 &&
-      !(rope.original_max_position > 0.0f && rope.low_freq_factor > 0.0f &&
-        rope.low_freq_factor < rope.high_freq_factor)) {
+  if (rope.scaling == RopeScaling::kLlama3 && !(rope.original_max_position > 0.0f && rope.low_freq_factor > 0.0f &&
+                                                rope.low_freq_factor < rope.high_freq_factor)) {
     throw Error(ErrorCode::kInternal, std::string(op) +
                                           ": llama3 RoPE needs a positive original context and "
                                           "0 < low_freq_factor < high_freq_factor");
@@ -83,6 +82,15 @@ void require_attention_options(const AttentionOptions& options, const Tensor& q,
                                           " rows cannot hold a sliding window of " +
                                           std::to_string(options.sliding_window));
   }
+  if (options.key_starts != nullptr) {
+    const Tensor& starts = *options.key_starts;
+    const int64_t rows = q.rank() > 0 ? q.dim(0) : 0;
+    if (!starts.defined() || starts.device() != device || starts.dtype() != DType::kI32 || starts.rank() != 1 ||
+        starts.dim(0) != rows) {
+      throw Error(ErrorCode::kInternal, where + ": key starts must be an int32 vector of one entry per query row (" +
+                                            std::to_string(rows) + ") on the op's device");
+    }
+  }
   if (options.block_table != nullptr) {
     const Tensor& table = *options.block_table;
     if (!table.defined() || table.device() != device || table.dtype() != DType::kI32 || table.rank() != 1) {
@@ -100,6 +108,10 @@ AttentionOptions chunk_attention_options(const AttentionOptions& options, const 
   chunk_options.block_table = chunk.block_table;
   chunk_options.block_size = chunk.block_size;
   return chunk_options;
+}
+
+Tensor key_starts_of(const AttentionOptions& options, int64_t first, int64_t rows) {
+  return options.key_starts != nullptr ? options.key_starts->slice_rows(first, rows) : Tensor();
 }
 
 void require_chunks_cover(std::span<const CacheChunk> chunks, int64_t rows, const char* op) {
@@ -167,8 +179,11 @@ void Backend::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v
   store_kv(k, v, chunks, store_at, norm_rope);
   for (const CacheChunk& chunk : chunks) {
     Tensor chunk_out = out.slice_rows(chunk.first_row, chunk.rows);
+    AttentionOptions chunk_options = chunk_attention_options(options, chunk);
+    const Tensor chunk_starts = key_starts_of(options, chunk.first_row, chunk.rows);
+    if (chunk_starts.defined()) chunk_options.key_starts = &chunk_starts;
     attention(q.slice_rows(chunk.first_row, chunk.rows), *chunk.keys, *chunk.values,
-              key_counts.slice_rows(chunk.first_row, chunk.rows), chunk_out, chunk_attention_options(options, chunk));
+              key_counts.slice_rows(chunk.first_row, chunk.rows), chunk_out, chunk_options);
   }
 }
 
@@ -176,8 +191,6 @@ std::unique_ptr<CapturedOps> Backend::capture(const std::function<void()>&) {
   throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot capture ops");
 }
 
-void Backend::replay(CapturedOps&) {
-  throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot replay ops");
-}
+void Backend::replay(CapturedOps&) { throw Error(ErrorCode::kUnsupported, "backend " + name() + " cannot replay ops"); }
 
 }  // namespace flashq

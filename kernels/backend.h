@@ -17,10 +17,10 @@
 #include <span>
 #include <string>
 
-#include "kernels/state_chunk.h"  // StateChunk
 #include "kernels/linear_weight.h"   // LinearWeight, MXFP4
 #include "kernels/moe.h"             // MoeRouting, ExpertWeights, ExpertActivation
 #include "kernels/rope_frequency.h"  // RopeOptions, RopeScaling
+#include "kernels/state_chunk.h"     // StateChunk
 #include "kernels/tensor.h"
 
 namespace flashq {
@@ -70,17 +70,26 @@ struct AttentionOptions {
   // are read (a sequence gives the others back: worker/model/window_table.h).
   const Tensor* block_table = nullptr;
   int64_t block_size = 0;
+  // Per query row, the first position it attends (int32 [M] on the device, each >= 0; null: 0):
+  // row m attends [key_starts[m], key_counts[m]) (with a window too, from the later of the two
+  // starts). A window that looks both ways (a DFlash drafter's non-causal sliding layer, whose
+  // block rows see the positions less than W away on either side) is a start and a count per row.
+  const Tensor* key_starts = nullptr;
 };
 
 // Throws unless `options` suit attention of q [M, Hq, D] against caches of `capacity` rows
 // (the smallest, when there are several): sinks f32 or bf16 of [Hq] on `device`, a window >= 0
 // and, when windowed, capacity >= window; a block table int32 of rank 1 on `device` with a
-// positive block size dividing the capacity, and no window. `op` names the caller.
+// positive block size dividing the capacity, and no window; key starts int32 [M] on `device`.
+// `op` names the caller.
 void require_attention_options(const AttentionOptions& options, const Tensor& q, int64_t capacity, Device device,
                                const char* op);
 
-// `options` with the chunk's block table (none: not paged), for attention over its cache.
+// `options` with the chunk's block table (none: not paged), for attention over its cache. Key
+// starts cover every row of the call: attention over one chunk takes its rows' (key_starts_of).
 AttentionOptions chunk_attention_options(const AttentionOptions& options, const CacheChunk& chunk);
+// Rows [first, first + rows) of options.key_starts (undefined without key starts).
+Tensor key_starts_of(const AttentionOptions& options, int64_t first, int64_t rows);
 
 // Throws unless `norm_rope` can be applied: positions given, norms both or neither (`with_q`;
 // without q only k_norm is read), a positive theta and usable scaling parameters
@@ -164,8 +173,7 @@ class Backend {
   // it; an expert no row routes to is not read. Ids outside [0, E) are an error (on a GPU found
   // when the op runs and thrown at the next copy_to_host).
   virtual void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
-                           std::span<const ExpertWeights> experts, const ExpertActivation& activation,
-                           Tensor& out) = 0;
+                           std::span<const ExpertWeights> experts, const ExpertActivation& activation, Tensor& out) = 0;
   // y = x * rsqrt(mean(x^2) + eps) * w, row by row over the last dimension (w has that length).
   virtual void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
   // h += delta, then y = rmsnorm(h) * w (the residual add fused with the next norm).
@@ -227,8 +235,8 @@ class Backend {
   // Gated DeltaNet's gates from their projections, per row and value head: beta = sigmoid(b) and
   // g = -exp(A_log) * softplus(a + dt_bias) (softplus(x) = x above 20, as torch's), the log decay
   // gated_delta_rule takes. a, b, g, beta [R, H] float32; a_log and dt_bias [H] f32 or bf16.
-  virtual void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias,
-                                Tensor& g, Tensor& beta) = 0;
+  virtual void delta_rule_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
+                                Tensor& beta) = 0;
   // Gated DeltaNet's output norm, per row and head: out = x / sqrt(mean(x^2) + eps) * w * silu(z).
   // x, z and out [R, H, D] float32 (out may be x); w [D] f32 or bf16.
   virtual void gated_rmsnorm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor& out) = 0;
@@ -250,6 +258,20 @@ class Backend {
   // with its own state, left after its last row.
   virtual void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
                                 std::span<const StateChunk> chunks, Tensor& out) = 0;
+  // ---- DFlash2's drafter (docs/dflash.md §7) ----
+  // The grouped dynamic causal convolution around each sublayer, over rows that come in blocks:
+  // out[t, c] = sum over o < K with o <= row_in_block[t] of (base[o, c] + dynamic[t, o * G +
+  // c / group_size]) * x[t - o, c], in tap order, with G = C / group_size: a row's taps never
+  // read a row before its block's first. x and out [R, C] float32 (distinct), dynamic [R, K * G]
+  // float32, base [K, C] f32 or bf16, row_in_block int32 [R] (each >= 0, checked when it runs).
+  virtual void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base,
+                                    const Tensor& row_in_block, int64_t group_size, Tensor& out) = 0;
+  // The k = ids.dim(1) largest of each row of logits [M, V] (k <= V), in descending order, ties
+  // to the lower index, NaN read as -inf: values [M, k] float32 and ids [M, k] int32.
+  virtual void top_k(const Tensor& logits, Tensor& values, Tensor& ids) = 0;
+  // The candidate selector's pair scores: out[i, p, k] = sum over r of a[i * K + p, r] * h[i, r] *
+  // b[i * K + k, r] (r in order), for a and b [M * K, R], h [M, R] and out [M, K, K], float32.
+  virtual void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, Tensor& out) = 0;
   // out = silu(gate) * up, element-wise.
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[M, H] = table[ids[m]] widened to float32; ids outside the table are an error.

@@ -49,6 +49,10 @@ inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     "sigmoid_gate",
     "causal_conv1d",
     "gated_delta_rule",
+    // DFlash2's drafter
+    "grouped_dynamic_conv",
+    "top_k",
+    "selector_pair_scores",
     // tokens
     "embedding",
     "argmax",

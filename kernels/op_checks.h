@@ -86,6 +86,11 @@ class OpChecks {
   // Backend::gated_delta_rule's tensors and chunks.
   void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
                         std::span<const StateChunk> chunks, const Tensor& out) const;
+  // DFlash2's ops (Backend::grouped_dynamic_conv, top_k, selector_pair_scores).
+  void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base, const Tensor& row_in_block,
+                            int64_t group_size, const Tensor& out) const;
+  void top_k(const Tensor& logits, const Tensor& values, const Tensor& ids) const;
+  void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, const Tensor& out) const;
   void moe_route(const Tensor& logits, const MoeRouting& routing, const Tensor& expert_ids,
                  const Tensor& expert_weights) const;
   // x and out [M, H] float32, expert_ids [M, k] int32, expert_weights [M, k] float32, at least

@@ -277,13 +277,15 @@ void attend_block(const float* q_heads, float* out_heads, RunningSoftmax* state,
   }
 }
 
-// The keys row m attends: positions [begin, end), begin > 0 only with a window.
+// The keys row m attends: positions [begin, end), begin > 0 only with a window or a key start
+// (an empty span when the start is at or past the count).
 struct KeySpan {
   int64_t begin, end;
 };
 
-KeySpan key_span(int64_t count, int64_t window) {
-  return {window > 0 ? std::max<int64_t>(0, count - window) : 0, count};
+KeySpan key_span(int64_t count, int64_t window, int64_t start) {
+  const int64_t begin = std::max<int64_t>(window > 0 ? std::max<int64_t>(0, count - window) : 0, start);
+  return {begin, std::max(begin, count)};
 }
 
 // Keys are also taken in chunks of this many from the row's first (a multiple of kKeyBlock):
@@ -422,6 +424,7 @@ struct AttentionCall {
   AttentionShape s;
   const float* sinks;
   int64_t window;
+  const int32_t* key_starts;  // null: every row from 0 (or its window's start)
   KeyLayout layout;
   int64_t group, kv_stride, row_floats;  // kv_stride: elements between one key row and the next
   float scale;
@@ -435,13 +438,15 @@ struct AttentionCall {
   RunningSoftmax initial(int64_t head) const {
     return sinks != nullptr ? RunningSoftmax{sinks[head], 1.0f} : RunningSoftmax{};
   }
+  KeySpan span(int64_t m) const { return key_span(key_counts[m], window, key_starts ? key_starts[m] : 0); }
   int64_t row_chunks(int64_t m) const {
-    const KeySpan span = key_span(key_counts[m], window);
-    return (span.end - span.begin + kKeyChunk - 1) / kKeyChunk;
+    const KeySpan keys = span(m);
+    return (keys.end - keys.begin + kKeyChunk - 1) / kKeyChunk;
   }
-  // Normalises row m's output by its running totals.
+  // Normalises row m's output by its running totals (a row without keys stays zero).
   void finish_row(int64_t m, const RunningSoftmax* st) const {
-    if (key_counts[m] <= 0) return;
+    const KeySpan keys = span(m);
+    if (keys.end <= keys.begin) return;
     for (int64_t h = 0; h < s.q_heads; ++h) {
       const float inv_total = 1.0f / st[h].total;
       float* oh = out + m * row_floats + h * s.head_dim;
@@ -464,8 +469,8 @@ struct AttentionScratch {
 
 // Chunk `chunk` of rows [m0, m1) into o_rows (row m at o_rows + (m - m0) * row_floats) and st.
 template <typename KV>
-void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, int64_t m1, int64_t chunk,
-                  float* o_rows, RunningSoftmax* st) {
+void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, int64_t m1, int64_t chunk, float* o_rows,
+                  RunningSoftmax* st) {
   const AttentionShape& s = a.s;
   for (int64_t m = m0; m < m1; ++m) {
     std::memset(o_rows + (m - m0) * a.row_floats, 0, sizeof(float) * a.row_floats);
@@ -475,7 +480,7 @@ void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, i
   for (int64_t offset = chunk * kKeyChunk; offset < chunk_end; offset += kKeyBlock) {
     // Row m's block of keys in t.runs; false when its keys end before the block.
     auto block_runs = [&](int64_t m, int64_t& run_count) {
-      const KeySpan span = key_span(a.key_counts[m], a.window);
+      const KeySpan span = a.span(m);
       const int64_t keys = std::min<int64_t>(kKeyBlock, span.end - span.begin - offset);
       if (keys <= 0) return false;
       run_count = a.layout.runs(span.begin + offset, keys, t.runs);
@@ -496,9 +501,8 @@ void attend_chunk(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, i
     }
     for (int64_t m = m0; m < m1; ++m) {
       if (!block_runs(m, run_count)) continue;
-      attend_block_rows(a.q + m * a.row_floats, o_rows + (m - m0) * a.row_floats, st + (m - m0) * s.q_heads,
-                        s.q_heads, a.group, a.k, a.v, t.runs, run_count, a.kv_stride, s.head_dim, a.scale, t.w,
-                        t.lanes, t.c);
+      attend_block_rows(a.q + m * a.row_floats, o_rows + (m - m0) * a.row_floats, st + (m - m0) * s.q_heads, s.q_heads,
+                        a.group, a.k, a.v, t.runs, run_count, a.kv_stride, s.head_dim, a.scale, t.w, t.lanes, t.c);
     }
   }
 }
@@ -517,8 +521,8 @@ void attend_tile(const AttentionCall<KV>& a, AttentionScratch& t, int64_t m0, in
       if (a.row_chunks(m) <= chunk) continue;
       for (int64_t h = 0; h < q_heads; ++h) {
         const int64_t at = (m - m0) * q_heads + h;
-        merge_chunk(a.out + m * a.row_floats + h * head_dim, st[at],
-                    chunk_out + (m - m0) * a.row_floats + h * head_dim, chunk_states[at], head_dim);
+        merge_chunk(a.out + m * a.row_floats + h * head_dim, st[at], chunk_out + (m - m0) * a.row_floats + h * head_dim,
+                    chunk_states[at], head_dim);
       }
     }
   }
@@ -556,7 +560,7 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
   const int64_t window = extras.sliding_window;
   int64_t max_keys = 0;
   for (int64_t m = 0; m < s.rows; ++m) {
-    const KeySpan span = key_span(key_counts[m], window);
+    const KeySpan span = key_span(key_counts[m], window, extras.key_starts ? extras.key_starts[m] : 0);
     max_keys = std::max(max_keys, span.end - span.begin);
   }
   const int64_t tile_rows = row_tile(s.rows);
@@ -568,6 +572,7 @@ void attention_over(const float* q, const KV* k, const KV* v, const int32_t* key
                             .s = s,
                             .sinks = extras.sinks,
                             .window = window,
+                            .key_starts = extras.key_starts,
                             // Without a window no key wraps.
                             .layout = {window > 0 ? extras.ring_rows : 0, extras.block_table, extras.block_size},
                             .group = s.q_heads / s.kv_heads,

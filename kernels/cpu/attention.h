@@ -23,12 +23,14 @@ struct AttentionShape {
 struct AttentionExtras {
   const float* sinks = nullptr;  // [Hq]
   int64_t sliding_window = 0;
-  int64_t ring_rows = 0;  // T, at least the window; read only with one
+  int64_t ring_rows = 0;                 // T, at least the window; read only with one
   const int32_t* block_table = nullptr;  // with a window, only its entries the window reaches are read
   int64_t block_size = 0;
+  const int32_t* key_starts = nullptr;  // [M], row m's first position (null: 0)
 };
 
-// With a window W, row m with key_counts[m] = c attends positions [max(0, c - W), c).
+// With a window W, row m with key_counts[m] = c attends positions [max(0, c - W), c); with key
+// starts, from key_starts[m] when that is later.
 void attention(const float* q, const float* k, const float* v, const int32_t* key_counts, float* out,
                AttentionShape shape, const AttentionExtras& extras = {});
 // The same over a bf16 cache (k and v as bf16 bits), widened as they are loaded: the bits of the

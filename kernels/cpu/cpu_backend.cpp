@@ -14,17 +14,18 @@
 #include "kernels/cpu/argmax.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/bias.h"
+#include "kernels/cpu/causal_conv1d.h"
+#include "kernels/cpu/deltanet_gates.h"
+#include "kernels/cpu/dflash2_ops.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/head_norm_rope.h"
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_mxfp4.h"
 #include "kernels/cpu/moe_experts.h"
 #include "kernels/cpu/moe_route.h"
-#include "kernels/cpu/causal_conv1d.h"
-#include "kernels/cpu/deltanet_gates.h"
-#include "kernels/cpu/gated_delta_rule.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/sampling.h"
@@ -74,9 +75,7 @@ class CpuBackend final : public Backend {
 
   void copy_rows(const Tensor& src, Tensor& dst, int64_t first_row) override {
     kChecks.copy_rows(src, dst, first_row);
-    run([src, target = dst.slice_rows(first_row, src.dim(0))] {
-      std::memcpy(target.raw(), src.raw(), src.nbytes());
-    });
+    run([src, target = dst.slice_rows(first_row, src.dim(0))] { std::memcpy(target.raw(), src.raw(), src.nbytes()); });
   }
 
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
@@ -108,8 +107,7 @@ class CpuBackend final : public Backend {
       const char* from = static_cast<const char*>(src.raw());
       char* to = static_cast<char*>(dst.raw());
       for (int64_t m = 0; m < src.rows(); ++m) {
-        std::memcpy(to + (m * dst.cols() + first_col) * element, from + m * src.cols() * element,
-                    src.cols() * element);
+        std::memcpy(to + (m * dst.cols() + first_col) * element, from + m * src.cols() * element, src.cols() * element);
       }
     });
   }
@@ -128,8 +126,7 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids,
-                 Tensor& expert_weights) override {
+  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids, Tensor& expert_weights) override {
     kChecks.moe_route(logits, routing, expert_ids, expert_weights);
     run([logits, routing, expert_ids, expert_weights] {
       cpu::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
@@ -243,8 +240,8 @@ class CpuBackend final : public Backend {
     kChecks.head_norm_rope(x, w, positions);
     require_rope(rope, "head_norm_rope");
     run([x, w, eps, positions, rope] {
-      cpu::head_norm_rope(x.data<float>(), weight_vector(w), eps, positions.data<int32_t>(), rope, x.dim(0),
-                          x.dim(1), x.dim(2));
+      cpu::head_norm_rope(x.data<float>(), weight_vector(w), eps, positions.data<int32_t>(), rope, x.dim(0), x.dim(1),
+                          x.dim(2));
     });
   }
 
@@ -263,8 +260,14 @@ class CpuBackend final : public Backend {
     const std::optional<Tensor> table =
         options.block_table != nullptr ? std::optional(*options.block_table) : std::nullopt;
     const int64_t block_size = options.block_size;
-    run([q, k, v, key_counts, out, window, sinks, table, block_size] {
+    const std::optional<Tensor> starts =
+        options.key_starts != nullptr ? std::optional(*options.key_starts) : std::nullopt;
+    run([q, k, v, key_counts, out, window, sinks, table, block_size, starts] {
       const int32_t* counts = key_counts.data<int32_t>();  // read when the op runs, as on a GPU
+      if (starts) {
+        for (int64_t m = 0; m < q.dim(0); ++m)
+          kChecks.require(starts->data<int32_t>()[m] >= 0, "attention key start < 0");
+      }
       // A window reads a ring: any count, its last `window` positions wrapped into the keys. A
       // paged store is read through the table: every block a count reaches (from the window's
       // first, with one) must be listed and lie in the store.
@@ -293,13 +296,44 @@ class CpuBackend final : public Backend {
         }
       }
       const cpu::AttentionShape shape{q.dim(0), q.dim(1), k.dim(1), q.dim(2)};
-      const cpu::AttentionExtras extras{sinks ? sink_logits.data() : nullptr, window, k.dim(0),
-                                        table ? table->data<int32_t>() : nullptr, block_size};
+      const cpu::AttentionExtras extras{
+          sinks ? sink_logits.data() : nullptr,     window,     k.dim(0),
+          table ? table->data<int32_t>() : nullptr, block_size, starts ? starts->data<int32_t>() : nullptr};
       if (k.dtype() == DType::kBF16) {
-        cpu::attention(q.data<float>(), k.data<uint16_t>(), v.data<uint16_t>(), counts, out.data<float>(), shape, extras);
+        cpu::attention(q.data<float>(), k.data<uint16_t>(), v.data<uint16_t>(), counts, out.data<float>(), shape,
+                       extras);
       } else {
         cpu::attention(q.data<float>(), k.data<float>(), v.data<float>(), counts, out.data<float>(), shape, extras);
       }
+    });
+  }
+
+  void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base, const Tensor& row_in_block,
+                            int64_t group_size, Tensor& out) override {
+    kChecks.grouped_dynamic_conv(x, dynamic, base, row_in_block, group_size, out);
+    run([x, dynamic, base, row_in_block, group_size, out] {
+      for (int64_t t = 0; t < x.dim(0); ++t) {
+        kChecks.require(row_in_block.data<int32_t>()[t] >= 0, "grouped_dynamic_conv row_in_block < 0");
+      }
+      cpu::grouped_dynamic_conv(x.data<float>(), dynamic.data<float>(), weight_vector(base),
+                                row_in_block.data<int32_t>(), x.dim(0), x.dim(1), base.dim(0), group_size,
+                                out.data<float>());
+    });
+  }
+
+  void top_k(const Tensor& logits, Tensor& values, Tensor& ids) override {
+    kChecks.top_k(logits, values, ids);
+    run([logits, values, ids] {
+      cpu::top_k(logits.data<float>(), logits.dim(0), logits.dim(1), ids.dim(1), values.data<float>(),
+                 ids.data<int32_t>());
+    });
+  }
+
+  void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, Tensor& out) override {
+    kChecks.selector_pair_scores(a, h, b, out);
+    run([a, h, b, out] {
+      cpu::selector_pair_scores(a.data<float>(), h.data<float>(), b.data<float>(), h.dim(0), out.dim(1), h.dim(1),
+                                out.data<float>());
     });
   }
 
@@ -331,8 +365,7 @@ class CpuBackend final : public Backend {
   void sample(const Tensor& logits, const Tensor& params, Tensor& ids) override {
     kChecks.sample(logits, params, ids);
     run([logits, params, ids] {
-      cpu::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(),
-                       logits.cols());
+      cpu::sample_rows(logits.data<float>(), params.data<float>(), ids.data<int32_t>(), logits.rows(), logits.cols());
     });
   }
 

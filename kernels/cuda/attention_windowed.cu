@@ -1,9 +1,8 @@
-#include "kernels/cuda/attention_windowed.h"
-
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/cuda/attention_split.cuh"
+#include "kernels/cuda/attention_windowed.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
@@ -71,7 +70,8 @@ __global__ void __launch_bounds__(kThreads)
     if (reporter) report_device_error(report, kKeyCountBeyondKeys, key_counts[m], chunk.keys);
     count = chunk.keys;
   }
-  const int64_t begin = options.sliding_window > 0 ? max(count - options.sliding_window, int64_t{0}) : 0;
+  int64_t begin = options.sliding_window > 0 ? max(count - options.sliding_window, int64_t{0}) : 0;
+  if (options.key_starts != nullptr) begin = max(begin, static_cast<int64_t>(options.key_starts[m]));
 
   const float* query_in = q + (m * s.q_heads + head) * s.head_dim;
   for (int64_t d = threadIdx.x; d < s.head_dim; d += kThreads) query[d] = query_in[d];

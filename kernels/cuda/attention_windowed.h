@@ -21,7 +21,8 @@ namespace flashq::cuda {
 struct AttentionSinksAndWindow {
   const void* sinks = nullptr;  // [q_heads] of sinks_dtype (f32 or bf16); null: none
   DType sinks_dtype = DType::kF32;
-  int64_t sliding_window = 0;  // 0: keys [0, count), a count beyond the chunk's keys reported
+  int64_t sliding_window = 0;           // 0: keys [0, count), a count beyond the chunk's keys reported
+  const int32_t* key_starts = nullptr;  // [rows]: row m's first position, when later (null: 0)
 };
 
 // `chunks` (at most kMaxKvChunks) cover q's rows in order, their k and v all of `kv_dtype` (f32

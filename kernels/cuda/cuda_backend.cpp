@@ -28,10 +28,14 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_windowed.h"
 #include "kernels/cuda/bias.h"
+#include "kernels/cuda/causal_conv1d.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/deltanet_gates.h"
 #include "kernels/cuda/device_error.h"
+#include "kernels/cuda/dflash2_ops.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/head_norm_rope.h"
 #include "kernels/cuda/kv_store.h"
 #include "kernels/cuda/matmul.h"
@@ -39,9 +43,6 @@
 #include "kernels/cuda/matmul_mxfp4.h"
 #include "kernels/cuda/moe_experts.h"
 #include "kernels/cuda/moe_route.h"
-#include "kernels/cuda/causal_conv1d.h"
-#include "kernels/cuda/deltanet_gates.h"
-#include "kernels/cuda/gated_delta_rule.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sampling.h"
@@ -119,8 +120,8 @@ class DeviceContext {
     check_cuda(cudaMemsetAsync(report_, 0, sizeof(cuda::DeviceErrorReport), stream_), "cudaMemsetAsync");
     if (found.kind == cuda::kTokenIdOutsideTable) {
       throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(found.value) +
-                                                   " is outside the embedding table of " +
-                                                   std::to_string(found.limit) + " rows");
+                                                   " is outside the embedding table of " + std::to_string(found.limit) +
+                                                   " rows");
     }
     if (found.kind == cuda::kGatherRowOutsideSource) {
       throw Error(ErrorCode::kInternal, "cuda backend: a row gathered from " + std::to_string(found.value) +
@@ -242,17 +243,17 @@ class CudaBackend final : public Backend {
     kChecks.copy_columns(src, dst, first_col);
     if (src.nbytes() == 0) return;
     const size_t element = dtype_size(src.dtype());
-    check_cuda(cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + first_col * element, dst.cols() * element, src.raw(),
-                                 src.cols() * element, src.cols() * element, src.rows(), cudaMemcpyDeviceToDevice,
-                                 stream()),
-               "cudaMemcpy2DAsync (copy_columns)");
+    check_cuda(
+        cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + first_col * element, dst.cols() * element, src.raw(),
+                          src.cols() * element, src.cols() * element, src.rows(), cudaMemcpyDeviceToDevice, stream()),
+        "cudaMemcpy2DAsync (copy_columns)");
   }
 
   void matmul(const Tensor& x, const Tensor& w, Tensor& y) override {
     kChecks.matmul(x, w, y);
     void* scratch = grow_scratch(cuda::matmul_scratch_bytes(w.dtype(), x.rows(), x.cols()));
-    cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1),
-                 context_->cublas(), scratch, stream());
+    cuda::matmul(x.data<float>(), w.raw(), w.dtype(), y.data<float>(), x.rows(), w.dim(0), w.dim(1), context_->cublas(),
+                 scratch, stream());
   }
 
   void matmul_many(const Tensor& x, std::span<const WeightProduct> products) override {
@@ -286,8 +287,7 @@ class CudaBackend final : public Backend {
                        blocks.dim(0), x.cols(), stream());
   }
 
-  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids,
-                 Tensor& expert_weights) override {
+  void moe_route(const Tensor& logits, const MoeRouting& routing, Tensor& expert_ids, Tensor& expert_weights) override {
     kChecks.moe_route(logits, routing, expert_ids, expert_weights);
     cuda::moe_route(logits.data<float>(), logits.dim(0), logits.dim(1), routing, expert_ids.data<int32_t>(),
                     expert_weights.data<float>(), stream());
@@ -310,6 +310,26 @@ class CudaBackend final : public Backend {
     kChecks.sigmoid_gate(x, gate);
     const int64_t per_gate = x.numel() / std::max<int64_t>(gate.numel(), 1);
     cuda::sigmoid_gate(x.data<float>(), gate.data<float>(), x.numel(), per_gate, stream());
+  }
+
+  void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base, const Tensor& row_in_block,
+                            int64_t group_size, Tensor& out) override {
+    kChecks.grouped_dynamic_conv(x, dynamic, base, row_in_block, group_size, out);
+    cuda::grouped_dynamic_conv(x.data<float>(), dynamic.data<float>(), base.raw(), base.dtype(),
+                               row_in_block.data<int32_t>(), x.dim(0), x.dim(1), base.dim(0), group_size,
+                               out.data<float>(), stream());
+  }
+
+  void top_k(const Tensor& logits, Tensor& values, Tensor& ids) override {
+    kChecks.top_k(logits, values, ids);
+    cuda::top_k(logits.data<float>(), logits.dim(0), logits.dim(1), ids.dim(1), values.data<float>(),
+                ids.data<int32_t>(), stream());
+  }
+
+  void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, Tensor& out) override {
+    kChecks.selector_pair_scores(a, h, b, out);
+    cuda::selector_pair_scores(a.data<float>(), h.data<float>(), b.data<float>(), h.dim(0), out.dim(1), h.dim(1),
+                               out.data<float>(), stream());
   }
 
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {
@@ -341,12 +361,12 @@ class CudaBackend final : public Backend {
     const cuda::MoeShape shape{x.dim(0), expert_ids.dim(1), x.dim(1), intermediate};
     device_experts_.clear();
     for (const ExpertWeights& e : experts) {
-      device_experts_.push_back({device_linear(e.gate), device_linear(e.up), device_linear(e.gate_up),
-                                 device_linear(e.down)});
+      device_experts_.push_back(
+          {device_linear(e.gate), device_linear(e.up), device_linear(e.gate_up), device_linear(e.down)});
     }
     void* scratch = grow_scratch(cuda::moe_experts_scratch_bytes(shape));
-    cuda::moe_experts(x.data<float>(), expert_ids.data<int32_t>(), expert_weights.data<float>(), shape,
-                      device_experts_, activation, scratch, out.data<float>(), context_->report(), stream());
+    cuda::moe_experts(x.data<float>(), expert_ids.data<int32_t>(), expert_weights.data<float>(), shape, device_experts_,
+                      activation, scratch, out.data<float>(), context_->report(), stream());
   }
 
   void rmsnorm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
@@ -375,8 +395,8 @@ class CudaBackend final : public Backend {
                       const RopeOptions& rope) override {
     kChecks.head_norm_rope(x, w, positions);
     require_rope(rope, "head_norm_rope");
-    cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), rope, x.dim(0),
-                         x.dim(1), x.dim(2), stream());
+    cuda::head_norm_rope(x.data<float>(), w.raw(), w.dtype(), eps, positions.data<int32_t>(), rope, x.dim(0), x.dim(1),
+                         x.dim(2), stream());
   }
 
   void add_bias(Tensor& y, const Tensor& bias) override {
@@ -424,8 +444,11 @@ class CudaBackend final : public Backend {
         most_keys = std::max(most_keys, capacity);
       }
       Tensor group_out = out.slice_rows(first, rows);
+      AttentionOptions group_options = options;
+      const Tensor group_starts = key_starts_of(options, first, rows);
+      if (group_starts.defined()) group_options.key_starts = &group_starts;
       attend(q.slice_rows(first, rows), attended, group.front().keys->dtype(), key_counts.slice_rows(first, rows),
-             group_out, k.dim(1), most_keys, options);
+             group_out, k.dim(1), most_keys, group_options);
     }
   }
 
@@ -669,10 +692,11 @@ class CudaBackend final : public Backend {
     const cuda::AttentionShape shape{q.dim(0), q.dim(1), kv_heads, q.dim(2), most_keys};
     const bool paged =
         std::any_of(chunks.begin(), chunks.end(), [](const cuda::KvChunk& c) { return c.block_table != nullptr; });
-    if (options.sinks != nullptr || options.sliding_window > 0 || paged) {
-      const cuda::AttentionSinksAndWindow extras{options.sinks != nullptr ? options.sinks->raw() : nullptr,
-                                                 options.sinks != nullptr ? options.sinks->dtype() : DType::kF32,
-                                                 options.sliding_window};
+    if (options.sinks != nullptr || options.sliding_window > 0 || paged || options.key_starts != nullptr) {
+      const cuda::AttentionSinksAndWindow extras{
+          options.sinks != nullptr ? options.sinks->raw() : nullptr,
+          options.sinks != nullptr ? options.sinks->dtype() : DType::kF32, options.sliding_window,
+          options.key_starts != nullptr ? options.key_starts->data<int32_t>() : nullptr};
       cuda::attention_with_sinks_and_window(q.data<float>(), chunks, kv_dtype, key_counts.data<int32_t>(),
                                             out.data<float>(), shape, extras, context_->report(), stream());
       return;
@@ -711,7 +735,7 @@ class CudaBackend final : public Backend {
   std::vector<void*> retired_scratch_;
   std::vector<cuda::Bf16RowsProduct> bf16_products_;  // matmul_many's table, kept to allocate once
   std::vector<cuda::KvStore> kv_stores_;              // store_group's table, likewise
-  std::vector<cuda::DeviceExpert> device_experts_;   // moe_experts' table, likewise
+  std::vector<cuda::DeviceExpert> device_experts_;    // moe_experts' table, likewise
   bool capturing_ = false;
   bool captured_any_ = false;
 };

@@ -35,9 +35,7 @@ class CountingBackend final : public Backend {
     inner_->add_rmsnorm(h, delta, w, eps, y);
   }
   void add(Tensor& h, const Tensor& delta) override { inner_->add(h, delta); }
-  void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) override {
-    inner_->rope(x, positions, rope);
-  }
+  void rope(Tensor& x, const Tensor& positions, const RopeOptions& rope) override { inner_->rope(x, positions, rope); }
   void head_norm_rope(Tensor& x, const Tensor& w, float eps, const Tensor& positions,
                       const RopeOptions& rope) override {
     inner_->head_norm_rope(x, w, eps, positions, rope);
@@ -72,6 +70,14 @@ class CountingBackend final : public Backend {
     inner_->gated_rmsnorm(x, z, w, eps, out);
   }
   void sigmoid_gate(Tensor& x, const Tensor& gate) override { inner_->sigmoid_gate(x, gate); }
+  void grouped_dynamic_conv(const Tensor& x, const Tensor& dynamic, const Tensor& base, const Tensor& row_in_block,
+                            int64_t group_size, Tensor& out) override {
+    inner_->grouped_dynamic_conv(x, dynamic, base, row_in_block, group_size, out);
+  }
+  void top_k(const Tensor& logits, Tensor& values, Tensor& ids) override { inner_->top_k(logits, values, ids); }
+  void selector_pair_scores(const Tensor& a, const Tensor& h, const Tensor& b, Tensor& out) override {
+    inner_->selector_pair_scores(a, h, b, out);
+  }
   void causal_conv1d(const Tensor& x, const Tensor& weight, std::span<const StateChunk> chunks, Tensor& out) override {
     inner_->causal_conv1d(x, weight, chunks, out);
   }

@@ -2,57 +2,60 @@
 // (tests/reference/dflash_reference.py): every step's start, draft tokens, acceptance and bonus
 // identical, and the drafter's logits within 1e-4 (relative to their scale), on Qwen3 and on Llama
 // targets (biases, Llama 3 RoPE scaling), and on Qwen3-MoE and gpt-oss targets (whose drafters
-// are dense Qwen3 layers with the target's attention biases and RoPE).
+// are dense Qwen3 layers with the target's attention biases and RoPE); and on drafters whose own
+// config.json gives them sliding-window layers (causal, or looking both ways with is_causal
+// false), causal full layers, or YaRN RoPE (docs/dflash.md §2.5).
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "shared/json_file.h"
 #include "tests/engine/dflash_test_pair.h"
 #include "tests/engine/llama_targets.h"
 #include "tests/engine/moe_targets.h"
+#include "tests/engine/recording_proposer.h"
 #include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
 
 namespace flashq::testing {
 namespace {
 
-// Delegates to the DFlash proposer and keeps the drafter logits of every step.
-class RecordingProposer final : public Proposer {
- public:
-  explicit RecordingProposer(DFlashProposer& inner) : inner_(inner) { inner_.keep_logits(true); }
-  int64_t max_block_size() const override { return inner_.max_block_size(); }
-  std::vector<int64_t> tap_layers() const override { return inner_.tap_layers(); }
-  std::unique_ptr<ProposerState> start_sequence(int64_t max_length) override {
-    return inner_.start_sequence(max_length);
-  }
-  void observe(std::span<const Observation> observations) override { inner_.observe(observations); }
-  void observe_without_taps(std::span<const Observation> observations) override {
-    inner_.observe_without_taps(observations);
-  }
-  void propose(std::span<const ProposalRequest> requests) override {
-    inner_.propose(requests);
-    logits.insert(logits.end(), inner_.last_logits().begin(), inner_.last_logits().end());
-  }
-  std::vector<float> logits;
-
- private:
-  DFlashProposer& inner_;
-};
-
 struct ReferenceCase {
   const char* name;
   TinyModelSpec target;
   int64_t drafter_layers;
   int64_t block_size;
+  nlohmann::json drafter_keys = nlohmann::json::object();  // set on the drafter's config.json
 };
+
+// Sliding-window layers as z-lab's drafter configs state them: a layer_types list, the window
+// kept only with use_sliding_window (Qwen3Config), is_causal (when given) for every layer.
+nlohmann::json sliding_keys(std::vector<std::string> types, bool use_window, int64_t window,
+                            std::optional<bool> is_causal = std::nullopt) {
+  nlohmann::json keys = {{"layer_types", types}, {"use_sliding_window", use_window}, {"sliding_window", window}};
+  if (is_causal) keys["is_causal"] = *is_causal;
+  return keys;
+}
+
+// YaRN on the drafter alone (its target is unscaled), factor = max positions / original, as
+// configs keep them (tests/reference/yarn_reference.py).
+nlohmann::json yarn_keys() {
+  return {{"rope_scaling",
+           {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32}, {"beta_fast", 16.0}}},
+          {"max_position_embeddings", 128}};
+}
 
 class DFlashReference : public ::testing::TestWithParam<ReferenceCase> {};
 
 TEST_P(DFlashReference, DraftsAcceptanceAndLogitsMatchNumpy) {
   const ReferenceCase& c = GetParam();
-  DFlashTestPair pair(c.target, {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed + 1});
+  DFlashTestPair pair(
+      c.target,
+      {.layers = c.drafter_layers, .block_size = 16, .seed = c.target.seed + 1, .config_overrides = c.drafter_keys});
   pair.set_kv_cache_dtype(DType::kF32);  // the reference keeps keys and values as computed
   std::vector<int32_t> prompt = some_tokens(11, 459, static_cast<uint32_t>(c.target.seed));
   const int64_t steps = 6;
@@ -102,7 +105,17 @@ INSTANTIATE_TEST_SUITE_P(
                                     llama_f32_target(55, 2, 32, 8, 1, 8, {.biases = false, .llama3_rope = false}), 2,
                                     16},
                       ReferenceCase{"Qwen3MoeBlock8", qwen3_moe_f32_target(57), 1, 8},
-                      ReferenceCase{"GptOssBlock8", gpt_oss_f32_target(58), 2, 8}),
+                      ReferenceCase{"GptOssBlock8", gpt_oss_f32_target(58), 2, 8},
+                      // Windows of 5 and 6 bind from the first block (an 11-token prompt).
+                      ReferenceCase{"SlidingCausalAndFullLayersWindow5Block8", f32_target(61), 2, 8,
+                                    sliding_keys({"sliding_attention", "full_attention"}, true, 5)},
+                      ReferenceCase{"SlidingTwoSidedWindow6Block8", f32_target(62), 2, 8,
+                                    sliding_keys({"sliding_attention", "sliding_attention"}, true, 6, false)},
+                      ReferenceCase{"SlidingWithoutUseSlidingWindowIsCausalBlock16", f32_target(63), 1, 16,
+                                    sliding_keys({"sliding_attention"}, false, 3)},
+                      ReferenceCase{"IsCausalMakesFullLayersCausalBlock8", f32_target(64), 2, 8,
+                                    sliding_keys({"full_attention", "sliding_attention"}, true, 4, true)},
+                      ReferenceCase{"YarnDrafterBlock8", f32_target(65), 2, 8, yarn_keys()}),
     [](const ::testing::TestParamInfo<ReferenceCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

@@ -1,11 +1,11 @@
 // Backend::capture and replay on the CPU backend, the twin of CUDA graphs: ops recorded, not
 // run; a replay runs them on the tensors' current contents; allocation and host transfers are
 // refused while recording; checks of what tensors hold happen at replay.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/backend.h"
 #include "shared/error.h"
@@ -168,6 +168,9 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void gated_rmsnorm(const Tensor&, const Tensor&, const Tensor&, float, Tensor&) override {}
     void sigmoid_gate(Tensor&, const Tensor&) override {}
     void causal_conv1d(const Tensor&, const Tensor&, std::span<const StateChunk>, Tensor&) override {}
+    void grouped_dynamic_conv(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Tensor&) override {}
+    void top_k(const Tensor&, Tensor&, Tensor&) override {}
+    void selector_pair_scores(const Tensor&, const Tensor&, const Tensor&, Tensor&) override {}
     void gated_delta_rule(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                           std::span<const StateChunk>, Tensor&) override {}
   } plain;

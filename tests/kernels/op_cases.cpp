@@ -13,6 +13,7 @@ const std::vector<OpCase>& op_table() {
     }
     for (OpCase& c : moe_op_cases()) cases.push_back(std::move(c));
     for (OpCase& c : deltanet_op_cases()) cases.push_back(std::move(c));
+    for (OpCase& c : dflash2_op_cases()) cases.push_back(std::move(c));
     return cases;
   }();
   return table;

@@ -21,7 +21,7 @@ std::vector<OpCase> token_op_cases();
 std::vector<OpCase> attention_op_cases();
 // What gpt-oss adds (op_cases_gptoss.cpp, part of attention_op_cases): attention and
 // store_and_attend with sinks and sliding windows over ring caches, and YaRN RoPE in rope,
-// head_norm_rope, store_and_attend and store_kv.
+// head_norm_rope, store_and_attend and store_kv; and key starts (a DFlash drafter's windows).
 std::vector<OpCase> gptoss_attention_op_cases();
 // Paged attention (op_cases_paged.cpp, part of attention_op_cases): attention through a block
 // table, and store_and_attend of many sequences, each with its table, over one shared store.
@@ -33,6 +33,8 @@ std::vector<OpCase> llama_op_cases();
 std::vector<OpCase> moe_op_cases();
 // gated_delta_rule (Gated DeltaNet's recurrent state: Qwen3.5, Qwen3-Next).
 std::vector<OpCase> deltanet_op_cases();
+// DFlash2's drafter ops: grouped_dynamic_conv, top_k, selector_pair_scores.
+std::vector<OpCase> dflash2_op_cases();
 
 // Every case, made once.
 const std::vector<OpCase>& op_table();

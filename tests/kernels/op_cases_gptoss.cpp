@@ -1,9 +1,10 @@
 // The table's cases for what gpt-oss adds to the attention ops: attention sinks (f32 and bf16)
 // and sliding windows over ring caches (AttentionOptions, kernels/backend.h) in attention and
 // store_and_attend, and YaRN RoPE in every path that rotates (rope, head_norm_rope,
-// store_and_attend and store_kv). References: tests/kernels/op_reference.h, written from Hugging
-// Face's gpt-oss attention and _compute_yarn_parameters. Tolerances as the other cases':
-// attention 1e-4, RoPE 1e-4, with the norm 1e-5; values stored exact.
+// store_and_attend and store_kv); and key starts (a first key per row: a DFlash drafter's
+// windows, docs/dflash.md §2.5) in attention and store_and_attend. References: tests/kernels/op_reference.h, written
+// from Hugging Face's gpt-oss attention and _compute_yarn_parameters. Tolerances as the other cases': attention 1e-4,
+// RoPE 1e-4, with the norm 1e-5; values stored exact.
 #include <algorithm>
 #include <memory>
 #include <random>
@@ -122,7 +123,23 @@ struct OptionsCase {
   DType sinks_dtype = DType::kF32;
   bool sinks = true;
   int64_t window = 0;
+  std::vector<int32_t> starts = {};  // key starts per row (AttentionOptions::key_starts); empty: none
 };
+
+// A DFlash drafter's non-causal sliding layer: a block of `rows` at position `start` over a
+// context of `start` keys and the block's own, each row seeing positions less than `window`
+// away on either side: counts min(start + rows, p + window), starts max(0, p - window + 1).
+std::vector<int32_t> two_sided_counts(int64_t rows, int64_t start, int64_t window) {
+  std::vector<int32_t> counts;
+  for (int64_t j = 0; j < rows; ++j) counts.push_back(static_cast<int32_t>(std::min(start + rows, start + j + window)));
+  return counts;
+}
+std::vector<int32_t> two_sided_starts(int64_t rows, int64_t start, int64_t window) {
+  std::vector<int32_t> starts;
+  for (int64_t j = 0; j < rows; ++j)
+    starts.push_back(static_cast<int32_t>(std::max<int64_t>(0, start + j - window + 1)));
+  return starts;
+}
 
 const std::vector<OptionsCase>& options_cases() {
   static const std::vector<OptionsCase> cases = {
@@ -135,6 +152,22 @@ const std::vector<OptionsCase>& options_cases() {
       {"WindowOddHeadDimWrap", 7, 6, 3, 20, 9, {50, 51, 52, 53, 0, 3, 9}, DType::kF32, true, 7},
       {"WindowOfOne", 6, 4, 2, 64, 4, {1, 2, 3, 4, 5, 900}, DType::kF32, false, 1},
       {"GptOssShapeWindow128", 4, 64, 8, 64, 132, causal_counts(4, 4093), DType::kBF16, true, 128},
+      {"KeyStartsTwoSidedDraftBlock", 16, 8, 2, 64, 316, two_sided_counts(16, 300, 40), DType::kF32, false, 0,
+       two_sided_starts(16, 300, 40)},
+      {"KeyStartsNarrowWindowBlock", 16, 4, 4, 20, 70, two_sided_counts(16, 54, 6), DType::kF32, false, 0,
+       two_sided_starts(16, 54, 6)},
+      {"KeyStartsPastCountsAndSinks", 5, 4, 2, 64, 40, {40, 10, 0, 30, 40}, DType::kBF16, true, 0, {0, 10, 0, 31, 39}},
+      {"KeyStartsInsideWindowRing",
+       6,
+       8,
+       2,
+       64,
+       144,
+       causal_counts(6, 700),
+       DType::kF32,
+       true,
+       128,
+       {0, 650, 690, 600, 705, 580}},
   };
   return cases;
 }
@@ -158,9 +191,9 @@ OpCase attention_options_case(const OptionsCase& a) {
     return made;
   });
   const Shape q_shape = {a.rows, a.q_heads, a.head_dim}, kv_shape = {a.keys, a.kv_heads, a.head_dim};
-  const std::string name = a.name +
-                           (a.sinks ? std::string(", ") + std::string(dtype_name(a.sinks_dtype)) + " sinks" : "") +
-                           (a.window > 0 ? ", window " + std::to_string(a.window) : "");
+  const std::string name =
+      a.name + (a.sinks ? std::string(", ") + std::string(dtype_name(a.sinks_dtype)) + " sinks" : "") +
+      (a.window > 0 ? ", window " + std::to_string(a.window) : "") + (a.starts.empty() ? "" : ", key starts");
   return {"attention", name,
           [=](OpDevice& dev) {
             Tensor q = dev.upload(d->q, q_shape), k = dev.upload(d->k, kv_shape), v = dev.upload(d->v, kv_shape);
@@ -168,16 +201,20 @@ OpCase attention_options_case(const OptionsCase& a) {
             auto sinks =
                 std::make_shared<Tensor>(a.sinks ? dev.weight(d->sinks, a.sinks_dtype, {a.q_heads}) : Tensor());
             const int64_t window = a.window;
-            return PreparedRun{[&dev, q, k, v, counts, out, sinks, window]() mutable {
-                                 const AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
+            auto starts = std::make_shared<Tensor>(a.starts.empty() ? Tensor() : dev.ints(a.starts));
+            return PreparedRun{[&dev, q, k, v, counts, out, sinks, window, starts]() mutable {
+                                 AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
+                                 options.key_starts = starts->defined() ? starts.get() : nullptr;
                                  dev.backend().attention(q, k, v, counts, out, options);
                                },
                                // Row by row: a row's bits do not depend on the rows beside it (a verification
                                // block gives the bits of decoding).
-                               [&dev, q, k, v, counts, out, by_row, sinks, window]() mutable {
-                                 const AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
+                               [&dev, q, k, v, counts, out, by_row, sinks, window, starts]() mutable {
+                                 AttentionOptions options{sinks->defined() ? sinks.get() : nullptr, window};
                                  for (int64_t m = 0; m < q.dim(0); ++m) {
                                    Tensor row_out = by_row.slice_rows(m, 1);
+                                   const Tensor row_start = starts->defined() ? starts->slice_rows(m, 1) : Tensor();
+                                   options.key_starts = starts->defined() ? &row_start : nullptr;
                                    dev.backend().attention(q.slice_rows(m, 1), k, v, counts.slice_rows(m, 1), row_out,
                                                            options);
                                  }
@@ -186,7 +223,7 @@ OpCase attention_options_case(const OptionsCase& a) {
           },
           [=] {
             const std::vector<float> out = reference::attention_with_options(
-                d->q, d->k, d->v, a.counts, a.q_heads, a.kv_heads, a.head_dim, d->sinks, a.window);
+                d->q, d->k, d->v, a.counts, a.q_heads, a.kv_heads, a.head_dim, d->sinks, a.window, a.starts);
             return std::vector<Expected>{{"out", out, 1e-4}, {"out, row by row", out, 1e-4, -1, "out"}};
           }};
 }
@@ -204,6 +241,7 @@ struct RingSequences {
   std::vector<std::vector<float>> keys, values;  // each cache's contents before
   std::vector<float> q, k, v, sinks;
   std::vector<int32_t> store_at, positions, key_counts;
+  std::vector<int32_t> key_starts;  // per row: its position less 5 (a window of 6 behind), for the key-starts case
   int64_t row_size() const { return kv_heads * head_dim; }
 };
 
@@ -225,6 +263,7 @@ RingSequences ring_sequences(int64_t window) {
       s.store_at.push_back(static_cast<int32_t>((start + i) % capacity));
       s.positions.push_back(static_cast<int32_t>(start + i));
       s.key_counts.push_back(static_cast<int32_t>(c % 7 == 1 ? start + n : start + i + 1));
+      s.key_starts.push_back(static_cast<int32_t>(std::max<int64_t>(0, start + i - 5)));
     }
     s.rows += n;
   }
@@ -275,6 +314,7 @@ struct StoreAttendCase {
   bool sinks;
   int64_t window;
   bool yarn;
+  bool key_starts = false;  // AttentionOptions::key_starts over every row (sliced per chunk apart)
 };
 
 OpCase options_store_and_attend_case(StoreAttendCase sc) {
@@ -282,7 +322,7 @@ OpCase options_store_and_attend_case(StoreAttendCase sc) {
   const Yarn yarn = yarn_settings()[0];
   const std::string name = std::string("70 sequences") + (sc.sinks ? ", bf16 sinks" : "") +
                            (sc.window > 0 ? ", window " + std::to_string(sc.window) + " over rings" : "") +
-                           (sc.yarn ? ", RoPE " + yarn.name : "");
+                           (sc.yarn ? ", RoPE " + yarn.name : "") + (sc.key_starts ? ", key starts" : "");
   return {"store_and_attend", name,
           [=](OpDevice& dev) {
             const Shape q_shape = {s->rows, s->q_heads, s->head_dim}, kv_shape = {s->rows, s->kv_heads, s->head_dim};
@@ -291,13 +331,16 @@ OpCase options_store_and_attend_case(StoreAttendCase sc) {
             Tensor store_at = dev.ints(s->store_at), counts = dev.ints(s->key_counts);
             Tensor out = dev.poisoned(q_shape), out_apart = dev.poisoned(q_shape);
             auto held = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
-                dev.ints(s->positions), sc.sinks ? dev.weight(s->sinks, DType::kBF16, {s->q_heads}) : Tensor()});
+                dev.ints(s->positions), sc.sinks ? dev.weight(s->sinks, DType::kBF16, {s->q_heads}) : Tensor(),
+                sc.key_starts ? dev.ints(s->key_starts) : Tensor()});
             auto fused = upload_ring_caches(dev, *s), apart = upload_ring_caches(dev, *s);
             const RopeOptions rope = yarn.rope;
             const int64_t window = sc.window;
             const bool with_rope = sc.yarn;
             const auto options_of = [held, window] {
-              return AttentionOptions{(*held)[1].defined() ? &(*held)[1] : nullptr, window};
+              AttentionOptions options{(*held)[1].defined() ? &(*held)[1] : nullptr, window};
+              options.key_starts = (*held)[2].defined() ? &(*held)[2] : nullptr;
+              return options;
             };
             return PreparedRun{
                 [&dev, q, k, v, fused, store_at, counts, out, held, rope, with_rope, options_of]() mutable {
@@ -315,8 +358,11 @@ OpCase options_store_and_attend_case(StoreAttendCase sc) {
                   dev.backend().store_kv(k_apart, v, apart->chunks, store_at);
                   for (const CacheChunk& chunk : apart->chunks) {
                     Tensor chunk_out = out_apart.slice_rows(chunk.first_row, chunk.rows);
+                    AttentionOptions options = options_of();
+                    const Tensor chunk_starts = key_starts_of(options, chunk.first_row, chunk.rows);
+                    options.key_starts = chunk_starts.defined() ? &chunk_starts : nullptr;
                     dev.backend().attention(q_apart.slice_rows(chunk.first_row, chunk.rows), *chunk.keys, *chunk.values,
-                                            counts.slice_rows(chunk.first_row, chunk.rows), chunk_out, options_of());
+                                            counts.slice_rows(chunk.first_row, chunk.rows), chunk_out, options);
                   }
                   Outputs got{dev.read(out), dev.read(out_apart)};
                   for (const Tensor& cache : fused->tensors) got.push_back(dev.read(cache));
@@ -336,7 +382,9 @@ OpCase options_store_and_attend_case(StoreAttendCase sc) {
                   std::vector<float>(q.begin() + first * q_row, q.begin() + (first + n) * q_row), caches[2 * c],
                   caches[2 * c + 1],
                   std::vector<int32_t>(s->key_counts.begin() + first, s->key_counts.begin() + first + n), s->q_heads,
-                  s->kv_heads, s->head_dim, sc.sinks ? s->sinks : no_sinks, sc.window);
+                  s->kv_heads, s->head_dim, sc.sinks ? s->sinks : no_sinks, sc.window,
+                  sc.key_starts ? std::vector<int32_t>(s->key_starts.begin() + first, s->key_starts.begin() + first + n)
+                                : std::vector<int32_t>());
               std::copy(chunk_out.begin(), chunk_out.end(), out.begin() + first * q_row);
             }
             std::vector<Expected> expected = {{"out", out, 1e-4}, {"out, unfused", out, 1e-4, -1, "out"}};
@@ -388,8 +436,9 @@ std::vector<OpCase> gptoss_attention_op_cases() {
     cases.push_back(yarn_head_norm_rope_case(yarn, 9, 4, 64));
   }
   for (const OptionsCase& c : options_cases()) cases.push_back(attention_options_case(c));
-  for (const StoreAttendCase sc : {StoreAttendCase{true, 128, true}, StoreAttendCase{false, 32, false},
-                                   StoreAttendCase{true, 0, false}, StoreAttendCase{true, 32, true}}) {
+  for (const StoreAttendCase sc :
+       {StoreAttendCase{true, 128, true}, StoreAttendCase{false, 32, false}, StoreAttendCase{true, 0, false},
+        StoreAttendCase{true, 32, true}, StoreAttendCase{false, 0, false, true}}) {
     cases.push_back(options_store_and_attend_case(sc));
   }
   cases.push_back(yarn_store_kv_case());

@@ -252,13 +252,15 @@ int32_t sample_row(const float* logits, const float* params, int64_t vocab) {
 std::vector<float> attention_with_options(const std::vector<float>& q, const std::vector<float>& k,
                                           const std::vector<float>& v, const std::vector<int32_t>& key_counts,
                                           int64_t q_heads, int64_t kv_heads, int64_t head_dim,
-                                          const std::vector<float>& sinks, int64_t window) {
+                                          const std::vector<float>& sinks, int64_t window,
+                                          const std::vector<int32_t>& key_starts) {
   std::vector<float> out(q.size(), 0.0f);
   const int64_t group = q_heads / kv_heads, rows_of_keys = static_cast<int64_t>(k.size()) / (kv_heads * head_dim);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   for (size_t row = 0; row < key_counts.size(); ++row) {
     const int64_t count = key_counts[row];
-    const int64_t first = window > 0 ? std::max<int64_t>(0, count - window) : 0;
+    int64_t first = window > 0 ? std::max<int64_t>(0, count - window) : 0;
+    if (!key_starts.empty()) first = std::max<int64_t>(first, key_starts[row]);
     std::vector<int64_t> key_rows;  // the positions seen, as rows of k and v
     for (int64_t p = first; p < count; ++p) key_rows.push_back(window > 0 ? p % rows_of_keys : p);
     for (int64_t h = 0; h < q_heads; ++h) {

@@ -89,11 +89,13 @@ std::vector<int32_t> sample(const std::vector<float>& logits, const std::vector<
 // joins the scores as one more logit, the softmax is taken over scores and sink (max included),
 // and the sink's weight is dropped. With window W > 0, row m with count c attends positions
 // [max(0, c - W), c) (a key is seen when query position - key position < W), position p read at
-// row p % T of k and v [T, kv_heads, head_dim]. A row that sees no key gets zeros.
+// row p % T of k and v [T, kv_heads, head_dim]. With key_starts (one per row; empty: none), row m
+// sees no position before key_starts[m]. A row that sees no key gets zeros.
 std::vector<float> attention_with_options(const std::vector<float>& q, const std::vector<float>& k,
                                           const std::vector<float>& v, const std::vector<int32_t>& key_counts,
                                           int64_t q_heads, int64_t kv_heads, int64_t head_dim,
-                                          const std::vector<float>& sinks, int64_t window);
+                                          const std::vector<float>& sinks, int64_t window,
+                                          const std::vector<int32_t>& key_starts = {});
 
 // YaRN's inverse frequencies (modeling_rope_utils' _compute_yarn_parameters): with
 // dim(r) = head_dim ln(original / (2 pi r)) / (2 ln theta), low = dim(beta_fast), high = dim(beta_slow)

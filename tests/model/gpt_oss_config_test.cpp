@@ -147,20 +147,23 @@ TEST(GptOssConfig, ADrafterWhoseConfigSaysGptOssHasQwen3Layers) {
   for (int64_t layer = 0; layer < 8; ++layer) EXPECT_EQ(attention_window(d.layers, layer), 0);
 }
 
-TEST(GptOssConfig, ADrafterWithSlidingLayersIsRefusedNamingTheKey) {
+// A drafter config copied from gpt-oss's keeps its layer_types but says nothing of
+// use_sliding_window: read as Qwen3Config (z-lab's DFlashDraftModel's class), its sliding layers
+// are causal without a window, its full ones non-causal (docs/dflash.md §2.5).
+TEST(GptOssConfig, ADrafterWithSlidingLayersReadsThemAsQwen3ConfigDoes) {
   const ModelConfig target = parse_model_config(gpt_oss_20b_config(), "config.json");
   nlohmann::json drafter = gpt_oss_20b_config();
   drafter["architectures"] = {"DFlashDraftModel"};
   drafter["num_hidden_layers"] = 2;
   drafter["layer_types"] = {"sliding_attention", "full_attention"};
   drafter["dflash_config"] = {{"mask_token_id", 200000}, {"target_layer_ids", {1, 21}}};
-  try {
-    parse_drafter_config(drafter, "drafter/config.json", target);
-    FAIL() << "a drafter with a sliding layer was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-    EXPECT_NE(std::string(e.what()).find("layer_types"), std::string::npos) << e.what();
-  }
+  const DrafterConfig d = parse_drafter_config(drafter, "drafter/config.json", target);
+  ASSERT_EQ(d.layer_attention.size(), 2u);
+  EXPECT_TRUE(d.layer_attention[0].causal);
+  EXPECT_EQ(d.layer_attention[0].window, 0) << "sliding_window without use_sliding_window";
+  EXPECT_FALSE(d.layer_attention[1].causal);
+  drafter["use_sliding_window"] = true;
+  EXPECT_EQ(parse_drafter_config(drafter, "drafter/config.json", target).layer_attention[0].window, 128);
 }
 
 TEST(RingKvCache, ASlidingLayerKeepsOnlyItsWindowAndTheRowsOfOnePass) {

@@ -152,7 +152,7 @@ def check_config_reading(tmp, drafter_dir, drafter_config):
                                   ("count", {"layer_types": ["full_attention"]}, "layer_types"),
                                   ("scale", {"dflash_config": dict(drafter_config["dflash_config"], input_embedding_scale=2.0)},
                                    "input_embedding_scale"),
-                                  ("softcap", {"final_logit_softcapping": 30.0}, "final_logit_softcapping")):
+                                  ("multiplier", {"output_multiplier": 0.0}, "output_multiplier")):
         config = {k: v for k, v in dict(drafter_config, **change).items() if v is not None}
         path = os.path.join(tmp, "drafter_bad_" + label)
         write_checkpoint(path, config, load_safetensors(drafter_dir), "F32")

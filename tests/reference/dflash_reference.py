@@ -80,6 +80,8 @@ class DFlashConfig:
     target_layer_ids: tuple       # 0-based target layers tapped, in concatenation order
     num_target_layers: int        # None when config.json does not say
     layer_attention: tuple = ()   # LayerAttention per drafter layer; () means all full
+    output_multiplier: float = 1.0         # z-lab's compute_logits: logits times this,
+    final_logit_softcapping: float = None  # then cap * tanh(logits / cap) when cap > 0
 
 
 def default_target_layer_ids(num_target_layers, num_draft_layers):
@@ -92,22 +94,31 @@ def default_target_layer_ids(num_target_layers, num_draft_layers):
     return [int(round(1 + i * (L - 4) / (K - 1))) for i in range(K)]
 
 
-def read_dflash_config(drafter_dir, num_target_layers=None):
-    """num_target_layers: the target's layer count, used when config.json lacks its own."""
+def draft_value(raw, key, default=None):
+    """z-lab's _draft_value: dflash_config's key, else the top-level one."""
+    return (raw.get("dflash_config") or {}).get(key, raw.get(key, default))
+
+
+def read_dflash_config(drafter_dir, num_target_layers=None, architecture="DFlashDraftModel"):
+    """num_target_layers: the target's layer count, used when config.json lacks its own.
+    architecture: the one config.json must name (dflash2_reference.py reads DFlash2DraftModel)."""
     with open(os.path.join(drafter_dir, "config.json"), "r", encoding="utf-8") as f:
         raw = json.load(f)
     architectures = raw.get("architectures") or []
-    if "DFlashDraftModel" not in architectures:
-        raise ValueError(f"config: architectures {architectures} does not contain DFlashDraftModel")
+    if architecture not in architectures:
+        raise ValueError(f"config: architectures {architectures} does not contain {architecture}")
     layer_attention = read_layer_attention(raw)
     # The Qwen3 keys without the attention pattern (read above), with YaRN allowed.
     layer_keys = {k: v for k, v in raw.items() if k not in ("layer_types", "use_sliding_window", "sliding_window")}
     layers = qwen3.qwen3_config_from_dict(layer_keys, read_rope=yarn.read_rope_with_yarn)
     dflash = raw.get("dflash_config") or {}
-    for key, neutral in (("input_embedding_scale", 1.0), ("output_multiplier", 1.0), ("final_logit_softcapping", None)):
-        value = dflash.get(key, raw.get(key))
-        if value is not None and value != neutral and not (neutral is None and float(value) <= 0):
-            raise ValueError(f"config: {key} = {value} is not implemented")
+    if float(draft_value(raw, "input_embedding_scale", 1.0)) != 1.0:
+        raise ValueError(f"config: input_embedding_scale = {draft_value(raw, 'input_embedding_scale')} is not implemented")
+    output_multiplier = float(draft_value(raw, "output_multiplier", 1.0))
+    if not output_multiplier > 0:
+        raise ValueError(f"config: output_multiplier = {output_multiplier} must be positive")
+    softcap = draft_value(raw, "final_logit_softcapping")
+    softcap = float(softcap) if softcap is not None and float(softcap) > 0 else None
     if "mask_token_id" not in dflash:
         raise ValueError("config: missing dflash_config.mask_token_id")
     block_size = raw.get("block_size", dflash.get("block_size"))
@@ -132,7 +143,8 @@ def read_dflash_config(drafter_dir, num_target_layers=None):
             raise ValueError(f"config: target_layer_ids {bad} outside [0, {num_target_layers})")
     return DFlashConfig(layers=layers, block_size=int(block_size), mask_token_id=int(dflash["mask_token_id"]),
                         target_layer_ids=tuple(target_layer_ids), num_target_layers=num_target_layers,
-                        layer_attention=layer_attention)
+                        layer_attention=layer_attention, output_multiplier=output_multiplier,
+                        final_logit_softcapping=softcap)
 
 
 def read_layer_attention(raw):
@@ -171,10 +183,10 @@ class DFlashDrafter:
     norm: np.ndarray          # [hidden], the drafter's final norm (the target's is never used)
 
 
-def load_drafter(drafter_dir, num_target_layers=None):
+def load_drafter(drafter_dir, num_target_layers=None, architecture="DFlashDraftModel"):
     """Tensor names carry no "model." prefix: fc.weight, hidden_norm.weight, norm.weight,
     layers.{i}.<Qwen3 layer tensor>.weight. There is no embedding and no LM head."""
-    config = read_dflash_config(drafter_dir, num_target_layers)
+    config = read_dflash_config(drafter_dir, num_target_layers, architecture)
     c = config.layers
     tensors = load_safetensors(drafter_dir)
     # The drafter's hidden size is the target's (its input rows are target embedding rows), so
@@ -328,9 +340,17 @@ def draft_block(target, drafter, cache, start, last_token, block_size):
     positions = np.arange(start, start + block_size)
     block_hidden = qwen3.embed(target, block_ids)
     final = drafter_forward(drafter, block_hidden, positions, cache.rows_before(start), cache.positions_before(start))
-    logits = linear(final[1:], target.lm_head)
+    logits = compute_logits(drafter.config, final[1:], target.lm_head)
     draft = [int(np.argmax(row)) for row in logits]  # lowest id on ties
     return draft, logits
+
+
+def compute_logits(config, hidden, lm_head):
+    """z-lab's compute_logits: the target's LM head, times output_multiplier, then soft-capped."""
+    logits = linear(hidden, lm_head) * config.output_multiplier
+    if config.final_logit_softcapping is not None:
+        logits = np.tanh(logits / config.final_logit_softcapping) * config.final_logit_softcapping
+    return logits
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,11 +365,14 @@ def accept_longest_prefix(draft, target_choices):
     return a
 
 
-def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new_tokens=None):
+def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new_tokens=None, draft=None):
     """Greedy DFlash decoding: the prefill's token, then num_steps draft-and-verify steps (fewer
     if max_new_tokens is reached; generated is then cut to max_new_tokens).
     Returns {"steps": [...], "generated": [...], "draft_logits": [steps, B-1, vocab],
-    "cache": the DraftContextCache at the end (positions 0..start-1 of the next step)}."""
+    "cache": the DraftContextCache at the end (positions 0..start-1 of the next step)}.
+    draft: the step's drafting, draft_block's signature (default: draft_block; DFlash2's selector
+    walk in dflash2_reference.py)."""
+    draft_step = draft or draft_block
     check_pair(target, drafter, block_size)
     prompt = list(prompt)
     cache = DraftContextCache(drafter)
@@ -366,7 +389,7 @@ def speculative_generate(target, drafter, prompt, block_size, num_steps, max_new
         # Every generated token but the last has been through the target; the last is x.
         in_target = prompt + generated[:-1]
         start, x = len(in_target), generated[-1]
-        draft, logits_rows = draft_block(target, drafter, cache, start, x, block_size)
+        draft, logits_rows = draft_step(target, drafter, cache, start, x, block_size)
         draft_logits.append(logits_rows)
 
         # Verify: y_j = the target's choice at row start + j (the token for position start + j + 1).

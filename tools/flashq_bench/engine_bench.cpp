@@ -11,10 +11,11 @@
 
 #include "kernels/backend_factory.h"
 #include "shared/error.h"
-#include "worker/model/kv_cache_dtype.h"
 #include "worker/engine/engine.h"
-#include "worker/serving/serving_model.h"
+#include "worker/engine/row_argmax.h"
+#include "worker/model/kv_cache_dtype.h"
 #include "worker/model/safetensors.h"
+#include "worker/serving/serving_model.h"
 
 namespace flashq {
 namespace {
@@ -106,8 +107,8 @@ std::vector<std::vector<int32_t>> read_prompts(const std::string& path, const To
     const nlohmann::json value = nlohmann::json::parse(line, nullptr, false);
     const nlohmann::json* text = value.is_object() && value.contains("prompt") ? &value["prompt"] : &value;
     if (!text->is_string() || text->get<std::string>().empty()) {
-      throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) +
-                                                   ": not a prompt (a JSON string or {\"prompt\": string})");
+      throw Error(ErrorCode::kInvalidArgument,
+                  path + ":" + std::to_string(line_number) + ": not a prompt (a JSON string or {\"prompt\": string})");
     }
     prompts.push_back(tokenizer.encode_with_special_tokens(text->get<std::string>()));
   }
@@ -141,8 +142,7 @@ struct Bench {
       if (!first) step_seconds.push_back(std::chrono::duration<double>(now - last->second).count());
       last->second = now;
     };
-    return std::make_unique<Engine>(*serving.model,
-                                    mode == "ar" ? nullptr : serving.proposer.get(), options);
+    return std::make_unique<Engine>(*serving.model, mode == "ar" ? nullptr : serving.proposer.get(), options);
   }
 
   // One run of `concurrency` sequences; decode speed counts tokens after each one's first.
@@ -220,22 +220,38 @@ struct Bench {
     return median(times);
   }
 
-  double time_draft_pass(int64_t block) {
+  // A draft pass's median time, and for DFlash2 its candidate selector's (greedy, included).
+  struct DraftTimes {
+    double pass = 0, selector = 0;
+  };
+  DraftTimes time_draft_pass(int64_t block) {
     KvCache context = serving.drafter->make_context_cache(o.prompt_tokens + 32);
     Tensor taps = serving.backend->allocate(
         DType::kF32, {o.prompt_tokens, static_cast<int64_t>(serving.drafter->config().target_layer_ids.size()) *
                                            serving.model->config().hidden_size});
     ContextChunk chunk{taps, &context, 0};
     serving.drafter->inject({&chunk, 1});
-    std::vector<double> times;
+    std::vector<double> times, selector_times;
+    RowArgmax row_argmax;
+    CandidateSelector* selector = serving.drafter->selector();
     for (int r = 0; r < o.repeats + 1; ++r) {
       DraftBlock request{1, block, &context, o.prompt_tokens};
       const auto start = Clock::now();
-      serving.drafter->draft({&request, 1});
-      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      const Tensor logits = serving.drafter->draft({&request, 1});
+      const auto selector_start = Clock::now();
+      if (selector != nullptr) {
+        const SelectorBlock walk{1, block - 1, 0.0f, {}};
+        selector->select(serving.drafter->last_hidden(), logits, {&walk, 1});
+      } else {
+        row_argmax(*serving.backend, logits);  // DFlash's choice, as its proposer makes it
+      }
+      const auto end = Clock::now();
+      times.push_back(std::chrono::duration<double>(end - start).count());
+      selector_times.push_back(std::chrono::duration<double>(end - selector_start).count());
     }
     times.erase(times.begin());
-    return median(times);
+    selector_times.erase(selector_times.begin());
+    return {median(times), selector != nullptr ? median(selector_times) : 0.0};
   }
 };
 
@@ -269,8 +285,8 @@ nlohmann::json summarise_runs(std::vector<nlohmann::json> mode_runs, size_t weig
   });
   nlohmann::json run = mode_runs[mode_runs.size() / 2];
   run["tau"] = passes > 0 ? committed / passes : 0.0;
-  run["decode_weight_gb_per_s"] = run["decode_tokens_per_s"].get<double>() * static_cast<double>(weight_bytes) /
-                                  1e9 / static_cast<double>(concurrency);
+  run["decode_weight_gb_per_s"] = run["decode_tokens_per_s"].get<double>() * static_cast<double>(weight_bytes) / 1e9 /
+                                  static_cast<double>(concurrency);
   return run;
 }
 
@@ -282,7 +298,11 @@ nlohmann::json pass_ratios(Bench& bench) {
   for (int64_t b : {2, 4, 8, 16}) {
     passes["verify_" + std::to_string(b) + "_over_decode"] = bench.time_target_pass(b) / decode;
     if (bench.serving.drafter && b <= bench.serving.drafter->config().block_size) {
-      passes["draft_" + std::to_string(b) + "_over_decode"] = bench.time_draft_pass(b) / decode;
+      const Bench::DraftTimes draft = bench.time_draft_pass(b);
+      passes["draft_" + std::to_string(b) + "_over_decode"] = draft.pass / decode;
+      if (bench.serving.drafter->selector() != nullptr) {
+        passes["draft_" + std::to_string(b) + "_selector_share"] = draft.selector / draft.pass;
+      }
     }
   }
   return passes;

@@ -18,6 +18,7 @@
 #include "tools/flashq_bench/cpu_peak.h"
 #include "tools/flashq_bench/deltanet_bench.h"
 #include "tools/flashq_bench/recurrent_state_bench.h"
+#include "tools/flashq_bench/dflash2_bench.h"
 #include "tools/flashq_bench/moe_bench.h"
 #include "tools/flashq_bench/paged_attention_bench.h"
 #include "worker/model/kv_cache_dtype.h"
@@ -41,8 +42,9 @@ struct KernelBenchOptions {
   // "all", or names; each M runs every path in turn, so their ratios are side by side.
   std::vector<std::string> cpu_matmul_paths = {"chosen"};
   bool cpu_matmul_only = false;
-  bool moe_only = false;  // CPU: the read bandwidth and the mixture-of-experts lines only
+  bool moe_only = false;       // CPU: the read bandwidth and the mixture-of-experts lines only
   bool deltanet_only = false;  // CPU: the read bandwidth and the Gated DeltaNet lines only
+  bool dflash2_only = false;   // CPU: DFlash2's drafter ops only
   // Paged attention against contiguous (paged_attention_bench.h): keys per sequence, rounds.
   std::vector<int64_t> paged_keys = {2000, 8000};
   int paged_rounds = 3;
@@ -79,7 +81,9 @@ double report_read_bandwidth(double min_seconds) {
     for (int64_t i = 0; i < count; ++i) total += buffer[static_cast<size_t>(i)];
     sink += total;
   });
-  nlohmann::json row = {{"kernel", "read_bandwidth"}, {"bytes", count * 4}, {"gb_per_s", count * 4.0 / seconds / 1e9},
+  nlohmann::json row = {{"kernel", "read_bandwidth"},
+                        {"bytes", count * 4},
+                        {"gb_per_s", count * 4.0 / seconds / 1e9},
                         {"checksum", sink}};
   std::cout << row.dump() << std::endl;
   return count * 4.0 / seconds / 1e9;
@@ -103,8 +107,12 @@ void report_sampling(Backend& backend, const std::string& name, Timer&& time) {
       backend.copy_from_host(params.data(), params_on);
       Tensor ids = backend.allocate(DType::kI32, {rows});
       const double seconds = time(backend, [&] { backend.sample(logits_on, params_on, ids); });
-      std::cout << nlohmann::json{{"kernel", name},     {"rows", rows},           {"vocab", kVocab},
-                                  {"temperature", 0.8}, {"top_k", top_k},         {"top_p", top_p},
+      std::cout << nlohmann::json{{"kernel", name},
+                                  {"rows", rows},
+                                  {"vocab", kVocab},
+                                  {"temperature", 0.8},
+                                  {"top_k", top_k},
+                                  {"top_p", top_p},
                                   {"us_per_call", seconds * 1e6},
                                   {"logits_gb_per_s", static_cast<double>(logits_on.nbytes()) / seconds / 1e9}}
                        .dump()
@@ -191,9 +199,8 @@ void report_cpu_gpt_oss_attention(int64_t context, double min_seconds) {
       for (int64_t m = 0; m < rows; ++m) counts[static_cast<size_t>(m)] = static_cast<int32_t>(context - rows + 1 + m);
       const int64_t attended = layer_window > 0 ? std::min(layer_window, context) : context;  // keys the last row reads
       const cpu::AttentionExtras extras{sinks.data(), layer_window, keys};
-      const double seconds = time_per_call(min_seconds, [&] {
-        cpu::attention(q.data(), k.data(), v.data(), counts.data(), out.data(), shape, extras);
-      });
+      const double seconds = time_per_call(
+          min_seconds, [&] { cpu::attention(q.data(), k.data(), v.data(), counts.data(), out.data(), shape, extras); });
       const double bytes = 2.0 * static_cast<double>(attended * kv_heads * head_dim) * sizeof(float);
       std::cout << nlohmann::json{{"kernel", "attention_gpt_oss"},
                                   {"layer", layer_window > 0 ? "sliding" : "full"},
@@ -221,14 +228,15 @@ std::vector<cpu::MatmulPath> cpu_matmul_paths(const KernelBenchOptions& o) {
       paths.push_back(cpu::matmul_path());
       continue;
     }
-    for (cpu::MatmulPath path : name == "all" ? cpu::all_matmul_paths()
-                                               : std::vector<cpu::MatmulPath>{cpu::parse_matmul_path(name)}) {
+    for (cpu::MatmulPath path :
+         name == "all" ? cpu::all_matmul_paths() : std::vector<cpu::MatmulPath>{cpu::parse_matmul_path(name)}) {
       const std::string why = cpu::matmul_path_unsupported(path);
       if (why.empty()) {
         paths.push_back(path);
       } else {
-        std::cout << nlohmann::json{{"kernel", "matmul_bf16"}, {"path", cpu::matmul_path_name(path)}, {"skipped", why}}.dump()
-                  << std::endl;
+        std::cout
+            << nlohmann::json{{"kernel", "matmul_bf16"}, {"path", cpu::matmul_path_name(path)}, {"skipped", why}}.dump()
+            << std::endl;
       }
     }
   }
@@ -239,7 +247,8 @@ void report_cpu_matmul(const KernelBenchOptions& o) {
   const cpu::MatmulPath chosen = cpu::matmul_path();
   const std::vector<cpu::MatmulPath> paths = cpu_matmul_paths(o);
   Tensor w = Tensor::zeros_cpu(DType::kBF16, {o.n, o.k});
-  for (int64_t i = 0; i < w.numel(); ++i) w.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f);
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f);
   for (int64_t m : o.rows) {
     std::vector<float> x(static_cast<size_t>(m * o.k), 0.01f), y(static_cast<size_t>(m * o.n));
     for (cpu::MatmulPath path : paths) {
@@ -277,7 +286,7 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
   if (o.paged_only) {
     std::cout << nlohmann::json{{"kernel", "cpu_threads"}, {"threads", omp_get_max_threads()}}.dump() << std::endl;
     return report_paged_attention(*make_cpu_backend(), "paged_attention", time_cpu, o.paged_keys, o.paged_rounds,
-                                parse_kv_cache_dtype(o.kv_cache_dtype));
+                                  parse_kv_cache_dtype(o.kv_cache_dtype));
   }
   std::cout << nlohmann::json{{"kernel", "cpu_matmul_path"}, {"path", cpu::matmul_path_name(cpu::matmul_path())}}.dump()
             << std::endl;
@@ -290,16 +299,18 @@ void run_cpu_kernel_bench(const KernelBenchOptions& o) {
     report_gated_delta_rule(*backend, "gated_delta_rule", time_cpu, read_gb_per_s);
     return report_speculation_state(*backend, time_cpu);
   }
+  if (o.dflash2_only) return report_dflash2_ops(*make_cpu_backend(), "", time_cpu);
   report_cpu_matmul(o);
   if (o.cpu_matmul_only) return;
   report_cpu_attention(o.cpu_keys, o.min_seconds);
   report_cpu_gpt_oss_attention(4096, o.min_seconds);
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   report_paged_attention(*cpu, "paged_attention", time_cpu, o.paged_keys, o.paged_rounds,
-                                parse_kv_cache_dtype(o.kv_cache_dtype));
+                         parse_kv_cache_dtype(o.kv_cache_dtype));
   report_sampling(*cpu, "sample", [&](Backend&, auto&& body) { return time_per_call(o.min_seconds, body); });
   report_moe(*cpu, time_cpu, read_gb_per_s);
   report_gated_delta_rule(*cpu, "gated_delta_rule", time_cpu, read_gb_per_s);
+  report_dflash2_ops(*cpu, "", time_cpu);
 }
 
 // GPU timing through the Backend interface: launches are queued in batches and the clock stops
@@ -330,8 +341,9 @@ double report_cuda_copy_bandwidth(Backend& gpu, double min_seconds) {
   Tensor from = gpu.allocate(DType::kF32, {count}), to = gpu.allocate(DType::kF32, {count});
   const double seconds = time_per_gpu_call(gpu, min_seconds, [&] { gpu.copy_rows(from, to, 0); });
   const double gb_per_s = 2.0 * static_cast<double>(from.nbytes()) / seconds / 1e9;
-  std::cout << nlohmann::json{{"kernel", "cuda_copy_bandwidth"}, {"bytes", from.nbytes()}, {"gb_per_s", gb_per_s}}.dump()
-            << std::endl;
+  std::cout
+      << nlohmann::json{{"kernel", "cuda_copy_bandwidth"}, {"bytes", from.nbytes()}, {"gb_per_s", gb_per_s}}.dump()
+      << std::endl;
   return gb_per_s;
 }
 
@@ -416,8 +428,9 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   const TimePerCall time_gpu = [&](const std::function<void()>& body) {
     return time_per_gpu_call(*gpu, o.min_seconds, body);
   };
-  if (o.paged_only) return report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
-                                parse_kv_cache_dtype(o.kv_cache_dtype));
+  if (o.paged_only)
+    return report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
+                                  parse_kv_cache_dtype(o.kv_cache_dtype));
   const double copy_gb_per_s = report_cuda_copy_bandwidth(*gpu, o.min_seconds);
 
   Tensor w_host = Tensor::zeros_cpu(DType::kBF16, {o.cuda_n, o.cuda_k});
@@ -444,11 +457,11 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
   report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
   report_moe(*gpu, time_gpu, copy_gb_per_s);
   report_gated_delta_rule(*gpu, "cuda_gated_delta_rule", time_gpu, copy_gb_per_s);
+  report_dflash2_ops(*gpu, "cuda_", time_gpu);
   report_cuda_add_rmsnorm(*gpu, o.min_seconds);
 
-  report_sampling(*gpu, "cuda_sample", [&](Backend& device, auto&& body) {
-    return time_per_gpu_call(device, o.min_seconds, body);
-  });
+  report_sampling(*gpu, "cuda_sample",
+                  [&](Backend& device, auto&& body) { return time_per_gpu_call(device, o.min_seconds, body); });
 
   // Qwen3-8B q heads (32 of 128): the fused norm + RoPE against the two kernels it replaces.
   for (int64_t rows : {int64_t{1}, int64_t{16}}) {
@@ -462,10 +475,11 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
       gpu->rmsnorm(heads, norm, 1e-6f, heads);
       gpu->rope(x, positions, 1e6f);
     });
-    std::cout << nlohmann::json{{"kernel", "cuda_head_norm_rope"}, {"rows", rows},          {"heads", 32},
-                                {"head_dim", 128},                 {"us_fused", fused * 1e6}, {"us_apart", apart * 1e6}}
-                     .dump()
-              << std::endl;
+    std::cout
+        << nlohmann::json{{"kernel", "cuda_head_norm_rope"}, {"rows", rows},           {"heads", 32}, {"head_dim", 128},
+                          {"us_fused", fused * 1e6},         {"us_apart", apart * 1e6}}
+               .dump()
+        << std::endl;
   }
 
   // Qwen3-8B attention shapes (docs/dflash.md §1): 32 query heads over 8 KV heads of 128.
@@ -499,8 +513,10 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
       gpu->head_norm_rope(k, norm, 1e-6f, store_at, 1e6f);
       gpu->store_and_attend(q, k, v, chunk, store_at, key_counts, out);
     });
-    std::cout << nlohmann::json{{"kernel", "cuda_norm_rope_store_attend"}, {"rows", rows},
-                                {"keys", keys},          {"us_fused", fused * 1e6},
+    std::cout << nlohmann::json{{"kernel", "cuda_norm_rope_store_attend"},
+                                {"rows", rows},
+                                {"keys", keys},
+                                {"us_fused", fused * 1e6},
                                 {"us_apart", apart * 1e6}}
                      .dump()
               << std::endl;
@@ -575,7 +591,7 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
 
   // Paged attention (the simple kernel) against contiguous (the flash-decoding tiles).
   report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
-                                parse_kv_cache_dtype(o.kv_cache_dtype));
+                         parse_kv_cache_dtype(o.kv_cache_dtype));
 }
 
 void run_kernel_bench(const KernelBenchOptions& o) {
@@ -615,6 +631,8 @@ std::function<void()> add_kernel_bench(CLI::App& app) {
                 "time paged attention against contiguous only (block 16, Qwen3-0.6B's attention shape)");
   cmd->add_flag("--deltanet-only", o->deltanet_only,
                 "CPU: time Gated DeltaNet's recurrence only (Qwen3.5-9B's linear-attention heads)");
+  cmd->add_flag("--dflash2-only", o->dflash2_only,
+                "CPU: time DFlash2's drafter ops only (Qwen3-0.6B's shape, the published selector settings)");
   cmd->add_flag("--moe-only", o->moe_only,
                 "CPU: time the mixture-of-experts kernels only (MXFP4 products, experts of gpt-oss-20b and "
                 "Qwen3-30B-A3B)");

@@ -65,8 +65,9 @@ int main(int argc, char** argv) {
   make_tiny->add_option("--rope-theta", spec.rope_theta)->capture_default_str();
   make_tiny->add_flag("--attention-bias", spec.attention_bias, "llama: q, k, v and o projections with biases");
   make_tiny->add_flag("--mlp-bias", spec.mlp_bias, "llama: gate, up and down projections with biases");
-  make_tiny->add_option("--rope-scaling-factor", spec.rope_scaling_factor,
-                        "llama: RoPE scaling of rope_type llama3 with this factor (0: none)")
+  make_tiny
+      ->add_option("--rope-scaling-factor", spec.rope_scaling_factor,
+                   "llama: RoPE scaling of rope_type llama3 with this factor (0: none)")
       ->capture_default_str();
   make_tiny->add_option("--low-freq-factor", spec.low_freq_factor)->capture_default_str();
   make_tiny->add_option("--high-freq-factor", spec.high_freq_factor)->capture_default_str();
@@ -95,16 +96,20 @@ int main(int argc, char** argv) {
   int64_t block_size = 16;
   make_tiny->add_option("--drafter-for", drafter_for, "write a random DFlash drafter for this target directory");
   make_tiny->add_option("--block-size", block_size, "drafter block size")->capture_default_str();
+  bool dflash2 = false;
+  make_tiny->add_flag("--dflash2", dflash2,
+                      "with --drafter-for: a DFlash2 drafter (conv_kernel_size 2, conv_group_size 16, "
+                      "selector_top_k 16, selector_rank 256, as published)");
 
   std::string model_dir;
   CLI::App* inspect = app.add_subcommand("inspect", "print config and tensors of a model directory");
   inspect->add_option("dir", model_dir, "model directory")->required();
 
   bool decode = false;
-  CLI::App* tokenize = app.add_subcommand("tokenize", "text lines (or JSON strings) on stdin -> JSON id arrays on stdout");
+  CLI::App* tokenize =
+      app.add_subcommand("tokenize", "text lines (or JSON strings) on stdin -> JSON id arrays on stdout");
   tokenize->add_option("--model", model_dir, "directory with tokenizer.json or tokenizer.model")->required();
-  CLI::Option* decode_flag =
-      tokenize->add_flag("--decode", decode, "the reverse: JSON id arrays -> JSON strings");
+  CLI::Option* decode_flag = tokenize->add_flag("--decode", decode, "the reverse: JSON id arrays -> JSON strings");
   bool jsonl = false;
   tokenize->add_flag("--jsonl", jsonl, "each input line is a JSON string (text may hold newlines)")
       ->excludes(decode_flag);
@@ -115,6 +120,7 @@ int main(int argc, char** argv) {
       drafter.layers = make_tiny->count("--layers") ? spec.layers : 1;
       drafter.block_size = block_size;
       drafter.seed = spec.seed;
+      drafter.dflash2 = dflash2;
       flashq::write_tiny_drafter(drafter, drafter_for, out_dir);
       std::cout << "wrote " << out_dir << "\n";
     } else if (*make_tiny) {

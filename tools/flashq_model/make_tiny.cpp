@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "shared/error.h"
@@ -57,15 +56,20 @@ void validate(const TinyModelSpec& s) {
   if (s.rope_scaling_factor > 0.0 &&
       (s.rope_scaling_factor < 1.0 || !(s.low_freq_factor > 0.0 && s.low_freq_factor < s.high_freq_factor) ||
        s.original_max_position <= 0)) {
-    fail("llama3 RoPE scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and a positive original context");
+    fail(
+        "llama3 RoPE scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and a positive original "
+        "context");
   }
 }
 
 std::string dtype_torch_name(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "float32";
-    case DType::kF16: return "float16";
-    default: return "bfloat16";
+    case DType::kF32:
+      return "float32";
+    case DType::kF16:
+      return "float16";
+    default:
+      return "bfloat16";
   }
 }
 
@@ -364,6 +368,34 @@ void write_tiny_model(const TinyModelSpec& s, const std::filesystem::path& out, 
 
 namespace flashq {
 
+namespace {
+
+// DFlash2's convolution around a sublayer: static taps near the identity (tap 0 about 1, the
+// others small) and a projection giving dynamic taps of a tenth of that.
+void add_sublayer_conv(RandomTensors& tensors, const std::string& prefix, const DrafterConfig& layout) {
+  const int64_t hidden = layout.layers.hidden_size, taps = layout.dflash2->conv_kernel_size;
+  const int64_t groups = hidden / layout.dflash2->conv_group_size;
+  std::string base = tensors.random.fill(tensors.dtype, hidden, 1.0f, 0.3f);
+  base += tensors.random.fill(tensors.dtype, (taps - 1) * hidden, 0.0f, 0.5f);
+  base += tensors.random.fill(tensors.dtype, taps * hidden, 1.0f, 0.3f);
+  tensors.writer.add(prefix + "base_kernel", tensors.dtype, {2, taps, hidden}, std::move(base));
+  tensors.writer.add(prefix + "kernel_projection.weight", tensors.dtype, {2 * taps * groups, hidden},
+                     tensors.random.fill(tensors.dtype, 2 * taps * groups * hidden, 0.0f,
+                                         0.3f / std::sqrt(static_cast<float>(hidden))));
+}
+
+// The selector's projection and its two codebooks, stored under z-lab's bare names.
+void add_candidate_selector(RandomTensors& tensors, const DrafterConfig& layout) {
+  const int64_t rank = layout.dflash2->selector_rank, vocab = layout.layers.vocab_size;
+  tensors.matrix("candidate_selector.hidden_projection.weight", rank, layout.layers.hidden_size);
+  for (const char* codebook : {"candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"}) {
+    tensors.writer.add(codebook, tensors.dtype, {vocab, rank},
+                       tensors.random.fill(tensors.dtype, vocab * rank, 0.0f, 1.0f));
+  }
+}
+
+}  // namespace
+
 void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path& target_dir,
                         const std::filesystem::path& out) {
   const std::filesystem::path target_config_path = target_dir / "config.json";
@@ -381,7 +413,8 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
     }
   }
   for (int64_t id : taps) {
-    if (id < 0 || id >= target.num_layers) throw Error(ErrorCode::kInvalidArgument, "make-tiny: tap layer out of range");
+    if (id < 0 || id >= target.num_layers)
+      throw Error(ErrorCode::kInvalidArgument, "make-tiny: tap layer out of range");
   }
   DType dtype = DType::kBF16;
   if (config.value("torch_dtype", "bfloat16") == "float32") dtype = DType::kF32;
@@ -413,8 +446,23 @@ void write_tiny_drafter(const TinyDrafterSpec& spec, const std::filesystem::path
     }
   }
   config["dflash_config"] = {{"mask_token_id", target.vocab_size - 1}, {"target_layer_ids", taps}};
+  if (spec.dflash2) {
+    config["architectures"] = {"DFlash2DraftModel"};
+    config["dflash_config"].update({{"conv_kernel_size", spec.conv_kernel_size},
+                                    {"conv_group_size", spec.conv_group_size},
+                                    {"selector_rank", spec.selector_rank},
+                                    {"selector_top_k", spec.selector_top_k}});
+  }
+  for (const auto& [key, value] : spec.config_overrides.items()) config[key] = value;
   const DrafterConfig layout = parse_drafter_config(config, (out / "config.json").string(), target);
-  for (int64_t i = 0; i < spec.layers; ++i) tensors.add_layer("layers." + std::to_string(i) + ".", layout.layers);
+  for (int64_t i = 0; i < spec.layers; ++i) {
+    const std::string prefix = "layers." + std::to_string(i) + ".";
+    tensors.add_layer(prefix, layout.layers);
+    if (layout.dflash2) {
+      for (const char* conv : {"attention_conv.", "mlp_conv."}) add_sublayer_conv(tensors, prefix + conv, layout);
+    }
+  }
+  if (layout.dflash2) add_candidate_selector(tensors, layout);
   writer.set_metadata("format", "pt");
   writer.write(out / "model.safetensors");
   write_text_file(out / "config.json", config.dump(2) + "\n");

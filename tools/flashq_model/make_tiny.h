@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,18 @@ struct TinyDrafterSpec {
   int64_t block_size = 16;
   uint64_t seed = 0;
   std::vector<int64_t> target_layer_ids;  // empty: spread over the target's layers
+  // Keys set on the drafter's config.json after the target's are copied (layer_types,
+  // use_sliding_window, sliding_window, is_causal, rope_scaling...): a drafter whose own
+  // config differs from its target's.
+  nlohmann::json config_overrides = nlohmann::json::object();
+  // A DFlash2 drafter (docs/dflash.md §7): architectures ["DFlash2DraftModel"] with these
+  // dflash_config keys (by default the published ones), each layer's two convolutions and the
+  // candidate selector's tensors.
+  bool dflash2 = false;
+  int64_t conv_kernel_size = 2;
+  int64_t conv_group_size = 16;
+  int64_t selector_rank = 256;
+  int64_t selector_top_k = 16;
 };
 
 // `flashq-model make-tiny --drafter-for TARGET`: a random DFlash drafter in the z-lab layout

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "worker/engine/proposer.h"
 #include "worker/engine/sampler.h"
 
 namespace flashq {
@@ -19,11 +20,14 @@ struct Acceptance {
 // host): a = longest prefix with d_i == choices[i-1]; bonus = choices[a].
 Acceptance accept_longest_prefix(std::span<const int32_t> draft, std::span<const int32_t> choices);
 
-// Exact speculative sampling for a deterministic draft: accept d_i with probability p_{i-1}(d_i);
-// at the first rejection draw from p_{i-1} without d_i, renormalised; after a full block draw
-// the bonus from p_{B-1}. p_j is the sampler's distribution (temperature, top-k, top-p) of row j.
-// With an empty draft this is exactly one sampler.sample() of row 0.
+// Exact speculative sampling: accept d_i when u * q_i(d_i) < p_{i-1}(d_i) (probability
+// min(1, p / q)); at the first rejection draw from the residual max(0, p_{i-1} - q_i),
+// renormalised (p_{i-1} itself if that is all zero), and stop; after a full block draw the bonus
+// from p_{B-1}. p_j is the sampler's distribution (temperature, top-k, top-p) of row j; q_i is
+// draft_q[i] over its ids, or the point mass on d_i when draft_q is empty (a deterministic
+// draft: accept with probability p(d_i), resample without d_i). With an empty draft this is
+// exactly one sampler.sample() of row 0.
 Acceptance accept_speculative_sampling(std::span<const int32_t> draft, std::span<const float> logits, int64_t vocab,
-                                       Sampler& sampler);
+                                       Sampler& sampler, std::span<const DraftDistribution> draft_q = {});
 
 }  // namespace flashq

@@ -31,8 +31,8 @@ DraftContext& context_of(ProposerState* state) { return *static_cast<DraftContex
 std::unique_ptr<ProposerState> DFlashProposer::start_sequence(int64_t max_length) {
   KvCache cache = drafter_.make_context_cache(max_length);
   if (pool_ && !cache.take_whole(*pool_)) return nullptr;
-  return std::make_unique<DraftContext>(std::move(cache),
-                                        drafter_.backend().allocate(DType::kF32, {kRecentRows, drafter_.tap_columns()}));
+  return std::make_unique<DraftContext>(
+      std::move(cache), drafter_.backend().allocate(DType::kF32, {kRecentRows, drafter_.tap_columns()}));
 }
 
 int64_t DFlashProposer::pooled_bytes(int64_t max_length) const {
@@ -117,27 +117,76 @@ void DFlashProposer::propose(std::span<const ProposalRequest> requests) {
     blocks.push_back({r.last_token, r.block_size, &c.cache, r.start});
   }
   Tensor logits = drafter_.draft(blocks);
-  const std::vector<int32_t>& choices = row_argmax_(drafter_.backend(), logits);
-  const bool any_constrained = std::any_of(requests.begin(), requests.end(),
-                                           [](const ProposalRequest& r) { return r.constraint != nullptr; });
+  const bool any_constrained =
+      std::any_of(requests.begin(), requests.end(), [](const ProposalRequest& r) { return r.constraint != nullptr; });
   if (keep_logits_ || any_constrained) {
     logits_.resize(static_cast<size_t>(logits.numel()));
     drafter_.backend().copy_to_host(logits, logits_.data());
+    const DrafterConfig& config = drafter_.config();
+    if (config.output_multiplier != 1.0 || config.final_logit_softcapping > 0.0) {
+      for (float& logit : logits_) logit = drafter_logit(config, logit);
+    }
   }
-  const int64_t vocab = logits.cols();
-  if (any_constrained && !mask_) mask_ = std::make_unique<TokenMask>(vocab);
+  if (drafter_.selector() != nullptr) {
+    choose_by_selector(requests, logits);
+  } else {
+    choose_by_argmax(requests, logits);
+  }
+}
+
+void DFlashProposer::choose_by_argmax(std::span<const ProposalRequest> requests, const Tensor& logits) {
+  const std::vector<int32_t>& choices = row_argmax_(drafter_.backend(), logits);
   size_t row = 0;
   for (const ProposalRequest& r : requests) {
     const auto rows = static_cast<size_t>(r.block_size - 1);
-    if (r.constraint) {  // position by position, each row masked where the draft has got to
-      const std::span<const float> block(logits_.data() + row * static_cast<size_t>(vocab),
-                                         rows * static_cast<size_t>(vocab));
-      choose_constrained_draft(*r.constraint, r.end_ids, block, vocab, *mask_, *r.draft);
+    if (r.constraint) {
+      choose_constrained(r, row, logits.cols());
     } else {
       r.draft->assign(choices.begin() + static_cast<std::ptrdiff_t>(row),
                       choices.begin() + static_cast<std::ptrdiff_t>(row + rows));
     }
     row += rows;
+  }
+}
+
+void DFlashProposer::choose_constrained(const ProposalRequest& r, size_t first_row, int64_t vocab) {
+  if (!mask_) mask_ = std::make_unique<TokenMask>(vocab);
+  // Position by position, each row masked where the draft has got to.
+  const auto rows = static_cast<size_t>(r.block_size - 1);
+  const std::span<const float> block(logits_.data() + first_row * static_cast<size_t>(vocab),
+                                     rows * static_cast<size_t>(vocab));
+  choose_constrained_draft(*r.constraint, r.end_ids, block, vocab, *mask_, *r.draft);
+}
+
+void DFlashProposer::choose_by_selector(std::span<const ProposalRequest> requests, const Tensor& logits) {
+  // Each sampled block's uniforms, drawn from its sequence's stream before the walk.
+  std::vector<std::vector<double>> uniforms(requests.size());
+  std::vector<SelectorBlock> blocks;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ProposalRequest& r = requests[i];
+    const bool sampled = r.temperature > 0.0f && r.sampler != nullptr && r.draft_q != nullptr && !r.constraint;
+    if (sampled) {
+      for (int64_t j = 1; j < r.block_size; ++j) uniforms[i].push_back(r.sampler->uniform());
+    }
+    blocks.push_back({r.last_token, r.block_size - 1, sampled ? r.temperature : 0.0f, uniforms[i]});
+  }
+  const std::vector<SelectorDraft> drafts = drafter_.selector()->select(drafter_.last_hidden(), logits, blocks);
+  const auto k = static_cast<size_t>(drafter_.config().dflash2->selector_top_k);
+  size_t row = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ProposalRequest& r = requests[i];
+    if (r.constraint) {  // the selector's chain may leave the grammar: the masked argmax keeps to it
+      choose_constrained(r, row, logits.cols());
+    } else {
+      *r.draft = drafts[i].tokens;
+      for (size_t j = 0; j < drafts[i].q.size() / k; ++j) {
+        const auto at = static_cast<std::ptrdiff_t>(j * k), end = static_cast<std::ptrdiff_t>((j + 1) * k);
+        r.draft_q->push_back(
+            {std::vector<int32_t>(drafts[i].candidates.begin() + at, drafts[i].candidates.begin() + end),
+             std::vector<float>(drafts[i].q.begin() + at, drafts[i].q.begin() + end)});
+      }
+    }
+    row += static_cast<size_t>(r.block_size - 1);
   }
 }
 

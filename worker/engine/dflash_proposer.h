@@ -1,6 +1,8 @@
 // The DFlash drafter as a proposer: committed tokens are injected into the sequence's draft
-// context cache lazily, just before the sequence next drafts; proposing runs one non-causal pass
-// over all blocks and takes the argmax of rows 1..B-1 (docs/dflash.md §2.3).
+// context cache lazily, just before the sequence next drafts; proposing runs one pass over all
+// blocks and takes the argmax of rows 1..B-1 (docs/dflash.md §2.3), or, for a DFlash2 drafter,
+// the candidate selector's walk, sampled at the sequence's temperature with q handed on for an
+// exact verification (§7). Which one is the drafter's checkpoint's choice.
 //
 // A sequence that `auto` keeps from drafting would otherwise pay an injection per committed
 // token for a drafter it does not use (6% of a decode step for the demo pair). Instead only the
@@ -53,15 +55,26 @@ class DFlashProposer final : public Proposer {
   // The drafter logits of the last propose() (with keep_logits): rows 1..B-1 of each block, in
   // request order.
   const std::vector<float>& last_logits() const { return logits_; }
+  // The candidate selector's scores of the last propose() (DFlash2; empty otherwise): [rows, K].
+  const std::vector<float>& last_selector_scores() const {
+    static const std::vector<float> none;
+    return drafter_.selector() ? drafter_.selector()->last_scores() : none;
+  }
 
  private:
   void inject_recent(std::span<DraftContext* const> contexts);
+  // DFlash: each row's argmax (a constrained sequence's masked). DFlash2: the candidate
+  // selector's walk, with q for a sampling sequence (docs/dflash.md §7).
+  void choose_by_argmax(std::span<const ProposalRequest> requests, const Tensor& logits);
+  void choose_by_selector(std::span<const ProposalRequest> requests, const Tensor& logits);
+  // A constrained request's draft from its rows of logits_, starting at `first_row`.
+  void choose_constrained(const ProposalRequest& r, size_t first_row, int64_t vocab);
 
   DFlashDrafter& drafter_;
   CachePool* pool_ = nullptr;
   bool keep_logits_ = false;
-  std::vector<float> logits_;         // with keep_logits, or for constrained drafts
-  std::unique_ptr<TokenMask> mask_;   // made when a constrained sequence first drafts
+  std::vector<float> logits_;        // with keep_logits, or for constrained drafts
+  std::unique_ptr<TokenMask> mask_;  // made when a constrained sequence first drafts
   RowArgmax row_argmax_;
 };
 

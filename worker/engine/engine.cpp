@@ -40,7 +40,8 @@ void Engine::add(uint64_t id, SequenceRequest request) {
   if (g.max_tokens <= 0) throw Error(ErrorCode::kInvalidArgument, "max_tokens must be positive");
   for (int32_t token : g.prompt_tokens) {
     if (token < 0 || token >= config.vocab_size) {
-      throw Error(ErrorCode::kInvalidArgument, "prompt token id " + std::to_string(token) + " is outside the vocabulary");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "prompt token id " + std::to_string(token) + " is outside the vocabulary");
     }
   }
   validate_sampling(g.sampling);
@@ -49,15 +50,16 @@ void Engine::add(uint64_t id, SequenceRequest request) {
                 "logprobs must be -1 (none) or 0.." + std::to_string(kMaxTopLogprobs) + " top tokens");
   }
   if (request.constraint && g.ignore_eos) {
-    throw Error(ErrorCode::kInvalidArgument, "ignore_eos cannot go with a constraint: it decides where the output ends");
+    throw Error(ErrorCode::kInvalidArgument,
+                "ignore_eos cannot go with a constraint: it decides where the output ends");
   }
   if (request.spec == SpecMode::kDflash && !proposer_) {
     throw Error(ErrorCode::kInvalidArgument, "spec 'dflash' needs a drafter, and this engine has none");
   }
   const int64_t max_block = proposer_ ? proposer_->max_block_size() : 1;
   if (request.block_size < 0 || request.block_size > max_block || request.block_size == 1) {
-    throw Error(ErrorCode::kInvalidArgument, "block_size must be between 2 and " + std::to_string(max_block) +
-                                                 " (0: the drafter's own)");
+    throw Error(ErrorCode::kInvalidArgument,
+                "block_size must be between 2 and " + std::to_string(max_block) + " (0: the drafter's own)");
   }
   const int64_t max_length = prompt_length + g.max_tokens;
   PagedKvStore* paged = options_.paged_cache;
@@ -77,10 +79,10 @@ void Engine::add(uint64_t id, SequenceRequest request) {
     const int64_t need = (paged ? 0 : CachePool::footprint(cache.whole_bytes())) +
                          (drafts ? CachePool::footprint(proposer_->pooled_bytes(cache.max_length())) : 0);
     if (need > options_.cache_pool->capacity_bytes()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "prompt and max_tokens (" + std::to_string(cache.max_length()) + " positions) need " +
-                      std::to_string(need) + " bytes of KV cache; this worker's cache pool holds " +
-                      std::to_string(options_.cache_pool->capacity_bytes()));
+      throw Error(ErrorCode::kInvalidArgument, "prompt and max_tokens (" + std::to_string(cache.max_length()) +
+                                                   " positions) need " + std::to_string(need) +
+                                                   " bytes of KV cache; this worker's cache pool holds " +
+                                                   std::to_string(options_.cache_pool->capacity_bytes()));
     }
   }
   auto sequence = std::make_unique<Sequence>(id, std::move(request), std::move(cache));
@@ -377,7 +379,8 @@ void Engine::add_forced_runs(std::span<SequenceStep> steps) {
     if (step.block_size != 1 || !s.request.constraint) continue;  // a drafter's draft keeps to it already
     const auto emitted = static_cast<int64_t>(s.output.size());
     // The block [x, f_1..f_k] emits k + 1 tokens and takes positions start..start + k.
-    const int64_t room = std::min({kMaxForcedRun, s.request.generation.max_tokens - emitted - 1, context - step.start - 1});
+    const int64_t room =
+        std::min({kMaxForcedRun, s.request.generation.max_tokens - emitted - 1, context - step.start - 1});
     TokenConstraint& constraint = *s.request.constraint;
     while (static_cast<int64_t>(step.draft.size()) < room) {
       const std::optional<int32_t> token = constraint.forced_token();
@@ -398,8 +401,10 @@ void Engine::propose(std::span<SequenceStep> steps) {
   for (SequenceStep& step : steps) {
     if (step.block_size < 2 || step.forced) continue;
     Sequence& s = *step.sequence;
+    step.draft_q.clear();
     proposals.push_back({s.proposer_state.get(), s.next_token, step.start, step.block_size, &step.draft,
-                         options_.mask_drafts ? s.request.constraint.get() : nullptr, s.end_ids});
+                         options_.mask_drafts ? s.request.constraint.get() : nullptr, s.end_ids, &step.draft_q,
+                         s.request.generation.sampling.temperature, &s.sampler});
     rows += step.block_size;
   }
   if (proposals.empty()) return;

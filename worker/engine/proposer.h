@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/tensor.h"
+#include "worker/engine/sampler.h"
 #include "worker/engine/token_constraint.h"
 #include "worker/model/paged_kv_store.h"
 
@@ -30,16 +31,30 @@ struct Observation {
   Tensor taps;  // [tokens.size(), tap_layers().size() * target_hidden] (undefined if no taps)
 };
 
+// The distribution a draft token was drawn from, over the tokens it could have been (DFlash2's
+// selector: its candidates, docs/dflash.md §7.4); verification accepts and resamples with it.
+// A proposer that drafts deterministically leaves the draft's list of these empty.
+struct DraftDistribution {
+  std::vector<int32_t> ids;
+  std::vector<float> probs;  // q(ids[i]), summing to 1
+};
+
 struct ProposalRequest {
   ProposerState* state;
-  int32_t last_token;  // chosen by the target, not yet run through it; at position `start`
-  int64_t start;       // number of committed tokens
-  int64_t block_size;  // the draft has block_size - 1 tokens, for positions start+1 ...
+  int32_t last_token;           // chosen by the target, not yet run through it; at position `start`
+  int64_t start;                // number of committed tokens
+  int64_t block_size;           // the draft has block_size - 1 tokens, for positions start+1 ...
   std::vector<int32_t>* draft;  // output
   // The sequence's constraint (token_constraint.h), at its state after last_token: the draft
   // must keep to it position by position; null: none. `end_ids` end the output where allowed.
   TokenConstraint* constraint = nullptr;
   std::span<const int32_t> end_ids;
+  // A proposer that samples its draft (DFlash2's selector at temperature > 0) draws with
+  // `sampler` at `temperature` and sets one DraftDistribution per draft token; else leaves it
+  // empty. Null: the draft is deterministic.
+  std::vector<DraftDistribution>* draft_q = nullptr;
+  float temperature = 0.0f;
+  Sampler* sampler = nullptr;
 };
 
 class Proposer {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "worker/engine/acceptance.h"
+#include "worker/engine/proposer.h"
 #include "worker/engine/sequence.h"
 
 namespace flashq {
@@ -24,7 +25,8 @@ struct SequenceStep {
   bool forced = false;
 
   // Propose (B >= 2).
-  std::vector<int32_t> draft;  // d_1..d_{B-1}
+  std::vector<int32_t> draft;              // d_1..d_{B-1}
+  std::vector<DraftDistribution> draft_q;  // what each d_i was drawn from; empty: deterministic
 
   // Verify.
   std::vector<int32_t> block;  // [x, d_1, ..., d_{B-1}]: the rows the target runs

@@ -67,7 +67,7 @@ Acceptance Verifier::accept(const SequenceStep& step) {
   if (sampled_on_backend_) return {.accepted = 0, .bonus = choices_[row]};  // no draft: the token sampled there
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   return accept_speculative_sampling(draft, std::span<const float>(logits_).subspan(row * vocab, rows * vocab),
-                                     static_cast<int64_t>(vocab), s.sampler);
+                                     static_cast<int64_t>(vocab), s.sampler, step.draft_q);
 }
 
 int32_t Verifier::first_token(const Tensor& logits, Sequence& s) {

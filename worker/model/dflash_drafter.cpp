@@ -1,5 +1,6 @@
 #include "worker/model/dflash_drafter.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,12 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& 
 
 DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, const TargetModel& target,
                              Backend& backend)
-    : config_(std::move(config)), backend_(backend), workspace_(backend), embed_tokens_(target.embedding_table()),
-      lm_head_(target.lm_head()), recorder_(backend) {
+    : config_(std::move(config)),
+      backend_(backend),
+      workspace_(backend),
+      embed_tokens_(target.embedding_table()),
+      lm_head_(target.lm_head()),
+      recorder_(backend) {
   const ModelConfig& c = config_.layers;
   const int64_t features = static_cast<int64_t>(config_.target_layer_ids.size()) * target.config().hidden_size;
   fc_ = load_weight(weights, "fc.weight", {c.hidden_size, features}, backend_);
@@ -25,6 +30,66 @@ DFlashDrafter::DFlashDrafter(DrafterConfig config, const WeightStore& weights, c
   final_norm_ = load_weight(weights, "norm.weight", {c.hidden_size}, backend_);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     layers_.push_back(load_decoder_layer(weights, "layers." + std::to_string(i) + ".", c, backend_));
+  }
+  if (config_.dflash2) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      const std::string prefix = "layers." + std::to_string(i) + ".";
+      attention_conv_.push_back(load_sublayer_conv(weights, prefix + "attention_conv."));
+      mlp_conv_.push_back(load_sublayer_conv(weights, prefix + "mlp_conv."));
+    }
+    selector_ = std::make_unique<CandidateSelector>(weights, config_, backend_);
+  }
+  for (const DrafterLayerAttention& attention : config_.layer_attention) {
+    auto same = [&](const DrafterLayerAttention& p) {
+      return p.causal == attention.causal && p.window == attention.window;
+    };
+    const auto found = std::find_if(patterns_.begin(), patterns_.end(), same);
+    layer_pattern_.push_back(static_cast<size_t>(found - patterns_.begin()));
+    if (found == patterns_.end()) patterns_.push_back(attention);
+  }
+  check_invariant(static_cast<int64_t>(layer_pattern_.size()) == c.num_layers,
+                  "an attention pattern per drafter layer");
+}
+
+DFlashDrafter::SublayerConv DFlashDrafter::load_sublayer_conv(const WeightStore& weights,
+                                                              const std::string& prefix) const {
+  const int64_t hidden = config_.layers.hidden_size, taps = config_.dflash2->conv_kernel_size;
+  const int64_t dynamic = taps * (hidden / config_.dflash2->conv_group_size);
+  const Tensor base = load_weight(weights, prefix + "base_kernel", {2, taps, hidden}, backend_);
+  const Tensor projection = load_weight(weights, prefix + "kernel_projection.weight", {2 * dynamic, hidden}, backend_);
+  // The projection's output is [2, K, G]: its first K * G rows give the taps before the sublayer.
+  return {base.slice_rows(0, 1).reshape({taps, hidden}), base.slice_rows(1, 1).reshape({taps, hidden}),
+          projection.slice_rows(0, dynamic), projection.slice_rows(dynamic, dynamic)};
+}
+
+void DFlashDrafter::convolve_before(const SublayerConv& conv, const Tensor& in, const Tensor& row_in_block, Tensor& out,
+                                    Tensor& dynamic_after) {
+  const int64_t rows = in.dim(0);
+  Tensor dynamic_before = workspace_.get("conv_dynamic_before", DType::kF32, {rows, conv.projection_before.dim(0)});
+  const WeightProduct products[] = {{&conv.projection_before, &dynamic_before},
+                                    {&conv.projection_after, &dynamic_after}};
+  backend_.matmul_many(in, products);
+  backend_.grouped_dynamic_conv(in, dynamic_before, conv.base_before, row_in_block, config_.dflash2->conv_group_size,
+                                out);
+}
+
+void DFlashDrafter::convolve_after(const SublayerConv& conv, const Tensor& in, const Tensor& dynamic_after,
+                                   const Tensor& row_in_block, Tensor& out) {
+  backend_.grouped_dynamic_conv(in, dynamic_after, conv.base_after, row_in_block, config_.dflash2->conv_group_size,
+                                out);
+}
+
+void DFlashDrafter::append_block_keys(const DrafterLayerAttention& pattern, int64_t context_rows, int64_t block_size,
+                                      std::vector<int32_t>& counts, std::vector<int32_t>& starts) const {
+  const int64_t end = context_rows + block_size;
+  for (int64_t j = 0; j < block_size; ++j) {
+    const int64_t row = context_rows + j;  // the block row's own key
+    int64_t count = pattern.causal ? row + 1 : end;
+    if (pattern.window > 0) {
+      if (!pattern.causal) count = std::min(end, row + pattern.window);
+      starts.push_back(static_cast<int32_t>(std::max<int64_t>(0, row - pattern.window + 1)));
+    }
+    counts.push_back(static_cast<int32_t>(count));
   }
 }
 
@@ -101,7 +166,8 @@ void DFlashDrafter::inject(std::span<const ContextChunk> chunks) {
 }
 
 Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
-  std::vector<int32_t> ids, positions, key_counts, store_rows, output_rows;
+  std::vector<int32_t> ids, positions, store_rows, output_rows, row_in_block;
+  std::vector<std::vector<int32_t>> counts(patterns_.size()), starts(patterns_.size());
   for (const DraftBlock& block : blocks) {
     check_invariant(block.block_size >= 2, "a draft block has at least 2 rows");
     check_invariant(block.position >= block.context->length(), "a draft block follows its context");
@@ -113,14 +179,27 @@ Tensor DFlashDrafter::draft(std::span<const DraftBlock> blocks) {
       ids.push_back(j == 0 ? block.last_token : config_.mask_token_id);
       positions.push_back(static_cast<int32_t>(block.position + j));
       store_rows.push_back(static_cast<int32_t>(start + j));
-      key_counts.push_back(static_cast<int32_t>(start + block.block_size));  // no mask inside the block
+      if (config_.dflash2) row_in_block.push_back(static_cast<int32_t>(j));
+    }
+    for (size_t p = 0; p < patterns_.size(); ++p) {
+      append_block_keys(patterns_[p], start, block.block_size, counts[p], starts[p]);
     }
     // Rows 1..B-1 of the block carry its draft.
     for (int64_t j = 1; j < block.block_size; ++j) output_rows.push_back(first_row + static_cast<int32_t>(j));
   }
-  const std::vector<Tensor> uploaded =
-      workspace_.upload_int32s("draft_ints", {ids, positions, key_counts, store_rows, output_rows});
-  auto run = [&] { return run_draft_pass(blocks, uploaded[0], uploaded[1], uploaded[2], uploaded[3], uploaded[4]); };
+  std::vector<std::vector<int32_t>> ints = {ids, positions, store_rows, output_rows, row_in_block};
+  for (size_t p = 0; p < patterns_.size(); ++p) {
+    ints.push_back(counts[p]);
+    ints.push_back(starts[p]);  // empty without a window
+  }
+  const std::vector<Tensor> uploaded = workspace_.upload_int32s("draft_ints", ints);
+  std::vector<LayerKeys> layer_keys;
+  for (size_t p : layer_pattern_) {
+    layer_keys.push_back({&uploaded[5 + 2 * p], patterns_[p].window > 0 ? &uploaded[6 + 2 * p] : nullptr});
+  }
+  auto run = [&] {
+    return run_draft_pass(blocks, uploaded[0], uploaded[1], layer_keys, uploaded[2], uploaded[3], uploaded[4]);
+  };
   return recorder_.enabled() ? recorder_.run(draft_key(blocks), run) : run();
 }
 
@@ -134,8 +213,9 @@ DFlashDrafter::DraftKey DFlashDrafter::draft_key(std::span<const DraftBlock> blo
 }
 
 Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const Tensor& id_tensor,
-                                     const Tensor& position_tensor, const Tensor& count_tensor,
-                                     const Tensor& store_tensor, const Tensor& output_tensor) {
+                                     const Tensor& position_tensor, std::span<const LayerKeys> layer_keys,
+                                     const Tensor& store_tensor, const Tensor& output_tensor,
+                                     const Tensor& row_in_block) {
   const ModelConfig& c = config_.layers;
   const int64_t rows = id_tensor.numel();
   Tensor h = workspace_.get("draft_residual", DType::kF32, {rows, c.hidden_size});
@@ -146,11 +226,20 @@ Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const T
   Tensor v = workspace_.get("draft_v", DType::kF32, {rows, c.num_kv_heads, c.head_dim});
   Tensor attended = workspace_.get("draft_attended", DType::kF32, {rows, c.num_heads, c.head_dim});
   backend_.embedding(embed_tokens_, id_tensor, h);
+  const bool convolved = config_.dflash2.has_value();
+  Tensor conv_in, conv_out, dynamic_after;
+  if (convolved) {
+    conv_in = workspace_.get("draft_conv_in", DType::kF32, {rows, c.hidden_size});
+    conv_out = workspace_.get("draft_conv_out", DType::kF32, {rows, c.hidden_size});
+    dynamic_after =
+        workspace_.get("draft_dynamic_after", DType::kF32, {rows, attention_conv_[0].projection_after.dim(0)});
+  }
 
   for (size_t l = 0; l < layers_.size(); ++l) {
     const DecoderLayer& layer = layers_[l];
     backend_.rmsnorm(h, layer.input_norm, c.rms_norm_eps, normed);
-    project_qkv(backend_, layer, c, normed, q, k, v);
+    if (convolved) convolve_before(attention_conv_[l], normed, row_in_block, conv_in, dynamic_after);
+    project_qkv(backend_, layer, c, convolved ? conv_in : normed, q, k, v);
     cache_chunks_.clear();
     int64_t first = 0;
     for (const DraftBlock& block : blocks) {
@@ -160,11 +249,17 @@ Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const T
       first += block.block_size;
     }
     const QkNormRope norm_rope = qk_norm_rope(layer, c, position_tensor);
-    backend_.store_and_attend(q, k, v, cache_chunks_, store_tensor, count_tensor, attended, &norm_rope);
+    AttentionOptions options;
+    options.key_starts = layer_keys[l].starts;
+    backend_.store_and_attend(q, k, v, cache_chunks_, store_tensor, *layer_keys[l].counts, attended, &norm_rope,
+                              options);
     project_attention_out(backend_, layer, attended, delta);
-    backend_.add_rmsnorm(h, delta, layer.post_attention_norm, c.rms_norm_eps, normed);
-    run_swiglu_mlp(backend_, workspace_, layer, c.intermediate_size, normed, delta);
-    backend_.add(h, delta);
+    if (convolved) convolve_after(attention_conv_[l], delta, dynamic_after, row_in_block, conv_out);
+    backend_.add_rmsnorm(h, convolved ? conv_out : delta, layer.post_attention_norm, c.rms_norm_eps, normed);
+    if (convolved) convolve_before(mlp_conv_[l], normed, row_in_block, conv_in, dynamic_after);
+    run_swiglu_mlp(backend_, workspace_, layer, c.intermediate_size, convolved ? conv_in : normed, delta);
+    if (convolved) convolve_after(mlp_conv_[l], delta, dynamic_after, row_in_block, conv_out);
+    backend_.add(h, convolved ? conv_out : delta);
   }
 
   // Row j predicts the token at position start + j: rows 1..B-1 carry the draft.
@@ -173,6 +268,7 @@ Tensor DFlashDrafter::run_draft_pass(std::span<const DraftBlock> blocks, const T
   backend_.gather_rows(h, output_tensor, selected);
   Tensor final_normed = workspace_.get("draft_final_normed", DType::kF32, {output_rows, c.hidden_size});
   backend_.rmsnorm(selected, final_norm_, c.rms_norm_eps, final_normed);
+  last_hidden_ = final_normed;
   Tensor logits = workspace_.get("draft_logits", DType::kF32, {output_rows, lm_head_.dim(0)});
   backend_.matmul(final_normed, lm_head_, logits);
   return logits;

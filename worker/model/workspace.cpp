@@ -22,6 +22,15 @@ Tensor Workspace::get(const std::string& name, DType dtype, Shape shape) {
 
 std::vector<Tensor> Workspace::upload_int32s(const std::string& name,
                                              std::initializer_list<std::span<const int32_t>> parts) {
+  return upload_parts(name, std::span(parts.begin(), parts.size()));
+}
+
+std::vector<Tensor> Workspace::upload_int32s(const std::string& name, std::span<const std::vector<int32_t>> parts) {
+  const std::vector<std::span<const int32_t>> spans(parts.begin(), parts.end());
+  return upload_parts(name, spans);
+}
+
+std::vector<Tensor> Workspace::upload_parts(const std::string& name, std::span<const std::span<const int32_t>> parts) {
   std::vector<int32_t> packed;
   for (std::span<const int32_t> part : parts) packed.insert(packed.end(), part.begin(), part.end());
   Tensor all = get(name, DType::kI32, {static_cast<int64_t>(packed.size())});
