@@ -26,13 +26,59 @@ void add_hybrid_options(CLI::App& make_tiny, flashq::TinyModelSpec& spec) {
       ->capture_default_str();
   make_tiny.add_option("--linear-key-dim", spec.linear_key_dim)->capture_default_str();
   make_tiny.add_option("--linear-value-dim", spec.linear_value_dim)->capture_default_str();
-  make_tiny.add_option("--full-attention-interval", spec.full_attention_interval,
-                       "hybrid: every n-th layer attends, the others are Gated DeltaNet")
+  make_tiny
+      .add_option("--full-attention-interval", spec.full_attention_interval,
+                  "hybrid: every n-th layer attends, the others are Gated DeltaNet")
       ->capture_default_str();
-  make_tiny.add_option("--shared-expert-inter", spec.shared_expert_inter, "qwen3_5_moe, qwen3_next: the shared expert's")
+  make_tiny
+      .add_option("--shared-expert-inter", spec.shared_expert_inter, "qwen3_5_moe, qwen3_next: the shared expert's")
       ->capture_default_str();
   make_tiny.add_flag("--multimodal", spec.multimodal,
                      "qwen3_5, qwen3_5_moe: the ForConditionalGeneration layout (text_config, model.language_model.*)");
+}
+
+// The sizes every family has.
+void add_shape_options(CLI::App& make_tiny, flashq::TinyModelSpec& spec) {
+  make_tiny.add_option("--layers", spec.layers)->capture_default_str();
+  make_tiny.add_option("--hidden", spec.hidden)->capture_default_str();
+  make_tiny.add_option("--heads", spec.heads)->capture_default_str();
+  make_tiny.add_option("--kv-heads", spec.kv_heads)->capture_default_str();
+  make_tiny.add_option("--head-dim", spec.head_dim)->capture_default_str();
+  make_tiny.add_option("--inter", spec.inter)->capture_default_str();
+  make_tiny.add_option("--vocab", spec.vocab)->capture_default_str();
+  make_tiny.add_option("--max-position", spec.max_position)->capture_default_str();
+  make_tiny.add_flag("--tie", spec.tie_embeddings, "tie the LM head to the embedding");
+  make_tiny.add_option("--rope-theta", spec.rope_theta)->capture_default_str();
+}
+
+// The options of one family or another: Llama's biases and RoPE scaling, the experts of the MoE
+// families, gpt-oss's window and YaRN, the hybrids' sizes.
+void add_family_options(CLI::App& make_tiny, flashq::TinyModelSpec& spec) {
+  make_tiny.add_flag("--attention-bias", spec.attention_bias, "llama: q, k, v and o projections with biases");
+  make_tiny.add_flag("--mlp-bias", spec.mlp_bias, "llama: gate, up and down projections with biases");
+  make_tiny
+      .add_option("--rope-scaling-factor", spec.rope_scaling_factor,
+                  "llama: RoPE scaling of rope_type llama3 with this factor (0: none)")
+      ->capture_default_str();
+  make_tiny.add_option("--low-freq-factor", spec.low_freq_factor)->capture_default_str();
+  make_tiny.add_option("--high-freq-factor", spec.high_freq_factor)->capture_default_str();
+  make_tiny.add_option("--original-max-position", spec.original_max_position)->capture_default_str();
+  make_tiny.add_option("--experts", spec.experts, "qwen3-moe, gpt-oss: experts per sparse layer")
+      ->capture_default_str();
+  make_tiny.add_option("--experts-per-token", spec.experts_per_token, "qwen3-moe, gpt-oss: experts routed per token")
+      ->capture_default_str();
+  make_tiny.add_option("--expert-inter", spec.expert_inter, "qwen3-moe: an expert's intermediate size")
+      ->capture_default_str();
+  make_tiny.add_flag("--norm-topk-prob,!--no-norm-topk-prob", spec.norm_topk_prob,
+                     "qwen3-moe: the chosen experts' weights renormalised to sum to 1 (default on)");
+  make_tiny.add_option("--sparse-step", spec.sparse_step, "qwen3-moe: every n-th layer is sparse")
+      ->capture_default_str();
+  make_tiny.add_option("--dense-layers", spec.dense_layers, "qwen3-moe: layers whose MLP stays dense");
+  make_tiny.add_option("--sliding-window", spec.sliding_window, "gpt-oss: the window of its sliding layers")
+      ->capture_default_str();
+  make_tiny.add_option("--yarn-factor", spec.yarn_factor, "gpt-oss: YaRN RoPE scaling over --original-max-position")
+      ->capture_default_str();
+  add_hybrid_options(make_tiny, spec);
 }
 
 }  // namespace
@@ -53,41 +99,8 @@ int main(int argc, char** argv) {
                         "N layers)");
   make_tiny->add_option("--family", spec.family, "qwen3, llama, qwen3-moe, gpt-oss, qwen3_5, qwen3_5_moe or qwen3_next")
       ->capture_default_str();
-  make_tiny->add_option("--layers", spec.layers)->capture_default_str();
-  make_tiny->add_option("--hidden", spec.hidden)->capture_default_str();
-  make_tiny->add_option("--heads", spec.heads)->capture_default_str();
-  make_tiny->add_option("--kv-heads", spec.kv_heads)->capture_default_str();
-  make_tiny->add_option("--head-dim", spec.head_dim)->capture_default_str();
-  make_tiny->add_option("--inter", spec.inter)->capture_default_str();
-  make_tiny->add_option("--vocab", spec.vocab)->capture_default_str();
-  make_tiny->add_option("--max-position", spec.max_position)->capture_default_str();
-  make_tiny->add_flag("--tie", spec.tie_embeddings, "tie the LM head to the embedding");
-  make_tiny->add_option("--rope-theta", spec.rope_theta)->capture_default_str();
-  make_tiny->add_flag("--attention-bias", spec.attention_bias, "llama: q, k, v and o projections with biases");
-  make_tiny->add_flag("--mlp-bias", spec.mlp_bias, "llama: gate, up and down projections with biases");
-  make_tiny
-      ->add_option("--rope-scaling-factor", spec.rope_scaling_factor,
-                   "llama: RoPE scaling of rope_type llama3 with this factor (0: none)")
-      ->capture_default_str();
-  make_tiny->add_option("--low-freq-factor", spec.low_freq_factor)->capture_default_str();
-  make_tiny->add_option("--high-freq-factor", spec.high_freq_factor)->capture_default_str();
-  make_tiny->add_option("--original-max-position", spec.original_max_position)->capture_default_str();
-  make_tiny->add_option("--experts", spec.experts, "qwen3-moe, gpt-oss: experts per sparse layer")
-      ->capture_default_str();
-  make_tiny->add_option("--experts-per-token", spec.experts_per_token, "qwen3-moe, gpt-oss: experts routed per token")
-      ->capture_default_str();
-  make_tiny->add_option("--expert-inter", spec.expert_inter, "qwen3-moe: an expert's intermediate size")
-      ->capture_default_str();
-  make_tiny->add_flag("--norm-topk-prob,!--no-norm-topk-prob", spec.norm_topk_prob,
-                      "qwen3-moe: the chosen experts' weights renormalised to sum to 1 (default on)");
-  make_tiny->add_option("--sparse-step", spec.sparse_step, "qwen3-moe: every n-th layer is sparse")
-      ->capture_default_str();
-  make_tiny->add_option("--dense-layers", spec.dense_layers, "qwen3-moe: layers whose MLP stays dense");
-  make_tiny->add_option("--sliding-window", spec.sliding_window, "gpt-oss: the window of its sliding layers")
-      ->capture_default_str();
-  make_tiny->add_option("--yarn-factor", spec.yarn_factor, "gpt-oss: YaRN RoPE scaling over --original-max-position")
-      ->capture_default_str();
-  add_hybrid_options(*make_tiny, spec);
+  add_shape_options(*make_tiny, spec);
+  add_family_options(*make_tiny, spec);
   make_tiny->add_option("--dtype", dtype, "bf16, f16 or f32")->capture_default_str();
   bool config_only = false;
   make_tiny->add_flag("--config-only", config_only,
