@@ -7,7 +7,7 @@
 namespace flashq {
 namespace {
 
-constexpr int64_t kMinStateSnapshots = 2, kMaxStateSnapshots = 256;
+constexpr int64_t kMinStateSnapshots = 16, kMaxStateSnapshots = 256;
 
 }  // namespace
 
@@ -44,8 +44,9 @@ std::unique_ptr<PagedKvStore> TargetModel::make_paged_store(int64_t blocks, int6
   auto store = std::make_unique<PagedKvStore>(backend(), paged_layer_slots(), c.num_kv_heads, c.head_dim, blocks,
                                               block_size, pool, draft_context, kv_cache_dtype_, windowed);
   if (const std::unique_ptr<RecurrentState> state = make_recurrent_state()) {
-    // Snapshots take up to an eighth of the store's bytes beside it, at least two.
-    const int64_t capacity = std::clamp<int64_t>(store->memory_bytes() / 8 / std::max<int64_t>(state->state_bytes(), 1),
+    // Snapshots take up to a quarter of the store's bytes beside it, and at least 16 whatever that
+    // is (a hybrid's attention layers are few, so its store is small beside its state).
+    const int64_t capacity = std::clamp<int64_t>(store->memory_bytes() / 4 / std::max<int64_t>(state->state_bytes(), 1),
                                                  kMinStateSnapshots, kMaxStateSnapshots);
     store->keep_state_snapshots(c.linear_attention, state->layers(), capacity);
   }
