@@ -12,6 +12,7 @@
 #include "shared/json_file.h"
 #include "tests/engine/dflash_test_pair.h"
 #include "tests/engine/recording_proposer.h"
+#include "tests/engine/reference_steps.h"
 #include "tests/support/reference_files.h"
 #include "tests/support/run_command.h"
 
@@ -51,23 +52,9 @@ TEST_P(Dflash2Reference, DraftsScoresAndLogitsMatchNumpy) {
   const nlohmann::json expected = nlohmann::json::parse(read_text_file(prefix + ".json"));
 
   RecordingProposer recorder(*pair.proposer);
-  SequenceRequest request;
-  request.generation.prompt_tokens = prompt;
-  request.generation.max_tokens = 1 + steps * c.block_size;
-  request.generation.ignore_eos = true;
-  request.spec = SpecMode::kDflash;
-  request.block_size = c.block_size;
   std::vector<TraceRecord> trace;
-  run_engine(*pair.target.model, &recorder, {request}, 1, &trace);
-
-  ASSERT_GE(trace.size(), static_cast<size_t>(steps));
-  for (int64_t s = 0; s < steps; ++s) {
-    const nlohmann::json& want = expected["steps"][s];
-    EXPECT_EQ(trace[s].start, want["start"].get<int64_t>()) << c.name << " step " << s;
-    EXPECT_EQ(trace[s].draft, want["draft"].get<std::vector<int32_t>>()) << c.name << " step " << s;
-    EXPECT_EQ(trace[s].accepted, want["accepted"].get<int64_t>()) << c.name << " step " << s;
-    EXPECT_EQ(trace[s].bonus, want["bonus"].get<int32_t>()) << c.name << " step " << s;
-  }
+  run_engine(*pair.target.model, &recorder, {reference_request(prompt, steps, c.block_size)}, 1, &trace);
+  expect_steps_match(trace, expected, steps, c.name);
   for (const auto& [what, ours] :
        {std::pair{"draft_logits", &recorder.logits}, {"selector_scores", &recorder.scores}}) {
     const std::vector<float> want = read_f32(prefix + "." + what + ".f32");

@@ -15,6 +15,7 @@
 
 #include "shared/json_file.h"
 #include "tests/engine/dflash_test_pair.h"
+#include "tests/engine/reference_steps.h"
 #include "tests/engine/llama_targets.h"
 #include "tests/engine/moe_targets.h"
 #include "tests/engine/recording_proposer.h"
@@ -72,23 +73,9 @@ TEST_P(DFlashReference, DraftsAcceptanceAndLogitsMatchNumpy) {
   std::vector<float> expected_logits = read_f32(prefix + ".draft_logits.f32");
 
   RecordingProposer recorder(*pair.proposer);
-  SequenceRequest request;
-  request.generation.prompt_tokens = prompt;
-  request.generation.max_tokens = 1 + steps * c.block_size;  // no step of the first `steps` is clamped
-  request.generation.ignore_eos = true;
-  request.spec = SpecMode::kDflash;
-  request.block_size = c.block_size;
   std::vector<TraceRecord> trace;
-  run_engine(*pair.target.model, &recorder, {request}, 1, &trace);
-
-  ASSERT_GE(trace.size(), static_cast<size_t>(steps));
-  for (int64_t s = 0; s < steps; ++s) {
-    const nlohmann::json& want = expected["steps"][s];
-    EXPECT_EQ(trace[s].start, want["start"].get<int64_t>()) << c.name << " step " << s;
-    EXPECT_EQ(trace[s].draft, want["draft"].get<std::vector<int32_t>>()) << c.name << " step " << s;
-    EXPECT_EQ(trace[s].accepted, want["accepted"].get<int64_t>()) << c.name << " step " << s;
-    EXPECT_EQ(trace[s].bonus, want["bonus"].get<int32_t>()) << c.name << " step " << s;
-  }
+  run_engine(*pair.target.model, &recorder, {reference_request(prompt, steps, c.block_size)}, 1, &trace);
+  expect_steps_match(trace, expected, steps, c.name);
   const size_t compared = expected_logits.size();
   ASSERT_GE(recorder.logits.size(), compared);
   std::vector<float> ours(recorder.logits.begin(), recorder.logits.begin() + static_cast<std::ptrdiff_t>(compared));
