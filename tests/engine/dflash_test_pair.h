@@ -38,6 +38,16 @@ inline TinyModelSpec f32_target(uint64_t seed, int64_t layers = 3, int64_t hidde
   return s;
 }
 
+// A greedy request of `max_tokens` after `prompt` that ends only at max_tokens.
+inline SequenceRequest greedy_request(std::vector<int32_t> prompt, SpecMode spec, int64_t max_tokens) {
+  SequenceRequest r;
+  r.generation.prompt_tokens = std::move(prompt);
+  r.generation.max_tokens = max_tokens;
+  r.generation.ignore_eos = true;
+  r.spec = spec;
+  return r;
+}
+
 // Runs every request to completion in one engine; returns the outputs in request order.
 inline std::vector<std::vector<int32_t>> run_engine(TargetModel& model, Proposer* proposer,
                                                     const std::vector<SequenceRequest>& requests, int64_t slots,

@@ -18,15 +18,6 @@ namespace {
 constexpr int64_t kBlock = 8;
 constexpr int32_t kVocab = 459;
 
-SequenceRequest greedy(std::vector<int32_t> prompt, SpecMode spec, int64_t max_tokens) {
-  SequenceRequest r;
-  r.generation.prompt_tokens = std::move(prompt);
-  r.generation.max_tokens = max_tokens;
-  r.generation.ignore_eos = true;
-  r.spec = spec;
-  return r;
-}
-
 class HybridEngine : public ::testing::TestWithParam<std::string> {
  protected:
   HybridEngine()
@@ -47,7 +38,7 @@ TEST_P(HybridEngine, EveryAcceptanceLengthReproducesPlainDecoding) {
   const std::vector<int64_t> lengths = {0, 1, 2, 3, 4, 5, 6, 7, 3, 0, 7};
   int64_t tokens = 1;
   for (int64_t accepted : lengths) tokens += accepted + 1;
-  const SequenceRequest request = greedy(some_tokens(9, kVocab, 4), SpecMode::kDflash, tokens);
+  const SequenceRequest request = greedy_request(some_tokens(9, kVocab, 4), SpecMode::kDflash, tokens);
   ReplayScript script{request.generation.prompt_tokens, {}};
   const std::vector<int32_t> continuation = plain(request);
   script.tokens.insert(script.tokens.end(), continuation.begin(), continuation.end());
@@ -73,7 +64,7 @@ TEST_P(HybridEngine, EveryAcceptanceLengthReproducesPlainDecoding) {
 TEST_P(HybridEngine, SequencesPreemptedFromAPagedCacheKeepTheirOutput) {
   for (SpecMode spec : {SpecMode::kOff, SpecMode::kDflash, SpecMode::kAuto}) {
     std::vector<SequenceRequest> requests;
-    for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(9, kVocab, 20 + i), spec, 38));
+    for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy_request(some_tokens(9, kVocab, 20 + i), spec, 38));
     std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(12, 8);
     Engine engine(*pair.target.model, pair.proposer.get(), {.max_slots = 4, .paged_cache = paged.get()});
     for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
@@ -95,7 +86,7 @@ TEST_P(HybridEngine, ALaterTurnStartsFromTheStateKeptAtTheLastBoundaryOfThePromp
   std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(64, 8);
   Engine engine(*pair.target.model, pair.proposer.get(),
                 {.max_slots = 2, .paged_cache = paged.get(), .prefix_caching = true});
-  engine.add(0, greedy(first_prompt, SpecMode::kDflash, 12));
+  engine.add(0, greedy_request(first_prompt, SpecMode::kDflash, 12));
   engine.run_until_idle();
   std::vector<int32_t> second_prompt = first_prompt;
   const std::vector<FinishedSequence> first = engine.take_finished();
@@ -103,7 +94,7 @@ TEST_P(HybridEngine, ALaterTurnStartsFromTheStateKeptAtTheLastBoundaryOfThePromp
   second_prompt.insert(second_prompt.end(), first[0].tokens.begin(), first[0].tokens.end());
   const std::vector<int32_t> more = some_tokens(7, kVocab, 31);
   second_prompt.insert(second_prompt.end(), more.begin(), more.end());
-  const SequenceRequest second = greedy(second_prompt, SpecMode::kDflash, 12);
+  const SequenceRequest second = greedy_request(second_prompt, SpecMode::kDflash, 12);
   const int64_t hits_before = paged->blocks().stats().hit_tokens;
   engine.add(1, second);
   engine.run_until_idle();
@@ -123,7 +114,7 @@ TEST_P(HybridEngine, SharedPrefixesUnderPreemptionDecodeAsAlone) {
     std::vector<int32_t> prompt = system;
     const std::vector<int32_t> own = some_tokens(3 + i, kVocab, 41 + i);
     prompt.insert(prompt.end(), own.begin(), own.end());
-    requests.push_back(greedy(prompt, i % 2 == 0 ? SpecMode::kDflash : SpecMode::kAuto, 30));
+    requests.push_back(greedy_request(prompt, i % 2 == 0 ? SpecMode::kDflash : SpecMode::kAuto, 30));
   }
   std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(20, 8);
   Engine engine(*pair.target.model, pair.proposer.get(),

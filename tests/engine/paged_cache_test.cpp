@@ -29,15 +29,6 @@ std::vector<int32_t> prompt_with_prefix(size_t shared, size_t own, uint32_t seed
   return prompt;
 }
 
-SequenceRequest greedy(std::vector<int32_t> prompt, SpecMode spec, int64_t max_tokens) {
-  SequenceRequest r;
-  r.generation.prompt_tokens = std::move(prompt);
-  r.generation.max_tokens = max_tokens;
-  r.generation.ignore_eos = true;
-  r.spec = spec;
-  return r;
-}
-
 // The caches' element type, and whether the target is a gpt-oss model whose every other layer
 // attends a window of 12 positions (longer than a block of 8, shorter than one of 16).
 struct PagedCase {
@@ -80,7 +71,7 @@ TEST_P(EngineOnAPagedCache, GreedyOutputIsTheWholeLengthCachesInEveryModeAndBloc
     std::vector<SequenceRequest> requests;
     for (uint32_t i = 0; i < 6; ++i) {
       const SpecMode spec = i % 3 == 0 ? SpecMode::kOff : i % 3 == 1 ? SpecMode::kDflash : SpecMode::kAuto;
-      requests.push_back(greedy(prompt_with_prefix(40, 5 + 7 * i, 10 + i), spec, 24 + i));
+      requests.push_back(greedy_request(prompt_with_prefix(40, 5 + 7 * i, 10 + i), spec, 24 + i));
     }
     const auto expected = plain_outputs(requests);
     std::unique_ptr<PagedKvStore> paged = store(64, block_size);
@@ -97,17 +88,17 @@ TEST_P(EngineOnAPagedCache, GreedyOutputIsTheWholeLengthCachesInEveryModeAndBloc
 TEST_P(EngineOnAPagedCache, APromptSharingACachedPrefixPrefillsOnlyTheRest) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 2, .paged_cache = paged.get()});
-  engine.add(0, greedy(prompt_with_prefix(43, 6, 1), SpecMode::kOff, 4));
+  engine.add(0, greedy_request(prompt_with_prefix(43, 6, 1), SpecMode::kOff, 4));
   engine.run_until_idle();
   const BlockPoolStats first = paged->blocks().stats();
   EXPECT_EQ(first.hit_tokens, 0);
   EXPECT_EQ(first.cached, cached(7)) << "the prompt's 6 full blocks stay cached, and its last 1 and 3 of output as a tail";
-  engine.add(1, greedy(prompt_with_prefix(43, 9, 2), SpecMode::kOff, 4));
+  engine.add(1, greedy_request(prompt_with_prefix(43, 9, 2), SpecMode::kOff, 4));
   engine.run_until_idle();
   const BlockPoolStats second = paged->blocks().stats();
   EXPECT_EQ(second.hit_tokens, 43) << "the shared 43 tokens: 5 whole blocks and 3 rows of the sixth";
   EXPECT_EQ(second.lookup_tokens - first.lookup_tokens, 52);
-  const auto expected = plain_outputs({greedy(prompt_with_prefix(43, 9, 2), SpecMode::kOff, 4)});
+  const auto expected = plain_outputs({greedy_request(prompt_with_prefix(43, 9, 2), SpecMode::kOff, 4)});
   EXPECT_EQ(engine.take_finished().back().tokens, expected[0]);
 }
 
@@ -124,10 +115,10 @@ TEST_P(EngineOnAPagedCache, ALaterTurnStartsOnTheBlocksOfTheTurnBefore) {
     for (int turn = 0; turn < 3; ++turn) {
       const int64_t lookups_before = paged->blocks().stats().lookup_tokens;
       const int64_t hits_before = paged->blocks().stats().hit_tokens;
-      engine.add(static_cast<uint64_t>(turn), greedy(prompt, spec, 20));
+      engine.add(static_cast<uint64_t>(turn), greedy_request(prompt, spec, 20));
       engine.run_until_idle();
       const FinishedSequence done = engine.take_finished().at(0);
-      EXPECT_EQ(done.tokens, plain_outputs({greedy(prompt, spec, 20)}).at(0)) << "turn " << turn;
+      EXPECT_EQ(done.tokens, plain_outputs({greedy_request(prompt, spec, 20)}).at(0)) << "turn " << turn;
       const int64_t hits = paged->blocks().stats().hit_tokens - hits_before;
       if (turn > 0) {
         EXPECT_GE(hits, ran) << "turn " << turn;
@@ -154,7 +145,7 @@ TEST_P(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
       *pair.target.model, pair.proposer.get(),
       {.max_slots = 1, .on_trace = [&trace](const TraceRecord& r) { trace.push_back(r); }, .paged_cache = paged.get()});
   std::vector<int32_t> prompt = prompt_with_prefix(50, 3, 9);
-  engine.add(0, greedy(prompt, SpecMode::kDflash, 30));
+  engine.add(0, greedy_request(prompt, SpecMode::kDflash, 30));
   engine.run_until_idle();
   const FinishedSequence first = engine.take_finished().at(0);
   EXPECT_EQ(engine.cache_stats()->draft_hit_tokens, 0);
@@ -166,15 +157,15 @@ TEST_P(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
   const std::vector<int32_t> message = some_tokens(5, kVocab, 77);
   prompt.insert(prompt.end(), message.begin(), message.end());
   trace.clear();
-  engine.add(1, greedy(prompt, SpecMode::kDflash, 12));
+  engine.add(1, greedy_request(prompt, SpecMode::kDflash, 12));
   engine.run_until_idle();
   const FinishedSequence second = engine.take_finished().at(0);
   EXPECT_GE(engine.cache_stats()->draft_hit_tokens, 64);
-  EXPECT_EQ(second.tokens, plain_outputs({greedy(prompt, SpecMode::kOff, 12)}).at(0));
+  EXPECT_EQ(second.tokens, plain_outputs({greedy_request(prompt, SpecMode::kOff, 12)}).at(0));
 
   // The same turn on a drafter that injects every position of the prompt itself.
   std::vector<TraceRecord> alone;
-  run_engine(*pair.target.model, pair.proposer.get(), {greedy(prompt, SpecMode::kDflash, 12)}, 1,
+  run_engine(*pair.target.model, pair.proposer.get(), {greedy_request(prompt, SpecMode::kDflash, 12)}, 1,
              &alone);
   ASSERT_FALSE(trace.empty());
   ASSERT_EQ(trace.size(), alone.size());
@@ -185,8 +176,8 @@ TEST_P(EngineOnAPagedCache, ALaterTurnTakesTheDrafterContextOfTheTurnBefore) {
 // in the prefix cache once, when it is admitted, not at every step it waits.
 TEST_P(EngineOnAPagedCache, ASequenceWaitingForItsDrafterContextIsLookedUpOnce) {
   std::unique_ptr<PagedKvStore> paged = store(64, 8);
-  const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kDflash, 16),
-                                                 greedy(prompt_with_prefix(40, 5, 2), SpecMode::kDflash, 16)};
+  const std::vector<SequenceRequest> requests = {greedy_request(prompt_with_prefix(40, 3, 1), SpecMode::kDflash, 16),
+                                                 greedy_request(prompt_with_prefix(40, 5, 2), SpecMode::kDflash, 16)};
   const int64_t context_bytes = CachePool::footprint(pair.drafter->make_context_cache(61).whole_bytes());
   CachePool pool(*pair.target.backend, context_bytes + CachePool::kAlignment);
   pair.proposer->use_cache_pool(&pool);
@@ -207,8 +198,8 @@ TEST_P(EngineOnAPagedCache, ASequenceWaitingForItsDrafterContextIsLookedUpOnce) 
 
 TEST_P(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
   std::unique_ptr<PagedKvStore> paged = store(32, 8);
-  const std::vector<SequenceRequest> requests = {greedy(prompt_with_prefix(40, 3, 1), SpecMode::kOff, 6),
-                                                 greedy(prompt_with_prefix(40, 4, 2), SpecMode::kOff, 6)};
+  const std::vector<SequenceRequest> requests = {greedy_request(prompt_with_prefix(40, 3, 1), SpecMode::kOff, 6),
+                                                 greedy_request(prompt_with_prefix(40, 4, 2), SpecMode::kOff, 6)};
   const auto outputs = run_engine(*pair.target.model, nullptr, requests, 2, nullptr,
                                   {.paged_cache = paged.get(), .prefix_caching = false});
   EXPECT_EQ(outputs, plain_outputs(requests));
@@ -224,7 +215,7 @@ TEST_P(EngineOnAPagedCache, WithoutPrefixCachingNothingIsLookedUpOrShared) {
 TEST_P(EngineOnAPagedCache, SequencesThatOutgrowThePoolArePreemptedAndKeepTheirOutput) {
   for (SpecMode spec : {SpecMode::kOff, SpecMode::kDflash, SpecMode::kAuto}) {
     std::vector<SequenceRequest> requests;
-    for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(9, kVocab, 20 + i), spec, 38));
+    for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy_request(some_tokens(9, kVocab, 20 + i), spec, 38));
     std::unique_ptr<PagedKvStore> paged = store(tight(12), 8);
     Engine engine(*pair.target.model, pair.proposer.get(),
                   {.max_slots = 4, .paged_cache = paged.get()});
@@ -251,7 +242,7 @@ TEST_P(EngineOnAPagedCache, CachedBlocksAreEvictedLeastRecentlyUsedFirstForNewOn
   std::unique_ptr<PagedKvStore> paged = store(tight(8), 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   std::vector<SequenceRequest> requests;
-  for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(some_tokens(33, kVocab, 50 + i), SpecMode::kOff, 8));
+  for (uint32_t i = 0; i < 4; ++i) requests.push_back(greedy_request(some_tokens(33, kVocab, 50 + i), SpecMode::kOff, 8));
   for (size_t i = 0; i < requests.size(); ++i) engine.add(i, requests[i]);
   engine.run_until_idle();
   EXPECT_GT(paged->blocks().stats().evictions, 0);
@@ -270,14 +261,14 @@ TEST_P(EngineOnAPagedCache, ASequenceThePoolCannotHoldIsRefusedAtOnce) {
   std::unique_ptr<PagedKvStore> paged = store(tight(4), 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   try {
-    engine.add(1, greedy(some_tokens(20, kVocab, 1), SpecMode::kOff, 13));  // 33 positions: 5 blocks
+    engine.add(1, greedy_request(some_tokens(20, kVocab, 1), SpecMode::kOff, 13));  // 33 positions: 5 blocks
     ADD_FAILURE() << "accepted a sequence larger than the pool";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     const std::string pool = "paged cache pool holds " + std::to_string(tight(4)) + " blocks";
     EXPECT_NE(std::string(e.what()).find(pool), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(engine.add(2, greedy(some_tokens(20, kVocab, 1), SpecMode::kOff, 12)));
+  EXPECT_NO_THROW(engine.add(2, greedy_request(some_tokens(20, kVocab, 1), SpecMode::kOff, 12)));
   engine.run_until_idle();
   EXPECT_EQ(engine.take_finished().at(0).tokens.size(), 12u);
 }
@@ -296,7 +287,7 @@ INSTANTIATE_TEST_SUITE_P(KvDtypesAndWindows, EngineOnAPagedCache,
 // layers', not a second copy of the sequence; the output is the whole-length caches'.
 TEST(SlidingWindowPagedCache, ASequenceHoldsItsSlidingLayersWindowOnly) {
   DFlashTestPair pair(gpt_oss_f32_target(43, 4, 12), TinyDrafterSpec{.layers = 1, .block_size = 8, .seed = 44});
-  const SequenceRequest request = greedy(some_tokens(300, kVocab, 3), SpecMode::kOff, 20);
+  const SequenceRequest request = greedy_request(some_tokens(300, kVocab, 3), SpecMode::kOff, 20);
   std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(120, 8);
   Engine engine(*pair.target.model, nullptr, {.max_slots = 1, .paged_cache = paged.get()});
   engine.add(0, request);

@@ -68,15 +68,6 @@ TEST(RecordedPasses, DraftPassesGiveWhatDirectPassesGive) {
   EXPECT_EQ(direct.drafter->replayed_passes(), 0);
 }
 
-SequenceRequest greedy_request(std::vector<int32_t> prompt, SpecMode spec, int64_t max_tokens) {
-  SequenceRequest r;
-  r.generation.prompt_tokens = std::move(prompt);
-  r.generation.max_tokens = max_tokens;
-  r.generation.ignore_eos = true;
-  r.spec = spec;
-  return r;
-}
-
 TEST(RecordedPasses, EngineRecordingTargetAndDrafterGivesTheSameTokensAndDrafts) {
   const TinyDrafterSpec drafter{.layers = 1, .block_size = 8, .seed = 62};
   DFlashTestPair direct(f32_target(61), drafter), recorded(f32_target(61), drafter);

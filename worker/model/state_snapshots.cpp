@@ -42,8 +42,4 @@ bool StateSnapshots::restore(BlockId id, RecurrentState& state) {
   return true;
 }
 
-int64_t StateSnapshots::bytes_per_snapshot() const {
-  return RecurrentState(backend_, shape_, 0).state_bytes_per_layer() * linear_layers_;
-}
-
 }  // namespace flashq

@@ -35,8 +35,6 @@ class StateSnapshots {
 
   int64_t capacity() const { return capacity_; }
   int64_t kept() const { return static_cast<int64_t>(slots_.size()); }
-  // The bytes one snapshot takes (conv inputs and S of every linear layer, float32).
-  int64_t bytes_per_snapshot() const;
 
  private:
   struct Slot {
