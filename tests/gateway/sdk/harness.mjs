@@ -83,30 +83,45 @@ export async function waitFor(predicate, seconds, what) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-// `flashq up` on the demo pair, ready once its /readyz says its worker registered.
-export async function startUp() {
-  const frontend = `tcp://127.0.0.1:${await freePort()}`;
-  const stream = `tcp://127.0.0.1:${await freePort()}`;
-  const httpPort = await freePort();
-  const up = new Program('flashq', ['up', '--model', TARGET, '--drafter', DRAFTER, '--slots', '2', '--device', 'cpu',
-    '--frontend', frontend, '--stream', stream, '--http', `127.0.0.1:${httpPort}`]);
-  await waitFor(async () => !up.running() || (await httpStatus(httpPort, '/readyz')) === 200, 90, 'flashq up')
-    .catch((e) => { throw new Error(`${e.message}\n${up.output()}`); });
-  if (!up.running()) throw new Error(`flashq up exited:\n${up.output()}`);
-  return { program: up, frontend, stream, httpPort };
+// A program started on free ports by `start` ({program, ...}), ready once `ready(started)` holds;
+// tried again on other ports while one was taken between freePort() and the bind.
+async function startOnFreePorts(what, start, ready) {
+  for (let attempt = 1; ; ++attempt) {
+    const started = await start();
+    const { program } = started;
+    await waitFor(async () => !program.running() || await ready(started), 90, what)
+      .catch((e) => { throw new Error(`${e.message}\n${program.output()}`); });
+    if (program.running()) return started;
+    await program.exited;
+    if (attempt < 3 && program.output().includes('Address already in use')) continue;
+    throw new Error(`${what} exited:\n${program.output()}`);
+  }
+}
+
+// `flashq up` on the demo pair without its embedded gateway (the tests put flashq-gateway in
+// front), ready once its /readyz says its worker registered.
+export function startUp() {
+  return startOnFreePorts('flashq up', async () => {
+    const frontend = `tcp://127.0.0.1:${await freePort()}`;
+    const stream = `tcp://127.0.0.1:${await freePort()}`;
+    const httpPort = await freePort();
+    const program = new Program('flashq', ['up', '--model', TARGET, '--drafter', DRAFTER, '--slots', '2',
+      '--device', 'cpu', '--frontend', frontend, '--stream', stream, '--http', `127.0.0.1:${httpPort}`, '--gateway', '']);
+    return { program, frontend, stream, httpPort };
+  }, async ({ httpPort }) => (await httpStatus(httpPort, '/readyz')) === 200);
 }
 
 // `flashq up` on the model directory `dir` (and `drafter`, when given) with its own embedded
 // gateway, on free loopback ports; ready once the gateway's /readyz says a model is served.
 // Returns {program, baseURL}.
 export async function startUpWithGateway(dir, { drafter } = {}) {
-  const [frontend, stream, http, gatewayPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const program = new Program('flashq', ['up', '--model', dir, ...(drafter ? ['--drafter', drafter] : []),
-    '--slots', '2', '--device', 'cpu', '--frontend', `tcp://127.0.0.1:${frontend}`,
-    '--stream', `tcp://127.0.0.1:${stream}`, '--http', `127.0.0.1:${http}`, '--gateway', `127.0.0.1:${gatewayPort}`]);
-  await waitFor(async () => !program.running() || (await httpStatus(gatewayPort, '/readyz')) === 200, 90, 'flashq up')
-    .catch((e) => { throw new Error(`${e.message}\n${program.output()}`); });
-  if (!program.running()) throw new Error(`flashq up exited:\n${program.output()}`);
+  const { program, gatewayPort } = await startOnFreePorts('flashq up', async () => {
+    const [frontend, stream, http, gatewayPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const program = new Program('flashq', ['up', '--model', dir, ...(drafter ? ['--drafter', drafter] : []),
+      '--slots', '2', '--device', 'cpu', '--frontend', `tcp://127.0.0.1:${frontend}`,
+      '--stream', `tcp://127.0.0.1:${stream}`, '--http', `127.0.0.1:${http}`, '--gateway', `127.0.0.1:${gatewayPort}`]);
+    return { program, gatewayPort };
+  }, async ({ gatewayPort }) => (await httpStatus(gatewayPort, '/readyz')) === 200);
   return { program, baseURL: `http://127.0.0.1:${gatewayPort}/v1` };
 }
 
