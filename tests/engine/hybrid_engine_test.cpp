@@ -3,8 +3,8 @@
 // must leave no trace in it (RecurrentState: the state before the block restored and the kept
 // rows' recurrence re-run). Every acceptance length 0..7 of a block of 8 reproduces plain
 // decoding; on a paged cache, sequences preempted and recomputed keep their output in every mode;
-// with prefix caching, a later turn starts from the recurrent state kept at a block boundary
-// (state_snapshots.h) and decodes as without it.
+// with prefix caching, a later turn starts from the recurrent state kept at the end of the turn
+// before, or at a block boundary of its prompt (state_snapshots.h), and decodes as without it.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -78,30 +78,37 @@ TEST_P(HybridEngine, SequencesPreemptedFromAPagedCacheKeepTheirOutput) {
   }
 }
 
-// A conversation's second turn continues the first's tokens: it starts from the blocks of the
-// first turn's prompt up to its last block boundary (16 of its 20 positions), where the first
-// turn's prefill kept the recurrent state, and its output is the one without prefix caching.
-TEST_P(HybridEngine, ALaterTurnStartsFromTheStateKeptAtTheLastBoundaryOfThePromptBefore) {
+// A conversation's second turn continues the first's tokens: it starts from the end of the first
+// turn (every position the first ran, its last block a tail), where the first kept the recurrent
+// state as it ended. A second turn that re-renders the first's output differently starts from the
+// first prompt's last block boundary (16 of its 20 positions), where its prefill kept the state.
+// Either way its output is the one without prefix caching.
+TEST_P(HybridEngine, ALaterTurnStartsFromTheStateKeptAtTheEndOfTheTurnBefore) {
   const std::vector<int32_t> first_prompt = some_tokens(20, kVocab, 30);
-  std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(64, 8);
-  Engine engine(*pair.target.model, pair.proposer.get(),
-                {.max_slots = 2, .paged_cache = paged.get(), .prefix_caching = true});
-  engine.add(0, greedy_request(first_prompt, SpecMode::kDflash, 12));
-  engine.run_until_idle();
-  std::vector<int32_t> second_prompt = first_prompt;
-  const std::vector<FinishedSequence> first = engine.take_finished();
-  ASSERT_EQ(first.size(), 1u);
-  second_prompt.insert(second_prompt.end(), first[0].tokens.begin(), first[0].tokens.end());
   const std::vector<int32_t> more = some_tokens(7, kVocab, 31);
-  second_prompt.insert(second_prompt.end(), more.begin(), more.end());
-  const SequenceRequest second = greedy_request(second_prompt, SpecMode::kDflash, 12);
-  const int64_t hits_before = paged->blocks().stats().hit_tokens;
-  engine.add(1, second);
-  engine.run_until_idle();
-  const std::vector<FinishedSequence> later = engine.take_finished();
-  ASSERT_EQ(later.size(), 1u);
-  EXPECT_EQ(paged->blocks().stats().hit_tokens - hits_before, 16);
-  EXPECT_EQ(later[0].tokens, plain(second));
+  for (const bool rerendered : {false, true}) {
+    std::unique_ptr<PagedKvStore> paged = pair.target.model->make_paged_store(64, 8);
+    Engine engine(*pair.target.model, pair.proposer.get(),
+                  {.max_slots = 2, .paged_cache = paged.get(), .prefix_caching = true});
+    engine.add(0, greedy_request(first_prompt, SpecMode::kDflash, 12));
+    engine.run_until_idle();
+    const std::vector<FinishedSequence> first = engine.take_finished();
+    ASSERT_EQ(first.size(), 1u);
+    std::vector<int32_t> second_prompt = first_prompt;
+    second_prompt.insert(second_prompt.end(), first[0].tokens.begin(), first[0].tokens.end());
+    if (rerendered) second_prompt[first_prompt.size()] = (second_prompt[first_prompt.size()] + 1) % kVocab;
+    second_prompt.insert(second_prompt.end(), more.begin(), more.end());
+    const SequenceRequest second = greedy_request(second_prompt, SpecMode::kDflash, 12);
+    const int64_t hits_before = paged->blocks().stats().hit_tokens;
+    engine.add(1, second);
+    engine.run_until_idle();
+    const std::vector<FinishedSequence> later = engine.take_finished();
+    ASSERT_EQ(later.size(), 1u);
+    // The first turn ran its prompt and every output token but the last.
+    const auto first_positions = static_cast<int64_t>(first_prompt.size() + first[0].tokens.size()) - 1;
+    EXPECT_EQ(paged->blocks().stats().hit_tokens - hits_before, rerendered ? 16 : first_positions);
+    EXPECT_EQ(later[0].tokens, plain(second)) << (rerendered ? "re-rendered" : "continued");
+  }
 }
 
 // Prefixes shared by many sequences at once (the same system prompt, then their own text), run

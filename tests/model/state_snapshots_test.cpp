@@ -1,6 +1,6 @@
 // The recurrent-state snapshots of a hybrid model's prefix cache (worker/model/state_snapshots.h):
-// a snapshot marks its block in the pool, a match ends at the last marked block of its run, a
-// snapshot restores exactly the state kept, and one given up (capacity) or whose block was taken
+// a snapshot marks its block in the pool, a match ends at the last marked block of its run or at a
+// marked tail it takes whole, a snapshot restores exactly the state kept, and one given up (capacity) or whose block was taken
 // for new content restores nothing and no longer marks the block.
 #include "worker/model/state_snapshots.h"
 
@@ -64,6 +64,36 @@ TEST(StateSnapshots, MatchesEndAtTheLastBlockWithASnapshot) {
   EXPECT_EQ(read(*backend, restored.layer(1).matrix), read(*backend, state.layer(1).matrix));
   EXPECT_EQ(read(*backend, restored.layer(0).conv_v), std::vector<float>(2 * 8, 0.5f));
   EXPECT_FALSE(snapshots.restore(blocks[0], restored));
+}
+
+// A sequence's last, partial block registered as a tail, with the state after its last token
+// kept: a match that takes the whole tail ends there; one that takes only some of its tokens, or
+// a tail without a snapshot, ends at the last full block with one.
+TEST(StateSnapshots, AWholeTailWithASnapshotEndsAMatch) {
+  std::unique_ptr<Backend> backend = make_cpu_backend();
+  BlockPool pool(8, 4);
+  StateSnapshots snapshots(*backend, tiny_shape(), 1, 4, pool);
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const BlockId first = *pool.allocate();
+  ASSERT_EQ(pool.register_block(first, std::nullopt, BlockPool::kRootHash, std::span(tokens).first(4), false), first);
+  const uint64_t first_hash = BlockPool::chain_hash(BlockPool::kRootHash, std::span(tokens).first(4));
+  const BlockId tail = *pool.allocate();
+  ASSERT_TRUE(pool.register_tail(tail, first, first_hash, std::span(tokens).subspan(4, 3)));
+  RecurrentState state(*backend, tiny_shape(), 1);
+  snapshots.keep(first, state);
+
+  // The tail (5, 6, 7) has no snapshot yet.
+  EXPECT_EQ(pool.peek_prefix(tokens).positions(4), 4);
+  snapshots.keep(tail, state);
+  const PrefixMatch whole = pool.peek_prefix(tokens);
+  EXPECT_EQ(whole.blocks, std::vector<BlockId>{first});
+  EXPECT_EQ(whole.partial, std::optional<BlockId>(tail));
+  EXPECT_EQ(whole.positions(4), 7);
+  // 1..6 then 9: two of the tail's three tokens agree.
+  const std::vector<int32_t> diverging = {1, 2, 3, 4, 5, 6, 9, 10};
+  const PrefixMatch some = pool.peek_prefix(diverging);
+  EXPECT_FALSE(some.partial.has_value());
+  EXPECT_EQ(some.positions(4), 4);
 }
 
 TEST(StateSnapshots, OneGivenUpOrOutlivedByItsBlocksContentRestoresNothing) {

@@ -290,9 +290,10 @@ void Engine::keep_draft_context(Sequence& s) {
 }
 
 // The next turn of a conversation, or the sequence itself when it resumes, continues its tokens:
-// its last, partial block stays cached as a tail.
+// its last, partial block stays cached as a tail, with a hybrid model's recurrent state after it.
 void Engine::release_blocks(Sequence& s) {
   if (options_.paged_cache && options_.prefix_caching) {
+    model_.settle_recurrent_state(s.target_cache);
     s.target_cache.clear_blocks_keeping_tail(s.context);
   } else {
     s.target_cache.clear_blocks();

@@ -315,6 +315,12 @@ void BlockPool::unregister(BlockId id) {
 void BlockPool::mark_state_snapshot(BlockId id, bool kept) { block(id).state_snapshot = kept; }
 
 void BlockPool::fit_state_snapshots(PrefixMatch& match) const {
+  // A tail matched whole, with the state after it kept: the match ends there (its full blocks
+  // are the tail's prefix, all needed).
+  if (match.partial) {
+    const Block& p = blocks_[static_cast<size_t>(*match.partial)];
+    if (p.tail && p.state_snapshot && match.partial_tokens == static_cast<int64_t>(p.tokens.size())) return;
+  }
   match.partial.reset();
   match.partial_tokens = 0;
   auto full = static_cast<int64_t>(match.blocks.size());

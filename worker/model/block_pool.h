@@ -172,7 +172,9 @@ class BlockPool {
 
   // A hybrid model's recurrent state (state_snapshots.h): with snapshots required, a match ends
   // at the last of its full blocks that has the state after it kept (marked), and has no
-  // partial block. A mark goes with the block's content (cleared when it is taken for new).
+  // partial block, unless its partial block is a tail matched whole and marked (the state after
+  // the tail's last token kept: a sequence's end). A mark goes with the block's content (cleared
+  // when it is taken for new).
   void require_state_snapshots() { snapshots_required_ = true; }
   bool requires_state_snapshots() const { return snapshots_required_; }
   void mark_state_snapshot(BlockId id, bool kept);
@@ -219,7 +221,8 @@ class BlockPool {
   // Whether the blocks of the window before position `end` are attached: blocks [0, full) of
   // `match`, then its partial block.
   bool window_attached(const PrefixMatch& match, int64_t full, int64_t end) const;
-  // Shortens `match` to its last full block with a state snapshot (require_state_snapshots).
+  // Shortens `match` to its last full block with a state snapshot, unless it ends in a whole tail
+  // with one (require_state_snapshots).
   void fit_state_snapshots(PrefixMatch& match) const;
   // Whether a cached block, unreferenced, stays cached (registered, or attached) or is free.
   bool cached_when_released(const Block& b) const { return b.registered || b.owner >= 0; }

@@ -135,7 +135,7 @@ void BlockTable::clear_keeping_tail(std::span<const int32_t> tokens) {
   clear();
 }
 
-void BlockTable::register_tail(std::span<const int32_t> tokens) {
+std::optional<BlockId> BlockTable::register_tail(std::span<const int32_t> tokens) {
   const int64_t block_size = pool_.block_size();
   const auto full = static_cast<size_t>(length_ / block_size);
   const int64_t tail_rows = length_ % block_size;
@@ -147,9 +147,12 @@ void BlockTable::register_tail(std::span<const int32_t> tokens) {
       !pool_.registered(blocks_[full])) {
     const std::optional<BlockId> parent = full == 0 ? std::nullopt : std::optional<BlockId>(blocks_[full - 1]);
     const uint64_t parent_hash = full == 0 ? BlockPool::kRootHash : hashes_.back();
-    pool_.register_tail(blocks_[full], parent, parent_hash,
-                        tokens.subspan(full * static_cast<size_t>(block_size), static_cast<size_t>(tail_rows)));
+    if (pool_.register_tail(blocks_[full], parent, parent_hash,
+                            tokens.subspan(full * static_cast<size_t>(block_size), static_cast<size_t>(tail_rows)))) {
+      return blocks_[full];
+    }
   }
+  return std::nullopt;
 }
 
 void BlockTable::commit_draft_context(int64_t drafter_through) {

@@ -77,8 +77,8 @@ class BlockTable {
   void clear();
   // Registers the last, partial block in the cache as a tail (BlockPool::register_tail) when its
   // full blocks are registered; `tokens` as for commit_full_blocks. For a sequence that ends or
-  // is preempted (clear_keeping_tail), whose tokens are final.
-  void register_tail(std::span<const int32_t> tokens);
+  // is preempted (clear_keeping_tail), whose tokens are final. Returns the block registered.
+  std::optional<BlockId> register_tail(std::span<const int32_t> tokens);
   // register_tail, then clear: the next turn or the resumption of a sequence continues its tokens.
   void clear_keeping_tail(std::span<const int32_t> tokens);
 

@@ -90,20 +90,24 @@ KvCache DecoderModel::make_cache(int64_t max_length) const {
   return cache;
 }
 
+void DecoderModel::settle_recurrent_state(KvCache& cache) {
+  RecurrentState* state = cache.recurrent();
+  if (state == nullptr || state->kept_rows() < 0) return;
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
+    if (layer.linear_attention) {
+      replay_kept_rows(backend_, workspace_, *layer.linear_attention, config_, cache_layers_[l], *state);
+    }
+  }
+  state->replayed();
+}
+
 void DecoderModel::prepare_recurrent_states(std::span<const SequenceChunk> chunks) {
   for (const SequenceChunk& chunk : chunks) {
-    RecurrentState* state = chunk.cache->recurrent();
-    if (state == nullptr) continue;
-    if (state->kept_rows() >= 0) {
-      for (int64_t l = 0; l < config_.num_layers; ++l) {
-        const DecoderLayer& layer = layers_[static_cast<size_t>(l)];
-        if (layer.linear_attention) {
-          replay_kept_rows(backend_, workspace_, *layer.linear_attention, config_, cache_layers_[l], *state);
-        }
-      }
-      state->replayed();
+    settle_recurrent_state(*chunk.cache);
+    if (RecurrentState* state = chunk.cache->recurrent()) {
+      state->begin_pass(chunk.cache->length(), static_cast<int64_t>(chunk.tokens.size()));
     }
-    state->begin_pass(chunk.cache->length(), static_cast<int64_t>(chunk.tokens.size()));
   }
 }
 

@@ -38,6 +38,7 @@ class DecoderModel final : public TargetModel {
   KvCache make_cache(int64_t max_length) const override;
   using TargetModel::make_cache;  // the paged one
   ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) override;
+  void settle_recurrent_state(KvCache& cache) override;
   void set_capture_passes(bool on) override { recorder_.set_enabled(on); }
   int64_t replayed_passes() const override { return recorder_.replayed(); }
   const Tensor& embedding_table() const override { return embed_tokens_; }
@@ -86,8 +87,8 @@ class DecoderModel final : public TargetModel {
   // Logits of `hidden`'s rows, or of those `last_rows` names when defined.
   Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
 
-  // Before a pass: a truncated recurrent state's kept rows replayed, then the pass begun on each
-  // chunk's state (RecurrentState::begin_pass).
+  // Before a pass: a truncated recurrent state's kept rows replayed (settle_recurrent_state), then
+  // the pass begun on each chunk's state (RecurrentState::begin_pass).
   void prepare_recurrent_states(std::span<const SequenceChunk> chunks);
   // kInvalidArgument, before anything changes, for a token outside the vocabulary.
   void check_token_ids(std::span<const SequenceChunk> chunks) const;

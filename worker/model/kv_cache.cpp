@@ -148,9 +148,11 @@ std::span<const BlockId> KvCache::block_ids() const { return table_ ? table_->bl
 PrefixMatch KvCache::adopt_prefix(std::span<const int32_t> tokens) {
   check_invariant(table_ != nullptr, "only a paged cache adopts a cached prefix");
   PrefixMatch match = table_->adopt_prefix(tokens);
-  if (recurrent_ && !match.blocks.empty()) {
-    // The pool ended the match at a block with a snapshot (BlockPool::require_state_snapshots).
-    const bool restored = paged_->state_snapshots()->restore(match.blocks.back(), *recurrent_);
+  if (recurrent_ && (match.partial_copy || !match.blocks.empty())) {
+    // The pool ended the match at a block with a snapshot (BlockPool::require_state_snapshots):
+    // a whole tail (whose rows the table copies), or else the last full block.
+    const BlockId last = match.partial_copy ? match.partial_copy->from : match.blocks.back();
+    const bool restored = paged_->state_snapshots()->restore(last, *recurrent_);
     check_invariant(restored, "a matched block's state snapshot is kept");
   }
   // Each copy as soon as its block is taken: the block it copies is cached again, not yet evicted.
@@ -198,8 +200,22 @@ void KvCache::clear_blocks() {
 
 void KvCache::clear_blocks_keeping_tail(std::span<const int32_t> tokens) {
   if (!table_) return;
-  table_->register_tail(tokens);
+  keep_final_state_snapshot(table_->register_tail(tokens));
   clear_blocks();
+}
+
+void KvCache::keep_final_state_snapshot(std::optional<BlockId> tail) {
+  StateSnapshots* snapshots = recurrent_ ? paged_->state_snapshots() : nullptr;
+  if (snapshots == nullptr || length() == 0) return;
+  check_invariant(recurrent_->kept_rows() < 0, "a recurrent state is settled before it is kept");
+  if (tail) {
+    snapshots->keep(*tail, *recurrent_);
+    return;
+  }
+  const int64_t full = length() / block_size();
+  if (length() % block_size() != 0 || table_->registered_blocks() < full) return;
+  const BlockId last = table_->blocks()[static_cast<size_t>(full - 1)];
+  if (!paged_->blocks().has_state_snapshot(last)) snapshots->keep(last, *recurrent_);
 }
 
 bool KvCache::take_whole(CachePool& pool) {

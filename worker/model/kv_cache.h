@@ -124,7 +124,10 @@ class KvCache {
   int64_t registered_blocks() const { return table_ ? table_->registered_blocks() : 0; }
   // Gives every block back; the cache is empty after (a preempted sequence's).
   void clear_blocks();
-  // The same, keeping the last partial block cached as a tail (BlockTable::clear_keeping_tail).
+  // The same, keeping the last partial block cached as a tail (BlockTable::clear_keeping_tail)
+  // and, for a hybrid model, the recurrent state after the last position as the snapshot of the
+  // block that ends there (the tail, or the last full block): a conversation's next turn, or the
+  // sequence resumed, starts from it. The state must be settled (TargetModel::settle_recurrent_state).
   void clear_blocks_keeping_tail(std::span<const int32_t> tokens);
 
   // ---- a hybrid model's recurrent state ----
@@ -148,6 +151,9 @@ class KvCache {
   int64_t store_slot(int64_t layer) const { return store_slots_[static_cast<size_t>(layer)]; }
   // A paged cache with windowed layers: gives back the window's past (registering first).
   void give_back_past_window();
+  // Keeps the recurrent state as the snapshot of `tail` (registered just now), or else of the
+  // last full block when the sequence ends at its boundary; nothing without snapshots.
+  void keep_final_state_snapshot(std::optional<BlockId> tail);
 
   Backend& backend_;
   int64_t kv_heads_, head_dim_, max_length_;

@@ -54,6 +54,10 @@ class TargetModel {
   // beyond its cache's max_length (the context); an error, and no cache changed, for a token
   // outside the vocabulary.
   virtual ForwardOutput forward(std::span<const SequenceChunk> chunks, const ForwardOptions& options) = 0;
+  // Brings `cache`'s recurrent state (a hybrid model's) up to its length: the replay a truncation
+  // left owed, which the next pass would run first. For a sequence that ends or is preempted, so
+  // that the state kept for its blocks (state_snapshots.h) is the one after its last position.
+  virtual void settle_recurrent_state(KvCache& cache) = 0;
 
   // Records passes and replays them (pass_recorder.h): a pass with the same rows per chunk,
   // caches and options as the last one run directly is recorded once and replayed while they
