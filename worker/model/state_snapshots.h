@@ -2,12 +2,13 @@
 // DeltaNet layers after a block's last position, kept beside the paged KV store, so that a later
 // sequence whose prompt starts with that prefix starts from the cached blocks and this state
 // instead of from zero. The pool (BlockPool::require_state_snapshots) ends every match at a block
-// with a snapshot. A prefill keeps one at every 512th position it passes and at the last block
-// boundary of its prompt (the model ends a pass at each: KvCache::snapshot_boundary), which is
-// where a prompt sharing a system prompt, a conversation's next turn or a rerun of a preempted
-// sequence finds one. A fixed number of snapshots, the least recently kept
-// or used given up first (its block's mark cleared, so matches end earlier). docs/decisions.md,
-// "Prefix caching over recurrent state".
+// with a snapshot, or at a tail it takes whole whose snapshot is kept. A prefill keeps one at
+// every 512th position it passes and at the last block boundary of its prompt (the model ends a
+// pass at each: KvCache::snapshot_boundary), where a prompt sharing a system prompt finds one; a
+// sequence that ends or is preempted keeps one after its last position (with its tail, or its
+// last full block), where a conversation's next turn or the sequence's rerun finds it. A fixed
+// number of snapshots, the least recently kept or used given up first (its block's mark cleared,
+// so matches end earlier). docs/decisions.md, "Prefix caching over recurrent state".
 #pragma once
 
 #include <cstdint>
