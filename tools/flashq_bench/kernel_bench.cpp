@@ -17,10 +17,10 @@
 #include "kernels/tensor.h"
 #include "tools/flashq_bench/cpu_peak.h"
 #include "tools/flashq_bench/deltanet_bench.h"
-#include "tools/flashq_bench/recurrent_state_bench.h"
 #include "tools/flashq_bench/dflash2_bench.h"
 #include "tools/flashq_bench/moe_bench.h"
 #include "tools/flashq_bench/paged_attention_bench.h"
+#include "tools/flashq_bench/recurrent_state_bench.h"
 #include "worker/model/kv_cache_dtype.h"
 
 namespace flashq {
@@ -418,29 +418,18 @@ void report_cuda_add_rmsnorm(Backend& gpu, double min_seconds) {
   }
 }
 
-void run_cuda_kernel_bench(const KernelBenchOptions& o) {
-  if (cuda_device_count() == 0) {
-    std::cout << nlohmann::json{{"kernel", "cuda"}, {"skipped", "no CUDA device visible to this build"}}.dump()
-              << std::endl;
-    return;
-  }
-  std::unique_ptr<Backend> gpu = make_backend("cuda");
-  const TimePerCall time_gpu = [&](const std::function<void()>& body) {
-    return time_per_gpu_call(*gpu, o.min_seconds, body);
-  };
-  if (o.paged_only)
-    return report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
-                                  parse_kv_cache_dtype(o.kv_cache_dtype));
-  const double copy_gb_per_s = report_cuda_copy_bandwidth(*gpu, o.min_seconds);
-
+// The bf16 matmul of --cuda-n x --cuda-k weights at each of --cuda-rows rows: weight bytes read
+// against the copy bandwidth.
+void report_cuda_matmul(Backend& gpu, const KernelBenchOptions& o, double copy_gb_per_s) {
+  const double min_seconds = o.min_seconds;
   Tensor w_host = Tensor::zeros_cpu(DType::kBF16, {o.cuda_n, o.cuda_k});
   for (int64_t i = 0; i < w_host.numel(); ++i) {
     w_host.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f);
   }
-  Tensor w = gpu->upload_weight(w_host);
+  Tensor w = gpu.upload_weight(w_host);
   for (int64_t m : o.cuda_rows) {
-    Tensor x = gpu->allocate(DType::kF32, {m, o.cuda_k}), y = gpu->allocate(DType::kF32, {m, o.cuda_n});
-    const double seconds = time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->matmul(x, w, y); });
+    Tensor x = gpu.allocate(DType::kF32, {m, o.cuda_k}), y = gpu.allocate(DType::kF32, {m, o.cuda_n});
+    const double seconds = time_per_gpu_call(gpu, min_seconds, [&] { gpu.matmul(x, w, y); });
     const double weight_gb_per_s = static_cast<double>(w.nbytes()) / seconds / 1e9;
     std::cout << nlohmann::json{{"kernel", "cuda_matmul_bf16"},
                                 {"m", m},
@@ -453,27 +442,20 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                      .dump()
               << std::endl;
   }
+}
 
-  report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
-  report_moe(*gpu, time_gpu, copy_gb_per_s);
-  report_gated_delta_rule(*gpu, "cuda_gated_delta_rule", time_gpu, copy_gb_per_s);
-  report_dflash2_ops(*gpu, "cuda_", time_gpu);
-  report_cuda_add_rmsnorm(*gpu, o.min_seconds);
-
-  report_sampling(*gpu, "cuda_sample",
-                  [&](Backend& device, auto&& body) { return time_per_gpu_call(device, o.min_seconds, body); });
-
-  // Qwen3-8B q heads (32 of 128): the fused norm + RoPE against the two kernels it replaces.
+// Qwen3-8B q heads (32 of 128): the fused norm + RoPE against the two kernels it replaces.
+void report_cuda_head_norm_rope(Backend& gpu, double min_seconds) {
   for (int64_t rows : {int64_t{1}, int64_t{16}}) {
-    Tensor x = gpu->allocate(DType::kF32, {rows, 32, 128});
-    Tensor norm = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {128}));
-    Tensor positions = gpu->allocate(DType::kI32, {rows});
+    Tensor x = gpu.allocate(DType::kF32, {rows, 32, 128});
+    Tensor norm = gpu.upload_weight(Tensor::zeros_cpu(DType::kBF16, {128}));
+    Tensor positions = gpu.allocate(DType::kI32, {rows});
     Tensor heads = x.reshape({rows * 32, 128});
     const double fused =
-        time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->head_norm_rope(x, norm, 1e-6f, positions, 1e6f); });
-    const double apart = time_per_gpu_call(*gpu, o.min_seconds, [&] {
-      gpu->rmsnorm(heads, norm, 1e-6f, heads);
-      gpu->rope(x, positions, 1e6f);
+        time_per_gpu_call(gpu, min_seconds, [&] { gpu.head_norm_rope(x, norm, 1e-6f, positions, 1e6f); });
+    const double apart = time_per_gpu_call(gpu, min_seconds, [&] {
+      gpu.rmsnorm(heads, norm, 1e-6f, heads);
+      gpu.rope(x, positions, 1e6f);
     });
     std::cout
         << nlohmann::json{{"kernel", "cuda_head_norm_rope"}, {"rows", rows},           {"heads", 32}, {"head_dim", 128},
@@ -481,37 +463,40 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                .dump()
         << std::endl;
   }
+}
 
-  // Qwen3-8B attention shapes (docs/dflash.md §1): 32 query heads over 8 KV heads of 128.
-  const int64_t q_heads = 32, kv_heads = 8, head_dim = 128;
+// Qwen3-8B attention shapes (docs/dflash.md §1): 32 query heads over 8 KV heads of 128.
+constexpr int64_t kQwen3QHeads = 32, kQwen3KvHeads = 8, kQwen3HeadDim = 128;
 
-  // A layer's path from its q/k/v products to attention over 512 cached keys: the q/k norm and
-  // RoPE fused into the KV store, against the two head_norm_rope launches before it.
+// A layer's path from its q/k/v products to attention over 512 cached keys: the q/k norm and
+// RoPE fused into the KV store, against the two head_norm_rope launches before it.
+void report_cuda_norm_rope_store_attend(Backend& gpu, double min_seconds) {
+  const int64_t q_heads = kQwen3QHeads, kv_heads = kQwen3KvHeads, head_dim = kQwen3HeadDim;
   for (int64_t rows : {int64_t{1}, int64_t{16}}) {
     const int64_t keys = 512;
-    Tensor q = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
-    Tensor k = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
-    Tensor v = gpu->allocate(DType::kF32, {rows, kv_heads, head_dim});
-    Tensor cache_k = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
-    Tensor cache_v = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
-    Tensor out = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
-    Tensor norm = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {head_dim}));
+    Tensor q = gpu.allocate(DType::kF32, {rows, q_heads, head_dim});
+    Tensor k = gpu.allocate(DType::kF32, {rows, kv_heads, head_dim});
+    Tensor v = gpu.allocate(DType::kF32, {rows, kv_heads, head_dim});
+    Tensor cache_k = gpu.allocate(DType::kF32, {keys, kv_heads, head_dim});
+    Tensor cache_v = gpu.allocate(DType::kF32, {keys, kv_heads, head_dim});
+    Tensor out = gpu.allocate(DType::kF32, {rows, q_heads, head_dim});
+    Tensor norm = gpu.upload_weight(Tensor::zeros_cpu(DType::kBF16, {head_dim}));
     std::vector<int32_t> at(static_cast<size_t>(rows)), counts(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) {
       at[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i);
       counts[static_cast<size_t>(i)] = static_cast<int32_t>(keys - rows + i + 1);
     }
-    Tensor store_at = gpu->allocate(DType::kI32, {rows}), key_counts = gpu->allocate(DType::kI32, {rows});
-    gpu->copy_from_host(at.data(), store_at);
-    gpu->copy_from_host(counts.data(), key_counts);
+    Tensor store_at = gpu.allocate(DType::kI32, {rows}), key_counts = gpu.allocate(DType::kI32, {rows});
+    gpu.copy_from_host(at.data(), store_at);
+    gpu.copy_from_host(counts.data(), key_counts);
     const CacheChunk chunk[] = {{&cache_k, &cache_v, 0, rows}};
     const QkNormRope norm_rope{&norm, &norm, &store_at, 1e-6f, {1e6f}};
     const double fused = time_per_gpu_call(
-        *gpu, o.min_seconds, [&] { gpu->store_and_attend(q, k, v, chunk, store_at, key_counts, out, &norm_rope); });
-    const double apart = time_per_gpu_call(*gpu, o.min_seconds, [&] {
-      gpu->head_norm_rope(q, norm, 1e-6f, store_at, 1e6f);
-      gpu->head_norm_rope(k, norm, 1e-6f, store_at, 1e6f);
-      gpu->store_and_attend(q, k, v, chunk, store_at, key_counts, out);
+        gpu, min_seconds, [&] { gpu.store_and_attend(q, k, v, chunk, store_at, key_counts, out, &norm_rope); });
+    const double apart = time_per_gpu_call(gpu, min_seconds, [&] {
+      gpu.head_norm_rope(q, norm, 1e-6f, store_at, 1e6f);
+      gpu.head_norm_rope(k, norm, 1e-6f, store_at, 1e6f);
+      gpu.store_and_attend(q, k, v, chunk, store_at, key_counts, out);
     });
     std::cout << nlohmann::json{{"kernel", "cuda_norm_rope_store_attend"},
                                 {"rows", rows},
@@ -521,25 +506,30 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                      .dump()
               << std::endl;
   }
+}
 
-  for (int64_t keys : o.cuda_keys) {
+// Attention over each of --cuda-keys keys at decode and a verify block, and the one-row kernel
+// an unaligned q takes.
+void report_cuda_attention(Backend& gpu, const std::vector<int64_t>& keys_list, double min_seconds,
+                           double copy_gb_per_s) {
+  const int64_t q_heads = kQwen3QHeads, kv_heads = kQwen3KvHeads, head_dim = kQwen3HeadDim;
+  for (int64_t keys : keys_list) {
     for (int64_t rows : {int64_t{1}, int64_t{16}}) {
-      Tensor q = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
-      Tensor k = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
-      Tensor v = gpu->allocate(DType::kF32, {keys, kv_heads, head_dim});
-      Tensor out = gpu->allocate(DType::kF32, {rows, q_heads, head_dim});
-      Tensor counts = gpu->allocate(DType::kI32, {rows});
+      Tensor q = gpu.allocate(DType::kF32, {rows, q_heads, head_dim});
+      Tensor k = gpu.allocate(DType::kF32, {keys, kv_heads, head_dim});
+      Tensor v = gpu.allocate(DType::kF32, {keys, kv_heads, head_dim});
+      Tensor out = gpu.allocate(DType::kF32, {rows, q_heads, head_dim});
+      Tensor counts = gpu.allocate(DType::kI32, {rows});
       std::vector<int32_t> all_keys(static_cast<size_t>(rows), static_cast<int32_t>(keys));
-      gpu->copy_from_host(all_keys.data(), counts);
-      const double seconds = time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q, k, v, counts, out); });
+      gpu.copy_from_host(all_keys.data(), counts);
+      const double seconds = time_per_gpu_call(gpu, min_seconds, [&] { gpu.attention(q, k, v, counts, out); });
       const double kv_gb_per_s = 2.0 * static_cast<double>(k.nbytes()) / seconds / 1e9;
       // The same call with q 4 bytes off 16-byte alignment, which the float4 tile kernels need:
       // the one-row kernel they replaced takes it (kernels/cuda/attention.cu).
       const int64_t q_floats = rows * q_heads * head_dim;
-      Tensor shifted = gpu->allocate(DType::kF32, {q_floats + 1});
+      Tensor shifted = gpu.allocate(DType::kF32, {q_floats + 1});
       Tensor q_shifted = shifted.slice_rows(1, q_floats).reshape({rows, q_heads, head_dim});
-      const double one_row =
-          time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q_shifted, k, v, counts, out); });
+      const double one_row = time_per_gpu_call(gpu, min_seconds, [&] { gpu.attention(q_shifted, k, v, counts, out); });
       std::cout << nlohmann::json{{"kernel", "cuda_attention"},
                                   {"rows", rows},
                                   {"keys", keys},
@@ -554,26 +544,27 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                 << std::endl;
     }
   }
+}
 
-  // gpt-oss's attention (64 query heads over 8 KV heads of 64, bf16 sinks) at a context of 4096:
-  // a sliding layer (window 128 over a ring of 144 rows) and a full one, on the simple kernel
-  // those options take.
+// gpt-oss's attention (64 query heads over 8 KV heads of 64, bf16 sinks) at a context of 4096:
+// a sliding layer (window 128 over a ring of 144 rows) and a full one, on the simple kernel
+// those options take.
+void report_cuda_gpt_oss_attention(Backend& gpu, double min_seconds, double copy_gb_per_s) {
   const int64_t oss_q_heads = 64, oss_kv_heads = 8, oss_head_dim = 64, context = 4096, window = 128;
-  Tensor sinks = gpu->upload_weight(Tensor::zeros_cpu(DType::kBF16, {oss_q_heads}));
+  Tensor sinks = gpu.upload_weight(Tensor::zeros_cpu(DType::kBF16, {oss_q_heads}));
   for (const int64_t layer_window : {window, int64_t{0}}) {
     const int64_t keys = layer_window > 0 ? window + 16 : context;
     for (int64_t rows : {int64_t{1}, int64_t{16}}) {
-      Tensor q = gpu->allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
-      Tensor k = gpu->allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
-      Tensor v = gpu->allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
-      Tensor out = gpu->allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
-      Tensor counts = gpu->allocate(DType::kI32, {rows});
+      Tensor q = gpu.allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
+      Tensor k = gpu.allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
+      Tensor v = gpu.allocate(DType::kF32, {keys, oss_kv_heads, oss_head_dim});
+      Tensor out = gpu.allocate(DType::kF32, {rows, oss_q_heads, oss_head_dim});
+      Tensor counts = gpu.allocate(DType::kI32, {rows});
       std::vector<int32_t> causal(static_cast<size_t>(rows));
       for (int64_t m = 0; m < rows; ++m) causal[static_cast<size_t>(m)] = static_cast<int32_t>(context - rows + 1 + m);
-      gpu->copy_from_host(causal.data(), counts);
+      gpu.copy_from_host(causal.data(), counts);
       const AttentionOptions options{&sinks, layer_window};
-      const double seconds =
-          time_per_gpu_call(*gpu, o.min_seconds, [&] { gpu->attention(q, k, v, counts, out, options); });
+      const double seconds = time_per_gpu_call(gpu, min_seconds, [&] { gpu.attention(q, k, v, counts, out, options); });
       const double attended = static_cast<double>(layer_window > 0 ? layer_window : context);
       const double kv_gb_per_s = 2.0 * attended * oss_kv_heads * oss_head_dim * sizeof(float) / seconds / 1e9;
       std::cout << nlohmann::json{{"kernel", "cuda_attention_gpt_oss"},
@@ -588,7 +579,34 @@ void run_cuda_kernel_bench(const KernelBenchOptions& o) {
                 << std::endl;
     }
   }
+}
 
+void run_cuda_kernel_bench(const KernelBenchOptions& o) {
+  if (cuda_device_count() == 0) {
+    std::cout << nlohmann::json{{"kernel", "cuda"}, {"skipped", "no CUDA device visible to this build"}}.dump()
+              << std::endl;
+    return;
+  }
+  std::unique_ptr<Backend> gpu = make_backend("cuda");
+  const TimePerCall time_gpu = [&](const std::function<void()>& body) {
+    return time_per_gpu_call(*gpu, o.min_seconds, body);
+  };
+  if (o.paged_only)
+    return report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
+                                  parse_kv_cache_dtype(o.kv_cache_dtype));
+  const double copy_gb_per_s = report_cuda_copy_bandwidth(*gpu, o.min_seconds);
+  report_cuda_matmul(*gpu, o, copy_gb_per_s);
+  report_cuda_fused_products(*gpu, copy_gb_per_s, o.min_seconds);
+  report_moe(*gpu, time_gpu, copy_gb_per_s);
+  report_gated_delta_rule(*gpu, "cuda_gated_delta_rule", time_gpu, copy_gb_per_s);
+  report_dflash2_ops(*gpu, "cuda_", time_gpu);
+  report_cuda_add_rmsnorm(*gpu, o.min_seconds);
+  report_sampling(*gpu, "cuda_sample",
+                  [&](Backend& device, auto&& body) { return time_per_gpu_call(device, o.min_seconds, body); });
+  report_cuda_head_norm_rope(*gpu, o.min_seconds);
+  report_cuda_norm_rope_store_attend(*gpu, o.min_seconds);
+  report_cuda_attention(*gpu, o.cuda_keys, o.min_seconds, copy_gb_per_s);
+  report_cuda_gpt_oss_attention(*gpu, o.min_seconds, copy_gb_per_s);
   // Paged attention (the simple kernel) against contiguous (the flash-decoding tiles).
   report_paged_attention(*gpu, "cuda_paged_attention", time_gpu, o.paged_keys, o.paged_rounds,
                          parse_kv_cache_dtype(o.kv_cache_dtype));
