@@ -258,6 +258,18 @@ class Backend {
   // with its own state, left after its last row.
   virtual void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
                                 std::span<const StateChunk> chunks, Tensor& out) = 0;
+  // The same recurrence in its chunked form, for a prefill's many rows: each run of up to
+  // delta_rule_chunk_rows() rows at once through a triangular solve and products with the state
+  // (kernels/cpu/gated_delta_rule_chunked.h), then the state carried on. Equal to gated_delta_rule
+  // within float tolerance, not to the bit; the same tensors and chunks.
+  virtual void gated_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                                        const Tensor& beta, std::span<const StateChunk> chunks, Tensor& out) = 0;
+  // The rows of a chunk of gated_delta_rule_chunked; and whether a prefill of many rows should
+  // take the chunked form here: where the recurrent form's row after row is the long pole (a
+  // GPU), not where it is as fast and keeps every row's bits independent of the pass (the CPU:
+  // docs/decisions.md, "The delta rule's two forms").
+  virtual int64_t delta_rule_chunk_rows() const = 0;
+  virtual bool prefers_chunked_delta_rule() const = 0;
   // ---- DFlash2's drafter (docs/dflash.md §7) ----
   // The grouped dynamic causal convolution around each sublayer, over rows that come in blocks:
   // out[t, c] = sum over o < K with o <= row_in_block[t] of (base[o, c] + dynamic[t, o * G +

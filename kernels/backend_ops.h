@@ -49,6 +49,7 @@ inline constexpr auto kBackendOps = std::to_array<std::string_view>({
     "sigmoid_gate",
     "causal_conv1d",
     "gated_delta_rule",
+    "gated_delta_rule_chunked",
     // DFlash2's drafter
     "grouped_dynamic_conv",
     "top_k",

@@ -20,6 +20,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gated_delta_rule.h"
+#include "kernels/cpu/gated_delta_rule_chunked.h"
 #include "kernels/cpu/head_norm_rope.h"
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
@@ -173,22 +174,16 @@ class CpuBackend final : public Backend {
 
   void gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
                         std::span<const StateChunk> chunks, Tensor& out) override {
-    kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
-    const cpu::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
-    std::vector<std::pair<StateChunk, Tensor>> runs;  // each chunk with its state, held as the op runs
-    for (const StateChunk& c : chunks) runs.emplace_back(c, *c.state);
-    run([q, k, v, g, beta, out, shape, runs] {
-      for (const auto& chunk_run : runs) {
-        const int64_t first = chunk_run.first.first_row, rows = chunk_run.first.rows;
-        const Tensor& state = chunk_run.second;
-        const auto at = [first](const Tensor& t, int64_t per_row) { return t.data<float>() + first * per_row; };
-        cpu::gated_delta_rule(at(q, shape.key_heads * shape.key_dim), at(k, shape.key_heads * shape.key_dim),
-                              at(v, shape.value_heads * shape.value_dim), at(g, shape.value_heads),
-                              at(beta, shape.value_heads), rows, shape, state.data<float>(),
-                              at(out, shape.value_heads * shape.value_dim));
-      }
-    });
+    run_delta_rule(cpu::gated_delta_rule, q, k, v, g, beta, chunks, out);
   }
+
+  void gated_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                                std::span<const StateChunk> chunks, Tensor& out) override {
+    run_delta_rule(cpu::gated_delta_rule_chunked, q, k, v, g, beta, chunks, out);
+  }
+
+  int64_t delta_rule_chunk_rows() const override { return cpu::kDeltaRuleChunkRows; }
+  bool prefers_chunked_delta_rule() const override { return false; }
 
   void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
                    std::span<const ExpertWeights> experts, const ExpertActivation& activation, Tensor& out) override {
@@ -401,6 +396,28 @@ class CpuBackend final : public Backend {
     } else {
       op();
     }
+  }
+
+  // Either form of the delta rule (`rule`: cpu::gated_delta_rule or its chunked twin), sequence
+  // by sequence from its state.
+  using DeltaRule = void (*)(const float*, const float*, const float*, const float*, const float*, int64_t,
+                             cpu::DeltaRuleShape, float*, float*);
+  void run_delta_rule(DeltaRule rule, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                      const Tensor& beta, std::span<const StateChunk> chunks, Tensor& out) {
+    kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
+    const cpu::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
+    std::vector<std::pair<StateChunk, Tensor>> runs;  // each chunk with its state, held as the op runs
+    for (const StateChunk& c : chunks) runs.emplace_back(c, *c.state);
+    run([rule, q, k, v, g, beta, out, shape, runs] {
+      for (const auto& chunk_run : runs) {
+        const int64_t first = chunk_run.first.first_row, rows = chunk_run.first.rows;
+        const Tensor& state = chunk_run.second;
+        const auto at = [first](const Tensor& t, int64_t per_row) { return t.data<float>() + first * per_row; };
+        rule(at(q, shape.key_heads * shape.key_dim), at(k, shape.key_heads * shape.key_dim),
+             at(v, shape.value_heads * shape.value_dim), at(g, shape.value_heads), at(beta, shape.value_heads), rows,
+             shape, state.data<float>(), at(out, shape.value_heads * shape.value_dim));
+      }
+    });
   }
 
   void refuse_while_recording(const char* what) const {

@@ -36,6 +36,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gated_delta_rule.h"
+#include "kernels/cuda/gated_delta_rule_chunked.h"
 #include "kernels/cuda/head_norm_rope.h"
 #include "kernels/cuda/kv_store.h"
 #include "kernels/cuda/matmul.h"
@@ -354,6 +355,26 @@ class CudaBackend final : public Backend {
                              c.state->data<float>(), chunk_out.data<float>(), stream());
     }
   }
+
+  void gated_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                                std::span<const StateChunk> chunks, Tensor& out) override {
+    kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
+    kChecks.require(q.dim(2) <= cuda::kDeltaRuleChunkedMaxKeyDim && v.dim(2) <= 1024, [] {
+      return "gated_delta_rule_chunked: key dims of at most " + std::to_string(cuda::kDeltaRuleChunkedMaxKeyDim) +
+             " and value dims of at most 1024";
+    });
+    const cuda::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
+    for (const StateChunk& c : chunks) {
+      const auto rows_of = [&c](const Tensor& t) { return t.slice_rows(c.first_row, c.rows); };
+      Tensor chunk_out = rows_of(out);
+      cuda::gated_delta_rule_chunked(rows_of(q).data<float>(), rows_of(k).data<float>(), rows_of(v).data<float>(),
+                                     rows_of(g).data<float>(), rows_of(beta).data<float>(), c.rows, shape,
+                                     c.state->data<float>(), chunk_out.data<float>(), stream());
+    }
+  }
+
+  int64_t delta_rule_chunk_rows() const override { return cuda::kDeltaRuleChunkRows; }
+  bool prefers_chunked_delta_rule() const override { return true; }
 
   void moe_experts(const Tensor& x, const Tensor& expert_ids, const Tensor& expert_weights,
                    std::span<const ExpertWeights> experts, const ExpertActivation& activation, Tensor& out) override {

@@ -85,6 +85,12 @@ class CountingBackend final : public Backend {
                         std::span<const StateChunk> chunks, Tensor& out) override {
     inner_->gated_delta_rule(q, k, v, g, beta, chunks, out);
   }
+  void gated_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                                std::span<const StateChunk> chunks, Tensor& out) override {
+    inner_->gated_delta_rule_chunked(q, k, v, g, beta, chunks, out);
+  }
+  int64_t delta_rule_chunk_rows() const override { return inner_->delta_rule_chunk_rows(); }
+  bool prefers_chunked_delta_rule() const override { return inner_->prefers_chunked_delta_rule(); }
 
   int64_t sampled_rows = 0;
   int64_t float_rows_to_host = 0;  // logits (and any other float rows) copied out

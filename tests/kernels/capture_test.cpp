@@ -173,6 +173,10 @@ TEST(CaptureDefault, ABackendThatCannotRecordSaysSo) {
     void selector_pair_scores(const Tensor&, const Tensor&, const Tensor&, Tensor&) override {}
     void gated_delta_rule(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                           std::span<const StateChunk>, Tensor&) override {}
+    void gated_delta_rule_chunked(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                  std::span<const StateChunk>, Tensor&) override {}
+    int64_t delta_rule_chunk_rows() const override { return 1; }
+    bool prefers_chunked_delta_rule() const override { return false; }
   } plain;
   try {
     plain.capture([] {});

@@ -15,7 +15,8 @@
 // and 32 value heads of 128) cut to 4 and 8 heads, Qwen3-Next's equal counts, a decode row, a
 // prompt of 70 rows, and five sequences of 0 to 9 rows, each from a state of its own (zero, or
 // carried from earlier rows). The outputs and the states after are compared (1e-5; the
-// reference runs in double).
+// reference runs in double). gated_delta_rule_chunked: held to the same reference, over prompts
+// of several chunks and one cut short, with decays down to exp(-8) a row.
 #include <cmath>
 #include <memory>
 #include <random>
@@ -34,6 +35,7 @@ struct DeltaShape {
   int64_t key_heads, value_heads, key_dim, value_dim;
   std::vector<int64_t> chunk_rows;  // per sequence
   bool carried_state = true;        // random starting states (else zero)
+  float min_log_decay = -1.0f;      // g drawn from [min_log_decay, 0]
 };
 
 struct DeltaData {
@@ -78,7 +80,8 @@ std::vector<double> reference_delta_rule(const DeltaShape& s, const DeltaData& d
   return out;
 }
 
-OpCase delta_rule_case(const DeltaShape& s) {
+// `chunked`: the chunked form (Backend::gated_delta_rule_chunked), held to the same reference.
+OpCase delta_rule_case(const DeltaShape& s, bool chunked) {
   int64_t rows = 0;
   for (int64_t n : s.chunk_rows) rows += n;
   const int64_t state_size = s.value_heads * s.key_dim * s.value_dim;
@@ -88,14 +91,14 @@ OpCase delta_rule_case(const DeltaShape& s) {
     made.q = random_floats(static_cast<size_t>(rows * s.key_heads * s.key_dim), rng, 2.0f);
     made.k = random_floats(made.q.size(), rng, 2.0f);
     made.v = random_floats(static_cast<size_t>(rows * s.value_heads * s.value_dim), rng);
-    // g = -exp(A_log) softplus(a + dt_bias) <= 0: decays between about 0.37 and 1.
-    std::uniform_real_distribution<float> log_decay(-1.0f, 0.0f), gate(0.0f, 1.0f);
+    // g = -exp(A_log) softplus(a + dt_bias) <= 0: decays between exp(min_log_decay) and 1.
+    std::uniform_real_distribution<float> log_decay(s.min_log_decay, 0.0f), gate(0.0f, 1.0f);
     for (int64_t i = 0; i < rows * s.value_heads; ++i) made.g.push_back(log_decay(rng)), made.beta.push_back(gate(rng));
     made.states = s.carried_state ? random_floats(static_cast<size_t>(state_size) * s.chunk_rows.size(), rng, 0.5f)
                                   : std::vector<float>(static_cast<size_t>(state_size) * s.chunk_rows.size(), 0.0f);
     return made;
   });
-  return {"gated_delta_rule", s.name,
+  return {chunked ? "gated_delta_rule_chunked" : "gated_delta_rule", s.name,
           [=](OpDevice& dev) {
             Tensor q = dev.upload(d->q, {rows, s.key_heads, s.key_dim});
             Tensor k = dev.upload(d->k, {rows, s.key_heads, s.key_dim});
@@ -108,14 +111,18 @@ OpCase delta_rule_case(const DeltaShape& s) {
               states->push_back(dev.upload(std::vector<float>(d->states.begin() + first, d->states.begin() + first + state_size),
                                            {s.value_heads, s.key_dim, s.value_dim}));
             }
-            return PreparedRun{[&dev, q, k, v, g, beta, out, states, s]() mutable {
+            return PreparedRun{[&dev, q, k, v, g, beta, out, states, s, chunked]() mutable {
                                  std::vector<StateChunk> chunks;
                                  int64_t first = 0;
                                  for (size_t c = 0; c < s.chunk_rows.size(); ++c) {
                                    chunks.push_back({&(*states)[c], first, s.chunk_rows[c]});
                                    first += s.chunk_rows[c];
                                  }
-                                 dev.backend().gated_delta_rule(q, k, v, g, beta, chunks, out);
+                                 if (chunked) {
+                                   dev.backend().gated_delta_rule_chunked(q, k, v, g, beta, chunks, out);
+                                 } else {
+                                   dev.backend().gated_delta_rule(q, k, v, g, beta, chunks, out);
+                                 }
                                },
                                [&dev, out, states] {
                                  Outputs outputs{dev.read(out)};
@@ -405,7 +412,19 @@ std::vector<OpCase> deltanet_op_cases() {
            DeltaShape{"Qwen3-Next equal heads, 5 sequences of 0-9 rows", 4, 4, 64, 96, {3, 0, 9, 1, 5}},
            DeltaShape{"odd dims (key 24, value 20), 2 sequences", 2, 6, 24, 20, {4, 7}},
        }) {
-    cases.push_back(delta_rule_case(s));
+    cases.push_back(delta_rule_case(s, false));
+  }
+  // The chunked form over chunks whole and cut short (64 rows a chunk on the CPU, 16 on a GPU),
+  // decays strong enough that exp(G) of a chunk's last row underflows.
+  for (const DeltaShape& s : {
+           DeltaShape{"Qwen3.5 heads (4 key, 8 value, 128) decode row", 4, 8, 128, 128, {1}},
+           DeltaShape{"Qwen3.5 heads prompt of 70 rows from a zero state", 4, 8, 128, 128, {70}, false},
+           DeltaShape{"Qwen3.5 heads, 2 prompts of 130 and 64 rows, strong decays", 4, 8, 128, 128, {130, 64}, true,
+                      -8.0f},
+           DeltaShape{"Qwen3-Next equal heads, 5 sequences of 0-33 rows", 4, 4, 64, 96, {3, 0, 33, 1, 17}},
+           DeltaShape{"odd dims (key 24, value 20), 2 sequences", 2, 6, 24, 20, {4, 7}},
+       }) {
+    cases.push_back(delta_rule_case(s, true));
   }
   return cases;
 }
