@@ -6,7 +6,8 @@
 // ones, fused and per-expert experts with the shared expert. Checked: logits of every position
 // of a prompt (the reference's chunked delta rule against the backend's recurrent one), the taps,
 // greedy tokens decoded one by one from the recurrent state, and a prompt run in two passes
-// equal to one. A verification-like pass truncated into and continued matches the reference too.
+// equal to one; the same with the prefill in the chunked form. A verification-like pass truncated
+// into and continued matches the reference too.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -124,6 +125,29 @@ TEST_P(HybridReference, LogitsTapsAndGreedyDecodingMatchNumpy) {
   const std::vector<float> last = to_host(*backend, model->forward({&tail, 1}, {}).logits);
   const std::vector<float> want(ref.logits.end() - vocab, ref.logits.end());
   EXPECT_LT(max_normalized_error(last, want), tolerance) << "two passes";
+}
+
+// A prefill in the delta rule's chunked form (TargetModel::DeltaRuleForm::kChunked, what a GPU
+// runs): a prompt of two chunks (64 rows, then 6) and one of a single chunk cut short end where the
+// reference does, and greedy decoding (the recurrent form) continues from the state it left.
+TEST_P(HybridReference, AChunkedPrefillMatchesNumpyAndDecodingContinuesFromItsState) {
+  const HybridCase& c = GetParam();
+  model->set_delta_rule_form(TargetModel::DeltaRuleForm::kChunked);
+  const std::vector<int32_t> tokens = some_tokens(70, vocab, 6);
+  const int greedy = 4;
+  const Reference ref = run_reference(dir.path(), tokens, c.layers, greedy, c.kv_dtype);
+  KvCache cache = model->make_cache(96);
+  SequenceChunk chunk{tokens, &cache};
+  const std::vector<float> logits = to_host(*backend, model->forward({&chunk, 1}, {.logits = LogitRows::kAll}).logits);
+  EXPECT_LT(max_normalized_error(logits, ref.logits), tolerance) << "logits";
+  const int32_t next = argmax_row(logits, tokens.size() - 1, static_cast<size_t>(vocab));
+  EXPECT_EQ(decode_greedy(*model, cache, next, greedy), ref.greedy);
+
+  KvCache short_prompt = model->make_cache(96);
+  SequenceChunk first{std::span<const int32_t>(tokens).first(30), &short_prompt};
+  const std::vector<float> last = to_host(*backend, model->forward({&first, 1}, {}).logits);
+  const std::vector<float> want(ref.logits.begin() + 29 * vocab, ref.logits.begin() + 30 * vocab);
+  EXPECT_LT(max_normalized_error(last, want), tolerance) << "a prompt of one chunk cut short";
 }
 
 // A pass of 6 rows (as a verification block is) truncated to keep 2 of them, then continued: the

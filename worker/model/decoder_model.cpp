@@ -102,11 +102,13 @@ void DecoderModel::settle_recurrent_state(KvCache& cache) {
   state->replayed();
 }
 
-void DecoderModel::prepare_recurrent_states(std::span<const SequenceChunk> chunks) {
+void DecoderModel::prepare_recurrent_states(std::span<const SequenceChunk> chunks, const ForwardOptions& options) {
+  // Only a verification (every row's logits asked for) may be truncated into after.
+  const bool verification = options.logits == LogitRows::kAll;
   for (const SequenceChunk& chunk : chunks) {
     settle_recurrent_state(*chunk.cache);
     if (RecurrentState* state = chunk.cache->recurrent()) {
-      state->begin_pass(chunk.cache->length(), static_cast<int64_t>(chunk.tokens.size()));
+      state->begin_pass(chunk.cache->length(), verification ? static_cast<int64_t>(chunk.tokens.size()) : 0);
     }
   }
 }
@@ -141,7 +143,7 @@ ForwardOutput DecoderModel::forward(std::span<const SequenceChunk> chunks, const
     chunk.cache->reserve(chunk.cache->length() + static_cast<int64_t>(chunk.tokens.size()));
   }
   check_token_ids(chunks);
-  prepare_recurrent_states(chunks);
+  prepare_recurrent_states(chunks, options);
   std::vector<int32_t> ids, positions, key_counts, window_rows, store_rows;
   // A paged chunk's tables are padded to the blocks of its whole length, so that their shape (what
   // a recorded pass depends on) stays the same while the sequence grows.
@@ -294,12 +296,14 @@ ForwardOutput DecoderModel::run_pass(std::span<const SequenceChunk> chunks, cons
   const int64_t tap_count = static_cast<int64_t>(options.tap_layers.size());
   if (tap_count > 0) out.taps = workspace_.get("taps", DType::kF32, {rows, tap_count * hidden});
 
+  const bool chunked_prefill = delta_rule_form() == DeltaRuleForm::kChunked ||
+                               (delta_rule_form() == DeltaRuleForm::kAuto && backend_.prefers_chunked_delta_rule());
   backend_.rmsnorm(h, layers_[0].input_norm, config_.rms_norm_eps, normed);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const DecoderLayer& layer = layers_[l];
     if (layer.linear_attention) {
       run_gated_delta_net(backend_, workspace_, *layer.linear_attention, config_, cache_layers_[l], chunks, normed,
-                          delta);
+                          chunked_prefill, delta);
     } else {
       run_attention(layer, l, chunks, normed, pass_rows, delta);
     }

@@ -88,8 +88,9 @@ class DecoderModel final : public TargetModel {
   Tensor compute_logits(const Tensor& hidden, const Tensor& last_rows);
 
   // Before a pass: a truncated recurrent state's kept rows replayed (settle_recurrent_state), then
-  // the pass begun on each chunk's state (RecurrentState::begin_pass).
-  void prepare_recurrent_states(std::span<const SequenceChunk> chunks);
+  // the pass begun on each chunk's state (RecurrentState::begin_pass), as one that may be
+  // truncated only when it is a verification (every row's logits asked for).
+  void prepare_recurrent_states(std::span<const SequenceChunk> chunks, const ForwardOptions& options);
   // kInvalidArgument, before anything changes, for a token outside the vocabulary.
   void check_token_ids(std::span<const SequenceChunk> chunks) const;
 

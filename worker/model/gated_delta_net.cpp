@@ -71,16 +71,22 @@ struct LayerStates {
   }
 };
 
-// The conv over each part, then the delta rule; `o` [R, value heads, value head dim].
+// The conv over each part, then the delta rule (in its chunked form with `chunked`); `o` [R,
+// value heads, value head dim].
 void run_recurrence(Backend& backend, const GatedDeltaNet& layer, const LinearAttentionConfig& l, ConvParts& parts,
-                    const Tensor& g, const Tensor& beta, const LayerStates& states, Tensor& o) {
+                    const Tensor& g, const Tensor& beta, const LayerStates& states, bool chunked, Tensor& o) {
   const int64_t rows = parts.q.dim(0);
   backend.causal_conv1d(parts.x_q, layer.q_conv, states.conv_q, parts.q);
   backend.causal_conv1d(parts.x_k, layer.k_conv, states.conv_k, parts.k);
   backend.causal_conv1d(parts.x_v, layer.v_conv, states.conv_v, parts.v);
-  backend.gated_delta_rule(parts.q.reshape({rows, l.key_heads, l.key_head_dim}),
-                           parts.k.reshape({rows, l.key_heads, l.key_head_dim}),
-                           parts.v.reshape({rows, l.value_heads, l.value_head_dim}), g, beta, states.matrix, o);
+  const Tensor q = parts.q.reshape({rows, l.key_heads, l.key_head_dim});
+  const Tensor k = parts.k.reshape({rows, l.key_heads, l.key_head_dim});
+  const Tensor v = parts.v.reshape({rows, l.value_heads, l.value_head_dim});
+  if (chunked) {
+    backend.gated_delta_rule_chunked(q, k, v, g, beta, states.matrix, o);
+  } else {
+    backend.gated_delta_rule(q, k, v, g, beta, states.matrix, o);
+  }
 }
 
 }  // namespace
@@ -110,7 +116,7 @@ GatedDeltaNet load_gated_delta_net(const WeightStore& weights, const std::string
 
 void run_gated_delta_net(Backend& backend, Workspace& workspace, const GatedDeltaNet& layer, const ModelConfig& c,
                          int64_t linear_index, std::span<const SequenceChunk> chunks, const Tensor& normed,
-                         Tensor& out) {
+                         bool chunked_prefill, Tensor& out) {
   const LinearAttentionConfig& l = c.linear_attention;
   const int64_t rows = normed.dim(0);
   ConvParts parts = conv_parts(workspace, l, rows);
@@ -127,10 +133,13 @@ void run_gated_delta_net(Backend& backend, Workspace& workspace, const GatedDelt
 
   LayerStates states;
   int64_t first = 0;
+  // A prefill: rows of a prompt, none of which may be truncated after (a decode row is not one).
+  bool prefill = rows > static_cast<int64_t>(chunks.size());
   for (const SequenceChunk& chunk : chunks) {
     const auto n = static_cast<int64_t>(chunk.tokens.size());
     RecurrentState& state = *chunk.cache->recurrent();
     states.add(state.layer(linear_index), first, n);
+    prefill = prefill && !state.keeps_inputs();
     if (state.keeps_inputs()) {
       RecurrentState::PassInputs& kept = state.inputs(linear_index);
       backend.copy_rows(parts.x_q.slice_rows(first, n), kept.x_q, 0);
@@ -142,7 +151,7 @@ void run_gated_delta_net(Backend& backend, Workspace& workspace, const GatedDelt
     first += n;
   }
   Tensor o = workspace.get("dn_o", DType::kF32, {rows, l.value_heads, l.value_head_dim});
-  run_recurrence(backend, layer, l, parts, g, beta, states, o);
+  run_recurrence(backend, layer, l, parts, g, beta, states, chunked_prefill && prefill, o);
   backend.gated_rmsnorm(o, z.reshape({rows, l.value_heads, l.value_head_dim}), layer.norm, c.rms_norm_eps, o);
   backend.matmul(o.reshape({rows, l.value_dim()}), layer.out_proj, out);
 }
@@ -160,7 +169,8 @@ void replay_kept_rows(Backend& backend, Workspace& workspace, const GatedDeltaNe
   LayerStates states;
   states.add(state.layer(linear_index), 0, rows);
   Tensor o = workspace.get("dn_o", DType::kF32, {rows, l.value_heads, l.value_head_dim});
-  run_recurrence(backend, layer, l, parts, kept.g.slice_rows(0, rows), kept.beta.slice_rows(0, rows), states, o);
+  run_recurrence(backend, layer, l, parts, kept.g.slice_rows(0, rows), kept.beta.slice_rows(0, rows), states,
+                 /*chunked=*/false, o);
 }
 
 }  // namespace flashq

@@ -37,10 +37,11 @@ GatedDeltaNet load_gated_delta_net(const WeightStore& weights, const std::string
 
 // out [R, H] = the layer over `normed` [R, H], the rows of `chunks` in order, each chunk's rows
 // continuing its cache's recurrent state (linear layer `linear_index` of it); a truncatable
-// pass's rows' inputs are kept in the state (RecurrentState::inputs).
+// pass's rows' inputs are kept in the state (RecurrentState::inputs). `chunked_prefill`: a pass
+// that keeps no inputs (a prefill) runs the delta rule in its chunked form.
 void run_gated_delta_net(Backend& backend, Workspace& workspace, const GatedDeltaNet& layer, const ModelConfig& config,
                          int64_t linear_index, std::span<const SequenceChunk> chunks, const Tensor& normed,
-                         Tensor& out);
+                         bool chunked_prefill, Tensor& out);
 
 // After a truncation into a cache's last pass (RecurrentState::kept_rows): the recurrence of
 // linear layer `linear_index` re-run over the kept rows' saved inputs from the restored state.

@@ -38,7 +38,8 @@ void RecurrentState::copy_layer(const Layer& from, Layer& to) {
   backend_.copy_rows(from.matrix, to.matrix, 0);
 }
 
-void RecurrentState::begin_pass(int64_t length, int64_t rows) {
+void RecurrentState::begin_pass(int64_t length, int64_t truncatable_rows) {
+  const int64_t rows = truncatable_rows;
   check_invariant(kept_rows_ < 0, "a truncated recurrent state is replayed before the next pass");
   pass_rows_ = 0;
   pass_start_ = -1;

@@ -44,10 +44,11 @@ class RecurrentState {
   Layer& layer(int64_t linear_index) { return layers_[static_cast<size_t>(linear_index)]; }
   int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
 
-  // A pass of `rows` rows at positions [length, length + rows) begins: when it may be truncated,
+  // A pass at positions from `length` begins, of `truncatable_rows` rows that may be truncated
+  // into after (a verification's; 0 for any other pass): when there are 2 to kMaxTruncatableRows,
   // the state before it is kept. Settles a truncation first (kept_rows() must be -1: the decoder
   // replays before it calls this).
-  void begin_pass(int64_t length, int64_t rows);
+  void begin_pass(int64_t length, int64_t truncatable_rows);
   // Whether the pass under way keeps its inputs (inputs(i) then holds room for its rows).
   bool keeps_inputs() const { return pass_rows_ > 0; }
   PassInputs& inputs(int64_t linear_index) { return inputs_[static_cast<size_t>(linear_index)]; }

@@ -37,6 +37,13 @@ class TargetModel {
   DType kv_cache_dtype() const { return kv_cache_dtype_; }
   void set_kv_cache_dtype(DType dtype);
 
+  // The form a hybrid model's prefill runs the delta rule in (verification, decoding and the
+  // replay after a truncation always take the recurrent form): kAuto, the backend's preference
+  // (Backend::prefers_chunked_delta_rule: chunked on a GPU, recurrent on the CPU).
+  enum class DeltaRuleForm { kAuto, kRecurrent, kChunked };
+  DeltaRuleForm delta_rule_form() const { return delta_rule_form_; }
+  void set_delta_rule_form(DeltaRuleForm form) { delta_rule_form_ = form; }
+
   // A paged KV cache (kv_cache.h, paged_kv_store.h): the bytes a block of `block_size` positions
   // takes (of the larger of its full-attention and its sliding-window layers), the store of
   // `blocks` blocks (from `pool` when given), and one sequence's cache over it.
@@ -75,6 +82,7 @@ class TargetModel {
 
  private:
   DType kv_cache_dtype_ = DType::kBF16;
+  DeltaRuleForm delta_rule_form_ = DeltaRuleForm::kAuto;
 };
 
 }  // namespace flashq
