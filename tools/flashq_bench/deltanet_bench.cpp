@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace flashq {
@@ -19,12 +20,28 @@ Tensor random_tensor(Backend& backend, Shape shape, std::mt19937& rng, float lo,
   return t;
 }
 
+// A prefill's rows through the chunked form against the recurrent form's `recurrent_seconds`, on
+// the same tensors (the states go on from wherever the timing left them: the cost is the same).
+void report_chunked_form(Backend& backend, const std::string& kernel, const TimePerCall& time, const Tensor& q,
+                         const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                         std::span<const StateChunk> chunks, Tensor& out, double recurrent_seconds) {
+  const double seconds = time([&] { backend.gated_delta_rule_chunked(q, k, v, g, beta, chunks, out); });
+  std::cout << nlohmann::json{{"kernel", kernel + "_chunked"},
+                              {"rows", q.dim(0)},
+                              {"chunk_rows", backend.delta_rule_chunk_rows()},
+                              {"us_per_call", seconds * 1e6},
+                              {"us_recurrent", recurrent_seconds * 1e6},
+                              {"chunked_over_recurrent", seconds / recurrent_seconds}}
+                   .dump()
+            << std::endl;
+}
+
 }  // namespace
 
 void report_gated_delta_rule(Backend& backend, const std::string& kernel, const TimePerCall& time,
                              double floor_gb_per_s) {
   std::mt19937 rng(5);
-  for (const auto& [sequences, rows_each] : {std::pair<int64_t, int64_t>{1, 1}, {16, 1}, {1, 256}}) {
+  for (const auto& [sequences, rows_each] : {std::pair<int64_t, int64_t>{1, 1}, {16, 1}, {1, 256}, {1, 1024}}) {
     const int64_t rows = sequences * rows_each;
     Tensor q = random_tensor(backend, {rows, kKeyHeads, kDim}, rng, -1.0f, 1.0f);
     Tensor k = random_tensor(backend, {rows, kKeyHeads, kDim}, rng, -1.0f, 1.0f);
@@ -99,6 +116,7 @@ void report_gated_delta_rule(Backend& backend, const std::string& kernel, const 
                                 {"gflop_per_s", 8.0 * elements / seconds / 1e9}}
                      .dump()
               << std::endl;
+    if (rows_each > 1) report_chunked_form(backend, kernel, time, q, k, v, g, beta, chunks, out, seconds);
   }
 }
 
