@@ -5,15 +5,15 @@
 
 
 namespace flashq::cpu {
-namespace {
 
-// x / sqrt(sum x^2 + 1e-6), as the published layers normalise q and k (FLA's l2norm).
 void l2_normalise(const float* x, int64_t n, float scale, float* y) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
   const auto factor = static_cast<float>(scale / std::sqrt(sum + 1e-6));
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * factor;
 }
+
+namespace {
 
 // One row of one value head: S [Dk, Dv] decayed by `decay`, corrected towards v along k, read
 // along q. Two passes over S: the first decays it and forms S^T k, the second adds k u^T and

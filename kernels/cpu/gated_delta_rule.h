@@ -14,6 +14,10 @@ struct DeltaRuleShape {
   int64_t key_heads, value_heads, key_dim, value_dim;
 };
 
+// y = scale * x / sqrt(sum x^2 + 1e-6) over n values, as the published layers normalise q and k
+// (FLA's l2norm); both forms of the rule use it.
+void l2_normalise(const float* x, int64_t n, float scale, float* y);
+
 // Rows [0, rows) of one sequence from `state` [value_heads, key_dim, value_dim], updated in
 // place; q and k [rows, key_heads, key_dim], v and out [rows, value_heads, value_dim], g and
 // beta [rows, value_heads]. Value heads run in parallel.

@@ -7,14 +7,6 @@
 namespace flashq::cpu {
 namespace {
 
-// x / sqrt(sum x^2 + 1e-6) times `scale`, as the recurrent form normalises q and k.
-void l2_normalise(const float* x, int64_t n, float scale, float* y) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  const auto factor = static_cast<float>(scale / std::sqrt(sum + 1e-6));
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * factor;
-}
-
 float dot(const float* a, const float* b, int64_t n) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum = std::fma(a[i], b[i], sum);
@@ -66,7 +58,8 @@ void run_chunk(int64_t n, int64_t dk, int64_t dv, const float* v_rows, int64_t v
     const float* q_i = c.qn.data() + i * dk;
     const float decay = std::exp(G(i));
     for (int64_t e = 0; e < dv; ++e) o[e] *= decay;
-    for (int64_t j = 0; j <= i; ++j) axpy(std::exp(G(i) - G(j)) * dot(q_i, c.kn.data() + j * dk, dk), u + j * dv, o, dv);
+    for (int64_t j = 0; j <= i; ++j)
+      axpy(std::exp(G(i) - G(j)) * dot(q_i, c.kn.data() + j * dk, dk), u + j * dv, o, dv);
   }
   // S <- exp(G_n) S + sum over i of exp(G_n - G_i) k_i u_i^T.
   const float last = G(n - 1);

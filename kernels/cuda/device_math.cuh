@@ -63,4 +63,19 @@ __device__ inline float block_sum(float v, float* scratch) {
   return scratch[kWarpSize - 1];
 }
 
+// Sum over the block by halving (blockDim.x a power of two, `partials` blockDim.x floats of shared
+// memory); every thread gets the total, and the block may call it again at once (it syncs before
+// returning), as a kernel normalising row after row does.
+__device__ inline float repeatable_block_sum(float x, float* partials) {
+  partials[threadIdx.x] = x;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partials[threadIdx.x] += partials[threadIdx.x + half];
+    __syncthreads();
+  }
+  const float sum = partials[0];
+  __syncthreads();
+  return sum;
+}
+
 }  // namespace flashq::cuda

@@ -1,4 +1,5 @@
 #include "kernels/cuda/gated_delta_rule.h"
+#include "kernels/cuda/delta_rule_rows.cuh"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
 
@@ -6,19 +7,6 @@ namespace flashq::cuda {
 namespace {
 
 constexpr int kMaxThreads = 1024;
-
-// The sum of `x` over the block (blockDim.x threads, `partials` of blockDim.x floats).
-__device__ float block_sum(float x, float* partials) {
-  partials[threadIdx.x] = x;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partials[threadIdx.x] += partials[threadIdx.x + half];
-    __syncthreads();
-  }
-  const float sum = partials[0];
-  __syncthreads();
-  return sum;
-}
 
 // Block h: value head h. Shared: the row's normalised q and k (key_dim each) and the partials.
 __global__ void delta_rule_rows(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
@@ -32,21 +20,9 @@ __global__ void delta_rule_rows(const float* __restrict__ q, const float* __rest
   const int64_t h = blockIdx.x, j = threadIdx.x;
   const int64_t key_head = h / (s.value_heads / s.key_heads);
   float* head_state = state + h * s.key_dim * s.value_dim;
-  const float q_scale = rsqrtf(static_cast<float>(s.key_dim));
   for (int64_t t = 0; t < rows; ++t) {
-    const float* q_row = q + (t * s.key_heads + key_head) * s.key_dim;
-    const float* k_row = k + (t * s.key_heads + key_head) * s.key_dim;
-    float q_squares = 0.0f, k_squares = 0.0f;
-    for (int64_t i = j; i < s.key_dim; i += blockDim.x) {
-      q_squares += q_row[i] * q_row[i];
-      k_squares += k_row[i] * k_row[i];
-    }
-    const float q_factor = q_scale * rsqrtf(block_sum(q_squares, partials) + 1e-6f);
-    const float k_factor = rsqrtf(block_sum(k_squares, partials) + 1e-6f);
-    for (int64_t i = j; i < s.key_dim; i += blockDim.x) {
-      qn[i] = q_row[i] * q_factor;
-      kn[i] = k_row[i] * k_factor;
-    }
+    const int64_t row = (t * s.key_heads + key_head) * s.key_dim;
+    normalise_qk_row(q + row, k + row, s.key_dim, partials, qn, kn);
     __syncthreads();
     if (j < s.value_dim) {
       const int64_t at = t * s.value_heads + h;

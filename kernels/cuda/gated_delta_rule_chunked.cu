@@ -1,3 +1,4 @@
+#include "kernels/cuda/delta_rule_rows.cuh"
 #include "kernels/cuda/gated_delta_rule_chunked.h"
 #include "kernels/cuda/grid_dependency.cuh"
 #include "kernels/cuda/kernel_launch.h"
@@ -8,26 +9,12 @@ namespace {
 constexpr int kMaxThreads = 1024;
 constexpr int C = static_cast<int>(kDeltaRuleChunkRows);
 
-// The sum of `x` over the block (blockDim.x threads, `partials` of blockDim.x floats).
-__device__ float block_sum(float x, float* partials) {
-  partials[threadIdx.x] = x;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partials[threadIdx.x] += partials[threadIdx.x + half];
-    __syncthreads();
-  }
-  const float sum = partials[0];
-  __syncthreads();
-  return sum;
-}
-
 // Block h: value head h. Shared: a chunk's normalised q and k rows [C, key_dim] each, the
 // cumulative log decays G and betas [C], the decayed products kk[i][j] = (k_i . k_j) D[i, j] and
 // qk[i][j] = (q_i . k_j) D[i, j] [C, C], and the partials.
-__global__ void delta_rule_chunks(const float* __restrict__ q, const float* __restrict__ k,
-                                  const float* __restrict__ v, const float* __restrict__ g,
-                                  const float* __restrict__ beta, int64_t rows, DeltaRuleShape s,
-                                  float* __restrict__ state, float* __restrict__ out) {
+__global__ void delta_rule_chunks(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                                  const float* __restrict__ g, const float* __restrict__ beta, int64_t rows,
+                                  DeltaRuleShape s, float* __restrict__ state, float* __restrict__ out) {
   extern __shared__ float shared[];
   float* qn = shared;
   float* kn = qn + C * s.key_dim;
@@ -40,24 +27,11 @@ __global__ void delta_rule_chunks(const float* __restrict__ q, const float* __re
   const int64_t h = blockIdx.x, e = threadIdx.x;
   const int64_t key_head = h / (s.value_heads / s.key_heads);
   float* head_state = state + h * s.key_dim * s.value_dim;
-  const float q_scale = rsqrtf(static_cast<float>(s.key_dim));
   for (int64_t start = 0; start < rows; start += C) {
     const int n = static_cast<int>(rows - start < C ? rows - start : C);
     for (int i = 0; i < n; ++i) {
-      const int64_t t = start + i;
-      const float* q_row = q + (t * s.key_heads + key_head) * s.key_dim;
-      const float* k_row = k + (t * s.key_heads + key_head) * s.key_dim;
-      float q_squares = 0.0f, k_squares = 0.0f;
-      for (int64_t d = e; d < s.key_dim; d += blockDim.x) {
-        q_squares += q_row[d] * q_row[d];
-        k_squares += k_row[d] * k_row[d];
-      }
-      const float q_factor = q_scale * rsqrtf(block_sum(q_squares, partials) + 1e-6f);
-      const float k_factor = rsqrtf(block_sum(k_squares, partials) + 1e-6f);
-      for (int64_t d = e; d < s.key_dim; d += blockDim.x) {
-        qn[i * s.key_dim + d] = q_row[d] * q_factor;
-        kn[i * s.key_dim + d] = k_row[d] * k_factor;
-      }
+      const int64_t row = ((start + i) * s.key_heads + key_head) * s.key_dim;
+      normalise_qk_row(q + row, k + row, s.key_dim, partials, qn + i * s.key_dim, kn + i * s.key_dim);
     }
     if (e == 0) {
       float sum = 0.0f;
@@ -137,8 +111,7 @@ void gated_delta_rule_chunked(const float* q, const float* k, const float* v, co
   // A power of two (the reduction halves it) covering the value dim.
   unsigned threads = 32;
   while (threads < s.value_dim && threads < kMaxThreads) threads *= 2;
-  const size_t shared_bytes =
-      (2 * static_cast<size_t>(C * s.key_dim) + 2 * C + 2 * C * C + threads) * sizeof(float);
+  const size_t shared_bytes = (2 * static_cast<size_t>(C * s.key_dim) + 2 * C + 2 * C * C + threads) * sizeof(float);
   launch_kernel("gated_delta_rule_chunked", delta_rule_chunks, static_cast<unsigned>(s.value_heads), threads,
                 shared_bytes, stream, q, k, v, g, beta, rows, s, state, out);
 }

@@ -54,7 +54,8 @@ void report_gated_delta_rule(Backend& backend, const std::string& kernel, const 
     for (int64_t s = 0; s < sequences; ++s) {
       states.push_back(random_tensor(backend, {kValueHeads, kDim, kDim}, rng, -0.1f, 0.1f));
     }
-    for (int64_t s = 0; s < sequences; ++s) chunks.push_back({&states[static_cast<size_t>(s)], s * rows_each, rows_each});
+    for (int64_t s = 0; s < sequences; ++s)
+      chunks.push_back({&states[static_cast<size_t>(s)], s * rows_each, rows_each});
     // The convolution of the same rows over q, k and v's channels.
     const int64_t channels = 2 * kKeyHeads * kDim + kValueHeads * kDim;
     Tensor conv_in = random_tensor(backend, {rows, channels}, rng, -1.0f, 1.0f);
@@ -64,7 +65,8 @@ void report_gated_delta_rule(Backend& backend, const std::string& kernel, const 
     backend.copy_from_host(weight_bits.data(), conv_weight);
     std::vector<Tensor> conv_states;
     std::vector<StateChunk> conv_chunks;
-    for (int64_t s = 0; s < sequences; ++s) conv_states.push_back(random_tensor(backend, {3, channels}, rng, -1.0f, 1.0f));
+    for (int64_t s = 0; s < sequences; ++s)
+      conv_states.push_back(random_tensor(backend, {3, channels}, rng, -1.0f, 1.0f));
     for (int64_t s = 0; s < sequences; ++s) {
       conv_chunks.push_back({&conv_states[static_cast<size_t>(s)], s * rows_each, rows_each});
     }
@@ -91,7 +93,8 @@ void report_gated_delta_rule(Backend& backend, const std::string& kernel, const 
     const double norm_seconds = time([&] { backend.gated_rmsnorm(v, z, norm_w, 1e-6f, out); });
     const double gate_seconds = time([&] { backend.sigmoid_gate(attention, attention_gate); });
     const std::string device = kernel == "gated_delta_rule" ? "" : "cuda_";
-    for (const auto& [name, s] : {std::pair{"delta_rule_gates", gates_seconds}, {"gated_rmsnorm", norm_seconds},
+    for (const auto& [name, s] : {std::pair{"delta_rule_gates", gates_seconds},
+                                  {"gated_rmsnorm", norm_seconds},
                                   {"sigmoid_gate", gate_seconds}}) {
       std::cout << nlohmann::json{{"kernel", device + name},
                                   {"sequences", sequences},
