@@ -15,7 +15,8 @@
 namespace flashq::cuda {
 
 inline constexpr int64_t kDeltaRuleChunkRows = 16;
-// The largest key dim the kernel's shared memory holds (two chunks of normalised rows).
+// The largest key dim the kernel's shared memory holds (two chunks of normalised rows); the
+// backend runs a larger one in the recurrent form.
 inline constexpr int64_t kDeltaRuleChunkedMaxKeyDim = 256;
 
 // As gated_delta_rule (gated_delta_rule.h), chunk by chunk; key_dim at most
