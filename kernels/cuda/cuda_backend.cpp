@@ -358,10 +358,10 @@ class CudaBackend final : public Backend {
 
   void gated_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
                                 std::span<const StateChunk> chunks, Tensor& out) override {
+    kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
     // A key dim whose chunk of rows shared memory cannot hold takes the recurrent form (equal
     // within the same tolerance).
     if (q.dim(2) > cuda::kDeltaRuleChunkedMaxKeyDim) return gated_delta_rule(q, k, v, g, beta, chunks, out);
-    kChecks.gated_delta_rule(q, k, v, g, beta, chunks, out);
     kChecks.require(v.dim(2) <= 1024, "gated_delta_rule_chunked: value dims of at most 1024");
     const cuda::DeltaRuleShape shape{q.dim(1), v.dim(1), q.dim(2), v.dim(2)};
     for (const StateChunk& c : chunks) {
