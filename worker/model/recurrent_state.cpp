@@ -39,11 +39,10 @@ void RecurrentState::copy_layer(const Layer& from, Layer& to) {
 }
 
 void RecurrentState::begin_pass(int64_t length, int64_t truncatable_rows) {
-  const int64_t rows = truncatable_rows;
   check_invariant(kept_rows_ < 0, "a truncated recurrent state is replayed before the next pass");
   pass_rows_ = 0;
   pass_start_ = -1;
-  if (rows < 2 || rows > kMaxTruncatableRows) return;
+  if (truncatable_rows < 2 || truncatable_rows > kMaxTruncatableRows) return;
   if (checkpoint_.empty()) {
     const int64_t n = kMaxTruncatableRows, heads = shape_.value_heads;
     for (size_t i = 0; i < layers_.size(); ++i) {
@@ -57,7 +56,7 @@ void RecurrentState::begin_pass(int64_t length, int64_t truncatable_rows) {
   }
   for (size_t i = 0; i < layers_.size(); ++i) copy_layer(layers_[i], checkpoint_[i]);
   pass_start_ = length;
-  pass_rows_ = rows;
+  pass_rows_ = truncatable_rows;
 }
 
 void RecurrentState::truncate(int64_t length, int64_t current) {
