@@ -161,6 +161,11 @@ def cmd_kernels(args, common):
     line["fused"] = [
         {k: v.get(k) for k in ("kernel", "rows", "us_fused", "us_apart", "fraction_of_copy_bandwidth")}
         for v in lines if v.get("kernel") in ("cuda_matmul_qkv", "cuda_matmul_swiglu", "cuda_norm_rope_store_attend")]
+    # The delta rule's chunked form against its recurrent one on a prompt: whether a prefill
+    # should take it on this device (docs/decisions.md, "The delta rule's two forms").
+    line["delta_rule_chunked"] = [
+        {k: v.get(k) for k in ("rows", "chunk_rows", "us_per_call", "us_recurrent", "chunked_over_recurrent")}
+        for v in lines if v.get("kernel") in ("cuda_gated_delta_rule_chunked", "gated_delta_rule_chunked")]
     skipped = [v["skipped"] for v in lines if "skipped" in v]
     if skipped:
         line["skipped"] = skipped[0]
@@ -443,6 +448,13 @@ def cmd_table(args):
                 out.append(f"| {f.get('kernel')} | {f.get('rows')} | {fmt(f.get('us_fused'), 1)} | "
                            f"{fmt(f.get('us_apart'), 1)} | "
                            f"{fmt(100 * fraction if fraction is not None else None, 0, '%')} |")
+        if kernels.get("delta_rule_chunked"):
+            out.append("")
+            out.append("| delta rule, prompt rows | chunk rows | us chunked | us recurrent | chunked / recurrent |")
+            out.append("|---|---|---|---|---|")
+            for d in kernels["delta_rule_chunked"]:
+                out.append(f"| {d.get('rows')} | {d.get('chunk_rows')} | {fmt(d.get('us_per_call'), 1)} | "
+                           f"{fmt(d.get('us_recurrent'), 1)} | {fmt(d.get('chunked_over_recurrent'), 2)} |")
     figures_seen = list(dict.fromkeys(v["figure"] for v in lines))
     not_ok = [f"{f}: {v.get('status')} ({v.get('error', '')})" for f in figures_seen
               for v in [latest(lines, f)] if v.get("status") != "ok"]
