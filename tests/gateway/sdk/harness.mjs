@@ -63,10 +63,11 @@ export class Program {
   }
 }
 
-// The status of a GET of `urlPath` on the loopback `port`; 0 while nothing answers there.
+// The status of a GET of `urlPath` on the loopback `port`; 0 while nothing answers there (within
+// 5 s: a socket that takes the connection and never answers is not left waited on).
 export async function httpStatus(port, urlPath) {
   try {
-    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`);
+    const response = await fetch(`http://127.0.0.1:${port}${urlPath}`, { signal: AbortSignal.timeout(5000) });
     await response.arrayBuffer();
     return response.status;
   } catch {
@@ -83,13 +84,14 @@ export async function waitFor(predicate, seconds, what) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-// A program started on free ports by `start` ({program, ...}), ready once `ready(started)` holds;
-// tried again on other ports while one was taken between freePort() and the bind.
-async function startOnFreePorts(what, start, ready) {
+// A program started on free ports by `start` ({program, ...}), ready once `ready(started)` holds
+// (within `seconds`); tried again on other ports while one was taken between freePort() and the
+// bind.
+async function startOnFreePorts(what, start, ready, seconds = 90) {
   for (let attempt = 1; ; ++attempt) {
     const started = await start();
     const { program } = started;
-    await waitFor(async () => !program.running() || await ready(started), 90, what)
+    await waitFor(async () => !program.running() || await ready(started), seconds, what)
       .catch((e) => { throw new Error(`${e.message}\n${program.output()}`); });
     if (program.running()) return started;
     await program.exited;
@@ -140,13 +142,13 @@ export async function stopGatewayAndUp(gateway, up) {
 // flashq-gateway in front of `broker` ({frontend, stream}), ready once /readyz says a broker
 // serves a model (or, with `expectReady` false, once it answers /healthz).
 export async function startGateway(broker, extraArgs = [], { expectReady = true } = {}) {
-  const port = await freePort();
-  const gateway = new Program('flashq-gateway', ['--port', String(port), '--broker', broker.frontend,
-    '--stream', broker.stream, '--wait-for-models-ms', '2000', ...extraArgs]);
   const page = expectReady ? '/readyz' : '/healthz';
-  await waitFor(async () => !gateway.running() || (await httpStatus(port, page)) === 200, 30, 'flashq-gateway')
-    .catch((e) => { throw new Error(`${e.message}\n${gateway.output()}`); });
-  if (!gateway.running()) throw new Error(`flashq-gateway exited:\n${gateway.output()}`);
+  const { program: gateway, port } = await startOnFreePorts('flashq-gateway', async () => {
+    const port = await freePort();
+    const program = new Program('flashq-gateway', ['--port', String(port), '--broker', broker.frontend,
+      '--stream', broker.stream, '--wait-for-models-ms', '2000', ...extraArgs]);
+    return { program, port };
+  }, async ({ port }) => (await httpStatus(port, page)) === 200, 30);
   gateway.port = port;
   gateway.baseURL = `http://127.0.0.1:${port}/v1`;
   return gateway;
@@ -176,17 +178,16 @@ export function jobStatus(broker, id) {
 
 // A bare flashq-broker (no worker), for tests that put their own workers behind it; ready once
 // its /healthz answers. Its backend is where workers connect.
-export async function startBroker(extraArgs = []) {
-  const frontend = `tcp://127.0.0.1:${await freePort()}`;
-  const stream = `tcp://127.0.0.1:${await freePort()}`;
-  const backend = `tcp://127.0.0.1:${await freePort()}`;
-  const httpPort = await freePort();
-  const broker = new Program('flashq-broker', ['--frontend', frontend, '--stream', stream, '--backend', backend,
-    '--http', `127.0.0.1:${httpPort}`, '--drain-timeout-ms', '0', ...extraArgs]);
-  await waitFor(async () => !broker.running() || (await httpStatus(httpPort, '/healthz')) === 200, 30, 'flashq-broker')
-    .catch((e) => { throw new Error(`${e.message}\n${broker.output()}`); });
-  if (!broker.running()) throw new Error(`flashq-broker exited:\n${broker.output()}`);
-  return { program: broker, frontend, stream, backend, httpPort };
+export function startBroker(extraArgs = []) {
+  return startOnFreePorts('flashq-broker', async () => {
+    const frontend = `tcp://127.0.0.1:${await freePort()}`;
+    const stream = `tcp://127.0.0.1:${await freePort()}`;
+    const backend = `tcp://127.0.0.1:${await freePort()}`;
+    const httpPort = await freePort();
+    const program = new Program('flashq-broker', ['--frontend', frontend, '--stream', stream, '--backend', backend,
+      '--http', `127.0.0.1:${httpPort}`, '--drain-timeout-ms', '0', ...extraArgs]);
+    return { program, frontend, stream, backend, httpPort };
+  }, async ({ httpPort }) => (await httpStatus(httpPort, '/healthz')) === 200, 30);
 }
 
 export const SCRIPTED_WORKER = path.join(REPO, 'tests/gateway/sdk/scripted_worker.py');
