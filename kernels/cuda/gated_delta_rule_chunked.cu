@@ -9,6 +9,61 @@ namespace {
 constexpr int kMaxThreads = 1024;
 constexpr int C = static_cast<int>(kDeltaRuleChunkRows);
 
+// What shared memory holds of a chunk for the columns' work (delta_rule_chunks).
+struct ChunkRows {
+  const float *qn, *kn, *cumulative, *betas, *kk, *qk;
+  int64_t key_dim;
+};
+
+// One column of a value head's state (`column`: its first element, `stride` apart) over a chunk
+// of n rows: the corrections u_i by the triangular solve, the outputs, and the state carried on.
+// v and out: the column's value in the chunk's first row, `row_stride` apart.
+__device__ void run_column(int n, const ChunkRows& c, const float* v, float* out, int64_t row_stride, float* column,
+                           int64_t stride) {
+  // S^T k_i and S^T q_i for the chunk's rows, this column of the state read once.
+  float sk[C], sq[C], u[C];
+#pragma unroll
+  for (int i = 0; i < C; ++i) sk[i] = sq[i] = u[i] = 0.0f;
+  for (int64_t d = 0; d < c.key_dim; ++d) {
+    const float value = column[d * stride];
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      if (i < n) {
+        sk[i] = fmaf(value, c.kn[i * c.key_dim + d], sk[i]);
+        sq[i] = fmaf(value, c.qn[i * c.key_dim + d], sq[i]);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    if (i >= n) continue;
+    float value = c.betas[i] * (v[i * row_stride] - expf(c.cumulative[i]) * sk[i]);
+#pragma unroll
+    for (int j = 0; j < i; ++j) value = fmaf(-c.betas[i] * c.kk[i * C + j], u[j], value);
+    u[i] = value;
+  }
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    if (i >= n) continue;
+    float o = expf(c.cumulative[i]) * sq[i];
+#pragma unroll
+    for (int j = 0; j <= i; ++j) o = fmaf(c.qk[i * C + j], u[j], o);
+    out[i * row_stride] = o;
+  }
+  const float last = c.cumulative[n - 1], decay = expf(last);
+  float weights[C];
+#pragma unroll
+  for (int i = 0; i < C; ++i) weights[i] = i < n ? expf(last - c.cumulative[i]) * u[i] : 0.0f;
+  for (int64_t d = 0; d < c.key_dim; ++d) {
+    float updated = column[d * stride] * decay;
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      if (i < n) updated = fmaf(c.kn[i * c.key_dim + d], weights[i], updated);
+    }
+    column[d * stride] = updated;
+  }
+}
+
 // Block h: value head h. Shared: a chunk's normalised q and k rows [C, key_dim] each, the
 // cumulative log decays G and betas [C], the decayed products kk[i][j] = (k_i . k_j) D[i, j] and
 // qk[i][j] = (q_i . k_j) D[i, j] [C, C], and the partials.
@@ -56,48 +111,9 @@ __global__ void delta_rule_chunks(const float* __restrict__ q, const float* __re
     }
     __syncthreads();
     if (e < s.value_dim) {
-      // S^T k_i and S^T q_i for the chunk's rows, this column of the state read once.
-      float sk[C], sq[C], u[C];
-#pragma unroll
-      for (int i = 0; i < C; ++i) sk[i] = sq[i] = u[i] = 0.0f;
-      for (int64_t d = 0; d < s.key_dim; ++d) {
-        const float column = head_state[d * s.value_dim + e];
-#pragma unroll
-        for (int i = 0; i < C; ++i) {
-          if (i < n) {
-            sk[i] = fmaf(column, kn[i * s.key_dim + d], sk[i]);
-            sq[i] = fmaf(column, qn[i * s.key_dim + d], sq[i]);
-          }
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < C; ++i) {
-        if (i >= n) continue;
-        float value = betas[i] * (v[((start + i) * s.value_heads + h) * s.value_dim + e] - expf(cumulative[i]) * sk[i]);
-#pragma unroll
-        for (int j = 0; j < i; ++j) value = fmaf(-betas[i] * kk[i * C + j], u[j], value);
-        u[i] = value;
-      }
-#pragma unroll
-      for (int i = 0; i < C; ++i) {
-        if (i >= n) continue;
-        float o = expf(cumulative[i]) * sq[i];
-#pragma unroll
-        for (int j = 0; j <= i; ++j) o = fmaf(qk[i * C + j], u[j], o);
-        out[((start + i) * s.value_heads + h) * s.value_dim + e] = o;
-      }
-      const float last = cumulative[n - 1], decay = expf(last);
-      float weights[C];
-#pragma unroll
-      for (int i = 0; i < C; ++i) weights[i] = i < n ? expf(last - cumulative[i]) * u[i] : 0.0f;
-      for (int64_t d = 0; d < s.key_dim; ++d) {
-        float updated = head_state[d * s.value_dim + e] * decay;
-#pragma unroll
-        for (int i = 0; i < C; ++i) {
-          if (i < n) updated = fmaf(kn[i * s.key_dim + d], weights[i], updated);
-        }
-        head_state[d * s.value_dim + e] = updated;
-      }
+      const int64_t first = (start * s.value_heads + h) * s.value_dim + e, row_stride = s.value_heads * s.value_dim;
+      run_column(n, ChunkRows{qn, kn, cumulative, betas, kk, qk, s.key_dim}, v + first, out + first, row_stride,
+                 head_state + e, s.value_dim);
     }
     __syncthreads();  // the next chunk rewrites the shared rows
   }
