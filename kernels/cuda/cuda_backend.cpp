@@ -31,7 +31,7 @@
 #include "kernels/cuda/causal_conv1d.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/deltanet_gates.h"
-#include "kernels/cuda/device_error.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/dflash2_ops.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
@@ -55,6 +55,7 @@ namespace {
 
 using cuda::check_cublas;
 using cuda::check_cuda;
+using cuda::DeviceContext;
 
 constexpr OpChecks kChecks(Device::kCuda, "cuda");
 
@@ -69,92 +70,6 @@ void require(bool ok, MakeMessage&& make_message) {
 
 void require_on_device(const Tensor& t, const char* name) { kChecks.on_device(t, name); }
 void require_f32(const Tensor& t, const char* name) { kChecks.f32(t, name); }
-
-// The stream, the cuBLAS handle and the error report: shared by the backend and by every
-// allocation's deleter, and destroyed after the last of them.
-class DeviceContext {
- public:
-  DeviceContext() {
-    check_cuda(cudaSetDevice(0), "cudaSetDevice");
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    // Freed blocks stay in the pool for the next allocation instead of going back to the driver.
-    cudaMemPool_t pool = nullptr;
-    check_cuda(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
-    uint64_t keep_all = UINT64_MAX;
-    check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "cudaMemPoolSetAttribute");
-    check_cublas(cublasCreate(&cublas_), "cublasCreate");
-    check_cublas(cublasSetStream(cublas_, stream_), "cublasSetStream");
-    check_cuda(cudaMallocAsync(reinterpret_cast<void**>(&report_), sizeof(cuda::DeviceErrorReport), stream_),
-               "cudaMallocAsync (error report)");
-    check_cuda(cudaMemsetAsync(report_, 0, sizeof(cuda::DeviceErrorReport), stream_), "cudaMemsetAsync");
-    check_cuda(cudaMallocHost(reinterpret_cast<void**>(&report_host_), sizeof(cuda::DeviceErrorReport)),
-               "cudaMallocHost");
-    cudaDeviceProp properties{};
-    check_cuda(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
-    device_name_ = properties.name;
-  }
-
-  ~DeviceContext() {
-    // Errors here cannot be reported (destructors do not throw) and mean the process is ending.
-    cudaStreamSynchronize(stream_);
-    cudaFreeAsync(report_, stream_);
-    cudaFreeHost(report_host_);
-    cublasDestroy(cublas_);
-    cudaStreamDestroy(stream_);
-  }
-
-  DeviceContext(const DeviceContext&) = delete;
-  DeviceContext& operator=(const DeviceContext&) = delete;
-
-  cudaStream_t stream() const { return stream_; }
-  cublasHandle_t cublas() const { return cublas_; }
-  cuda::DeviceErrorReport* report() const { return report_; }
-  const std::string& device_name() const { return device_name_; }
-
-  // Waits for everything launched so far; throws what a kernel reported, or a fault.
-  void synchronize() {
-    check_cuda(cudaMemcpyAsync(report_host_, report_, sizeof(cuda::DeviceErrorReport), cudaMemcpyDeviceToHost, stream_),
-               "cudaMemcpyAsync (error report)");
-    check_cuda(cudaStreamSynchronize(stream_), "a kernel failed (cudaStreamSynchronize)");
-    const cuda::DeviceErrorReport found = *report_host_;
-    if (found.kind == cuda::kNoDeviceError) return;
-    check_cuda(cudaMemsetAsync(report_, 0, sizeof(cuda::DeviceErrorReport), stream_), "cudaMemsetAsync");
-    if (found.kind == cuda::kTokenIdOutsideTable) {
-      throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(found.value) +
-                                                   " is outside the embedding table of " + std::to_string(found.limit) +
-                                                   " rows");
-    }
-    if (found.kind == cuda::kGatherRowOutsideSource) {
-      throw Error(ErrorCode::kInternal, "cuda backend: a row gathered from " + std::to_string(found.value) +
-                                            ", outside the " + std::to_string(found.limit) + " rows of its source");
-    }
-    if (found.kind == cuda::kExpertIdOutsideRange) {
-      throw Error(ErrorCode::kInternal, "cuda backend: moe_experts: expert id " + std::to_string(found.value) +
-                                            " outside [0, " + std::to_string(found.limit) + ")");
-    }
-    if (found.kind == cuda::kBlockIdOutsideStore) {
-      throw Error(ErrorCode::kInternal, "cuda backend: attention block id " + std::to_string(found.value) +
-                                            " outside the store of " + std::to_string(found.limit) + " blocks");
-    }
-    if (found.kind == cuda::kKeyCountBeyondBlockTable) {
-      throw Error(ErrorCode::kInternal, "cuda backend: attention key count " + std::to_string(found.value) +
-                                            " beyond the block table's " + std::to_string(found.limit) + " positions");
-    }
-    if (found.kind == cuda::kStoreRowOutsideCache) {
-      throw Error(ErrorCode::kInternal, "cuda backend: a row stored at " + std::to_string(found.value) +
-                                            ", outside the " + std::to_string(found.limit) + " rows of its cache");
-    }
-    throw Error(ErrorCode::kInternal, "cuda backend: attention key count " + std::to_string(found.value) +
-                                          " beyond the " + std::to_string(found.limit) + " keys");
-  }
-
- private:
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  cuda::DeviceErrorReport* report_ = nullptr;
-  cuda::DeviceErrorReport* report_host_ = nullptr;
-  std::string device_name_;
-};
 
 class CudaBackend final : public Backend {
  public:
